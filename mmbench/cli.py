@@ -1,0 +1,300 @@
+"""The command line: parse and validate, then call into the modules that do the work."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from . import environment
+from .config import ConfigError, load_config
+from .results import CsvSink, ResultsError, done_keys, read_results, write_metadata
+from .sizes import FORMS, SizeSpecError, parse_sizes
+from .sweep import Point, Runner, Selection, Settings, plan
+from .timing import CACHE_MODES
+from .variants import REGISTRY, VariantError, format_params, get_variant
+
+PAPER_SWEEP = "63:2049"
+console = Console(markup=False, highlight=False)  # messages hold brackets such as .[cuda]
+
+
+class InputError(click.ClickException):
+    """Bad input: one line naming the bad value and the choices, exit status 2."""
+
+    exit_code = 2
+
+
+class RunFailed(click.ClickException):
+    exit_code = 1
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    return [item.strip() for value in values for item in value.split(",") if item.strip()]
+
+
+def _int_list(option: str, text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise InputError(f"{option} '{text}': expected comma-separated positive integers") from None
+    if not values or min(values) < 1:
+        raise InputError(f"{option} '{text}': expected comma-separated positive integers")
+    return values
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="mmbench")
+def main():
+    """mmbench: sweep, time, verify and plot GPU matrix kernels."""
+
+
+@main.command("list")
+def list_variants():
+    """Show every variant: name, operation, backend, paper label, parameter axes."""
+    table = Table(title="mmbench variants")
+    for col in ("name", "op", "backend", "paper label", "axes (default)", "what it does"):
+        table.add_column(col)
+    for v in REGISTRY.values():
+        axes = ", ".join(f"{k}={'/'.join(map(str, vals))}" for k, vals in v.axes.items()) or "-"
+        table.add_row(v.name, v.op, v.backend, v.label, axes, v.description)
+    console.print(table)
+
+
+def _selections(variants, sizes, blocks, params, config) -> tuple[str, list[Selection], dict]:
+    """(run name, selections, settings from the config) from the options or the config file."""
+    if config:
+        if variants or sizes or blocks or params:
+            raise InputError("--config sets variants, sizes and parameters; do not combine it with "
+                             "--variant, --sizes, --block or --param")
+        try:
+            cfg = load_config(config)
+        except ConfigError as exc:
+            raise InputError(str(exc)) from None
+        settings = {"runs": cfg.runs, "warmup": cfg.warmup, "cache": cfg.cache, "threads": cfg.threads}
+        return cfg.name, [s.selection() for s in cfg.sweeps], settings
+    names = _split(variants) or ["best"]
+    try:
+        chosen = tuple(dict.fromkeys(get_variant(n) for n in names))
+    except VariantError as exc:
+        raise InputError(str(exc)) from None
+    spec = sizes or PAPER_SWEEP
+    try:
+        shapes = tuple(parse_sizes(spec))
+    except SizeSpecError as exc:
+        raise InputError(str(exc)) from None
+    overrides = {}
+    for item in params:
+        name, eq, values = item.partition("=")
+        if not eq or not name.strip():
+            raise InputError(f"--param '{item}': expected NAME=V1,V2 (e.g. BLOCK=8,16,32)")
+        overrides[name.strip()] = _int_list(f"--param {name}", values)
+    if blocks:
+        overrides["BLOCK"] = _int_list("--block", blocks)
+    known = {axis for v in chosen for axis in v.axes}
+    for name in overrides:
+        if name not in known:
+            raise InputError(f"parameter '{name}' belongs to none of {', '.join(v.name for v in chosen)}; "
+                             f"their parameters: {', '.join(sorted(known)) or 'none'}")
+    return "run", [Selection(chosen, shapes, overrides)], {}
+
+
+def _print_plan(points: list[Point], skipped: int, output: Path) -> None:
+    groups: dict[str, list[Point]] = {}
+    for p in points:
+        groups.setdefault(f"{p.variant.name} {format_params(p.params)}".strip(), []).append(p)
+    table = Table(title=f"plan: {len(points)} points" + (f" ({skipped} already in {output})" if skipped else ""))
+    for col in ("variant", "backend", "cache", "points", "sizes"):
+        table.add_column(col)
+    for name, pts in groups.items():
+        shapes = [str(p.shape) for p in pts]
+        shown = ", ".join(shapes) if len(shapes) <= 6 else f"{', '.join(shapes[:3])}, ..., {', '.join(shapes[-2:])}"
+        table.add_row(name, pts[0].variant.backend, pts[0].cache, str(len(pts)), shown)
+    console.print(table)
+    console.print(f"output: {output}")
+
+
+def _summary(csv_path: Path) -> Table:
+    df = read_results(csv_path)
+    table = Table(title=f"summary of {csv_path}")
+    for col in ("variant", "params", "ok", "not ok", "GFLOP/s median of points", "peak GFLOP/s", "at size", "cv median"):
+        table.add_column(col, justify="right" if col not in ("variant", "params") else "left")
+    for (variant, params), g in df.groupby(["variant", "params"], sort=False):
+        ok = g[g.status == "ok"]
+        bad = g[g.status != "ok"].status.value_counts()
+        not_ok = ", ".join(f"{n} {s}" for s, n in bad.items()) or "0"
+        if ok.empty:
+            table.add_row(variant, params, "0", not_ok, "-", "-", "-", "-")
+            continue
+        peak = ok.loc[ok.gflops_mean.idxmax()]
+        size = str(peak.m) if peak.m == peak.n == peak.k else f"{peak.m}x{peak.n}x{peak.k}"
+        table.add_row(variant, params, str(len(ok)), not_ok, f"{ok.gflops_mean.median():.1f}",
+                      f"{peak.gflops_mean:.1f}", size, f"{ok.cv.median():.3f}")
+    return table
+
+
+@main.command()
+@click.option("--variant", "-v", "variants", multiple=True, metavar="NAME[,NAME...]",
+              help="Variant(s) to run; repeat or comma-separate. Default: best. See `mmbench list`.")
+@click.option("--sizes", "-s", metavar="SPEC",
+              help=f"Sizes to sweep (default {PAPER_SWEEP}, the paper's 189 sizes). Forms: {FORMS}. "
+                   "A:B is every n in [A, B] within 1 of a multiple of 32; e.g. 256,512  64:4096:+64  "
+                   "512:8192:x2  1000x37x2049 (M x N x K).")
+@click.option("--block", "blocks", metavar="B[,B...]", help="Block sizes to sweep (the BLOCK parameter), e.g. 8,16,32.")
+@click.option("--param", "params", multiple=True, metavar="NAME=V[,V...]", help="Sweep any kernel parameter.")
+@click.option("--config", type=click.Path(dir_okay=False, path_type=Path),
+              help="Run a whole experiment from configs/*.toml (its sweeps and settings).")
+@click.option("--runs", type=click.IntRange(min=1), help="Timed samples per point (default 10).")
+@click.option("--warmup", type=click.IntRange(min=0), help="Untimed launches before the samples (default 3).")
+@click.option("--cache", type=click.Choice(CACHE_MODES), help="cold: flush L2 before every sample (default); hot: no flush.")
+@click.option("--threads", type=click.IntRange(min=1), help="CPU BLAS threads (default: the library's).")
+@click.option("--seed", type=int, default=2017, show_default=True, help="Seed of the random inputs.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              help="Results CSV (metadata goes beside it as .meta.json). Default: results/NAME-TIMESTAMP.csv.")
+@click.option("--resume", is_flag=True, help="Skip points already in --output and append the rest.")
+@click.option("--dry-run", is_flag=True, help="Print the plan and exit; needs no GPU.")
+def run(variants, sizes, blocks, params, config, runs, warmup, cache, threads, seed, output, resume, dry_run):
+    """Sweep variants over sizes: verify each point, time it, write a row per point.
+
+    \b
+    Examples:
+      mmbench run --variant best --sizes 63:2049
+      mmbench run -v best,shared,cublas --sizes 256,512,1024 --block 8,16,32
+      mmbench run --config configs/zosa2017.toml
+    """
+    name, selections, cfg = _selections(variants, sizes, blocks, params, config)
+    chosen = {"runs": runs, "warmup": warmup, "cache": cache, "threads": threads}
+    settings = Settings(**{**{"runs": 10, "warmup": 3, "cache": "cold", "threads": None}, **cfg,
+                           **{k: v for k, v in chosen.items() if v is not None}}, seed=seed)
+    points = plan(selections, settings.cache)
+    if resume and output is None:
+        raise InputError("--resume needs --output naming the CSV to continue")
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    output = output or Path("results") / f"{name}-{stamp}.csv"
+    done = set()
+    if resume:
+        try:
+            done = done_keys(output)
+        except (KeyError, ValueError) as exc:
+            raise InputError(f"{output} cannot be resumed: {exc}") from None
+    elif output.exists() and output.stat().st_size > 0:
+        raise InputError(f"{output} already exists; pass --resume to continue it or choose another --output")
+    todo = [p for p in points if p.key not in done]
+    if dry_run:
+        _print_plan(todo, len(points) - len(todo), output)
+        return
+    if not todo:
+        console.print(f"nothing to do: all {len(points)} points are already in {output}")
+        return
+    _execute(todo, settings, output, config, name)
+
+
+def _execute(points: list[Point], settings: Settings, output: Path, config: Path | None, name: str) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    try:
+        runner = Runner(settings, points)
+    except Exception as exc:  # GpuUnavailable and the like: nothing can run
+        raise RunFailed(f"cannot open the GPU: {exc}") from None
+    try:
+        sink = CsvSink(output)
+    except ResultsError as exc:
+        raise InputError(str(exc)) from None
+    meta = {"name": name, "config": str(config) if config else None, "command": sys.argv,
+            "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "settings": {**settings.__dict__}, "points_planned": len(points),
+            "cublas": _cublas_meta(runner), **environment.collect(runner.gpu)}
+    write_metadata(output, {**meta, "state": "running"})
+    counts: dict[str, int] = {}
+    started = time.perf_counter()
+    state = "finished"
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=False) as progress:
+        task = progress.add_task("sweeping", total=len(points))
+
+        def on_row(row: dict) -> None:
+            sink.write(row)
+            counts[row["status"]] = counts.get(row["status"], 0) + 1
+            progress.update(task, advance=1, description=f"{row['variant']} {row['params']} n={row['n']}")
+
+        try:
+            runner.run(points, on_row)
+        except KeyboardInterrupt:
+            state = "interrupted"
+        finally:
+            sink.close()
+            runner.close()
+            write_metadata(output, {**meta, "state": state, "wall_s": round(time.perf_counter() - started, 2),
+                                    "status_counts": counts, "kernels": runner.kernels})
+    console.print(_summary(output))
+    console.print(f"results: {output}  (metadata: {output.with_suffix('.meta.json')})")
+    if state == "interrupted":
+        raise RunFailed(f"interrupted: the {sum(counts.values())} finished points are in {output}; "
+                        f"rerun with --output {output} --resume to continue")
+    bad = {s: n for s, n in counts.items() if s in ("wrong", "failed")}
+    if bad:
+        raise RunFailed(", ".join(f"{n} point(s) {s}" for s, n in bad.items()) + f"; see the reason column of {output}")
+
+
+def _cublas_meta(runner: Runner) -> dict | None:
+    if runner.cublas is not None:
+        return {"version": runner.cublas.version, "math_mode": runner.cublas.math_mode,
+                "math_mode_name": "CUBLAS_PEDANTIC_MATH" if runner.cublas.math_mode == 2 else "other",
+                "cupy": runner.cublas.cupy_version}
+    return {"unavailable": runner.cublas_error} if runner.cublas_error else None
+
+
+@main.command()
+def info():
+    """Print the device, its limits and the software versions (works without a GPU)."""
+    from .device import GpuUnavailable, open_gpu
+
+    facts = environment.collect()
+    try:
+        gpu = open_gpu()
+        facts["gpu"] = environment.gpu_info(gpu)
+    except GpuUnavailable as exc:
+        facts["gpu"] = None
+        gpu_note = f"none: {exc}. Kernels still compile with nvcc; CPU BLAS runs; plots work."
+    _print_info(facts, gpu_note=None if facts["gpu"] else gpu_note)
+
+
+def _print_info(facts: dict, gpu_note: str | None) -> None:
+    table = Table(title="mmbench info", show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    if facts["gpu"]:
+        g = facts["gpu"]
+        table.add_row("GPU", f"{g['name']} ({g.get('uuid') or g['pci_bus_id']})")
+        table.add_row("compute capability", f"{g['compute_capability']} ({g['arch']}), {g['sm_count']} SMs")
+        table.add_row("memory / L2", f"{g['memory_bytes'] / 2**30:.1f} GiB / {g['l2_bytes'] / 2**20:.0f} MiB")
+        table.add_row("limits per block", f"{g['max_threads_per_block']} threads, {g['max_shared_per_block']} B shared "
+                      f"({g['max_shared_per_block_optin']} B opt-in)")
+        table.add_row("SM clock max", f"{g.get('sm_clock_max_mhz')} MHz")
+        table.add_row("driver", f"{g.get('driver_version')} (CUDA {g['driver_cuda_version']})")
+        table.add_row("pycuda", f"{g['pycuda']} (built for CUDA {g['pycuda_built_for_cuda']})")
+    else:
+        table.add_row("GPU", gpu_note)
+    sw = facts["software"]
+    table.add_row("nvcc", f"{sw['nvcc'] or 'not found'} (options: {' '.join(sw['nvcc_options'])})")
+    for pkg, ver in sw["packages"].items():
+        if ver or pkg in ("pycuda", "nvidia-ml-py"):
+            table.add_row(pkg, ver or "not installed")
+    for b in sw["blas"]:
+        table.add_row("BLAS", f"{b['internal_api']} {b['version']}, {b['num_threads']} threads")
+    host = facts["host"]
+    table.add_row("host", f"{host['cpu']}, {host['cpu_count']} CPUs, Python {host['python']}")
+    table.add_row("git", f"{facts['git'].get('commit') or 'unknown'}" + (" (dirty)" if facts["git"].get("dirty") else ""))
+    console.print(table)
+    if not facts["gpu"]:
+        console.print("To run kernels: on a machine with an NVIDIA GPU and the CUDA toolkit, "
+                      "pip install '.[cuda,cublas]'")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,134 @@
+"""Experiment configs: configs/*.toml read into frozen dataclasses.
+
+Errors name the file and the key: ``configs/x.toml: sweep[2].variants: unknown variant 'bset'``.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from .sizes import Shape, SizeSpecError, parse_sizes
+from .sweep import Selection
+from .timing import CACHE_MODES
+from .variants import Variant, VariantError, get_variant, param_points
+
+TOP_KEYS = {"name", "description", "paper", "run", "sweep"}
+RUN_KEYS = {"runs", "warmup", "cache", "threads"}
+SWEEP_KEYS = {"name", "description", "variants", "sizes", "params"}
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    name: str
+    description: str
+    variants: tuple[Variant, ...]
+    sizes: str
+    shapes: tuple[Shape, ...]
+    params: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+
+    def selection(self) -> Selection:
+        return Selection(self.variants, self.shapes, self.params)
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    path: Path
+    name: str
+    description: str
+    paper: str
+    runs: int
+    warmup: int
+    cache: str
+    threads: int | None
+    sweeps: tuple[SweepConfig, ...]
+
+
+def _unknown(where: str, table: Mapping, allowed: set[str]) -> None:
+    extra = sorted(set(table) - allowed)
+    if extra:
+        raise ConfigError(f"{where}: unknown key '{extra[0]}'; allowed: {', '.join(sorted(allowed))}")
+
+
+def _int(where: str, value: Any, minimum: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ConfigError(f"{where}: {value!r} is not an integer >= {minimum}")
+    return value
+
+
+def _sweep(where: str, table: Any) -> SweepConfig:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: expected a table")
+    _unknown(where, table, SWEEP_KEYS)
+    for key in ("name", "variants", "sizes"):
+        if key not in table:
+            raise ConfigError(f"{where}: missing key '{key}'")
+    names = table["variants"]
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"{where}.variants: expected a non-empty list of variant names")
+    try:
+        variants = tuple(get_variant(n) for n in names)
+    except VariantError as exc:
+        raise ConfigError(f"{where}.variants: {exc}") from None
+    try:
+        shapes = tuple(parse_sizes(str(table["sizes"])))
+    except SizeSpecError as exc:
+        raise ConfigError(f"{where}.sizes: {exc}") from None
+    raw = table.get("params", {})
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}.params: expected a table such as {{ BLOCK = [8, 16, 32] }}")
+    params = {}
+    for pname, values in raw.items():
+        values = values if isinstance(values, list) else [values]
+        params[pname] = tuple(_int(f"{where}.params.{pname}", v, 1) for v in values)
+        if not any(pname in v.axes for v in variants):
+            raise ConfigError(f"{where}.params.{pname}: no variant of this sweep has that parameter")
+    try:
+        for v in variants:
+            param_points(v, params)
+    except VariantError as exc:
+        raise ConfigError(f"{where}.params: {exc}") from None
+    return SweepConfig(str(table["name"]), str(table.get("description", "")), variants,
+                       str(table["sizes"]), shapes, MappingProxyType(params))
+
+
+def load_config(path: Path | str) -> ExperimentConfig:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    _unknown(str(path), data, TOP_KEYS)
+    run = data.get("run", {})
+    _unknown(f"{path}: run", run, RUN_KEYS)
+    cache = run.get("cache", "cold")
+    if cache not in CACHE_MODES:
+        raise ConfigError(f"{path}: run.cache: '{cache}'; choose from: {', '.join(CACHE_MODES)}")
+    sweeps = data.get("sweep")
+    if not isinstance(sweeps, list) or not sweeps:
+        raise ConfigError(f"{path}: needs at least one [[sweep]] table")
+    return ExperimentConfig(
+        path=path,
+        name=str(data.get("name", path.stem)),
+        description=str(data.get("description", "")),
+        paper=str(data.get("paper", "")),
+        runs=_int(f"{path}: run.runs", run.get("runs", 10), 1),
+        warmup=_int(f"{path}: run.warmup", run.get("warmup", 3), 0),
+        cache=cache,
+        threads=_int(f"{path}: run.threads", run["threads"], 1) if "threads" in run else None,
+        sweeps=tuple(_sweep(f"{path}: sweep[{i}]", s) for i, s in enumerate(sweeps)),
+    )

@@ -1,0 +1,202 @@
+"""The GPU: the only module that imports PyCUDA, and only when a Gpu is opened.
+
+Everything else in mmbench (listing, planning, CPU baselines, plots, compile checks) works on
+a machine without a GPU or without PyCUDA.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import source
+from .variants import Params, Variant
+
+NAN_BITS = 0x7FC00000  # a quiet float32 NaN: poisons outputs before every verification launch
+HOLD_TIMEOUT_NS = 2_000_000_000  # hold_stream gives up after this; a batch enqueues in well under
+
+
+class GpuUnavailable(RuntimeError):
+    """No usable GPU: the message says why and how to install."""
+
+
+def open_gpu() -> "Gpu":
+    """Open device 0 in its primary context (shared with CuPy), or raise GpuUnavailable."""
+    try:
+        import pycuda.driver as drv
+    except ImportError as exc:
+        raise GpuUnavailable(f"PyCUDA is not installed ({exc}); on a GPU machine: pip install '.[cuda]'") from None
+    try:
+        import pycuda.autoprimaryctx  # noqa: F401  (retains and pushes the primary context)
+    except Exception as exc:  # no driver, no device
+        raise GpuUnavailable(f"no CUDA device could be opened: {exc}") from None
+    return Gpu(drv)
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    """What the harness and the metadata need to know of the device."""
+
+    name: str
+    uuid: str
+    pci_bus_id: str
+    compute_capability: str
+    arch: str
+    sm_count: int
+    memory_bytes: int
+    l2_bytes: int
+    max_threads_per_block: int
+    max_shared_per_block: int
+    max_shared_per_block_optin: int
+    clock_khz: int
+    memory_clock_khz: int
+    memory_bus_width_bits: int
+    driver_cuda_version: int
+
+
+class SmClock:
+    """SM clock readings through NVML; every reading is None where NVML is missing."""
+
+    def __init__(self, pci_bus_id: str):
+        self.handle = None
+        self.error = ""
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self.nvml = pynvml
+            self.handle = pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id)
+        except Exception as exc:  # pynvml missing or NVML refused
+            self.error = str(exc) or type(exc).__name__
+
+    def _read(self, fn_name: str, *args) -> Any:
+        if self.handle is None:
+            return None
+        try:
+            return getattr(self.nvml, fn_name)(self.handle, *args)
+        except Exception:
+            return None
+
+    def current_mhz(self) -> int | None:
+        return self._read("nvmlDeviceGetClockInfo", self.nvml.NVML_CLOCK_SM) if self.handle else None
+
+    def max_mhz(self) -> int | None:
+        return self._read("nvmlDeviceGetMaxClockInfo", self.nvml.NVML_CLOCK_SM) if self.handle else None
+
+    def facts(self) -> dict:
+        if self.handle is None:
+            return {"nvml": f"unavailable ({self.error})"}
+        n = self.nvml
+        driver = n.nvmlSystemGetDriverVersion()
+        return {
+            "uuid": self._read("nvmlDeviceGetUUID"),
+            "driver_version": driver.decode() if isinstance(driver, bytes) else driver,
+            "sm_clock_max_mhz": self.max_mhz(),
+            "memory_clock_max_mhz": self._read("nvmlDeviceGetMaxClockInfo", n.NVML_CLOCK_MEM),
+            "power_limit_w": (self._read("nvmlDeviceGetEnforcedPowerLimit") or 0) / 1000 or None,
+            "nvml_version": getattr(n, "__version__", None),
+        }
+
+
+class Gpu:
+    """Device 0: compile, allocate, copy, launch, and the L2 flush and stream hold for timing."""
+
+    def __init__(self, drv):
+        self.drv = drv
+        from pycuda.compiler import SourceModule
+
+        self._source_module = SourceModule
+        dev = drv.Context.get_device()
+        attr = drv.device_attribute
+        cc = dev.compute_capability()
+        self.facts = DeviceFacts(
+            name=dev.name(),
+            uuid=str(getattr(dev, "uuid", lambda: "")() or ""),
+            pci_bus_id=dev.pci_bus_id(),
+            compute_capability=f"{cc[0]}.{cc[1]}",
+            arch=f"sm_{cc[0]}{cc[1]}",
+            sm_count=dev.get_attribute(attr.MULTIPROCESSOR_COUNT),
+            memory_bytes=dev.total_memory(),
+            l2_bytes=dev.get_attribute(attr.L2_CACHE_SIZE),
+            max_threads_per_block=dev.get_attribute(attr.MAX_THREADS_PER_BLOCK),
+            max_shared_per_block=dev.get_attribute(attr.MAX_SHARED_MEMORY_PER_BLOCK),
+            max_shared_per_block_optin=dev.get_attribute(attr.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+            clock_khz=dev.get_attribute(attr.CLOCK_RATE),
+            memory_clock_khz=dev.get_attribute(attr.MEMORY_CLOCK_RATE),
+            memory_bus_width_bits=dev.get_attribute(attr.GLOBAL_MEMORY_BUS_WIDTH),
+            driver_cuda_version=drv.get_driver_version(),
+        )
+        self.clock = SmClock(self.facts.pci_bus_id)
+        self.stream = drv.Stream()
+        self._functions: dict[tuple[str, Params], Any] = {}
+        # Cold-cache samples write a buffer twice the L2 size before each launch.
+        self._flush_words = 2 * self.facts.l2_bytes // 4
+        self._flush_buf = drv.mem_alloc(self._flush_words * 4)
+        # Host-mapped flags for hold_stream: [0] release, [1] timed out.
+        self._flags = drv.pagelocked_zeros((2,), np.int32, mem_flags=drv.host_alloc_flags.DEVICEMAP)
+        self._flags_dev = np.intp(self._flags.base.get_device_pointer())
+        hold_variant = Variant(name="hold_stream", backend="cuda", label="", description="",
+                               family="harness", source_dir=source.kernels_dir())
+        self._hold = self.function(hold_variant, ())
+
+    # -- compiling ---------------------------------------------------------------------------
+    def function(self, variant: Variant, params: Params):
+        """The compiled entry function (PyCUDA caches the cubin on disk between runs)."""
+        key = (variant.name, params)
+        if key not in self._functions:
+            module = self._source_module(source.module_source(variant, params),
+                                         options=list(source.NVCC_OPTIONS), no_extern_c=True,
+                                         arch=self.facts.arch)
+            self._functions[key] = module.get_function(variant.name)
+        return self._functions[key]
+
+    @staticmethod
+    def resources(function) -> dict:
+        """Registers, static shared memory and local memory of a loaded function."""
+        return {"registers": function.num_regs, "shared_bytes": function.shared_size_bytes,
+                "local_bytes": function.local_size_bytes}
+
+    # -- memory ------------------------------------------------------------------------------
+    def upload(self, array: np.ndarray):
+        buf = self.drv.mem_alloc(max(array.nbytes, 4))
+        self.drv.memcpy_htod(buf, np.ascontiguousarray(array))
+        return buf
+
+    def alloc(self, nbytes: int):
+        return self.drv.mem_alloc(max(nbytes, 4))
+
+    def download(self, buf, shape: tuple[int, ...], dtype=np.float32) -> np.ndarray:
+        out = np.empty(shape, dtype=dtype)
+        self.drv.memcpy_dtoh(out, buf)
+        return out
+
+    def poison(self, buf, count: int) -> None:
+        self.drv.memset_d32(buf, NAN_BITS, count)
+
+    def synchronize(self) -> None:
+        self.stream.synchronize()
+
+    def free_bytes(self) -> int:
+        return self.drv.mem_get_info()[0]
+
+    # -- timing helpers ------------------------------------------------------------------------
+    def flush_l2(self) -> None:
+        """Write a buffer twice the L2 size on the stream, evicting everything the kernel used."""
+        self.drv.memset_d32_async(self._flush_buf, 0, self._flush_words, self.stream)
+
+    def hold(self) -> None:
+        """Block the stream until release(): work enqueued meanwhile starts back to back."""
+        self._flags[:] = 0
+        self._hold(self._flags_dev, np.uint64(HOLD_TIMEOUT_NS), block=(1, 1, 1), grid=(1, 1), stream=self.stream)
+
+    def release(self) -> None:
+        """Let the held stream run; after synchronizing, held_ok() says whether the hold lasted."""
+        self._flags[0] = 1
+
+    def held_ok(self) -> bool:
+        return int(self._flags[1]) == 0
+
+    def event(self):
+        return self.drv.Event()

@@ -1,0 +1,120 @@
+"""Size specs: text such as "63:2049" or "1000x37x2049" turned into GEMM shapes.
+
+Accepted forms, joined by commas in any mix:
+
+- ``N``            one square size, e.g. ``1024``
+- ``A:B``          the paper's sweep: every n in [A, B] within 1 of a multiple of 32
+                   (``63:2049`` gives 63, 64, 65, 95, 96, 97, ..., 2047, 2048, 2049: 189 sizes)
+- ``A:B:+S``       a linear range A, A+S, A+2S, ... up to B
+- ``A:B:xF``       a geometric range A, A*F, A*F^2, ... up to B (integer F >= 2)
+- ``MxNxK``        one rectangular GEMM: C (M x N) = A (M x K) . B (K x N)
+
+Duplicates are dropped; the first occurrence keeps its place.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+FORMS = "N, A:B (paper sweep), A:B:+S, A:B:xF, MxNxK, joined by commas"
+
+# The paper's sweep steps by 32 and takes each multiple with its two neighbours.
+PAPER_STEP = 32
+
+
+class SizeSpecError(ValueError):
+    """A size spec that cannot be read; the message names the spec and the accepted forms."""
+
+
+@dataclass(frozen=True, order=True)
+class Shape:
+    """A GEMM problem: C (m x n) = A (m x k) . B (k x n)."""
+
+    m: int
+    n: int
+    k: int
+
+    @property
+    def is_square(self) -> bool:
+        return self.m == self.n == self.k
+
+    def __str__(self) -> str:
+        return str(self.m) if self.is_square else f"{self.m}x{self.n}x{self.k}"
+
+
+_INT = r"(\d+)"
+_RANGE = re.compile(rf"^{_INT}:{_INT}(?::([+x])(\d+))?$")
+_SHAPE = re.compile(rf"^{_INT}x{_INT}x{_INT}$")
+_SQUARE = re.compile(rf"^{_INT}$")
+
+
+def paper_sweep(lo: int, hi: int) -> list[int]:
+    """Every n in [lo, hi] that is a multiple of 32 (>= 32) or one away from one."""
+    out = []
+    for centre in range(PAPER_STEP, hi + 2, PAPER_STEP):
+        out.extend(n for n in (centre - 1, centre, centre + 1) if lo <= n <= hi)
+    return out
+
+
+def _range_item(item: str, lo: int, hi: int, kind: str | None, step: int | None) -> list[int]:
+    if lo > hi:
+        raise SizeSpecError(f"size spec '{item}': start {lo} is after end {hi}")
+    if kind is None:
+        return paper_sweep(lo, hi)
+    if kind == "+":
+        if step < 1:
+            raise SizeSpecError(f"size spec '{item}': step must be positive")
+        return list(range(lo, hi + 1, step))
+    if step < 2:
+        raise SizeSpecError(f"size spec '{item}': geometric factor must be at least 2")
+    out, n = [], lo
+    while n <= hi:
+        out.append(n)
+        n *= step
+    return out
+
+
+def _parse_item(item: str) -> list[Shape]:
+    if m := _SQUARE.match(item):
+        sides = [int(m.group(1))]
+    elif m := _SHAPE.match(item):
+        dims = tuple(int(g) for g in m.groups())
+        if min(dims) < 1:
+            raise SizeSpecError(f"size spec '{item}': dimensions must be positive")
+        return [Shape(*dims)]
+    elif m := _RANGE.match(item):
+        lo, hi = int(m.group(1)), int(m.group(2))
+        if min(lo, hi) < 1:
+            raise SizeSpecError(f"size spec '{item}': sizes must be positive")
+        step = int(m.group(4)) if m.group(4) is not None else None
+        sides = _range_item(item, lo, hi, m.group(3), step)
+        if not sides:
+            raise SizeSpecError(f"size spec '{item}' selects no sizes; accepted forms: {FORMS}")
+    else:
+        raise SizeSpecError(f"malformed size spec '{item}'; accepted forms: {FORMS}")
+    if min(sides) < 1:
+        raise SizeSpecError(f"size spec '{item}': sizes must be positive")
+    return [Shape(s, s, s) for s in sides]
+
+
+def parse_sizes(spec: str) -> list[Shape]:
+    """Parse a size spec into shapes, in order, without duplicates."""
+    text = spec.strip().replace(" ", "")
+    if not text:
+        raise SizeSpecError(f"empty size spec; accepted forms: {FORMS}")
+    shapes: dict[Shape, None] = {}
+    for item in text.split(","):
+        if not item:
+            raise SizeSpecError(f"malformed size spec '{spec}' (empty item); accepted forms: {FORMS}")
+        for shape in _parse_item(item):
+            shapes.setdefault(shape, None)
+    return list(shapes)
+
+
+def parse_shape(text: str) -> Shape:
+    """Parse one shape as written in a CSV row or on the command line ("1024", "1000x37x2049")."""
+    shapes = parse_sizes(text)
+    if len(shapes) != 1:
+        raise SizeSpecError(f"'{text}' names {len(shapes)} shapes, expected one")
+    return shapes[0]

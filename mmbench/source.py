@@ -1,0 +1,131 @@
+"""Kernel sources: read kernels/*.cu, prepend the parameter #defines, compile with nvcc.
+
+The device path hands ``module_source`` to PyCUDA's SourceModule with ``NVCC_OPTIONS``;
+``compile_report`` runs nvcc with the very same source text and the command line SourceModule
+builds (``nvcc --cubin <options> -arch sm_XX kernel.cu``), adding only ``-Xptxas -v`` to read
+registers, shared memory and spills. So the CI compile check tests what the GPU will run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from .variants import Params, Variant
+
+# Options given to SourceModule (it adds -arch itself). -lineinfo lets Nsight Compute map
+# samples back to source lines and does not change the generated code.
+NVCC_OPTIONS = ("-lineinfo",)
+DEFAULT_ARCH = "sm_90"
+
+
+class CompileError(RuntimeError):
+    """nvcc failed; the message holds its first error line."""
+
+
+@dataclass(frozen=True)
+class PtxasReport:
+    """What ptxas -v says of one entry function."""
+
+    registers: int
+    shared_bytes: int
+    stack_bytes: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+
+    @property
+    def spills(self) -> bool:
+        return self.spill_store_bytes > 0 or self.spill_load_bytes > 0
+
+
+def kernels_dir() -> Path:
+    """kernels/ inside an installed wheel, else the repository's kernels/ beside the package."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "kernels"
+    return packaged if packaged.is_dir() else here.parent / "kernels"
+
+
+def source_path(variant: Variant) -> Path:
+    if variant.family is None:
+        raise ValueError(f"variant '{variant.name}' has no kernel source (backend {variant.backend})")
+    return (variant.source_dir or kernels_dir()) / f"{variant.family}.cu"
+
+
+def header(params: Params, filename: str) -> str:
+    """#define per parameter, then #line 1 so nvcc's messages point at the real file and line."""
+    defines = "".join(f"#define {name} {value}\n" for name, value in params)
+    return f'{defines}#line 1 "{filename}"\n'
+
+
+def module_source(variant: Variant, params: Params) -> str:
+    path = source_path(variant)
+    return header(params, path.name) + path.read_text()
+
+
+def source_hash(variant: Variant) -> str:
+    """sha256 of the kernel file, first 16 hex digits: changes whenever the kernel does."""
+    return hashlib.sha256(source_path(variant).read_bytes()).hexdigest()[:16]
+
+
+def nvcc_path() -> str | None:
+    return shutil.which("nvcc")
+
+
+@lru_cache(maxsize=1)
+def nvcc_version() -> str | None:
+    nvcc = nvcc_path()
+    if nvcc is None:
+        return None
+    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"release [\d.]+, (V[\d.]+)", out)
+    return m.group(1) if m else out.strip().splitlines()[-1]
+
+
+def nvcc_command(arch: str = DEFAULT_ARCH) -> list[str]:
+    """The command line SourceModule runs, as a list (file name last)."""
+    return ["nvcc", "--cubin", *NVCC_OPTIONS, "-arch", arch, "-Xptxas", "-v", "kernel.cu"]
+
+
+_ENTRY = re.compile(r"Compiling entry function '(\w+)'")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+
+
+def parse_ptxas(text: str) -> dict[str, PtxasReport]:
+    """Per entry function, the numbers of an `nvcc -Xptxas -v` log."""
+    reports: dict[str, PtxasReport] = {}
+    for block in re.split(r"(?=ptxas info\s*: Compiling entry function)", text):
+        entry = _ENTRY.search(block)
+        used = _USED.search(block)
+        if not entry or not used:
+            continue
+        frame = _FRAME.search(block)
+        stack, stores, loads = (int(g) for g in frame.groups()) if frame else (0, 0, 0)
+        smem = _SMEM.search(block)
+        reports[entry.group(1)] = PtxasReport(int(used.group(1)), int(smem.group(1)) if smem else 0,
+                                              stack, stores, loads)
+    return reports
+
+
+def compile_report(variant: Variant, params: Params, arch: str = DEFAULT_ARCH) -> PtxasReport:
+    """Compile a variant as SourceModule would and return ptxas's report of its entry function."""
+    if nvcc_path() is None:
+        raise CompileError("nvcc not found on PATH: install the CUDA toolkit")
+    with tempfile.TemporaryDirectory(prefix="mmbench-") as tmp:
+        Path(tmp, "kernel.cu").write_text(module_source(variant, params))
+        proc = subprocess.run(nvcc_command(arch), cwd=tmp, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        first = next((line for line in log.splitlines() if "error" in line.lower()), log.strip()[:200])
+        raise CompileError(first.strip())
+    reports = parse_ptxas(log)
+    if variant.name not in reports:
+        raise CompileError(f"nvcc built no entry function '{variant.name}' from {source_path(variant).name}")
+    return reports[variant.name]

@@ -1,0 +1,254 @@
+"""Sweeps: expand selections into points, run each point, stream one row per point.
+
+Every point is verified once (fresh random inputs, output poisoned with NaN, float64
+reference) before it is timed. Whatever goes wrong at a point (compile, launch, memory,
+verification, a device limit) becomes that point's row with a status and a reason, and the
+sweep goes on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from . import ops, source
+from .results import join_samples
+from .sizes import Shape
+from .timing import CACHE_MODES, summarize, time_cpu, time_gpu
+from .variants import Params, Variant, format_params, param_points
+
+
+@dataclass(frozen=True)
+class Point:
+    variant: Variant
+    params: Params
+    shape: Shape
+    cache: str  # what the sample saw: GPU points "cold" or "hot"; CPU BLAS always "hot"
+
+    @property
+    def key(self) -> tuple:
+        s = self.shape
+        return (self.variant.name, format_params(self.params), s.m, s.n, s.k, self.cache)
+
+    def __str__(self) -> str:
+        p = format_params(self.params)
+        return f"{self.variant.name}{'[' + p + ']' if p else ''} @ {self.shape}"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Variants, their parameter overrides and the shapes to run them at."""
+
+    variants: tuple[Variant, ...]
+    shapes: tuple[Shape, ...]
+    overrides: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Settings:
+    runs: int = 10  # timed samples per point (the paper's count)
+    warmup: int = 3
+    cache: str = "cold"
+    threads: int | None = None  # CPU BLAS threads; None leaves the library's default
+    seed: int = 2017
+    clock_sag: float = 0.9  # flag a point whose SM clock fell below this share of the maximum
+
+    def __post_init__(self):
+        if self.cache not in CACHE_MODES:
+            raise ValueError(f"cache mode '{self.cache}'; choose from: {', '.join(CACHE_MODES)}")
+
+
+def plan(selections: Iterable[Selection], cache: str) -> list[Point]:
+    """Points of all selections, duplicates merged, grouped by shape, smallest shape first."""
+    by_shape: dict[Shape, dict[tuple, Point]] = {}
+    for sel in selections:
+        for shape in sel.shapes:
+            bucket = by_shape.setdefault(shape, {})
+            for variant in sel.variants:
+                point_cache = cache if variant.on_gpu else "hot"  # CPU caches are not flushed
+                for params in param_points(variant, sel.overrides):
+                    point = Point(variant, params, shape, point_cache)
+                    bucket.setdefault(point.key, point)
+    shapes = sorted(by_shape, key=lambda s: (s.m * s.n * s.k, s.m, s.n, s.k))
+    return [p for shape in shapes for p in by_shape[shape].values()]
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _row(point: Point, settings: Settings, status: str, reason: str = "", **fields) -> dict:
+    s = point.shape
+    return {"variant": point.variant.name, "label": point.variant.label, "backend": point.variant.backend,
+            "params": format_params(point.params), "m": s.m, "n": s.n, "k": s.k, "cache": point.cache,
+            "status": status, "reason": reason, "runs": settings.runs, "warmup": settings.warmup,
+            "finished_at": _now(), **fields}
+
+
+def _timing_fields(point: Point, times_ms: Sequence[float]) -> dict:
+    st = summarize(times_ms)
+    flops, nbytes = ops.gemm_flops(point.shape), ops.gemm_min_bytes(point.shape)
+    return {"time_ms_mean": st.mean, "time_ms_median": st.median, "time_ms_min": st.min,
+            "time_ms_max": st.max, "time_ms_std": st.std, "cv": st.cv,
+            "gflops_mean": flops / (st.mean * 1e6), "gflops_median": flops / (st.median * 1e6),
+            "gbytes_per_s": nbytes / (st.median * 1e6), "time_ms_samples": join_samples(times_ms)}
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error" in ln.lower() and "nvcc compilation" not in ln]
+    return (errors or lines or [type(exc).__name__])[0][:300]
+
+
+class Runner:
+    """Runs points on the CPU BLAS and, when the plan needs it, on the GPU."""
+
+    def __init__(self, settings: Settings, points: Sequence[Point], gpu_factory: Callable | None = None):
+        self.settings = settings
+        self.gpu = None
+        self.cublas = None
+        self.cublas_error = ""
+        self.kernels: dict[str, dict] = {}  # "name[params]" -> resources, for the metadata
+        if any(p.variant.on_gpu for p in points):
+            from .device import open_gpu
+
+            self.gpu = (gpu_factory or open_gpu)()
+        if self.gpu is not None and any(p.variant.backend == "cublas" for p in points):
+            from .cublas import Cublas, CublasUnavailable
+
+            try:
+                self.cublas = Cublas(self.gpu.stream.handle)
+            except (CublasUnavailable, Exception) as exc:  # CuPy missing or cuBLAS refused
+                self.cublas_error = str(exc) or type(exc).__name__
+
+    # -- one shape at a time: inputs, reference and device buffers are shared by its points ----
+    def run(self, points: Sequence[Point], on_row: Callable[[dict], None]) -> None:
+        order: dict[Shape, list[Point]] = {}
+        for p in points:
+            order.setdefault(p.shape, []).append(p)
+        for shape, group in order.items():
+            rng = np.random.default_rng([self.settings.seed, shape.m, shape.n, shape.k])
+            inputs = ops.make_gemm_inputs(shape, rng)
+            buffers = None
+            try:
+                for point in group:
+                    if point.variant.on_gpu and buffers is None:
+                        buffers = self._device_buffers(inputs)
+                    on_row(self._run_point(point, inputs, buffers))
+            finally:
+                if isinstance(buffers, tuple):
+                    for buf in buffers:
+                        buf.free()
+
+    def _device_buffers(self, inputs: ops.GemmInputs):
+        try:
+            c_bytes = inputs.reference.shape[0] * inputs.reference.shape[1] * 4
+            return self.gpu.upload(inputs.a), self.gpu.upload(inputs.b), self.gpu.alloc(c_bytes)
+        except Exception as exc:  # out of device memory, or a dead context
+            return f"device buffers could not be allocated: {_first_line(exc)}"
+
+    def _run_point(self, point: Point, inputs: ops.GemmInputs, buffers) -> dict:
+        try:
+            if point.variant.backend == "blas":
+                return self._run_blas(point, inputs)
+            if isinstance(buffers, str):
+                return _row(point, self.settings, "failed", buffers)
+            if point.variant.backend == "cublas":
+                return self._run_cublas(point, inputs, buffers)
+            return self._run_kernel(point, inputs, buffers)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:
+            return _row(point, self.settings, "failed", f"{type(exc).__name__}: {_first_line(exc)}")
+
+    # -- backends --------------------------------------------------------------------------------
+    def _run_blas(self, point: Point, inputs: ops.GemmInputs) -> dict:
+        from threadpoolctl import threadpool_info, threadpool_limits
+
+        a, b = inputs.a, inputs.b
+        c = np.full((a.shape[0], b.shape[1]), np.nan, dtype=np.float32)
+        with threadpool_limits(limits=self.settings.threads, user_api="blas"):
+            threads = max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"), default=None)
+            np.matmul(a, b, out=c)
+            check = ops.check_gemm(c, inputs)
+            if not check.ok:
+                return _row(point, self.settings, "wrong", check.reason, rel_err=check.rel_err,
+                            err_bound_ratio=check.err_bound_ratio, threads=threads)
+            times = time_cpu(lambda: np.matmul(a, b, out=c), self.settings.runs, self.settings.warmup)
+        return _row(point, self.settings, "ok", rel_err=check.rel_err, err_bound_ratio=check.err_bound_ratio,
+                    threads=threads, **_timing_fields(point, times))
+
+    def _run_cublas(self, point: Point, inputs: ops.GemmInputs, buffers) -> dict:
+        if self.cublas is None:
+            return _row(point, self.settings, "skipped", f"cuBLAS unavailable: {self.cublas_error}")
+        a, b, c = buffers
+        s = point.shape
+        return self._verify_and_time(point, inputs, c, lambda: self.cublas.sgemm(a, b, c, s.m, s.n, s.k))
+
+    def _run_kernel(self, point: Point, inputs: ops.GemmInputs, buffers) -> dict:
+        gpu, variant, params = self.gpu, point.variant, point.params
+        limit = gpu.facts.max_threads_per_block
+        if variant.block_threads(params) > limit:
+            return _row(point, self.settings, "skipped",
+                        f"{variant.block_threads(params)} threads per block exceed the device limit of {limit}")
+        try:
+            fn = gpu.function(variant, params)
+        except Exception as exc:
+            reason = _first_line(exc)
+            status = "skipped" if "too much shared data" in reason else "failed"
+            return _row(point, self.settings, status, f"compile: {reason}")
+        self._record_kernel(variant, params, fn)
+        if fn.shared_size_bytes > gpu.facts.max_shared_per_block:
+            return _row(point, self.settings, "skipped",
+                        f"{fn.shared_size_bytes} bytes of shared memory exceed the device limit of {gpu.facts.max_shared_per_block}")
+        a, b, c = buffers
+        s = point.shape
+        block, grid = variant.launch_geometry(params, s)
+        m, n, k = np.int32(s.m), np.int32(s.n), np.int32(s.k)
+
+        def launch():
+            fn(a, b, c, m, n, k, block=block, grid=grid[:2], stream=gpu.stream)
+
+        return self._verify_and_time(point, inputs, c, launch)
+
+    def _verify_and_time(self, point: Point, inputs: ops.GemmInputs, c_buf, launch: Callable[[], None]) -> dict:
+        gpu, settings = self.gpu, self.settings
+        shape = inputs.reference.shape
+        gpu.poison(c_buf, shape[0] * shape[1])
+        launch()
+        gpu.synchronize()
+        check = ops.check_gemm(gpu.download(c_buf, shape), inputs)
+        fields = {"rel_err": check.rel_err, "err_bound_ratio": check.err_bound_ratio}
+        if not check.ok:
+            return _row(point, settings, "wrong", check.reason, **fields)
+        before = gpu.clock.current_mhz()
+        times = time_gpu(gpu, launch, settings.runs, settings.warmup, point.cache)
+        after = gpu.clock.current_mhz()
+        max_mhz = gpu.clock.max_mhz()
+        readings = [r for r in (before, after) if r is not None]
+        sagged = bool(readings and max_mhz and min(readings) < settings.clock_sag * max_mhz)
+        return _row(point, settings, "ok", **fields, sm_clock_mhz_before=before, sm_clock_mhz_after=after,
+                    clock_sagged=sagged, **_timing_fields(point, times))
+
+    def _record_kernel(self, variant: Variant, params: Params, fn) -> None:
+        key = f"{variant.name}[{format_params(params)}]"
+        if key in self.kernels:
+            return
+        entry = {"source": source.source_path(variant).name, "source_hash": source.source_hash(variant),
+                 **self.gpu.resources(fn)}
+        try:
+            report = source.compile_report(variant, params, self.gpu.facts.arch)
+            entry.update(ptxas_registers=report.registers, ptxas_shared_bytes=report.shared_bytes,
+                         ptxas_stack_bytes=report.stack_bytes, ptxas_spill_store_bytes=report.spill_store_bytes,
+                         ptxas_spill_load_bytes=report.spill_load_bytes)
+        except Exception as exc:  # nvcc missing here: the loaded function's numbers still stand
+            entry["ptxas"] = f"unavailable: {_first_line(exc)}"
+        self.kernels[key] = entry
+
+    def close(self) -> None:
+        if self.cublas is not None:
+            self.cublas.close()

@@ -1,0 +1,81 @@
+"""Timing: warm-up, cache state, samples, statistics.
+
+GPU samples are CUDA event pairs around the kernel alone. Each batch of samples is enqueued
+behind ``hold_stream`` (nvbench's blocking kernel), so the GPU runs flush, start event, kernel
+and end event back to back and no sample contains host launch latency. In ``cold`` mode each
+sample is preceded by a write of a buffer twice the L2 size; in ``hot`` mode the kernel runs
+again on the same, cached buffers.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+CACHE_MODES = ("cold", "hot")
+MAX_BATCH = 64  # samples enqueued behind one hold; keeps the launch queue far from full
+
+
+class TimingError(RuntimeError):
+    """A batch of samples could not be trusted (the stream hold expired)."""
+
+
+@dataclass(frozen=True)
+class Stats:
+    mean: float
+    median: float
+    min: float
+    max: float
+    std: float
+    cv: float  # std / mean
+
+
+def summarize(times_ms: Sequence[float]) -> Stats:
+    if not times_ms:
+        raise ValueError("no samples")
+    mean = statistics.fmean(times_ms)
+    std = statistics.stdev(times_ms) if len(times_ms) > 1 else 0.0
+    return Stats(mean, statistics.median(times_ms), min(times_ms), max(times_ms), std,
+                 std / mean if mean > 0 else float("nan"))
+
+
+def time_gpu(gpu, launch: Callable[[], None], runs: int, warmup: int, cache: str) -> list[float]:
+    """Milliseconds of `runs` launches, each between its own event pair, after `warmup` launches."""
+    cold = cache == "cold"
+    for _ in range(warmup):
+        if cold:
+            gpu.flush_l2()
+        launch()
+    gpu.synchronize()
+    times: list[float] = []
+    for first in range(0, runs, MAX_BATCH):
+        pairs = [(gpu.event(), gpu.event()) for _ in range(min(MAX_BATCH, runs - first))]
+        gpu.hold()
+        try:
+            for start, end in pairs:
+                if cold:
+                    gpu.flush_l2()
+                start.record(gpu.stream)
+                launch()
+                end.record(gpu.stream)
+        finally:
+            gpu.release()  # never leave the stream held, whatever went wrong
+        gpu.synchronize()
+        if not gpu.held_ok():
+            raise TimingError("the stream hold expired before the batch was enqueued; samples would include launch latency")
+        times.extend(end.time_since(start) for start, end in pairs)
+    return times
+
+
+def time_cpu(fn: Callable[[], None], runs: int, warmup: int) -> list[float]:
+    """Milliseconds of `runs` calls of fn (wall clock), after `warmup` calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter_ns()
+        fn()
+        times.append((time.perf_counter_ns() - t0) / 1e6)
+    return times

@@ -1,0 +1,27 @@
+"""Shared fixtures. GPU tests (marked `gpu`) skip where no GPU can be opened, and only there."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def gpu():
+    from mmbench.device import GpuUnavailable, open_gpu
+
+    try:
+        return open_gpu()
+    except GpuUnavailable as exc:
+        pytest.skip(f"no GPU: {exc}")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip gpu-marked tests up front on a machine without PyCUDA (CI), before any fixture runs."""
+    import importlib.util
+
+    if importlib.util.find_spec("pycuda") is not None:
+        return
+    skip = pytest.mark.skip(reason="no GPU here: PyCUDA is not installed")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

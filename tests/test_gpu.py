@@ -1,0 +1,99 @@
+"""GPU tests (pytest -m gpu): every variant at awkward sizes, verified against float64."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import MappingProxyType
+
+import pytest
+from click.testing import CliRunner
+
+from mmbench.cli import main
+from mmbench.results import read_results, samples_of
+from mmbench.sizes import parse_sizes
+from mmbench.sweep import Runner, Selection, Settings, plan
+from mmbench.variants import REGISTRY, Variant
+
+pytestmark = pytest.mark.gpu
+
+AWKWARD = "1,31,33,63,65,127,1000x37x2049,37x1000x65"
+BLOCKS = (8, 16, 32)
+GPU_VARIANTS = tuple(v for v in REGISTRY.values() if v.on_gpu)
+CASES = [(v.name, b) for v in GPU_VARIANTS for b in (BLOCKS if v.axes else (None,))]
+
+
+def _run(gpu, variants, sizes, overrides=None, **settings):
+    points = plan([Selection(tuple(variants), tuple(parse_sizes(sizes)), overrides or {})],
+                  settings.pop("cache", "cold"))
+    runner = Runner(Settings(**{"runs": 3, "warmup": 1, **settings}), points, gpu_factory=lambda: gpu)
+    rows: list[dict] = []
+    try:
+        runner.run(points, rows.append)
+    finally:
+        runner.close()
+    return rows
+
+
+@pytest.fixture(scope="module")
+def awkward_rows(gpu):
+    rows = _run(gpu, GPU_VARIANTS, AWKWARD, {"BLOCK": BLOCKS})
+    by_case: dict[tuple, list[dict]] = {}
+    for r in rows:
+        block = int(r["params"].split("=")[1]) if r["params"] else None
+        by_case.setdefault((r["variant"], block), []).append(r)
+    return by_case
+
+
+@pytest.mark.parametrize("name,block", CASES)
+def test_variant_correct_at_awkward_sizes(awkward_rows, name, block):
+    rows = awkward_rows[(name, block)]
+    assert len(rows) == len(parse_sizes(AWKWARD))
+    for r in rows:
+        assert r["status"] == "ok", f"{name} BLOCK={block} at {r['m']}x{r['n']}x{r['k']}: {r['reason']}"
+        assert 0 <= r["err_bound_ratio"] <= 1
+        assert r["time_ms_median"] > 0 and len(samples_of(r["time_ms_samples"])) == 3
+
+
+FAULTY = Path(__file__).parent / "kernels"
+
+
+@pytest.mark.parametrize("name,needle", [("drops_last_k", "exceed the float32 error bound"),
+                                         ("skips_last_row", "not finite")])
+def test_wrong_kernel_is_reported_wrong(gpu, name, needle):
+    faulty = Variant(name=name, backend="cuda", label=name, description="deliberately wrong", family="faulty",
+                     axes=MappingProxyType({"BLOCK": (16,)}), source_dir=FAULTY)
+    rows = _run(gpu, [faulty], "65,1000x37x2049")
+    assert [r["status"] for r in rows] == ["wrong", "wrong"]
+    assert all(needle in r["reason"] for r in rows)
+    assert all("time_ms_median" not in r for r in rows)  # a wrong point is never timed
+
+
+def test_block_over_the_thread_limit_is_a_skipped_row(gpu):
+    rows = _run(gpu, [REGISTRY["shared"]], "65", {"BLOCK": (64,)})
+    assert rows[0]["status"] == "skipped"
+    assert "4096 threads per block exceed the device limit of 1024" in rows[0]["reason"]
+
+
+@pytest.mark.parametrize("cache", ["cold", "hot"])
+def test_cache_modes_time_every_sample(gpu, cache):
+    rows = _run(gpu, [REGISTRY["best"]], "256", cache=cache, runs=70)  # more than one hold batch
+    (row,) = rows
+    assert row["status"] == "ok" and row["cache"] == cache
+    samples = samples_of(row["time_ms_samples"])
+    assert len(samples) == 70 and min(samples) > 0
+    assert row["sm_clock_mhz_after"] is None or row["sm_clock_mhz_after"] > 0
+
+
+def test_cli_smoke_run_writes_csv_and_metadata(tmp_path):
+    out = tmp_path / "smoke.csv"
+    result = CliRunner().invoke(main, ["run", "--variant", "best,cublas", "--sizes", "63:129", "--runs", "3",
+                                       "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    df = read_results(out)
+    assert len(df) == 18 and (df.status == "ok").all()
+    meta = json.loads(out.with_suffix(".meta.json").read_text())
+    assert meta["state"] == "finished" and meta["gpu"]["sm_count"] > 0
+    assert meta["cublas"]["math_mode"] == 2
+    kernel = meta["kernels"]["best[BLOCK=32]"]
+    assert kernel["ptxas_registers"] == kernel["registers"] and kernel["ptxas_spill_store_bytes"] == 0
