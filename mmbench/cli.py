@@ -57,8 +57,9 @@ def main():
 def list_variants():
     """Show every variant: name, operation, backend, paper label, parameter axes."""
     table = Table(title="mmbench variants")
-    for col in ("name", "op", "backend", "paper label", "axes (default)", "what it does"):
-        table.add_column(col)
+    for col in ("name", "op", "backend", "paper label", "axes (default)"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("what it does")
     for v in REGISTRY.values():
         axes = ", ".join(f"{k}={'/'.join(map(str, vals))}" for k, vals in v.axes.items()) or "-"
         table.add_row(v.name, v.op, v.backend, v.label, axes, v.description)
@@ -108,21 +109,23 @@ def _print_plan(points: list[Point], skipped: int, output: Path) -> None:
     for p in points:
         groups.setdefault(f"{p.variant.name} {format_params(p.params)}".strip(), []).append(p)
     table = Table(title=f"plan: {len(points)} points" + (f" ({skipped} already in {output})" if skipped else ""))
-    for col in ("variant", "backend", "cache", "points", "sizes"):
-        table.add_column(col)
+    for col in ("variant", "backend", "cache", "points"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("sizes")
     for name, pts in groups.items():
         shapes = [str(p.shape) for p in pts]
         shown = ", ".join(shapes) if len(shapes) <= 6 else f"{', '.join(shapes[:3])}, ..., {', '.join(shapes[-2:])}"
         table.add_row(name, pts[0].variant.backend, pts[0].cache, str(len(pts)), shown)
     console.print(table)
-    console.print(f"output: {output}")
+    console.print(f"output: {output}", soft_wrap=True)
 
 
 def _summary(csv_path: Path) -> Table:
     df = read_results(csv_path)
     table = Table(title=f"summary of {csv_path}")
     for col in ("variant", "params", "ok", "not ok", "GFLOP/s median of points", "peak GFLOP/s", "at size", "cv median"):
-        table.add_column(col, justify="right" if col not in ("variant", "params") else "left")
+        text = col in ("variant", "params")
+        table.add_column(col, justify="left" if text else "right", no_wrap=text)
     for (variant, params), g in df.groupby(["variant", "params"], sort=False):
         ok = g[g.status == "ok"]
         bad = g[g.status != "ok"].status.value_counts()
@@ -188,7 +191,7 @@ def run(variants, sizes, blocks, params, config, runs, warmup, cache, threads, s
         _print_plan(todo, len(points) - len(todo), output)
         return
     if not todo:
-        console.print(f"nothing to do: all {len(points)} points are already in {output}")
+        console.print(f"nothing to do: all {len(points)} points are already in {output}", soft_wrap=True)
         return
     _execute(todo, settings, output, config, name)
 
@@ -220,7 +223,7 @@ def _execute(points: list[Point], settings: Settings, output: Path, config: Path
         def on_row(row: dict) -> None:
             sink.write(row)
             counts[row["status"]] = counts.get(row["status"], 0) + 1
-            progress.update(task, advance=1, description=f"{row['variant']} {row['params']} n={row['n']}")
+            progress.update(task, advance=1, description=f"{row['variant']} {row['params']} {row['m']}x{row['n']}x{row['k']}")
 
         try:
             runner.run(points, on_row)
@@ -232,7 +235,7 @@ def _execute(points: list[Point], settings: Settings, output: Path, config: Path
             write_metadata(output, {**meta, "state": state, "wall_s": round(time.perf_counter() - started, 2),
                                     "status_counts": counts, "kernels": runner.kernels})
     console.print(_summary(output))
-    console.print(f"results: {output}  (metadata: {output.with_suffix('.meta.json')})")
+    console.print(f"results: {output}  (metadata: {output.with_suffix('.meta.json')})", soft_wrap=True)
     if state == "interrupted":
         raise RunFailed(f"interrupted: the {sum(counts.values())} finished points are in {output}; "
                         f"rerun with --output {output} --resume to continue")
@@ -279,7 +282,7 @@ def _print_info(facts: dict, gpu_note: str | None) -> None:
         table.add_row("driver", f"{g.get('driver_version')} (CUDA {g['driver_cuda_version']})")
         table.add_row("pycuda", f"{g['pycuda']} (built for CUDA {g['pycuda_built_for_cuda']})")
     else:
-        table.add_row("GPU", gpu_note)
+        table.add_row("GPU", "none (see below)")
     sw = facts["software"]
     table.add_row("nvcc", f"{sw['nvcc'] or 'not found'} (options: {' '.join(sw['nvcc_options'])})")
     for pkg, ver in sw["packages"].items():
@@ -292,8 +295,9 @@ def _print_info(facts: dict, gpu_note: str | None) -> None:
     table.add_row("git", f"{facts['git'].get('commit') or 'unknown'}" + (" (dirty)" if facts["git"].get("dirty") else ""))
     console.print(table)
     if not facts["gpu"]:
+        console.print(f"GPU: {gpu_note}", soft_wrap=True)
         console.print("To run kernels: on a machine with an NVIDIA GPU and the CUDA toolkit, "
-                      "pip install '.[cuda,cublas]'")
+                      "pip install '.[cuda,cublas]'", soft_wrap=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

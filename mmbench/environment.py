@@ -36,17 +36,19 @@ def blas_info() -> list[dict]:
 
 
 def git_info() -> dict:
+    """The commit that ran. A copy without .git (the GPU machine's) names it in MMBENCH_GIT_COMMIT."""
+
     def git(*args):
         return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=10)
 
     try:
         head = git("rev-parse", "HEAD")
         if head.returncode != 0:
-            return {"commit": None}
+            return {"commit": os.environ.get("MMBENCH_GIT_COMMIT"), "from": "MMBENCH_GIT_COMMIT"}
         dirty = bool(git("status", "--porcelain", "--untracked-files=no").stdout.strip())
         return {"commit": head.stdout.strip(), "dirty": dirty}
     except (OSError, subprocess.TimeoutExpired):
-        return {"commit": None}
+        return {"commit": os.environ.get("MMBENCH_GIT_COMMIT"), "from": "MMBENCH_GIT_COMMIT"}
 
 
 def cpu_model() -> str:

@@ -1,0 +1,59 @@
+from pathlib import Path
+
+import pytest
+
+from mmbench.config import ConfigError, load_config
+from mmbench.sweep import plan
+
+CONFIGS = sorted(Path(__file__).resolve().parent.parent.joinpath("configs").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_every_config_loads_and_plans(path):
+    cfg = load_config(path)
+    assert cfg.sweeps and plan([s.selection() for s in cfg.sweeps], cfg.cache)
+
+
+def test_zosa2017_is_the_papers_experiment():
+    cfg = load_config(Path(__file__).resolve().parent.parent / "configs" / "zosa2017.toml")
+    assert (cfg.runs, cfg.cache) == (10, "cold")
+    points = plan([s.selection() for s in cfg.sweeps], cfg.cache)
+    series = {(p.variant.name, p.params) for p in points}
+    nine = {("best_const", (("BLOCK", 32),)), ("best", (("BLOCK", 32),)), ("best", (("BLOCK", 16),)),
+            ("best", (("BLOCK", 8),)), ("interleaved", (("BLOCK", 32),)), ("unroll_k2", (("BLOCK", 32),)),
+            ("shared", (("BLOCK", 32),)), ("naive", (("BLOCK", 32),)), ("shared_uncoalesced", (("BLOCK", 32),))}
+    assert series == nine | {("blas", ()), ("cublas", ())}
+    assert len(points) == 11 * 189  # Figure 1's points are among Figure 2's and run once
+    assert {p.shape.n for p in points if p.variant.name == "best"} >= {256, 512, 1024, 2048}
+
+
+def write(tmp_path, text):
+    path = tmp_path / "x.toml"
+    path.write_text(text)
+    return path
+
+
+GOOD_SWEEP = '[[sweep]]\nname = "s"\nvariants = ["best"]\nsizes = "64"\n'
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("nonsense = [", "not valid TOML"),
+    ('name = "x"\n', "needs at least one [[sweep]]"),
+    ("colour = 1\n" + GOOD_SWEEP, "unknown key 'colour'"),
+    ('[run]\ncache = "warm"\n' + GOOD_SWEEP, "run.cache: 'warm'; choose from: cold, hot"),
+    ("[run]\nruns = 0\n" + GOOD_SWEEP, "run.runs: 0 is not an integer >= 1"),
+    ('[[sweep]]\nname = "s"\nvariants = ["bset"]\nsizes = "64"\n', "sweep[0].variants: unknown variant 'bset'; choose from"),
+    ('[[sweep]]\nname = "s"\nvariants = ["best"]\nsizes = "10:5"\n', "sweep[0].sizes: size spec '10:5'"),
+    ('[[sweep]]\nname = "s"\nvariants = ["best"]\n', "sweep[0]: missing key 'sizes'"),
+    (GOOD_SWEEP + "params = { TILE = [4] }\n", "sweep[0].params.TILE: no variant of this sweep has that parameter"),
+    (GOOD_SWEEP + "params = { BLOCK = [0] }\n", "sweep[0].params.BLOCK: 0 is not an integer >= 1"),
+])
+def test_errors_name_the_file_and_key(tmp_path, text, needle):
+    with pytest.raises(ConfigError) as err:
+        load_config(write(tmp_path, text))
+    assert str(err.value).startswith(str(tmp_path / "x.toml")) and needle in str(err.value)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(tmp_path / "nope.toml")

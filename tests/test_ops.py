@@ -1,0 +1,77 @@
+import numpy as np
+import pytest
+
+from mmbench.ops import check_gemm, frobenius_tolerance, gamma, gemm_flops, gemm_min_bytes, make_gemm_inputs
+from mmbench.sizes import Shape
+
+
+@pytest.fixture(params=[Shape(1, 1, 1), Shape(33, 31, 65), Shape(64, 64, 1024)], ids=str)
+def inputs(request):
+    return make_gemm_inputs(request.param, np.random.default_rng(1))
+
+
+def test_work_counts():
+    s = Shape(1000, 37, 2049)
+    assert gemm_flops(s) == 2 * 1000 * 37 * 2049
+    assert gemm_min_bytes(s) == 4 * (1000 * 2049 + 2049 * 37 + 1000 * 37)
+
+
+def test_inputs_are_random_nonzero_float32(inputs):
+    assert inputs.a.dtype == inputs.b.dtype == np.float32
+    assert np.count_nonzero(inputs.a) == inputs.a.size
+    assert inputs.a.size < 100 or inputs.a.std() > 0.3
+
+
+def test_float32_products_pass_whatever_the_summation_order(inputs):
+    a, b = inputs.a, inputs.b
+    ordered = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for k in range(a.shape[1]):  # one product at a time, rounding after every add
+        ordered = ordered + np.outer(a[:, k], b[k, :]).astype(np.float32)
+    for c in (a @ b, ordered):
+        check = check_gemm(c, inputs)
+        assert check.ok, check.reason
+        assert check.err_bound_ratio <= 1 and check.rel_err < 1e-5
+
+
+def test_one_wrong_element_fails(inputs):
+    c = inputs.a @ inputs.b
+    c[-1, -1] += 1e-2 * max(1.0, abs(float(c[-1, -1])))
+    check = check_gemm(c, inputs)
+    assert not check.ok and "exceed the float32 error bound" in check.reason
+    assert f"at ({c.shape[0] - 1}, {c.shape[1] - 1})" in check.reason
+
+
+def test_nan_never_passes(inputs):
+    c = inputs.a @ inputs.b
+    c[0, 0] = np.nan
+    check = check_gemm(c, inputs)
+    assert not check.ok and "not finite" in check.reason
+
+
+@pytest.mark.parametrize("mantissa_bits", [10, 7], ids=["tf32/fp16", "bf16"])
+def test_reduced_precision_inputs_fail(mantissa_bits):
+    """Inputs rounded to fewer mantissa bits (what TF32 tensor cores do) must not pass as FP32."""
+    inputs = make_gemm_inputs(Shape(64, 64, 1024), np.random.default_rng(2))
+
+    def rounded(x):
+        bits = x.view(np.uint32) + np.uint32(1 << (22 - mantissa_bits))
+        return (bits & np.uint32(~((1 << (23 - mantissa_bits)) - 1) & 0xFFFFFFFF)).view(np.float32)
+
+    check = check_gemm(rounded(inputs.a) @ rounded(inputs.b), inputs)
+    assert not check.ok  # tf32/fp16 by the Frobenius rule, bf16 already by the elementwise bound
+
+
+def test_frobenius_tolerance_leaves_margin_over_float32():
+    for k in (1, 63, 2049):
+        inputs = make_gemm_inputs(Shape(40, 40, k), np.random.default_rng(k))
+        check = check_gemm(inputs.a @ inputs.b, inputs)
+        assert check.ok and check.rel_err < frobenius_tolerance(k) / 4
+
+
+def test_wrong_shape_fails(inputs):
+    assert not check_gemm(np.zeros((2, 3), np.float32), inputs).ok
+
+
+def test_gamma_grows_with_k():
+    assert gamma(1) == pytest.approx(2.0**-24, rel=1e-6)
+    assert gamma(4096) > 4000 * gamma(1)

@@ -1,0 +1,116 @@
+"""Registry consistency and the CI compile check: every variant at every parameter point."""
+
+import re
+
+import pytest
+
+from mmbench import source
+from mmbench.variants import REGISTRY, VariantError, format_params, get_variant, param_points, parse_params
+
+CUDA_VARIANTS = [v for v in REGISTRY.values() if v.backend == "cuda"]
+COMPILE_BLOCKS = {"BLOCK": (8, 16, 32)}  # the paper's blocks; the axes' defaults are a subset
+COMPILE_POINTS = [(v, p) for v in CUDA_VARIANTS for p in param_points(v, COMPILE_BLOCKS)]
+
+
+def test_kernel_files_define_exactly_the_registered_variants():
+    """One name per kernel: every extern "C" kernel in kernels/ is a registry key, and back."""
+    found = {}
+    for path in source.kernels_dir().glob("*.cu"):
+        if path.stem == "harness":
+            continue
+        for name in re.findall(r'extern "C" __global__ void(?:\s+__launch_bounds__\([^)]*\))?\s+(\w+)\s*\(', path.read_text()):
+            found[name] = path.stem
+    assert found == {v.name: v.family for v in CUDA_VARIANTS}
+
+
+def test_unknown_variant_names_the_choices():
+    with pytest.raises(VariantError, match=r"unknown variant 'bset'; choose from: best_const, best,"):
+        get_variant("bset")
+
+
+def test_param_points_and_overrides():
+    best = REGISTRY["best"]
+    assert param_points(best) == [(("BLOCK", 32),)]
+    assert param_points(best, {"BLOCK": (8, 16)}) == [(("BLOCK", 8),), (("BLOCK", 16),)]
+    assert param_points(REGISTRY["blas"], {"BLOCK": (8,)}) == [()]
+    with pytest.raises(VariantError, match="positive integers"):
+        param_points(best, {"BLOCK": (0,)})
+    assert parse_params(format_params((("BLOCK", 16),))) == (("BLOCK", 16),) and parse_params("") == ()
+
+
+def test_launch_geometry_covers_the_output():
+    from mmbench.sizes import Shape
+
+    block, grid = REGISTRY["best"].launch_geometry((("BLOCK", 16),), Shape(1000, 37, 5))
+    assert block == (16, 16, 1) and grid == (2, 32, 1)  # 32 x 32 outputs per block
+    block, grid = REGISTRY["naive"].launch_geometry((("BLOCK", 32),), Shape(33, 65, 1))
+    assert grid == (3, 2, 1)
+
+
+def test_header_text_is_pinned():
+    assert source.header((("BLOCK", 32), ("TM", 4)), "best.cu") == '#define BLOCK 32\n#define TM 4\n#line 1 "best.cu"\n'
+
+
+def test_module_source_starts_with_header_then_the_file():
+    v = REGISTRY["shared"]
+    text = source.module_source(v, (("BLOCK", 16),))
+    assert text == '#define BLOCK 16\n#line 1 "shared.cu"\n' + source.source_path(v).read_text()
+
+
+def test_nvcc_command_matches_sourcemodule():
+    # SourceModule runs: nvcc --cubin <options> -arch <arch> -I<pycuda include> kernel.cu
+    assert source.nvcc_command("sm_90") == ["nvcc", "--cubin", *source.NVCC_OPTIONS, "-arch", "sm_90",
+                                            "-Xptxas", "-v", "kernel.cu"]
+
+
+PTXAS_LOG = """\
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'best_const' for 'sm_90'
+ptxas info    : Function properties for best_const
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 32 registers, used 1 barriers, 16384 bytes smem
+ptxas info    : Compiling entry function 'spilly' for 'sm_90'
+ptxas info    : Function properties for spilly
+    48 bytes stack frame, 40 bytes spill stores, 36 bytes spill loads
+ptxas info    : Used 255 registers, used 0 barriers
+"""
+
+
+def test_parse_ptxas():
+    reports = source.parse_ptxas(PTXAS_LOG)
+    assert reports["best_const"] == source.PtxasReport(32, 16384, 0, 0, 0)
+    assert reports["spilly"] == source.PtxasReport(255, 0, 48, 40, 36) and reports["spilly"].spills
+
+
+def test_nvcc_is_installed():
+    """CI must compile every kernel: a missing nvcc fails here instead of skipping."""
+    assert source.nvcc_path() is not None, "nvcc not on PATH: the compile checks cannot run"
+
+
+@pytest.mark.parametrize("variant,params", COMPILE_POINTS, ids=[f"{v.name}-{format_params(p)}" for v, p in COMPILE_POINTS])
+def test_compiles_for_sm90_without_spills(variant, params):
+    report = source.compile_report(variant, params, "sm_90")
+    assert 0 < report.registers <= 64, "BLOCK=32 runs 1024 threads a block: at most 64 registers each"
+    assert not report.spills and report.stack_bytes == 0, report
+    assert report.shared_bytes <= 48 * 1024
+
+
+def test_harness_kernel_compiles():
+    from mmbench.variants import Variant
+
+    hold = Variant(name="hold_stream", backend="cuda", label="", description="", family="harness")
+    assert source.compile_report(hold, ()).registers > 0
+
+
+def test_compile_error_names_the_file_and_line(tmp_path):
+    from mmbench.variants import Variant
+
+    (tmp_path / "broken.cu").write_text('extern "C" __global__ void broken(float* c)\n{\n    c[0] = undefined_thing;\n}\n')
+    broken = Variant(name="broken", backend="cuda", label="", description="", family="broken", source_dir=tmp_path)
+    with pytest.raises(source.CompileError, match=r'broken\.cu\(3\).*undefined_thing'):
+        source.compile_report(broken, (("BLOCK", 8),))
+
+
+def test_too_much_shared_memory_is_a_compile_error():
+    with pytest.raises(source.CompileError, match="too much shared data"):
+        source.compile_report(REGISTRY["best"], (("BLOCK", 64),))

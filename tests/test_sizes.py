@@ -1,0 +1,105 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mmbench.sizes import Shape, SizeSpecError, paper_sweep, parse_shape, parse_sizes
+
+
+def sides(spec):
+    return [s.n for s in parse_sizes(spec)]
+
+
+def test_paper_sweep_is_the_189_sizes():
+    got = sides("63:2049")
+    assert len(got) == 189
+    assert got[:6] == [63, 64, 65, 95, 96, 97] and got[-3:] == [2047, 2048, 2049]
+    assert all(s.is_square for s in parse_sizes("63:2049"))
+
+
+@pytest.mark.parametrize("spec,expected", [
+    ("1024", [1024]),
+    ("256,512,1024", [256, 512, 1024]),
+    ("64:256:+64", [64, 128, 192, 256]),
+    ("512:8192:x2", [512, 1024, 2048, 4096, 8192]),
+    ("63:129", [63, 64, 65, 95, 96, 97, 127, 128, 129]),
+    ("1:40", [31, 32, 33]),
+    (" 128 , 64,128 ", [128, 64]),  # spaces ignored, duplicates dropped, first place kept
+])
+def test_forms(spec, expected):
+    assert sides(spec) == expected
+
+
+def test_rectangular_shapes():
+    assert parse_sizes("1000x37x2049,37x1000x65") == [Shape(1000, 37, 2049), Shape(37, 1000, 65)]
+    assert str(Shape(1000, 37, 2049)) == "1000x37x2049" and str(Shape(5, 5, 5)) == "5"
+    assert parse_shape("7x8x9") == Shape(7, 8, 9)
+
+
+@pytest.mark.parametrize("spec,needle", [
+    ("", "empty size spec"),
+    ("   ", "empty size spec"),
+    ("abc", "malformed size spec 'abc'"),
+    ("0", "must be positive"),
+    ("-5", "malformed size spec '-5'"),
+    ("10:5", "start 10 is after end 5"),
+    ("0:64", "must be positive"),
+    ("64:128:+0", "step must be positive"),
+    ("64:128:x1", "factor must be at least 2"),
+    ("70:80", "selects no sizes"),
+    ("1,,2", "empty item"),
+    ("0x5x5", "must be positive"),
+    ("5x5", "malformed size spec '5x5'"),
+    ("64:128:*2", "malformed size spec '64:128:*2'"),
+])
+def test_bad_specs_name_the_spec_and_forms(spec, needle):
+    with pytest.raises(SizeSpecError) as err:
+        parse_sizes(spec)
+    assert needle in str(err.value)
+    if "malformed" in needle or "empty size" in needle:
+        assert "A:B:+S" in str(err.value)  # the accepted forms are listed
+
+
+@given(st.integers(1, 5000), st.integers(0, 3000))
+def test_paper_range_property(lo, width):
+    hi = lo + width
+    expected = [n for n in range(lo, hi + 1) if n >= 31 and min(n % 32, 32 - n % 32) <= 1]
+    if expected:
+        assert sides(f"{lo}:{hi}") == expected == paper_sweep(lo, hi)
+    else:
+        with pytest.raises(SizeSpecError):
+            parse_sizes(f"{lo}:{hi}")
+
+
+@given(st.integers(1, 10_000), st.integers(0, 10_000), st.integers(1, 500))
+def test_linear_range_property(lo, width, step):
+    got = sides(f"{lo}:{lo + width}:+{step}")
+    assert got == list(range(lo, lo + width + 1, step))
+
+
+@given(st.integers(1, 1000), st.integers(2, 9), st.integers(0, 10**6))
+def test_geometric_range_property(lo, factor, width):
+    got = sides(f"{lo}:{lo + width}:x{factor}")
+    assert got[0] == lo and got[-1] <= lo + width < got[-1] * factor
+    assert all(b == a * factor for a, b in zip(got, got[1:]))
+
+
+@given(st.lists(st.integers(1, 100_000), min_size=1, max_size=20))
+def test_lists_keep_order_and_drop_duplicates(values):
+    assert sides(",".join(map(str, values))) == list(dict.fromkeys(values))
+
+
+@given(st.lists(st.tuples(st.integers(1, 9999), st.integers(1, 9999), st.integers(1, 9999)), min_size=1, max_size=5))
+def test_shapes_round_trip(dims):
+    spec = ",".join(f"{m}x{n}x{k}" for m, n, k in dims)
+    shapes = parse_sizes(spec)
+    assert shapes == list(dict.fromkeys(Shape(*d) for d in dims))
+    assert [parse_shape(str(s)) for s in shapes] == shapes
+
+
+@given(st.text(alphabet="0123456789:,x+- ab", max_size=20))
+def test_any_text_parses_or_raises_a_size_spec_error(text):
+    try:
+        shapes = parse_sizes(text)
+    except SizeSpecError:
+        return
+    assert shapes and all(min(s.m, s.n, s.k) >= 1 for s in shapes)
