@@ -15,3 +15,22 @@ extern "C" __global__ void hold_stream(volatile int* flags, unsigned long long t
     } while (now - start < timeout_ns);
     flags[1] = 1;
 }
+
+// fma_peak measures the FP32 FMA ceiling: eight independent chains per thread (enough to hide
+// FMA latency at full occupancy), nothing but FMAs in the loop, the result kept alive by a store
+// that never happens. FLOPs = 2 * 8 * 16 * iters * threads.
+extern "C" __global__ void fma_peak(float* out, int iters, float seed)
+{
+    float a0 = seed + threadIdx.x, a1 = a0 + 1.0f, a2 = a0 + 2.0f, a3 = a0 + 3.0f;
+    float a4 = a0 + 4.0f, a5 = a0 + 5.0f, a6 = a0 + 6.0f, a7 = a0 + 7.0f;
+    const float b = 0.999999f, c = 1.0e-7f;
+    for (int i = 0; i < iters; ++i) {
+#pragma unroll
+        for (int j = 0; j < 16; ++j) {
+            a0 = fmaf(a0, b, c); a1 = fmaf(a1, b, c); a2 = fmaf(a2, b, c); a3 = fmaf(a3, b, c);
+            a4 = fmaf(a4, b, c); a5 = fmaf(a5, b, c); a6 = fmaf(a6, b, c); a7 = fmaf(a7, b, c);
+        }
+    }
+    const float s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+    if (s == 1234.5f) out[0] = s;
+}

@@ -11,9 +11,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from . import ceilings as ceilings_mod
 from . import environment
 from .config import ConfigError, load_config
-from .results import CsvSink, ResultsError, done_keys, read_results, write_metadata
+from .results import (CsvSink, ResultsError, done_keys, latest_results, read_results, update_metadata,
+                      write_metadata)
 from .sizes import FORMS, SizeSpecError, parse_sizes
 from .sweep import Point, Runner, Selection, Settings, plan
 from .timing import CACHE_MODES
@@ -211,6 +213,7 @@ def _execute(points: list[Point], settings: Settings, output: Path, config: Path
             "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "settings": {**settings.__dict__}, "points_planned": len(points),
             "cublas": _cublas_meta(runner), **environment.collect(runner.gpu)}
+    meta["ceilings"] = ceilings_mod.cached_for(meta["gpu"])  # from `mmbench ceilings`, if it ran here
     write_metadata(output, {**meta, "state": "running"})
     counts: dict[str, int] = {}
     started = time.perf_counter()
@@ -264,7 +267,104 @@ def info():
     except GpuUnavailable as exc:
         facts["gpu"] = None
         gpu_note = f"none: {exc}. Kernels still compile with nvcc; CPU BLAS runs; plots work."
+    facts["ceilings"] = ceilings_mod.cached_for(facts["gpu"]) if facts["gpu"] else None
     _print_info(facts, gpu_note=None if facts["gpu"] else gpu_note)
+
+
+def _peaks(tflops: float | None, gbytes: float) -> str:
+    return f"FP32 {tflops:.1f} TFLOP/s, DRAM {gbytes:.0f} GB/s" if tflops else f"DRAM {gbytes:.0f} GB/s"
+
+
+def _results_arg(results: Path | None) -> Path:
+    """RESULTS as given, or the newest results CSV under results/."""
+    try:
+        path = results or latest_results()
+    except ResultsError as exc:
+        raise InputError(str(exc)) from None
+    if not path.exists():
+        raise InputError(f"no results file at {path}")
+    return path
+
+
+def _open_gpu_or_fail():
+    from .device import GpuUnavailable, open_gpu
+
+    try:
+        return open_gpu()
+    except GpuUnavailable as exc:
+        raise RunFailed(f"cannot open the GPU: {exc}") from None
+
+
+@main.command()
+@click.option("--results", type=click.Path(dir_okay=False, path_type=Path),
+              help="Results CSV whose metadata records the ceilings (default: the newest under results/, if any).")
+def ceilings(results):
+    """Measure the FP32 FMA peak and the DRAM copy bandwidth of the GPU, next to its datasheet."""
+    gpu = _open_gpu_or_fail()
+    measured = ceilings_mod.measure(gpu, environment.gpu_info(gpu))
+    cache = ceilings_mod.save_cached(measured)
+    sheet = measured["datasheet"]
+    table = Table(title=f"ceilings of {measured['gpu']}")
+    for col in ("", "measured", "datasheet", "measured / datasheet"):
+        table.add_column(col, justify="right")
+    table.add_row("FP32 TFLOP/s", f"{measured['fp32_fma_tflops']:.1f}", f"{sheet['fp32_tflops']:.1f}",
+                  f"{measured['fp32_fma_tflops'] / sheet['fp32_tflops']:.1%}")
+    table.add_row("DRAM GB/s", f"{measured['dram_copy_gbytes_per_s']:.0f}", f"{sheet['dram_gbytes_per_s']:.0f}",
+                  f"{measured['dram_copy_gbytes_per_s'] / sheet['dram_gbytes_per_s']:.1%}")
+    console.print(table)
+    console.print(f"kept for this device in {cache}", soft_wrap=True)
+    try:
+        target = results or latest_results()
+    except ResultsError:
+        return
+    update_metadata(target, ceilings=measured)
+    console.print(f"recorded in {target.with_suffix('.meta.json')}", soft_wrap=True)
+
+
+@main.command()
+@click.option("--config", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Experiment whose series are profiled.")
+@click.option("--points", "points_spec", default="256,1024,2048", show_default=True, metavar="SPEC",
+              help="Sizes to profile (a size spec, as for run --sizes).")
+@click.option("--variant", "-v", "variants", multiple=True, help="Only these variants (default: every GPU series).")
+@click.option("--results", type=click.Path(dir_okay=False, path_type=Path),
+              help="Results CSV the profile belongs to; written beside it as .profile.csv (default: the newest).")
+def profile(config, points_spec, variants, results):
+    """Run Nsight Compute on chosen points: DRAM bytes and FP32 operations for the roofline."""
+    from .profile import ProfileError, profile_path, profile_points
+
+    _, selections, cfg = _selections((), None, None, (), config)
+    try:
+        shapes = set(parse_sizes(points_spec))
+    except SizeSpecError as exc:
+        raise InputError(str(exc)) from None
+    wanted = set(_split(variants))
+    for name in wanted:
+        try:
+            get_variant(name)
+        except VariantError as exc:
+            raise InputError(str(exc)) from None
+    points = [p for p in plan(selections, cfg["cache"]) if p.variant.on_gpu and p.shape in shapes
+              and (not wanted or p.variant.name in wanted)]
+    if not points:
+        raise InputError(f"no GPU point of {config} matches --points {points_spec}"
+                         + (f" and --variant {','.join(sorted(wanted))}" if wanted else ""))
+    target = _results_arg(results)
+    try:
+        df = profile_points(points)
+    except ProfileError as exc:
+        raise RunFailed(str(exc)) from None
+    out = profile_path(target)
+    df.to_csv(out, index=False)
+    table = Table(title=f"Nsight Compute: {len(df)} points")
+    for col in ("variant", "params", "size", "DRAM MB", "FP32 GFLOP", "intensity FLOP/B", "kernel us"):
+        table.add_column(col, justify="left" if col in ("variant", "params") else "right")
+    for r in df.itertuples():
+        table.add_row(r.variant, r.params, str(r.n) if r.m == r.n == r.k else f"{r.m}x{r.n}x{r.k}",
+                      f"{(r.dram_bytes_read + r.dram_bytes_write) / 1e6:.1f}", f"{r.fp32_flops / 1e9:.2f}",
+                      f"{r.dram_intensity:.1f}", f"{r.gpu_time_ns / 1e3:.1f}")
+    console.print(table)
+    console.print(f"profile: {out}", soft_wrap=True)
 
 
 def _print_info(facts: dict, gpu_note: str | None) -> None:
@@ -281,6 +381,11 @@ def _print_info(facts: dict, gpu_note: str | None) -> None:
         table.add_row("SM clock max", f"{g.get('sm_clock_max_mhz')} MHz")
         table.add_row("driver", f"{g.get('driver_version')} (CUDA {g['driver_cuda_version']})")
         table.add_row("pycuda", f"{g['pycuda']} (built for CUDA {g['pycuda_built_for_cuda']})")
+        sheet = ceilings_mod.datasheet(g)
+        table.add_row("datasheet peaks", _peaks(sheet["fp32_tflops"], sheet["dram_gbytes_per_s"]))
+        c = facts.get("ceilings")
+        table.add_row("measured ceilings", _peaks(c["fp32_fma_tflops"], c["dram_copy_gbytes_per_s"]) +
+                      f" ({c['measured_at']})" if c else "not measured here yet: run `mmbench ceilings`")
     else:
         table.add_row("GPU", "none (see below)")
     sw = facts["software"]

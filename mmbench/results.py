@@ -33,6 +33,17 @@ class ResultsError(ValueError):
     """A results file that is missing, empty or not ours."""
 
 
+RESULTS_DIR = Path("results")
+
+
+def latest_results(root: Path = RESULTS_DIR) -> Path:
+    """The newest results CSV under root (what RESULTS means when left out)."""
+    found = [p for p in root.rglob("*.csv") if not p.name.endswith(".profile.csv")] if root.is_dir() else []
+    if not found:
+        raise ResultsError(f"no results CSV under {root}/; run `mmbench run` first or name one")
+    return max(found, key=lambda p: p.stat().st_mtime)
+
+
 def metadata_path(csv_path: Path) -> Path:
     return csv_path.with_suffix(".meta.json")
 
@@ -114,6 +125,10 @@ def write_metadata(csv_path: Path, meta: Mapping) -> Path:
     tmp.write_text(json.dumps(meta, indent=2, sort_keys=False, default=str) + "\n")
     tmp.replace(path)  # atomic: a reader never sees half a file
     return path
+
+
+def update_metadata(csv_path: Path, **entries) -> Path:
+    return write_metadata(csv_path, {**read_metadata(csv_path), **entries})
 
 
 def read_metadata(csv_path: Path) -> dict:

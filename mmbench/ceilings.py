@@ -1,0 +1,119 @@
+"""The device's ceilings: datasheet peaks from its attributes, and measured ones.
+
+Measured: the FP32 FMA rate of a kernel that does nothing but independent FMAs, and the DRAM
+bandwidth of a device-to-device copy far larger than L2 (bytes read plus bytes written).
+They are stored in the results' metadata (``ceilings``) and shown by ``mmbench info``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import statistics
+from pathlib import Path
+
+import numpy as np
+
+from .variants import Variant
+
+# FP32 lanes per SM by compute capability (CUDA C Programming Guide, arithmetic throughput).
+FP32_LANES_PER_SM = {"3.7": 192, "6.0": 64, "7.0": 64, "7.5": 64, "8.0": 64, "8.6": 128, "8.9": 128, "9.0": 128}
+COPY_BYTES = 2 << 30  # 2 GiB each way: over 30x the L2 of any current GPU
+FMA_ITERS = 4096
+FMA_THREADS = 256
+SAMPLES = 10
+
+
+def datasheet(gpu_facts: dict) -> dict:
+    """Peak FP32 rate and DRAM bandwidth implied by the device's attributes (boost clock)."""
+    lanes = FP32_LANES_PER_SM.get(gpu_facts["compute_capability"])
+    fp32 = (gpu_facts["sm_count"] * lanes * 2 * gpu_facts["clock_khz"] * 1e3 / 1e12) if lanes else None
+    # Double data rate: two transfers per memory clock over the whole bus.
+    dram = gpu_facts["memory_clock_khz"] * 1e3 * 2 * gpu_facts["memory_bus_width_bits"] / 8 / 1e9
+    return {"fp32_tflops": fp32, "dram_gbytes_per_s": dram,
+            "basis": "SMs x FP32 lanes x 2 x boost clock; memory clock x 2 x bus width"}
+
+
+def cache_file() -> Path:
+    """Where measured ceilings are kept per device (by UUID) between runs."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "mmbench" / "ceilings.json"
+
+
+def load_cached() -> dict:
+    try:
+        return json.loads(cache_file().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def save_cached(ceilings: dict) -> Path:
+    path = cache_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**load_cached(), ceilings["uuid"] or ceilings["gpu"]: ceilings}, indent=2) + "\n")
+    return path
+
+
+def cached_for(gpu_facts: dict | None) -> dict | None:
+    if not gpu_facts:
+        return None
+    cache = load_cached()
+    return cache.get(gpu_facts.get("uuid") or "") or cache.get(gpu_facts["name"])
+
+
+def _fma_peak(gpu) -> tuple[float, list[float]]:
+    fn = gpu.function(Variant(name="fma_peak", backend="cuda", label="", description="", family="harness"), ())
+    out = gpu.alloc(4)
+    blocks = gpu.facts.sm_count * 8
+    flops = 2 * 8 * 16 * FMA_ITERS * blocks * FMA_THREADS
+
+    def launch():
+        fn(out, np.int32(FMA_ITERS), np.float32(1.0), block=(FMA_THREADS, 1, 1), grid=(blocks, 1), stream=gpu.stream)
+
+    times = _timed(gpu, launch)
+    return flops / (statistics.median(times) * 1e-3) / 1e12, times
+
+
+def _copy_bandwidth(gpu) -> tuple[float, list[float]]:
+    src, dst = gpu.alloc(COPY_BYTES), gpu.alloc(COPY_BYTES)
+    try:
+        times = _timed(gpu, lambda: gpu.drv.memcpy_dtod_async(dst, src, COPY_BYTES, gpu.stream))
+    finally:
+        src.free()
+        dst.free()
+    return 2 * COPY_BYTES / (statistics.median(times) * 1e-3) / 1e9, times
+
+
+def _timed(gpu, launch) -> list[float]:
+    """Event-timed samples of a launch that runs milliseconds (no hold needed at that length)."""
+    launch()
+    gpu.synchronize()
+    times = []
+    for _ in range(SAMPLES):
+        start, end = gpu.event(), gpu.event()
+        start.record(gpu.stream)
+        launch()
+        end.record(gpu.stream)
+        end.synchronize()
+        times.append(end.time_since(start))
+    return times
+
+
+def measure(gpu, gpu_facts: dict) -> dict:
+    """Measure both ceilings on an open Gpu; the medians are the ceilings."""
+    clock_before = gpu.clock.current_mhz()
+    fp32, fma_times = _fma_peak(gpu)
+    clock_after = gpu.clock.current_mhz()
+    dram, copy_times = _copy_bandwidth(gpu)
+    return {
+        "measured_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "gpu": gpu_facts["name"], "uuid": gpu_facts.get("uuid"),
+        "fp32_fma_tflops": fp32, "dram_copy_gbytes_per_s": dram,
+        "fma_sm_clock_mhz": [clock_before, clock_after],
+        "fma_times_ms": fma_times, "copy_times_ms": copy_times,
+        "method": (f"fp32: fma_peak kernel, {gpu.facts.sm_count * 8} blocks x {FMA_THREADS} threads, "
+                   f"median of {SAMPLES}; dram: cuMemcpyDtoD of {COPY_BYTES >> 30} GiB, bytes read + written, "
+                   f"median of {SAMPLES}"),
+        "datasheet": datasheet(gpu_facts),
+    }

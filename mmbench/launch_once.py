@@ -1,0 +1,49 @@
+"""Launch points once each, untimed: the process `mmbench profile` runs under Nsight Compute.
+
+    python -m mmbench.launch_once VARIANT PARAMS SHAPE [VARIANT PARAMS SHAPE ...]
+
+PARAMS is "BLOCK=32" or "-" for none; SHAPE is "1024" or "MxNxK". Only the points' own kernels
+run on the GPU here (inputs arrive by host-to-device copies), so every kernel the profiler sees
+belongs to a point, in the order given.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from .device import open_gpu
+from .ops import make_gemm_inputs
+from .sizes import parse_shape
+from .variants import get_variant, parse_params
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) % 3 or not argv:
+        print(__doc__, file=sys.stderr)
+        return 2
+    gpu = open_gpu()
+    cublas = None
+    for name, params_text, shape_text in zip(argv[0::3], argv[1::3], argv[2::3]):
+        variant, shape = get_variant(name), parse_shape(shape_text)
+        params = parse_params("" if params_text == "-" else params_text)
+        inputs = make_gemm_inputs(shape, np.random.default_rng(0))
+        a, b, c = gpu.upload(inputs.a), gpu.upload(inputs.b), gpu.alloc(shape.m * shape.n * 4)
+        if variant.backend == "cublas":
+            from .cublas import Cublas
+
+            cublas = cublas or Cublas(gpu.stream.handle)
+            cublas.sgemm(a, b, c, shape.m, shape.n, shape.k)
+        else:
+            block, grid = variant.launch_geometry(params, shape)
+            gpu.function(variant, params)(a, b, c, np.int32(shape.m), np.int32(shape.n), np.int32(shape.k),
+                                          block=block, grid=grid[:2], stream=gpu.stream)
+        gpu.synchronize()
+        for buf in (a, b, c):
+            buf.free()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,110 @@
+"""Nsight Compute profiles of chosen points: DRAM bytes and FP32 operations per point.
+
+Each point's kernels run once under ``ncu --clock-control none --cache-control all`` (caches
+flushed before the kernel, as in the harness's cold mode). The counts give the measured DRAM
+arithmetic intensity the roofline plots.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from typing import Sequence
+
+import pandas as pd
+
+from .sweep import Point
+from .variants import format_params
+
+METRICS = {
+    "gpu__time_duration.sum": "gpu_time_ns",
+    "dram__bytes_read.sum": "dram_bytes_read",
+    "dram__bytes_write.sum": "dram_bytes_write",
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": "ffma",
+    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum": "fadd",
+    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum": "fmul",
+}
+COLUMNS = ("variant", "params", "m", "n", "k", "kernels", "gpu_time_ns", "dram_bytes_read", "dram_bytes_write",
+           "fp32_flops", "dram_intensity")
+
+
+class ProfileError(RuntimeError):
+    """ncu is missing or failed; the message says which and how to get it."""
+
+
+def ncu_path() -> str | None:
+    return shutil.which("ncu")
+
+
+def ncu_command(args: Sequence[str]) -> list[str]:
+    ncu = ncu_path()
+    if ncu is None:
+        raise ProfileError("Nsight Compute (ncu) is not on PATH; it ships with the CUDA toolkit "
+                           "(install nsight-compute and put its ncu on PATH)")
+    return [ncu, "--csv", "--print-units", "base", "--clock-control", "none", "--cache-control", "all",
+            "--metrics", ",".join(METRICS), sys.executable, "-m", "mmbench.launch_once", *args]
+
+
+def parse_ncu_csv(text: str) -> list[dict]:
+    """Per profiled kernel launch, in order: its name and the metrics (ncu's "details" CSV)."""
+    start = text.find('"ID"')
+    if start < 0:
+        return []
+    launches: dict[str, dict] = {}
+    for row in csv.DictReader(io.StringIO(text[start:])):
+        entry = launches.setdefault(row["ID"], {"kernel": row["Kernel Name"]})
+        name = METRICS.get(row["Metric Name"])
+        if name:
+            entry[name] = float(row["Metric Value"].replace(",", ""))
+    return [launches[i] for i in sorted(launches, key=int)]
+
+
+def _row(point: Point, launches: list[dict]) -> dict:
+    total = defaultdict(float)
+    for launch in launches:
+        for name in METRICS.values():
+            total[name] += launch.get(name, 0.0)
+    flops = 2 * total["ffma"] + total["fadd"] + total["fmul"]
+    dram = total["dram_bytes_read"] + total["dram_bytes_write"]
+    s = point.shape
+    return {"variant": point.variant.name, "params": format_params(point.params), "m": s.m, "n": s.n, "k": s.k,
+            "kernels": ";".join(sorted({la["kernel"] for la in launches})), "gpu_time_ns": total["gpu_time_ns"],
+            "dram_bytes_read": total["dram_bytes_read"], "dram_bytes_write": total["dram_bytes_write"],
+            "fp32_flops": flops, "dram_intensity": flops / dram if dram else float("nan")}
+
+
+def _run(args: list[str]) -> list[dict]:
+    proc = subprocess.run(ncu_command(args), capture_output=True, text=True)
+    launches = parse_ncu_csv(proc.stdout)
+    if proc.returncode != 0 or not launches:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise ProfileError(f"ncu failed (exit {proc.returncode}): {' | '.join(tail)}")
+    return launches
+
+
+def _args(point: Point) -> list[str]:
+    return [point.variant.name, format_params(point.params) or "-", str(point.shape)]
+
+
+def profile_points(points: Sequence[Point]) -> pd.DataFrame:
+    """Profile our kernels in one ncu process (one launch each, in order) and each library
+    point in a process of its own (a library may launch several kernels for one call)."""
+    ours = [p for p in points if p.variant.backend == "cuda"]
+    rows = []
+    if ours:
+        launches = _run([a for p in ours for a in _args(p)])
+        if len(launches) != len(ours):
+            raise ProfileError(f"expected {len(ours)} kernel launches under ncu, saw {len(launches)}")
+        rows += [_row(p, [la]) for p, la in zip(ours, launches)]
+    for point in points:
+        if point.variant.backend == "cublas":
+            rows.append(_row(point, _run(_args(point))))
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def profile_path(csv_path):
+    return csv_path.with_suffix(".profile.csv")

@@ -1,0 +1,69 @@
+"""Ceilings and profiles on the CPU: datasheet arithmetic, ncu CSV parsing, clear errors."""
+
+import pytest
+from click.testing import CliRunner
+
+from mmbench import ceilings, profile
+from mmbench.cli import main
+from mmbench.sizes import Shape
+from mmbench.sweep import Point
+from mmbench.variants import REGISTRY
+
+H200 = {"name": "NVIDIA H200", "compute_capability": "9.0", "sm_count": 132, "clock_khz": 1980000,
+        "memory_clock_khz": 3201000, "memory_bus_width_bits": 6016}
+
+
+def test_datasheet_peaks_of_an_h200():
+    sheet = ceilings.datasheet(H200)
+    assert sheet["fp32_tflops"] == pytest.approx(66.9, abs=0.1)  # NVIDIA's 67 TFLOP/s
+    assert sheet["dram_gbytes_per_s"] == pytest.approx(4815, abs=1)  # NVIDIA's 4.8 TB/s
+
+
+def test_datasheet_of_an_unknown_architecture_has_no_fp32_peak():
+    assert ceilings.datasheet({**H200, "compute_capability": "12.1"})["fp32_tflops"] is None
+
+
+def test_ceilings_cache_round_trip(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    entry = {"gpu": "NVIDIA H200", "uuid": "GPU-1", "fp32_fma_tflops": 64.0}
+    ceilings.save_cached(entry)
+    assert ceilings.cached_for({"name": "NVIDIA H200", "uuid": "GPU-1"}) == entry
+    assert ceilings.cached_for({"name": "other", "uuid": "GPU-2"}) is None
+
+
+NCU = '''==PROF== Connected to process 1443
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","1","python3","h","best","1","13","(32, 32, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_read.sum","byte","49,152"
+"0","1","python3","h","best","1","13","(32, 32, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_write.sum","byte","16384"
+"0","1","python3","h","best","1","13","(32, 32, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","smsp__sass_thread_inst_executed_op_ffma_pred_on.sum","inst","262144"
+"0","1","python3","h","best","1","13","(32, 32, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","ns","6720"
+"1","1","python3","h","cutlass_gemm","1","13","(128, 1, 1)","(4, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_read.sum","byte","1000"
+'''
+
+
+def test_parse_ncu_csv_per_launch_in_order():
+    launches = profile.parse_ncu_csv(NCU)
+    assert [la["kernel"] for la in launches] == ["best", "cutlass_gemm"]
+    assert launches[0]["dram_bytes_read"] == 49152 and launches[0]["gpu_time_ns"] == 6720
+    row = profile._row(Point(REGISTRY["best"], (("BLOCK", 32),), Shape(64, 64, 64), "cold"), launches[:1])
+    assert row["fp32_flops"] == 2 * 262144 and row["dram_intensity"] == pytest.approx(2 * 262144 / 65536)
+
+
+def test_profile_without_ncu_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setattr(profile, "ncu_path", lambda: None)
+    csv = tmp_path / "r.csv"
+    CliRunner().invoke(main, ["run", "-v", "blas", "-s", "32", "--runs", "1", "-o", str(csv)])
+    result = CliRunner().invoke(main, ["profile", "--config", "configs/zosa2017.toml", "--points", "256",
+                                       "-v", "best", "--results", str(csv)])
+    assert result.exit_code == 1 and "Nsight Compute (ncu) is not on PATH" in result.output
+
+
+def test_ceilings_without_gpu_is_a_clear_error(monkeypatch):
+    from mmbench import device
+
+    def refuse():
+        raise device.GpuUnavailable("no driver (test)")
+
+    monkeypatch.setattr(device, "open_gpu", refuse)
+    result = CliRunner().invoke(main, ["ceilings"])
+    assert result.exit_code == 1 and "cannot open the GPU: no driver (test)" in result.output
