@@ -21,7 +21,7 @@ from .sweep import Selection
 from .timing import CACHE_MODES
 from .variants import Variant, VariantError, get_variant, param_points
 
-TOP_KEYS = {"name", "description", "paper", "run", "sweep"}
+TOP_KEYS = {"name", "description", "paper", "run", "sweep", "reference"}
 RUN_KEYS = {"runs", "warmup", "cache", "threads"}
 SWEEP_KEYS = {"name", "description", "variants", "sizes", "params"}
 
@@ -54,6 +54,7 @@ class ExperimentConfig:
     cache: str
     threads: int | None
     sweeps: tuple[SweepConfig, ...]
+    reference: Mapping[str, Any] = field(default_factory=dict)  # the paper's own numbers, for reports
 
 
 def _unknown(where: str, table: Mapping, allowed: set[str]) -> None:
@@ -131,4 +132,15 @@ def load_config(path: Path | str) -> ExperimentConfig:
         cache=cache,
         threads=_int(f"{path}: run.threads", run["threads"], 1) if "threads" in run else None,
         sweeps=tuple(_sweep(f"{path}: sweep[{i}]", s) for i, s in enumerate(sweeps)),
+        reference=MappingProxyType(_reference(f"{path}: reference", data.get("reference", {}))),
     )
+
+
+def _reference(where: str, table: Any) -> dict:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: expected a table")
+    sizes = table.get("table_sizes", [])
+    for key, values in table.items():
+        if key.endswith("_gflops") and (not isinstance(values, list) or len(values) != len(sizes)):
+            raise ConfigError(f"{where}.{key}: expected one number per table_sizes entry ({len(sizes)})")
+    return dict(table)

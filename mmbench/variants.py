@@ -61,7 +61,7 @@ def _cuda(name: str, family: str, label: str, description: str, outputs_per_thre
 
 
 _ALL = (
-    _cuda("best_const", "best", "CUDA-Best (const)",
+    _cuda("best_const", "best", "CUDA-Best const",
           "four outputs per thread, block size fixed at compile time, no min() bounds", 2),
     _cuda("best", "best", "CUDA-Best",
           "four outputs per thread a block apart (Algorithm 3), robust min() tile bounds", 2),
@@ -85,6 +85,12 @@ def get_variant(name: str) -> Variant:
         return REGISTRY[name]
     except KeyError:
         raise VariantError(f"unknown variant '{name}'; choose from: {', '.join(REGISTRY)}") from None
+
+
+def series_label(variant: Variant, params: Params) -> str:
+    """Legend text as the paper writes it: "CUDA-Best (16x16)"."""
+    block = dict(params).get("BLOCK")
+    return f"{variant.label} ({block}x{block})" if block else variant.label
 
 
 def format_params(params: Params) -> str:

@@ -1,0 +1,103 @@
+"""Results shaped for figures, tables and reports: series, curves, ratios. No plotting here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .results import ResultsError
+from .variants import REGISTRY, parse_params, series_label
+
+ONE_OUTPUT = ("interleaved", "unroll_k2", "shared", "naive", "shared_uncoalesced")  # one output per thread
+FIG1_SIZES = (256, 512, 1024, 2048)  # the paper's block-size comparison (section 2.10)
+
+
+@dataclass(frozen=True)
+class Series:
+    """One line of a figure: a variant at one parameter point."""
+
+    variant: str
+    params: str
+    label: str
+    order: int  # registry order, then block size: stable across figures
+
+    @property
+    def block(self) -> int | None:
+        return dict(parse_params(self.params)).get("BLOCK")
+
+
+def series_of(variant: str, params: str, csv_label: str = "") -> Series:
+    v = REGISTRY.get(variant)
+    order = list(REGISTRY).index(variant) if v else len(REGISTRY)
+    label = series_label(v, parse_params(params)) if v else (csv_label or variant)
+    return Series(variant, params, label, order)
+
+
+def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Verified, timed rows only; a clear error when there are none."""
+    ok = df[df.status == "ok"]
+    if ok.empty:
+        raise ResultsError("the results hold no verified (status ok) rows to plot")
+    return ok
+
+
+def square(df: pd.DataFrame) -> pd.DataFrame:
+    return df[(df.m == df.n) & (df.n == df.k)]
+
+
+def series_list(df: pd.DataFrame) -> list[Series]:
+    seen = {}
+    for r in df[["variant", "params", "label"]].drop_duplicates().itertuples():
+        s = series_of(r.variant, r.params, r.label)
+        seen[(s.variant, s.params)] = s
+    return sorted(seen.values(), key=lambda s: (s.order, -(s.block or 0)))
+
+
+def curve(df: pd.DataFrame, s: Series, column: str = "gflops_mean") -> pd.Series:
+    """column by square size n for one series (verified points only), sorted by n."""
+    sq = square(df)
+    rows = sq[(sq.variant == s.variant) & (sq.params == s.params) & (sq.status == "ok")]
+    return rows.set_index("n")[column].sort_index()
+
+
+def find(df: pd.DataFrame, variant: str, block: int | None = None) -> Series | None:
+    for s in series_list(df):
+        if s.variant == variant and (block is None or s.block == block):
+            return s
+    return None
+
+
+def best_series(df: pd.DataFrame) -> Series:
+    """CUDA-Best at its largest block (the paper's headline version)."""
+    candidates = [s for s in series_list(df) if s.variant == "best"]
+    if not candidates:
+        raise ResultsError("the results have no CUDA-Best ('best') rows")
+    return max(candidates, key=lambda s: s.block or 0)
+
+
+def ratio(df: pd.DataFrame, top: Series, bottom: Series) -> pd.Series:
+    """top / bottom GFLOP/s at the square sizes both have."""
+    a, b = curve(df, top), curve(df, bottom)
+    both = a.index.intersection(b.index)
+    return (a[both] / b[both]).dropna()
+
+
+def table1(df: pd.DataFrame, sizes: list[int]) -> pd.DataFrame:
+    """Table 1 of the paper (BLAS vs CUDA-Best GFLOP/s at chosen sizes) with cuBLAS added."""
+    best = best_series(df)
+    cols = {"BLAS (multicore)": find(df, "blas"), best.label: best, "cuBLAS": find(df, "cublas")}
+    out = pd.DataFrame(index=pd.Index(sizes, name="n"))
+    for name, s in cols.items():
+        if s is not None:
+            out[name] = curve(df, s).reindex(sizes)
+    if "BLAS (multicore)" in out:
+        out[f"{best.label} / BLAS"] = out[best.label] / out["BLAS (multicore)"]
+    if "cuBLAS" in out:
+        out[f"{best.label} / cuBLAS"] = out[best.label] / out["cuBLAS"]
+    return out
+
+
+def algorithmic_intensity(m: int, n: int, k: int) -> float:
+    """FLOPs per byte if every operand moved through DRAM exactly once: 2mnk / 4(mk + kn + mn)."""
+    return 2.0 * m * n * k / (4.0 * (m * k + k * n + m * n))

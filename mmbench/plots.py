@@ -1,0 +1,170 @@
+"""Figures of the Zosa 2017 study from a results DataFrame. Never needs a GPU.
+
+Each function returns a matplotlib Figure; ``save`` writes it as PNG and SVG. A series keeps
+its colour in every figure (registry order), and its block size sets the line style.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; no display needed
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+from . import analysis  # noqa: E402
+from .analysis import Series  # noqa: E402
+from .ceilings import datasheet  # noqa: E402
+from .results import ResultsError  # noqa: E402
+
+PALETTE = plt.get_cmap("tab10").colors
+LINESTYLE = {32: "-", 16: "--", 8: ":"}
+FIG1_SIZES = analysis.FIG1_SIZES
+
+
+def style(s: Series) -> dict:
+    return {"color": PALETTE[s.order % len(PALETTE)], "linestyle": LINESTYLE.get(s.block, "-"), "label": s.label}
+
+
+def _title(ax, what: str, meta: dict) -> None:
+    gpu = (meta.get("gpu") or {}).get("name", "no GPU")
+    date = str(meta.get("started_at", ""))[:10]
+    ax.set_title(f"{what}\n{gpu}, {date}", fontsize=11)
+
+
+def _log2_sizes(ax) -> None:
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel("matrix size n (n x n x n), log2 scale")
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def fig_block_sizes(df: pd.DataFrame, meta: dict) -> plt.Figure:
+    """Figure 1: CUDA-Best GFLOP/s at 256, 512, 1024, 2048 for each block size."""
+    ok = analysis.ok_rows(df)
+    series = sorted((s for s in analysis.series_list(ok) if s.variant == "best"), key=lambda s: s.block or 0)
+    if not series:
+        raise ResultsError("Figure 1 needs CUDA-Best ('best') rows")
+    fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
+    x = np.arange(len(FIG1_SIZES))
+    width = 0.8 / len(series)
+    for i, s in enumerate(series):
+        values = analysis.curve(ok, s).reindex(FIG1_SIZES)
+        bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, values, width, label=s.label,
+                      color=style(s)["color"], alpha=0.35 + 0.65 * (i + 1) / len(series), edgecolor="black", linewidth=0.5)
+        ax.bar_label(bars, fmt="%.0f", fontsize=7, padding=2)
+    ax.set_xticks(x, [str(n) for n in FIG1_SIZES])
+    ax.set_xlabel("matrix size n (n x n x n)")
+    ax.set_ylabel("GFLOP/s (mean of samples)")
+    ax.legend(title="block size")
+    ax.grid(True, axis="y", alpha=0.3)
+    _title(ax, "Figure 1: CUDA-Best by thread-block size", meta)
+    return fig
+
+
+def fig_gflops(df: pd.DataFrame, meta: dict) -> plt.Figure:
+    """Figure 2: GFLOP/s of every variant and baseline over all square sizes."""
+    ok = analysis.ok_rows(df)
+    fig, ax = plt.subplots(figsize=(10, 6), layout="constrained")
+    for s in analysis.series_list(ok):
+        c = analysis.curve(ok, s)
+        if len(c):
+            ax.plot(c.index, c.values, marker=".", markersize=3, linewidth=1.2, **style(s))
+    _log2_sizes(ax)
+    ax.set_ylabel("GFLOP/s (mean of samples)")
+    ax.legend(fontsize=8, ncol=2, loc="upper left")
+    _title(ax, f"Figure 2: SGEMM performance over {square_count(ok)} sizes", meta)
+    return fig
+
+
+def square_count(df: pd.DataFrame) -> int:
+    return analysis.square(df).n.nunique()
+
+
+def fig_speedup(df: pd.DataFrame, meta: dict) -> plt.Figure:
+    """Figure 5: CUDA-Best over multicore BLAS, and cuBLAS over CUDA-Best, by size."""
+    ok = analysis.ok_rows(df)
+    best = analysis.best_series(ok)
+    blas, cublas = analysis.find(ok, "blas"), analysis.find(ok, "cublas")
+    panels = [(best, blas, f"{best.label} / BLAS (multicore)"), (cublas, best, f"cuBLAS / {best.label}")]
+    panels = [p for p in panels if p[0] is not None and p[1] is not None]
+    if not panels:
+        raise ResultsError("Figure 5 needs CUDA-Best with BLAS or cuBLAS rows")
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 3.4 * len(panels) + 0.6), layout="constrained", squeeze=False)
+    for ax, (top, bottom, label) in zip(axes[:, 0], panels):
+        r = analysis.ratio(ok, top, bottom)
+        ax.plot(r.index, r.values, marker=".", markersize=3, color=style(top)["color"], label=label)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        _log2_sizes(ax)
+        ax.set_ylabel("speed-up (ratio of GFLOP/s)")
+        ax.legend(loc="upper left")
+    _title(axes[0, 0], "Figure 5: speed-up ratios", meta)
+    return fig
+
+
+def roofline_points(df: pd.DataFrame, profile: pd.DataFrame | None, size: int) -> pd.DataFrame:
+    """Each GPU series at size n: achieved GFLOP/s and its intensity, measured or algorithmic."""
+    ok = analysis.square(analysis.ok_rows(df))
+    rows = []
+    for s in analysis.series_list(ok):
+        if s.variant == "blas":
+            continue  # a CPU baseline has no place under the GPU's roof
+        at = ok[(ok.variant == s.variant) & (ok.params == s.params) & (ok.n == size)]
+        if at.empty:
+            continue
+        measured = None
+        if profile is not None:
+            p = profile[(profile.variant == s.variant) & (profile.params.fillna("") == s.params) & (profile.n == size)]
+            measured = float(p.dram_intensity.iloc[0]) if len(p) else None
+        rows.append({"series": s, "gflops": float(at.gflops_mean.iloc[0]),
+                     "intensity": measured if measured else analysis.algorithmic_intensity(size, size, size),
+                     "measured": measured is not None})
+    if not rows:
+        raise ResultsError(f"no verified GPU rows at n = {size} for the roofline")
+    return pd.DataFrame(rows)
+
+
+def fig_roofline(df: pd.DataFrame, meta: dict, profile: pd.DataFrame | None, size: int) -> plt.Figure:
+    """Figures 3 and 4 in one: datasheet and measured ceilings, each series at its intensity."""
+    gpu = meta.get("gpu")
+    if not gpu:
+        raise ResultsError("the roofline needs a GPU run's metadata (no 'gpu' in the .meta.json)")
+    sheet = datasheet(gpu)
+    measured = meta.get("ceilings")
+    points = roofline_points(df, profile, size)
+    fig, ax = plt.subplots(figsize=(9, 6), layout="constrained")
+    x = np.logspace(-1, 3.3, 400)
+    roofs = [("datasheet", sheet["fp32_tflops"], sheet["dram_gbytes_per_s"], "--", "grey")]
+    if measured:
+        roofs.append(("measured", measured["fp32_fma_tflops"], measured["dram_copy_gbytes_per_s"], "-", "black"))
+    for name, tflops, gbs, ls, colour in roofs:
+        ax.plot(x, np.minimum(tflops * 1e3, gbs * x), linestyle=ls, color=colour, linewidth=1.5,
+                label=f"{name}: {tflops:.1f} TFLOP/s FP32, {gbs:.0f} GB/s DRAM")
+    for p in points.itertuples():
+        st = style(p.series)
+        ax.scatter(p.intensity, p.gflops, s=55, zorder=3, color=st["color"], label=st["label"],
+                   facecolors=st["color"] if p.measured else "none", edgecolors=st["color"], linewidths=1.5)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte), log scale")
+    ax.set_ylabel("GFLOP/s, log scale")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7.5, loc="lower right", ncol=2)
+    how = ("measured DRAM traffic (Nsight Compute), filled markers" if points.measured.all() else
+           "algorithmic minimum 2mnk / 4(mk+kn+mn), hollow markers" if not points.measured.any() else
+           "measured DRAM traffic (filled) or algorithmic minimum (hollow)")
+    _title(ax, f"Figures 3-4: roofline at n = {size}\nintensity: {how}", meta)
+    return fig
+
+
+def save(fig: plt.Figure, out_dir: Path, stem: str) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.svg"]
+    fig.savefig(paths[0], dpi=150)
+    fig.savefig(paths[1])
+    plt.close(fig)
+    return paths

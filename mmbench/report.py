@@ -1,0 +1,213 @@
+"""REPORT.md for the Zosa 2017 study: figures, Table 1 beside the paper's, findings checked.
+
+Each finding of the paper is a function that reads our results and says whether the finding
+still holds on this GPU, with the numbers that decide it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from . import analysis
+from .analysis import ONE_OUTPUT
+
+TABLE1_SIZES = [256, 512, 768, 1023, 1024, 1025, 2047, 2048, 2049]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    finding: str  # the paper's claim
+    paper: str  # where and what the paper saw
+    holds: str  # "yes", "no" or "partly"
+    evidence: str  # our numbers
+
+
+def _share(mask: pd.Series) -> str:
+    return f"{int(mask.sum())} of {len(mask)} sizes"
+
+
+def _gf(df, variant, block=None) -> pd.Series:
+    s = analysis.find(df, variant, block)
+    return analysis.curve(df, s) if s else pd.Series(dtype=float)
+
+
+def larger_blocks_faster(df) -> Verdict:
+    curves = {b: _gf(df, "best", b).reindex(list(analysis.FIG1_SIZES)) for b in (8, 16, 32)}
+    ordered = (curves[8] < curves[16]) & (curves[16] < curves[32])
+    detail = "; ".join(f"n={n}: {curves[8][n]:.0f} / {curves[16][n]:.0f} / {curves[32][n]:.0f}" for n in curves[8].index)
+    holds = "yes" if ordered.all() else "no" if not ordered.any() else "partly"
+    return Verdict("Larger blocks are faster (8x8 < 16x16 < 32x32)", "Figure 1: 32x32 fastest at 256-2048", holds,
+                   f"order 8 < 16 < 32 at {_share(ordered)} of Figure 1; GFLOP/s 8 / 16 / 32: {detail}")
+
+
+def best_beats_one_output(df) -> Verdict:
+    best = pd.concat({b: _gf(df, "best", b) for b in (8, 16, 32)}, axis=1).min(axis=1)
+    single = pd.concat({v: _gf(df, v, 32) for v in ONE_OUTPUT}, axis=1).max(axis=1)
+    both = best.index.intersection(single.index)
+    wins = best[both] > single[both]
+    from_n = next((n for n in both if wins[wins.index >= n].all()), None)
+    holds = "yes" if wins.all() else "no" if not wins.any() else "partly"
+    return Verdict("CUDA-Best at every block size beats every one-output version", "Figure 2, all sizes", holds,
+                   f"slowest Best above fastest one-output version at {_share(wins)}"
+                   + (f"; at every size from n = {from_n}" if from_n else ""))
+
+
+def interleaved_best_single(df) -> Verdict:
+    curves = pd.concat({v: _gf(df, v, 32) for v in ONE_OUTPUT}, axis=1).dropna()
+    top = curves.idxmax(axis=1)
+    wins = top == "interleaved"
+    big = wins[wins.index >= 1024]
+    holds = "yes" if wins.all() else "no" if not wins.any() else "partly"
+    runner = top[~wins].value_counts()
+    return Verdict("CUDA-1IL is the best one-output version", "Figure 2", holds,
+                   f"1IL fastest one-output version at {_share(wins)} ({_share(big)} from n = 1024)"
+                   + (f"; otherwise {', '.join(f'{v} ({c})' for v, c in runner.items())}" if len(runner) else ""))
+
+
+def unroll_adds_little(df) -> Verdict:
+    gain = (_gf(df, "unroll_k2", 32) / _gf(df, "shared", 32)).dropna()
+    big = gain[gain.index >= 512]
+    med = big.median() - 1
+    holds = "yes" if 0 <= med <= 0.10 else "no"
+    return Verdict("CUDA-C_Unroll adds little over CUDA-1", "about +20 GFLOP/s (~5 %), Figure 2", holds,
+                   f"median gain {med:+.1%} for n >= 512 (range {big.min() - 1:+.1%} to {big.max() - 1:+.1%})")
+
+
+def uncoalesced_below_naive(df) -> Verdict:
+    slower = (_gf(df, "shared_uncoalesced", 32) < _gf(df, "naive", 32)).dropna()
+    holds = "yes" if slower.all() else "no" if not slower.any() else "partly"
+    ratio = (_gf(df, "shared_uncoalesced", 32) / _gf(df, "naive", 32)).dropna()
+    return Verdict("CUDA-1u is slower than CUDA-Naive", "Figure 2, section 3.1.1", holds,
+                   f"1u slower at {_share(slower)}; 1u/Naive median {ratio.median():.2f}")
+
+
+def plateau_while_blas_rises(df) -> Verdict:
+    best, blas = _gf(df, "best", 32), _gf(df, "blas")
+    grow = {}
+    for name, c in (("CUDA-Best", best), ("BLAS", blas)):
+        # Medians of each +-1 triple: a single wave-quantization dip (e.g. n = 1025) is not a trend.
+        mid, top = c[(c.index >= 1023) & (c.index <= 1025)].median(), c[c.index >= 2047].median()
+        grow[name] = top / mid - 1
+    plateau, rises = grow["CUDA-Best"] < 0.15, grow["BLAS"] > grow["CUDA-Best"] + 0.10
+    holds = "yes" if plateau and rises else "partly" if plateau or rises else "no"
+    return Verdict("CUDA-Best plateaus past 1024 while multicore BLAS keeps rising", "Figure 2 and Table 1", holds,
+                   f"median GFLOP/s from n = 1023-1025 to 2047-2049: CUDA-Best {grow['CUDA-Best']:+.0%}, BLAS {grow['BLAS']:+.0%}")
+
+
+def speedup_falls_with_size(df) -> Verdict:
+    r = analysis.ratio(df, analysis.best_series(df), analysis.find(df, "blas"))
+    at = {n: r.get(n) for n in (256, 512, 768, 2048)}
+    late = r[r.index >= 1024].median()
+    holds = "yes" if at[256] > at[512] > late else "no"
+    return Verdict("The CUDA-Best / BLAS speed-up falls with size", "Figure 5: 50x at 256, 30x at 512, drops past 768",
+                   holds, f"ours: {at[256]:.1f}x at 256, {at[512]:.1f}x at 512, {at[768]:.1f}x at 768, "
+                          f"median {late:.1f}x for n >= 1024")
+
+
+FINDINGS: tuple[Callable, ...] = (larger_blocks_faster, best_beats_one_output, interleaved_best_single,
+                                  unroll_adds_little, uncoalesced_below_naive, plateau_while_blas_rises,
+                                  speedup_falls_with_size)
+
+
+def verdicts(df: pd.DataFrame) -> list[Verdict]:
+    ok = analysis.ok_rows(df)
+    return [f(ok) for f in FINDINGS]
+
+
+def table1_side_by_side(df: pd.DataFrame, reference: dict) -> pd.DataFrame:
+    """Our Table 1 (with cuBLAS) next to the paper's K80 numbers."""
+    sizes = list(reference.get("table_sizes") or TABLE1_SIZES)
+    ours = analysis.table1(analysis.ok_rows(df), sizes)
+    out = pd.DataFrame(index=ours.index)
+    if "blas_gflops" in reference:
+        out["paper BLAS"] = reference["blas_gflops"]
+        out["paper CUDA-Best"] = reference["best_gflops"]
+        out["paper Best/BLAS"] = out["paper CUDA-Best"] / out["paper BLAS"]
+    for col in ours.columns:
+        out[f"ours {col}"] = ours[col]
+    return out
+
+
+def _markdown_table(df: pd.DataFrame) -> str:
+    def cell(v):
+        return "-" if pd.isna(v) else f"{v:.2f}" if abs(v) < 100 else f"{v:.0f}"
+
+    head = "| " + " | ".join([df.index.name or ""] + list(df.columns)) + " |"
+    rule = "|" + "---|" * (len(df.columns) + 1)
+    rows = ["| " + " | ".join([str(i)] + [cell(v) for v in r]) + " |" for i, r in zip(df.index, df.values)]
+    return "\n".join([head, rule, *rows])
+
+
+def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
+                 profile: pd.DataFrame | None, results_path: Path) -> Path:
+    gpu = meta.get("gpu") or {}
+    ceilings = meta.get("ceilings") or {}
+    vs = verdicts(df)
+    table = table1_side_by_side(df, reference)
+    best = analysis.best_series(analysis.ok_rows(df))
+    lines = [
+        "# Zosa 2017 on today's GPU: paper vs ours",
+        "",
+        f"Results: `{results_path.name}` ({len(df)} points, {int((df.status == 'ok').sum())} verified) on "
+        f"**{gpu.get('name', 'no GPU')}** ({gpu.get('sm_count', '?')} SMs, driver {gpu.get('driver_version', '?')}), "
+        f"run {str(meta.get('started_at', ''))[:10]}, commit `{(meta.get('git') or {}).get('commit')}`. "
+        f"The paper ran on a {reference.get('device', 'Tesla K80')}.",
+        "",
+        "## The paper's findings, checked",
+        "",
+        "| finding | paper | holds here? | our numbers |",
+        "|---|---|---|---|",
+        *[f"| {v.finding} | {v.paper} | **{v.holds}** | {v.evidence} |" for v in vs],
+        "",
+        "## Table 1: multicore BLAS vs CUDA-Best (GFLOP/s), with cuBLAS",
+        "",
+        _markdown_table(table),
+        "",
+        f"Our CUDA-Best is {best.label}; BLAS is {_blas_name(meta)}; cuBLAS runs in pedantic pure-FP32 mode.",
+        "",
+        "## Figures",
+        "",
+        *[f"![{name}]({path.name})\n" for name, path in figures.items()],
+        "## Roofline",
+        "",
+        _roofline_text(df, meta, ceilings, reference, profile),
+        "",
+    ]
+    path = out_dir / "REPORT.md"
+    path.write_text("\n".join(lines))
+    return path
+
+
+def _blas_name(meta: dict) -> str:
+    blas = ((meta.get("software") or {}).get("blas") or [{}])[0]
+    return f"{blas.get('internal_api', 'unknown')} {blas.get('version', '')} with {blas.get('num_threads')} threads"
+
+
+def _roofline_text(df, meta, ceilings, reference, profile) -> str:
+    if not ceilings:
+        return "Ceilings were not measured for this run (`mmbench ceilings`)."
+    best = analysis.best_series(analysis.ok_rows(df))
+    top = analysis.curve(analysis.ok_rows(df), best)
+    mine = None if profile is None else profile[(profile.variant == best.variant) & (profile.params == best.params)]
+    # The largest size Nsight Compute profiled, else the largest size run.
+    n = int(mine.n.max()) if mine is not None and len(mine) else int(top.index.max())
+    perf = float(top[n])
+    bw = ceilings["dram_copy_gbytes_per_s"]
+    measured = float(mine[mine.n == n].dram_intensity.iloc[0]) if mine is not None and len(mine) else None
+    text = (f"Measured ceilings: FP32 {ceilings['fp32_fma_tflops']:.1f} TFLOP/s, DRAM {bw:.0f} GB/s "
+            f"(datasheet {ceilings['datasheet']['fp32_tflops']:.1f} TFLOP/s, {ceilings['datasheet']['dram_gbytes_per_s']:.0f} GB/s). "
+            f"The paper read its kernel's intensity off the bandwidth roof (performance / bandwidth: 2 FLOP/B at "
+            f"{reference.get('dram_datasheet_gbytes_per_s', 240)} GB/s, 3 at {reference.get('dram_measured_gbytes_per_s', 154)}). "
+            f"Done that way here, {best.label} at n = {n} ({perf:.0f} GFLOP/s) would sit at {perf / bw:.1f} FLOP/B. ")
+    if measured:
+        text += (f"Nsight Compute measures {measured:.0f} FLOP per DRAM byte for the same launch: the kernel sits far "
+                 f"right of the ridge point ({ceilings['fp32_fma_tflops'] * 1e3 / bw:.0f} FLOP/B), so it is bound by "
+                 f"on-chip work (shared-memory traffic and instruction issue), not by DRAM, and reaches "
+                 f"{perf / (ceilings['fp32_fma_tflops'] * 1e3):.0%} of the FP32 peak.")
+    else:
+        text += "Run `mmbench profile` to place the kernels at their measured DRAM intensity."
+    return text

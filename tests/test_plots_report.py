@@ -1,0 +1,195 @@
+"""Figures, Table 1 and the report from a cut of the real H200 run (tests/data), on the CPU."""
+
+import shutil
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from mmbench import analysis, plots, report
+from mmbench.cli import main
+from mmbench.results import read_metadata, read_results
+
+DATA = Path(__file__).parent / "data"
+CUT = DATA / "zosa-h200-cut.csv"
+ZOSA = Path(__file__).resolve().parent.parent / "configs" / "zosa2017.toml"
+SERIES = ["CUDA-Best const (32x32)", "CUDA-Best (32x32)", "CUDA-Best (16x16)", "CUDA-Best (8x8)", "CUDA-1IL (32x32)",
+          "CUDA-C_Unroll (32x32)", "CUDA-1 (32x32)", "CUDA-Naive (32x32)", "CUDA-1u (32x32)", "BLAS (multicore)", "cuBLAS"]
+
+
+@pytest.fixture(scope="module")
+def df():
+    return read_results(CUT)
+
+
+@pytest.fixture(scope="module")
+def meta():
+    return read_metadata(CUT)
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return pd.read_csv(DATA / "zosa-h200-cut.profile.csv", dtype={"params": str}).fillna({"params": ""})
+
+
+def test_series_in_registry_order_with_paper_labels(df):
+    assert [s.label for s in analysis.series_list(df)] == SERIES
+
+
+def test_figure1_bars_per_block_and_size(df, meta):
+    fig = plots.fig_block_sizes(df, meta)
+    ax = fig.axes[0]
+    assert len(ax.patches) == 3 * 4
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["CUDA-Best (8x8)", "CUDA-Best (16x16)", "CUDA-Best (32x32)"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["256", "512", "1024", "2048"]
+    assert "GFLOP/s" in ax.get_ylabel() and "NVIDIA H200" in ax.get_title()
+    tallest = max(p.get_height() for p in ax.patches)
+    assert tallest == pytest.approx(analysis.curve(df, analysis.find(df, "best", 32))[2048])
+    plt.close(fig)
+
+
+def test_figure2_one_line_per_series_over_every_size(df, meta):
+    fig = plots.fig_gflops(df, meta)
+    ax = fig.axes[0]
+    assert [line.get_label() for line in ax.get_lines()] == SERIES
+    assert all(len(line.get_xdata()) == 12 for line in ax.get_lines())
+    assert ax.get_xscale() == "log" and "log2" in ax.get_xlabel()
+    styles = {line.get_label(): (line.get_color(), line.get_linestyle()) for line in ax.get_lines()}
+    assert styles["CUDA-Best (16x16)"][0] == styles["CUDA-Best (32x32)"][0]  # one colour per variant
+    assert styles["CUDA-Best (16x16)"][1] != styles["CUDA-Best (32x32)"][1]  # the block sets the style
+    assert len({c for c, _ in styles.values()}) == 9  # nine variants
+    plt.close(fig)
+
+
+def test_same_colour_for_a_series_in_every_figure(df, meta):
+    f2, f5 = plots.fig_gflops(df, meta), plots.fig_speedup(df, meta)
+    best_colour = {line.get_label(): line.get_color() for line in f2.axes[0].get_lines()}["CUDA-Best (32x32)"]
+    assert f5.axes[0].get_lines()[0].get_color() == best_colour
+    plt.close("all")
+
+
+def test_roofline_has_both_ceilings_and_measured_points(df, meta, profile):
+    fig = plots.fig_roofline(df, meta, profile, 2048)
+    ax = fig.axes[0]
+    roofs = [line for line in ax.get_lines()]
+    assert len(roofs) == 2
+    assert roofs[0].get_label().startswith("datasheet: 66.9 TFLOP/s FP32, 4814 GB/s")
+    assert roofs[1].get_label().startswith("measured: 64.5 TFLOP/s FP32, 4234 GB/s")
+    assert max(roofs[1].get_ydata()) == pytest.approx(meta["ceilings"]["fp32_fma_tflops"] * 1e3)
+    points = ax.collections
+    assert len(points) == 10  # every GPU series; the CPU baseline is not under the GPU's roof
+    assert "measured DRAM traffic (Nsight Compute)" in ax.get_title()
+    x = [c.get_offsets()[0][0] for c in points]
+    assert all(300 < v < 600 for v in x)  # the measured intensities of the profile, not 2mnk/4(...) = 341.3
+    plt.close(fig)
+
+
+def test_roofline_without_profile_uses_algorithmic_intensity(df, meta):
+    fig = plots.fig_roofline(df, meta, None, 1024)
+    ax = fig.axes[0]
+    assert "algorithmic minimum" in ax.get_title()
+    assert {round(c.get_offsets()[0][0], 2) for c in ax.collections} == {round(analysis.algorithmic_intensity(1024, 1024, 1024), 2)}
+    plt.close(fig)
+
+
+def test_speedup_panels(df, meta):
+    fig = plots.fig_speedup(df, meta)
+    top, bottom = fig.axes
+    assert top.get_lines()[0].get_label() == "CUDA-Best (32x32) / BLAS (multicore)"
+    assert bottom.get_lines()[0].get_label() == "cuBLAS / CUDA-Best (32x32)"
+    ratio = bottom.get_lines()[0].get_ydata()
+    assert len(ratio) == 12 and min(ratio) > 0.8
+    plt.close(fig)
+
+
+def test_table1_matches_rows(df):
+    t = analysis.table1(df, report.TABLE1_SIZES)
+    assert list(t.index) == report.TABLE1_SIZES
+    best = df[(df.variant == "best") & (df.params == "BLOCK=32") & (df.n == 1024)].gflops_mean.iloc[0]
+    assert t.loc[1024, "CUDA-Best (32x32)"] == best
+    assert t.loc[1024, "CUDA-Best (32x32) / cuBLAS"] == pytest.approx(best / t.loc[1024, "cuBLAS"])
+
+
+def test_findings_all_checked(df):
+    verdicts = report.verdicts(df)
+    assert len(verdicts) == len(report.FINDINGS) == 7
+    assert all(v.holds in ("yes", "no", "partly") and v.evidence for v in verdicts)
+    by = {v.finding: v for v in verdicts}
+    assert by["CUDA-C_Unroll adds little over CUDA-1"].holds == "yes"
+    assert by["CUDA-1u is slower than CUDA-Naive"].holds == "partly"  # faster at 1 of these 12 sizes
+    assert "1u slower at 11 of 12 sizes" in by["CUDA-1u is slower than CUDA-Naive"].evidence
+    assert by["The CUDA-Best / BLAS speed-up falls with size"].holds == "no"  # it rises on the H200
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+@pytest.fixture
+def results_copy(tmp_path):
+    for f in DATA.glob("zosa-h200-cut*"):
+        shutil.copy(f, tmp_path / f.name)
+    return tmp_path / CUT.name
+
+
+@pytest.mark.parametrize("name,stems", [("gflops", ["fig1-block-sizes", "fig2-gflops"]),
+                                        ("roofline", ["fig3-4-roofline"]), ("speedup", ["fig5-speedup"])])
+def test_plot_commands_write_png_and_svg(results_copy, name, stems):
+    result = invoke("plot", name, results_copy)
+    assert result.exit_code == 0, result.output
+    out = results_copy.with_suffix("")
+    for stem in stems:
+        for ext in ("png", "svg"):
+            assert (out / f"{stem}.{ext}").stat().st_size > 1000
+            assert f"wrote {out / f'{stem}.{ext}'}" in result.output
+
+
+def test_table_command(results_copy):
+    result = invoke("table", results_copy)
+    assert result.exit_code == 0, result.output
+    md = (results_copy.with_suffix("") / "table1.md").read_text()
+    assert md.count("\n| ") == 9 and "cuBLAS" in md
+    assert len(pd.read_csv(results_copy.with_suffix("") / "table1.csv")) == 9
+
+
+def test_report_lists_every_finding_and_figure(results_copy):
+    result = invoke("report", "--config", ZOSA, results_copy)
+    assert result.exit_code == 0, result.output
+    text = (results_copy.with_suffix("") / "REPORT.md").read_text()
+    for v in report.verdicts(read_results(results_copy)):
+        assert v.finding in text
+    for stem in ("fig1-block-sizes", "fig2-gflops", "fig3-4-roofline", "fig5-speedup"):
+        assert f"]({stem}.png)" in text and (results_copy.with_suffix("") / f"{stem}.png").exists()
+    assert "| 2048 | 182 | 465 |" in text  # the paper's K80 numbers beside ours
+    assert "Nsight Compute measures" in text
+
+
+@pytest.mark.parametrize("content,needle", [(None, "no results file"), ("", "is empty"),
+                                            ("a,b\n1,2\n", "not an mmbench results CSV")])
+def test_bad_results_are_clear_errors(tmp_path, content, needle):
+    path = tmp_path / "r.csv"
+    if content is not None:
+        path.write_text(content)
+    for args in (["plot", "gflops", path], ["table", path], ["report", "--config", ZOSA, path]):
+        result = invoke(*args)
+        assert result.exit_code == 2 and needle in result.output and "Traceback" not in result.output
+
+
+def test_results_without_verified_rows(results_copy):
+    df = read_results(results_copy)
+    df["status"] = "wrong"
+    df.to_csv(results_copy, index=False)
+    result = invoke("plot", "gflops", results_copy)
+    assert result.exit_code == 2 and "no verified (status ok) rows" in result.output
+
+
+def test_default_results_is_the_newest(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert invoke("plot", "speedup").exit_code == 2  # no results/ yet: a clear error
+    (tmp_path / "results").mkdir()
+    for f in DATA.glob("zosa-h200-cut*"):
+        shutil.copy(f, tmp_path / "results" / f.name)
+    result = invoke("plot", "speedup")
+    assert result.exit_code == 0 and "results/zosa-h200-cut/fig5-speedup.png" in result.output
