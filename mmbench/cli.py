@@ -19,7 +19,8 @@ from .results import (CsvSink, ResultsError, done_keys, latest_results, read_res
 from .sizes import FORMS, SizeSpecError, parse_sizes
 from .sweep import Point, Runner, Selection, Settings, plan
 from .timing import CACHE_MODES
-from .variants import REGISTRY, VariantError, format_params, get_variant
+from .tune import DEFAULT_CACHE
+from .variants import REGISTRY, VariantError, format_params, get_variant, tuning_space
 
 PAPER_SWEEP = "63:2049"
 console = Console(markup=False, highlight=False)  # messages hold brackets such as .[cuda]
@@ -59,11 +60,14 @@ def main():
 def list_variants():
     """Show every variant: name, operation, backend, paper label, parameter axes."""
     table = Table(title="mmbench variants")
-    for col in ("name", "op", "backend", "paper label", "axes (default)"):
+    for col in ("name", "op", "backend", "paper label"):
         table.add_column(col, no_wrap=True)
+    table.add_column("parameters (default; tuning space size)")
     table.add_column("what it does")
     for v in REGISTRY.values():
-        axes = ", ".join(f"{k}={'/'.join(map(str, vals))}" for k, vals in v.axes.items()) or "-"
+        axes = " ".join(f"{k}={'/'.join(map(str, vals))}" for k, vals in v.axes.items()) or "-"
+        if v.space:
+            axes += f" ({len(tuning_space(v))} points)"
         table.add_row(v.name, v.op, v.backend, v.label, axes, v.description)
     console.print(table)
 
@@ -73,7 +77,7 @@ def _selections(variants, sizes, blocks, params, config) -> tuple[str, list[Sele
     if config:
         if variants or sizes or blocks or params:
             raise InputError("--config sets variants, sizes and parameters; do not combine it with "
-                             "--variant, --sizes, --block or --param")
+                             "--variant, --sizes, --block or --params")
         try:
             cfg = load_config(config)
         except ConfigError as exc:
@@ -91,11 +95,11 @@ def _selections(variants, sizes, blocks, params, config) -> tuple[str, list[Sele
     except SizeSpecError as exc:
         raise InputError(str(exc)) from None
     overrides = {}
-    for item in params:
+    for item in _split(params):
         name, eq, values = item.partition("=")
         if not eq or not name.strip():
-            raise InputError(f"--param '{item}': expected NAME=V1,V2 (e.g. BLOCK=8,16,32)")
-        overrides[name.strip()] = _int_list(f"--param {name}", values)
+            raise InputError(f"--params '{item}': expected NAME=V[/V...] pairs, e.g. BM=128,BK=8/16")
+        overrides[name.strip()] = _int_list(f"--params {name}", values.replace("/", ","))
     if blocks:
         overrides["BLOCK"] = _int_list("--block", blocks)
     known = {axis for v in chosen for axis in v.axes}
@@ -104,6 +108,37 @@ def _selections(variants, sizes, blocks, params, config) -> tuple[str, list[Sele
             raise InputError(f"parameter '{name}' belongs to none of {', '.join(v.name for v in chosen)}; "
                              f"their parameters: {', '.join(sorted(known)) or 'none'}")
     return "run", [Selection(chosen, shapes, overrides)], {}
+
+
+def _with_tuned(sel: Selection, cache_path: Path) -> Selection:
+    """Give each tunable variant whose parameters the user did not set its tuned parameters
+    for this GPU and kernel source, and say so."""
+    from dataclasses import replace
+
+    from . import source
+    from .device import device_name
+    from .tune import TuneError, load_cache, lookup
+
+    tunable = [v for v in sel.variants if v.space and len(v.space) > 1 and not set(v.axes) & set(sel.overrides)]
+    if not tunable:
+        return sel
+    try:
+        cache = load_cache(cache_path)
+    except TuneError as exc:
+        raise InputError(str(exc)) from None
+    device = device_name()
+    tuned = {}
+    for v in tunable:
+        found = {shape: lookup(cache, device, v, source.source_hash(v), shape) for shape in sel.shapes} if device else {}
+        found = {shape: p for shape, p in found.items() if p}
+        if found:
+            tuned.update({(v.name, shape): p for shape, p in found.items()})
+            kinds = sorted({format_params(p) for p in found.values()})
+            console.print(f"{v.name}: tuned parameters from {cache_path} for {device}: {'; '.join(kinds)}", soft_wrap=True)
+        elif any(e.get("variant") == v.name for e in cache.values()):
+            console.print(f"{v.name}: the tuning cache has no entry for this GPU ({device or 'none found'}) and this "
+                          f"kernel source; using defaults (run `mmbench tune`)", soft_wrap=True)
+    return replace(sel, tuned={**sel.tuned, **tuned})
 
 
 def _print_plan(points: list[Point], skipped: int, output: Path) -> None:
@@ -150,7 +185,10 @@ def _summary(csv_path: Path) -> Table:
                    "A:B is every n in [A, B] within 1 of a multiple of 32; e.g. 256,512  64:4096:+64  "
                    "512:8192:x2  1000x37x2049 (M x N x K).")
 @click.option("--block", "blocks", metavar="B[,B...]", help="Block sizes to sweep (the BLOCK parameter), e.g. 8,16,32.")
-@click.option("--param", "params", multiple=True, metavar="NAME=V[,V...]", help="Sweep any kernel parameter.")
+@click.option("--params", "params", multiple=True, metavar="K=V[/V],...",
+              help="Set kernel parameters, e.g. BM=128,BK=8/16 (a/b sweeps both); overrides the tuning cache.")
+@click.option("--tuning-cache", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_CACHE,
+              show_default=True, help="Tuned parameters, used for variants whose parameters are not set.")
 @click.option("--config", type=click.Path(dir_okay=False, path_type=Path),
               help="Run a whole experiment from configs/*.toml (its sweeps and settings).")
 @click.option("--runs", type=click.IntRange(min=1), help="Timed samples per point (default 10).")
@@ -162,7 +200,8 @@ def _summary(csv_path: Path) -> Table:
               help="Results CSV (metadata goes beside it as .meta.json). Default: results/NAME-TIMESTAMP.csv.")
 @click.option("--resume", is_flag=True, help="Skip points already in --output and append the rest.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and exit; needs no GPU.")
-def run(variants, sizes, blocks, params, config, runs, warmup, cache, threads, seed, output, resume, dry_run):
+def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cache, threads, seed, output, resume,
+        dry_run):
     """Sweep variants over sizes: verify each point, time it, write a row per point.
 
     \b
@@ -172,6 +211,7 @@ def run(variants, sizes, blocks, params, config, runs, warmup, cache, threads, s
       mmbench run --config configs/zosa2017.toml
     """
     name, selections, cfg = _selections(variants, sizes, blocks, params, config)
+    selections = [_with_tuned(sel, tuning_cache) for sel in selections]
     chosen = {"runs": runs, "warmup": warmup, "cache": cache, "threads": threads}
     settings = Settings(**{**{"runs": 10, "warmup": 3, "cache": "cold", "threads": None}, **cfg,
                            **{k: v for k, v in chosen.items() if v is not None}}, seed=seed)
@@ -195,10 +235,13 @@ def run(variants, sizes, blocks, params, config, runs, warmup, cache, threads, s
     if not todo:
         console.print(f"nothing to do: all {len(points)} points are already in {output}", soft_wrap=True)
         return
-    _execute(todo, settings, output, config, name)
+    _execute(todo, settings, output, {"name": name, "config": str(config) if config else None})
 
 
-def _execute(points: list[Point], settings: Settings, output: Path, config: Path | None, name: str) -> None:
+def _execute(points: list[Point], settings: Settings, output: Path, about: dict, prepare=None,
+             strict: bool = True) -> None:
+    """Run points into output with metadata (`about` goes into it); prepare(runner) runs first.
+    strict: exit 1 when a point is wrong or failed (the tuner expects some to fail)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     try:
@@ -209,7 +252,9 @@ def _execute(points: list[Point], settings: Settings, output: Path, config: Path
         sink = CsvSink(output)
     except ResultsError as exc:
         raise InputError(str(exc)) from None
-    meta = {"name": name, "config": str(config) if config else None, "command": sys.argv,
+    if prepare:
+        prepare(runner)
+    meta = {**about, "command": sys.argv,
             "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "settings": {**settings.__dict__}, "points_planned": len(points),
             "cublas": _cublas_meta(runner), **environment.collect(runner.gpu)}
@@ -243,8 +288,67 @@ def _execute(points: list[Point], settings: Settings, output: Path, config: Path
         raise RunFailed(f"interrupted: the {sum(counts.values())} finished points are in {output}; "
                         f"rerun with --output {output} --resume to continue")
     bad = {s: n for s, n in counts.items() if s in ("wrong", "failed")}
-    if bad:
+    if bad and strict:
         raise RunFailed(", ".join(f"{n} point(s) {s}" for s, n in bad.items()) + f"; see the reason column of {output}")
+
+
+@main.command()
+@click.option("--variant", "-v", "variant_name", required=True, help="The variant to tune (one with a tuning space).")
+@click.option("--sizes", "-s", "sizes_spec", default="1024,2048,4096", show_default=True, metavar="SPEC",
+              help="Shapes to tune at; the best configuration is kept per size class (nearest power of two).")
+@click.option("--strategy", type=click.Choice(["brute", "random"]), default="random", show_default=True)
+@click.option("--budget", type=click.IntRange(min=1), help="Configurations to try (random; the defaults count).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random strategy.")
+@click.option("--runs", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True)
+@click.option("--cache", type=click.Choice(CACHE_MODES), default="cold", show_default=True)
+@click.option("--jobs", type=click.IntRange(min=1), default=8, show_default=True, help="Parallel nvcc processes.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              help="Tuning CSV: one row per configuration and shape (default results/tune-VARIANT-TIMESTAMP.csv).")
+@click.option("--tuning-cache", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
+@click.option("--dry-run", is_flag=True, help="Print the space and the configurations to try; needs no GPU.")
+def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, jobs, output, tuning_cache, dry_run):
+    """Search a variant's parameter space: compile, verify and time every configuration tried,
+    record each as a row, and keep the best per size class in the tuning cache."""
+    from . import source
+    from .tune import TuneError, best_per_class, choose, describe, record
+
+    try:
+        variant = get_variant(variant_name)
+        shapes = tuple(parse_sizes(sizes_spec))
+        configs = choose(variant, strategy, budget, seed)
+    except (VariantError, SizeSpecError, TuneError) as exc:
+        raise InputError(str(exc)) from None
+    space = len(tuning_space(variant))
+    console.print(f"{variant.name}: {space} configurations satisfy its constraints; trying {len(configs)} "
+                  f"({strategy}) at {len(shapes)} shape(s)", soft_wrap=True)
+    settings = Settings(runs=runs, warmup=warmup, cache=cache, seed=seed)
+    points = [Point(variant, p, s, cache) for s in shapes for p in configs]
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    output = output or Path("results") / f"tune-{variant.name}-{stamp}.csv"
+    if dry_run:
+        for p in configs[:20]:
+            console.print(f"  {format_params(p)}", soft_wrap=True)
+        if len(configs) > 20:
+            console.print(f"  ... and {len(configs) - 20} more", soft_wrap=True)
+        console.print(f"output: {output}", soft_wrap=True)
+        return
+    if output.exists() and output.stat().st_size > 0:
+        raise InputError(f"{output} already exists; choose another --output")
+    about = {"name": f"tune-{variant.name}", "tuning": {"variant": variant.name, "strategy": strategy, "budget": budget,
+                                                         "seed": seed, "space": space, "tried": len(configs)}}
+    _execute(points, settings, output, about, prepare=lambda r: r.gpu.precompile(variant, configs, jobs), strict=False)
+    from .device import device_name
+
+    best = best_per_class(read_results(output), variant.name)
+    if not best:
+        raise RunFailed(f"no configuration of {variant.name} was verified at every shape; see {output}")
+    device = device_name() or "unknown GPU"
+    record(tuning_cache, device, variant.name, source.source_hash(variant), best, output)
+    for line in describe(best):
+        console.print(f"best {line}", soft_wrap=True)
+    console.print(f"tuning cache: {tuning_cache} ({device}, {variant.name} source {source.source_hash(variant)})",
+                  soft_wrap=True)
 
 
 def _cublas_meta(runner: Runner) -> dict | None:

@@ -22,6 +22,18 @@ class GpuUnavailable(RuntimeError):
     """No usable GPU: the message says why and how to install."""
 
 
+def device_name() -> str | None:
+    """The name of GPU 0 through NVML, without opening a CUDA context; None where there is none."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(0))
+        return name.decode() if isinstance(name, bytes) else name
+    except Exception:
+        return None
+
+
 def open_gpu() -> "Gpu":
     """Open device 0 in its primary context (shared with CuPy), or raise GpuUnavailable."""
     try:
@@ -151,6 +163,23 @@ class Gpu:
                                          arch=self.facts.arch)
             self._functions[key] = module.get_function(variant.name)
         return self._functions[key]
+
+    def precompile(self, variant: Variant, points: list[Params], jobs: int) -> None:
+        """Compile many parameter points in parallel into PyCUDA's cache (nvcc runs as separate
+        processes, so threads suffice); errors are left for function() to report per point."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from pycuda.compiler import compile as nvcc_compile
+
+        def build(params: Params) -> None:
+            try:
+                nvcc_compile(source.module_source(variant, params), options=list(source.NVCC_OPTIONS),
+                             no_extern_c=True, arch=self.facts.arch)
+            except Exception:
+                pass
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            list(pool.map(build, points))
 
     @staticmethod
     def resources(function) -> dict:

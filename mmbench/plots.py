@@ -21,13 +21,18 @@ from .analysis import Series  # noqa: E402
 from .ceilings import datasheet  # noqa: E402
 from .results import ResultsError  # noqa: E402
 
-PALETTE = plt.get_cmap("tab10").colors
+# One colour per variant, the same in every figure; other variants cycle through tab20.
+COLOURS = {"best_const": "tab:blue", "best": "tab:orange", "interleaved": "tab:green", "unroll_k2": "tab:red",
+           "shared": "tab:purple", "naive": "tab:brown", "shared_uncoalesced": "tab:pink", "blas": "tab:gray",
+           "cublas": "tab:olive", "tile2d": "tab:cyan", "vec4": "navy", "warptile": "darkgreen", "pipelined": "black"}
+FALLBACK = plt.get_cmap("tab20").colors
 LINESTYLE = {32: "-", 16: "--", 8: ":"}
 FIG1_SIZES = analysis.FIG1_SIZES
 
 
 def style(s: Series) -> dict:
-    return {"color": PALETTE[s.order % len(PALETTE)], "linestyle": LINESTYLE.get(s.block, "-"), "label": s.label}
+    colour = COLOURS.get(s.variant, FALLBACK[s.order % len(FALLBACK)])
+    return {"color": colour, "linestyle": LINESTYLE.get(s.block, "-"), "label": s.label}
 
 
 def _title(ax, what: str, meta: dict) -> None:

@@ -106,8 +106,10 @@ def parse_ptxas(text: str) -> dict[str, PtxasReport]:
         used = _USED.search(block)
         if not entry or not used:
             continue
-        frame = _FRAME.search(block)
-        stack, stores, loads = (int(g) for g in frame.groups()) if frame else (0, 0, 0)
+        # Non-inlined device functions report their own frames after the entry's; count them
+        # with it (conservatively, with whichever entry they follow), so no spill goes unseen.
+        frames = [tuple(map(int, f)) for f in _FRAME.findall(block)] or [(0, 0, 0)]
+        stack, stores, loads = (max(f[0] for f in frames), sum(f[1] for f in frames), sum(f[2] for f in frames))
         smem = _SMEM.search(block)
         reports[entry.group(1)] = PtxasReport(int(used.group(1)), int(smem.group(1)) if smem else 0,
                                               stack, stores, loads)

@@ -45,6 +45,7 @@ class Selection:
     variants: tuple[Variant, ...]
     shapes: tuple[Shape, ...]
     overrides: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    tuned: Mapping[tuple[str, Shape], Params] = field(default_factory=dict)  # from the tuning cache
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ def plan(selections: Iterable[Selection], cache: str) -> list[Point]:
             bucket = by_shape.setdefault(shape, {})
             for variant in sel.variants:
                 point_cache = cache if variant.on_gpu else "hot"  # CPU caches are not flushed
-                for params in param_points(variant, sel.overrides):
+                tuned = sel.tuned.get((variant.name, shape))
+                for params in [tuned] if tuned else param_points(variant, sel.overrides):
                     point = Point(variant, params, shape, point_cache)
                     bucket.setdefault(point.key, point)
     shapes = sorted(by_shape, key=lambda s: (s.m * s.n * s.k, s.m, s.n, s.k))
@@ -191,6 +193,9 @@ class Runner:
 
     def _run_kernel(self, point: Point, inputs: ops.GemmInputs, buffers) -> dict:
         gpu, variant, params = self.gpu, point.variant, point.params
+        broken = variant.violated(params)
+        if broken:
+            return _row(point, self.settings, "skipped", f"constraint {broken[0]} does not hold")
         limit = gpu.facts.max_threads_per_block
         if variant.block_threads(params) > limit:
             return _row(point, self.settings, "skipped",

@@ -37,27 +37,81 @@ class Variant:
     family: str | None = None  # kernels/<family>.cu, CUDA variants only
     # name -> default values; left out of hashing (a mapping is unhashable, the name is unique)
     axes: Mapping[str, tuple[int, ...]] = field(default_factory=dict, hash=False)
-    outputs_per_thread: int = 1  # per dimension: a block covers (BLOCK * this)^2 outputs of C
+    # Launch geometry as expressions over the parameters: thread-block dimensions, and the
+    # rows x columns of C one block computes (the grid covers C with them).
+    threads: tuple[str, ...] = ("BLOCK", "BLOCK")
+    tile: tuple[str, str] = ("BLOCK", "BLOCK")
+    constraints: tuple[str, ...] = ()  # expressions that must hold for a parameter point to build
+    space: Mapping[str, tuple[int, ...]] = field(default_factory=dict, hash=False)  # what `tune` explores
     source_dir: Path | None = None  # only for kernels outside kernels/ (tests)
 
     @property
     def on_gpu(self) -> bool:
         return self.backend in ("cuda", "cublas")
 
+    def block_dims(self, params: Params) -> tuple[int, int, int]:
+        dims = [evaluate(e, params) for e in self.threads]
+        return tuple(dims + [1] * (3 - len(dims)))  # type: ignore[return-value]
+
     def block_threads(self, params: Params) -> int:
-        block = dict(params).get("BLOCK", 1)
-        return block * block
+        return math.prod(self.block_dims(params))
 
     def launch_geometry(self, params: Params, shape: Shape) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        """(block, grid) for a BLOCK x BLOCK thread block; grid x runs along n, y along m."""
-        block = dict(params)["BLOCK"]
-        span = block * self.outputs_per_thread
-        return (block, block, 1), (math.ceil(shape.n / span), math.ceil(shape.m / span), 1)
+        """(block, grid); grid x runs along n, y along m."""
+        rows, cols = (evaluate(e, params) for e in self.tile)
+        return self.block_dims(params), (math.ceil(shape.n / cols), math.ceil(shape.m / rows), 1)
 
+    def violated(self, params: Params) -> list[str]:
+        """The constraints a parameter point breaks (empty when it may be built)."""
+        return [c for c in self.constraints if not _holds(c, params)]
+
+
+def _holds(constraint: str, params: Params) -> bool:
+    try:
+        return bool(evaluate(constraint, params))
+    except ZeroDivisionError:  # a derived size of zero: the point cannot be built
+        return False
+
+
+def evaluate(expression: str, params: Params) -> int:
+    """An integer expression over parameter names, e.g. "(BM // TM) * (BN // TN)"."""
+    return eval(expression, {"__builtins__": {}}, dict(params))  # registry text, never user input
 
 def _cuda(name: str, family: str, label: str, description: str, outputs_per_thread: int = 1) -> Variant:
+    """A kernel of the paper: a BLOCK x BLOCK thread block, each thread outputs_per_thread^2 outputs."""
+    span = "BLOCK" if outputs_per_thread == 1 else f"{outputs_per_thread} * BLOCK"
     return Variant(name=name, backend="cuda", label=label, description=description, family=family,
-                   axes=MappingProxyType({"BLOCK": (32,)}), outputs_per_thread=outputs_per_thread)
+                   axes=MappingProxyType({"BLOCK": (32,)}), tile=(span, span),
+                   space=MappingProxyType({"BLOCK": (8, 16, 32)}))
+
+
+# -- the ladder beyond the paper (issue: close the gap to cuBLAS) ---------------------------------
+_TILE_THREADS = "(BM // TM) * (BN // TN)"
+_TILE_RULES = ("BM % TM == 0", "BN % TN == 0", f"{_TILE_THREADS} <= 1024", f"{_TILE_THREADS} >= 32",
+               "4 * (BM * BK + BK * BN) <= 48 * 1024")
+_TILE_SPACE = {"BM": (64, 128), "BN": (64, 128), "BK": (8, 16, 32), "TM": (4, 8), "TN": (4, 8)}
+_VEC_RULES = ("TM % 4 == 0", "TN % 4 == 0", "BK % 4 == 0", f"(BM * BK // 4) % ({_TILE_THREADS}) == 0",
+              f"(BK * BN // 4) % ({_TILE_THREADS}) == 0")
+_WMITER = "((WM * WN) // (32 * TM * TN * WNITER))"
+_WARP_RULES = (
+    "THREADS == (BM // WM) * (BN // WN) * 32", "BM % WM == 0", "BN % WN == 0",
+    "WM * WN >= 32 * TM * TN * WNITER", f"(WM * WN) % (32 * TM * TN * WNITER) == 0", f"WM % {_WMITER} == 0",
+    "WN % WNITER == 0", f"(WM // {_WMITER}) % TM == 0", "(WN // WNITER) % TN == 0",
+    f"((WM // {_WMITER}) // TM) * ((WN // WNITER) // TN) == 32",  # a warp's 32 lanes tile a sub-tile
+    "TM % 4 == 0", "TN % 4 == 0", "BK % 4 == 0", "(BM * BK // 4) % THREADS == 0", "(BK * BN // 4) % THREADS == 0",
+    "WM * WN // 32 <= 128",  # accumulators per lane: more would spill
+)
+_WARP_SPACE = {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16, 32), "WM": (32, 64, 128),
+               "WN": (32, 64, 128), "WNITER": (1, 2, 4), "TM": (4, 8), "TN": (4, 8), "THREADS": (128, 256)}
+_WARP_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (16,), "WM": (64,), "WN": (64,), "WNITER": (4,), "TM": (8,),
+                 "TN": (4,), "THREADS": (128,)}
+
+
+def _ladder(name: str, label: str, description: str, defaults: dict, space: dict, rules: tuple, threads: str) -> Variant:
+    family = "warptile" if name == "pipelined" else name  # pipelined shares warptile.cu's warp tiles
+    return Variant(name=name, backend="cuda", label=label, description=description, paper="ladder", family=family,
+                   axes=MappingProxyType(defaults), threads=(threads,), tile=("BM", "BN"), constraints=rules,
+                   space=MappingProxyType(space))
 
 
 _ALL = (
@@ -71,6 +125,16 @@ _ALL = (
     _cuda("shared", "shared", "CUDA-1", "coalesced shared-memory tiles, one output per thread (Algorithm 1)"),
     _cuda("naive", "naive", "CUDA-Naive", "one thread per output, operands from global memory"),
     _cuda("shared_uncoalesced", "shared", "CUDA-1u", "shared-memory tiles loaded with uncoalesced reads"),
+    _ladder("tile2d", "2D tiling", "2D block tiling, TM x TN register tile per thread",
+            {"BM": (128,), "BN": (128,), "BK": (8,), "TM": (8,), "TN": (8,)}, _TILE_SPACE, _TILE_RULES, _TILE_THREADS),
+    _ladder("vec4", "2D tiling + float4", "2D tiling, 16-byte global and shared loads, A transposed in shared memory",
+            {"BM": (128,), "BN": (128,), "BK": (8,), "TM": (8,), "TN": (8,)}, _TILE_SPACE, _TILE_RULES + _VEC_RULES,
+            _TILE_THREADS),
+    _ladder("warptile", "warp tiling", "warp tiles of register tiles, float4 loads",
+            _WARP_DEFAULT, _WARP_SPACE, _WARP_RULES + ("4 * BK * (BM + BN) <= 48 * 1024",), "THREADS"),
+    _ladder("pipelined", "warp tiling + cp.async", "warp tiling fed by a STAGES-deep cp.async pipeline",
+            {**_WARP_DEFAULT, "STAGES": (3,)}, {**_WARP_SPACE, "STAGES": (2, 3, 4)},
+            _WARP_RULES + ("STAGES >= 2", "4 * STAGES * BK * (BM + BN) <= 48 * 1024"), "THREADS"),
     Variant(name="blas", backend="blas", label="BLAS (multicore)",
             description="CPU BLAS sgemm through numpy (float32), threads recorded"),
     Variant(name="cublas", backend="cublas", label="cuBLAS",
@@ -121,3 +185,10 @@ def param_points(variant: Variant, overrides: Mapping[str, tuple[int, ...]] | No
         axes[name] = tuple(values)
     names = sorted(axes)
     return [tuple(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
+
+
+def tuning_space(variant: Variant) -> list[Params]:
+    """Every point of the variant's tuning space that satisfies its constraints."""
+    names = sorted(variant.space)
+    points = (tuple(zip(names, combo)) for combo in itertools.product(*(variant.space[n] for n in names)))
+    return [p for p in points if not variant.violated(p)]

@@ -27,12 +27,13 @@ def no_gpu(monkeypatch):
     monkeypatch.setattr(device, "open_gpu", refuse)
 
 
-def test_list_shows_every_variant():
+def test_list_shows_every_variant(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")  # the table is wide; a narrow terminal elides cells
     result = invoke("list")
     assert result.exit_code == 0
     for v in REGISTRY.values():
         assert v.name in result.output and v.label in result.output
-    assert "BLOCK=32" in result.output
+    assert "BLOCK=32 (3 points)" in result.output and "(665 points)" in result.output
 
 
 def test_dry_run_prints_the_plan_without_a_gpu(no_gpu, tmp_path):
@@ -134,8 +135,9 @@ def test_failing_point_becomes_a_row_and_the_sweep_goes_on(tmp_path, monkeypatch
     (["--sizes", "abc"], "malformed size spec 'abc'; accepted forms"),
     (["--block", "0"], "--block '0': expected comma-separated positive integers"),
     (["--block", "x"], "--block 'x'"),
-    (["--param", "TILE=4"], "parameter 'TILE' belongs to none of best"),
-    (["--param", "BLOCK"], "--param 'BLOCK': expected NAME=V1,V2"),
+    (["--params", "TILE=4"], "parameter 'TILE' belongs to none of best"),
+    (["--params", "BLOCK"], "--params 'BLOCK': expected NAME=V[/V...] pairs"),
+    (["-v", "warptile", "--params", "BM=0"], "--params BM '0': expected comma-separated positive integers"),
     (["--cache", "warm"], "'warm' is not one of 'cold', 'hot'"),
     (["--runs", "0"], "0 is not in the range x>=1"),
     (["--resume"], "--resume needs --output"),

@@ -13,14 +13,14 @@ from mmbench.cli import main
 from mmbench.results import read_results, samples_of
 from mmbench.sizes import parse_sizes
 from mmbench.sweep import Runner, Selection, Settings, plan
-from mmbench.variants import REGISTRY, Variant
+from mmbench.variants import REGISTRY, Variant, parse_params, tuning_space
 
 pytestmark = pytest.mark.gpu
 
 AWKWARD = "1,31,33,63,65,127,1000x37x2049,37x1000x65"
 BLOCKS = (8, 16, 32)
 GPU_VARIANTS = tuple(v for v in REGISTRY.values() if v.on_gpu)
-CASES = [(v.name, b) for v in GPU_VARIANTS for b in (BLOCKS if v.axes else (None,))]
+CASES = [(v.name, b) for v in GPU_VARIANTS for b in (BLOCKS if "BLOCK" in v.axes else (None,))]
 
 
 def _run(gpu, variants, sizes, overrides=None, **settings):
@@ -40,8 +40,7 @@ def awkward_rows(gpu):
     rows = _run(gpu, GPU_VARIANTS, AWKWARD, {"BLOCK": BLOCKS})
     by_case: dict[tuple, list[dict]] = {}
     for r in rows:
-        block = int(r["params"].split("=")[1]) if r["params"] else None
-        by_case.setdefault((r["variant"], block), []).append(r)
+        by_case.setdefault((r["variant"], dict(parse_params(r["params"])).get("BLOCK")), []).append(r)
     return by_case
 
 
@@ -53,6 +52,17 @@ def test_variant_correct_at_awkward_sizes(awkward_rows, name, block):
         assert r["status"] == "ok", f"{name} BLOCK={block} at {r['m']}x{r['n']}x{r['k']}: {r['reason']}"
         assert 0 <= r["err_bound_ratio"] <= 1
         assert r["time_ms_median"] > 0 and len(samples_of(r["time_ms_samples"])) == 3
+
+
+@pytest.mark.parametrize("name", ["tile2d", "vec4", "warptile", "pipelined"])
+def test_ladder_sample_of_the_tuning_space_is_correct(gpu, name):
+    """Beyond the defaults: a seeded sample of each space at aligned and unaligned shapes."""
+    import random
+
+    variant = REGISTRY[name]
+    for params in random.Random(7).sample(tuning_space(variant), 3):
+        rows = _run(gpu, [variant], "65,128,1000x37x2049", {k: (v,) for k, v in params})
+        assert [r["status"] for r in rows] == ["ok"] * 3, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
 
 
 FAULTY = Path(__file__).parent / "kernels"

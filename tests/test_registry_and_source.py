@@ -1,15 +1,32 @@
 """Registry consistency and the CI compile check: every variant at every parameter point."""
 
+import random
 import re
 
 import pytest
 
 from mmbench import source
-from mmbench.variants import REGISTRY, VariantError, format_params, get_variant, param_points, parse_params
+from mmbench.tune import DEFAULT_CACHE, load_cache
+from mmbench.variants import (REGISTRY, VariantError, format_params, get_variant, param_points, parse_params,
+                              tuning_space)
 
 CUDA_VARIANTS = [v for v in REGISTRY.values() if v.backend == "cuda"]
-COMPILE_BLOCKS = {"BLOCK": (8, 16, 32)}  # the paper's blocks; the axes' defaults are a subset
-COMPILE_POINTS = [(v, p) for v in CUDA_VARIANTS for p in param_points(v, COMPILE_BLOCKS)]
+SAMPLE_PER_SPACE = 4
+
+
+def compile_points(variant):
+    """Every point of a small tuning space (the paper's blocks); for the ladder's spaces of
+    hundreds of points, the defaults, a seeded sample and every configuration the committed
+    tuning cache holds (the tuner itself compiles and verifies whatever it tries)."""
+    space = tuning_space(variant)
+    if len(space) <= 3:
+        return space
+    cached = [e["params"] for e in load_cache(DEFAULT_CACHE).values() if e["variant"] == variant.name]
+    picks = param_points(variant) + random.Random(variant.name).sample(space, SAMPLE_PER_SPACE)
+    return list(dict.fromkeys(picks + [parse_params(p) for p in cached]))
+
+
+COMPILE_POINTS = [(v, p) for v in CUDA_VARIANTS for p in compile_points(v)]
 
 
 def test_kernel_files_define_exactly_the_registered_variants():
@@ -38,6 +55,20 @@ def test_param_points_and_overrides():
     assert parse_params(format_params((("BLOCK", 16),))) == (("BLOCK", 16),) and parse_params("") == ()
 
 
+def test_constraints_and_space_sizes():
+    assert len(tuning_space(REGISTRY["best"])) == 3 and len(tuning_space(REGISTRY["tile2d"])) == 48
+    assert len(tuning_space(REGISTRY["vec4"])) == 35  # TM, TN, BK multiples of 4; loads divide evenly
+    assert len(tuning_space(REGISTRY["warptile"])) == 665 and len(tuning_space(REGISTRY["pipelined"])) == 1005
+    warp = REGISTRY["warptile"]
+    default = param_points(warp)[0]
+    assert warp.violated(default) == [] and warp.block_threads(default) == 128
+    bad = tuple(sorted({**dict(default), "THREADS": 256}.items()))
+    assert warp.violated(bad) == ["THREADS == (BM // WM) * (BN // WN) * 32"]
+    assert not warp.violated(tuple(sorted({**dict(default), "WNITER": 2}.items())))  # 2 x 2 sub-tiles of 32 x 32
+    zero = tuple(sorted({**dict(default), "WM": 32, "WN": 32, "WNITER": 4}.items()))  # WMITER would be 0
+    assert warp.violated(zero)
+
+
 def test_launch_geometry_covers_the_output():
     from mmbench.sizes import Shape
 
@@ -45,6 +76,9 @@ def test_launch_geometry_covers_the_output():
     assert block == (16, 16, 1) and grid == (2, 32, 1)  # 32 x 32 outputs per block
     block, grid = REGISTRY["naive"].launch_geometry((("BLOCK", 32),), Shape(33, 65, 1))
     assert grid == (3, 2, 1)
+    tiles = (("BK", 8), ("BM", 64), ("BN", 128), ("TM", 8), ("TN", 4))
+    block, grid = REGISTRY["tile2d"].launch_geometry(tiles, Shape(65, 129, 7))
+    assert block == (256, 1, 1) and grid == (2, 2, 1)
 
 
 def test_header_text_is_pinned():
@@ -76,6 +110,13 @@ ptxas info    : Used 255 registers, used 0 barriers
 """
 
 
+def test_parse_ptxas_counts_callee_frames():
+    log = PTXAS_LOG.split("ptxas info    : Compiling entry function 'spilly'")[0] + (
+        "ptxas info    : Function properties for _Z9vec4_gemmILb0EEvPKf\n"
+        "    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n")
+    assert source.parse_ptxas(log)["best_const"] == source.PtxasReport(32, 16384, 8, 4, 4)
+
+
 def test_parse_ptxas():
     reports = source.parse_ptxas(PTXAS_LOG)
     assert reports["best_const"] == source.PtxasReport(32, 16384, 0, 0, 0)
@@ -89,8 +130,10 @@ def test_nvcc_is_installed():
 
 @pytest.mark.parametrize("variant,params", COMPILE_POINTS, ids=[f"{v.name}-{format_params(p)}" for v, p in COMPILE_POINTS])
 def test_compiles_for_sm90_without_spills(variant, params):
+    assert not variant.violated(params)
     report = source.compile_report(variant, params, "sm_90")
-    assert 0 < report.registers <= 64, "BLOCK=32 runs 1024 threads a block: at most 64 registers each"
+    # The register file (64K) must hold a whole block: 64 registers a thread at 1024 threads.
+    assert 0 < report.registers <= min(255, 65536 // variant.block_threads(params))
     assert not report.spills and report.stack_bytes == 0, report
     assert report.shared_bytes <= 48 * 1024
 

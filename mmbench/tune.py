@@ -1,0 +1,126 @@
+"""Auto-tuning: explore a variant's parameter space under its constraints, keep the best.
+
+``mmbench tune`` turns the chosen configurations into ordinary sweep points, so every
+configuration is compiled, verified and timed by the harness and becomes a row, failures
+included. The best configuration per (device, variant, kernel source hash, size class) goes
+into a tuning cache that ``mmbench run`` reads. A change to the kernel source changes its hash,
+so stale entries are never used. Generic: nothing here knows about GEMM tiles.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import random
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .sizes import Shape
+from .variants import Params, Variant, format_params, param_points, parse_params, tuning_space
+
+DEFAULT_CACHE = Path("results") / "tuning-cache.json"
+STRATEGIES = ("brute", "random")
+
+
+class TuneError(ValueError):
+    """A tuning request that cannot be met; the message says why."""
+
+
+def size_class(shape: Shape) -> int:
+    """The power of two nearest the shape's geometric-mean dimension (1000x37x2049 -> 512)."""
+    mean = (shape.m * shape.n * shape.k) ** (1 / 3)
+    return 2 ** max(0, round(math.log2(mean)))
+
+
+def choose(variant: Variant, strategy: str, budget: int | None, seed: int = 0) -> list[Params]:
+    """The configurations a strategy tries, the variant's defaults first (the baseline)."""
+    space = tuning_space(variant)
+    if not space:
+        raise TuneError(f"variant '{variant.name}' has no tuning space")
+    if strategy not in STRATEGIES:
+        raise TuneError(f"unknown strategy '{strategy}'; choose from: {', '.join(STRATEGIES)}")
+    defaults = [p for p in param_points(variant) if p in space]
+    rest = [p for p in space if p not in defaults]
+    if strategy == "random":
+        if budget is None:
+            raise TuneError("the random strategy needs --budget N")
+        rest = random.Random(seed).sample(rest, min(max(budget - len(defaults), 0), len(rest)))
+    elif budget is not None and budget < len(space):
+        raise TuneError(f"brute force tries all {len(space)} configurations of '{variant.name}'; "
+                        f"--budget {budget} is smaller: use --strategy random")
+    return defaults + rest
+
+
+def best_per_class(rows: pd.DataFrame, variant: str) -> dict[int, dict]:
+    """For each size class: the configuration with the highest geometric-mean GFLOP/s (median of
+    samples) among those verified at every shape of that class in the rows."""
+    ok = rows[(rows.variant == variant) & (rows.status == "ok")].copy()
+    mine = rows[rows.variant == variant].copy()
+    if ok.empty:
+        return {}
+    for df in (ok, mine):
+        df["size_class"] = [size_class(Shape(int(m), int(n), int(k))) for m, n, k in zip(df.m, df.n, df.k)]
+    best = {}
+    for cls, group in ok.groupby("size_class"):
+        shapes = mine[mine.size_class == cls][["m", "n", "k"]].drop_duplicates()
+        scores = {}
+        for params, g in group.groupby("params"):
+            if len(g) == len(shapes):  # a configuration that failed at any shape of the class is out
+                scores[params] = float(np.exp(np.log(g.gflops_median).mean()))
+        if scores:
+            top = max(scores, key=scores.get)
+            best[int(cls)] = {"params": top, "gflops": scores[top], "shapes": len(shapes), "tried": len(scores)}
+    return best
+
+
+def cache_key(device: str, variant: str, source_hash: str, cls: int) -> str:
+    return f"{device}|{variant}|{source_hash}|{cls}"
+
+
+def load_cache(path: Path) -> dict:
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        return {}
+    except ValueError as exc:
+        raise TuneError(f"{path} is not a tuning cache (bad JSON: {exc})") from None
+
+
+def record(path: Path, device: str, variant: str, source_hash: str, best: Mapping[int, dict], results: Path) -> dict:
+    """Merge the best configurations into the cache file; returns the new entries."""
+    cache = load_cache(path)
+    stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    new = {cache_key(device, variant, source_hash, cls): {"device": device, "variant": variant,
+                                                          "source_hash": source_hash, "size_class": cls,
+                                                          "tuned_at": stamp, "results": str(results), **entry}
+           for cls, entry in best.items()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**cache, **new}, indent=2, sort_keys=True) + "\n")
+    return new
+
+
+def lookup(cache: Mapping, device: str, variant: Variant, source_hash: str, shape: Shape) -> Params | None:
+    """The tuned configuration for a shape: its size class, else the nearest tuned class."""
+    entries = [e for e in cache.values()
+               if e["device"] == device and e["variant"] == variant.name and e["source_hash"] == source_hash]
+    if not entries:
+        return None
+    want = math.log2(size_class(shape))
+    nearest = min(entries, key=lambda e: (abs(math.log2(e["size_class"]) - want), -e["size_class"]))
+    params = parse_params(nearest["params"])
+    return None if variant.violated(params) else params
+
+
+def replay(recorded: pd.DataFrame, variant: Variant, strategy: str, budget: int | None, seed: int = 0) -> dict[int, dict]:
+    """Run a strategy against recorded measurements instead of the GPU: what it would pick."""
+    tried = {format_params(p) for p in choose(variant, strategy, budget, seed)}
+    return best_per_class(recorded[recorded.params.isin(tried)], variant.name)
+
+
+def describe(best: Mapping[int, dict]) -> Sequence[str]:
+    return [f"n~{cls}: {e['params']} ({e['gflops']:.0f} GFLOP/s over {e['shapes']} shape(s), {e['tried']} tried)"
+            for cls, e in sorted(best.items())]
