@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from .results import ResultsError
@@ -101,3 +102,28 @@ def table1(df: pd.DataFrame, sizes: list[int]) -> pd.DataFrame:
 def algorithmic_intensity(m: int, n: int, k: int) -> float:
     """FLOPs per byte if every operand moved through DRAM exactly once: 2mnk / 4(mk + kn + mn)."""
     return 2.0 * m * n * k / (4.0 * (m * k + k * n + m * n))
+
+
+def percent_of(df: pd.DataFrame, reference: str = "cublas") -> pd.DataFrame:
+    """Each variant's GFLOP/s as a percentage of the reference's at the same square shape:
+    columns variant, n, params, percent. Grouped by variant, since tuned parameters may differ by size."""
+    sq = square(ok_rows(df))
+    ref = sq[sq.variant == reference].set_index("n").gflops_mean
+    if ref.empty:
+        raise ResultsError(f"the results have no '{reference}' rows to compare with")
+    out = sq[(sq.variant != reference) & (sq.backend != "blas")][["variant", "n", "params", "gflops_mean"]].copy()
+    out = out[out.n.isin(ref.index)]
+    out["percent"] = 100.0 * out.gflops_mean / ref.reindex(out.n).values
+    return out.sort_values(["variant", "n"]).reset_index(drop=True)
+
+
+def target_summary(pct: pd.DataFrame, paper_sizes: list[int]) -> pd.DataFrame:
+    """Per variant: % of the reference at 4096 and 2049, and the geometric mean over paper_sizes."""
+    rows = []
+    for variant, g in pct.groupby("variant", sort=False):
+        by_n = g.set_index("n").percent
+        on = by_n.reindex(paper_sizes).dropna()
+        rows.append({"variant": variant, "at_4096": by_n.get(4096), "at_2049": by_n.get(2049),
+                     "geomean_paper_sizes": float(np.exp(np.log(on).mean())) if len(on) else None,
+                     "paper_sizes": len(on)})
+    return pd.DataFrame(rows)

@@ -307,7 +307,10 @@ def _execute(points: list[Point], settings: Settings, output: Path, about: dict,
               help="Tuning CSV: one row per configuration and shape (default results/tune-VARIANT-TIMESTAMP.csv).")
 @click.option("--tuning-cache", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
 @click.option("--dry-run", is_flag=True, help="Print the space and the configurations to try; needs no GPU.")
-def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, jobs, output, tuning_cache, dry_run):
+@click.option("--replay", type=click.Path(dir_okay=False, path_type=Path),
+              help="No GPU: run the strategy against a recorded tuning CSV and fill the cache from it.")
+def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, jobs, output, tuning_cache, dry_run,
+         replay):
     """Search a variant's parameter space: compile, verify and time every configuration tried,
     record each as a row, and keep the best per size class in the tuning cache."""
     from . import source
@@ -319,6 +322,9 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
         configs = choose(variant, strategy, budget, seed)
     except (VariantError, SizeSpecError, TuneError) as exc:
         raise InputError(str(exc)) from None
+    if replay:
+        _replay(variant, replay, strategy, budget, seed, tuning_cache)
+        return
     space = len(tuning_space(variant))
     console.print(f"{variant.name}: {space} configurations satisfy its constraints; trying {len(configs)} "
                   f"({strategy}) at {len(shapes)} shape(s)", soft_wrap=True)
@@ -348,6 +354,33 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     for line in describe(best):
         console.print(f"best {line}", soft_wrap=True)
     console.print(f"tuning cache: {tuning_cache} ({device}, {variant.name} source {source.source_hash(variant)})",
+                  soft_wrap=True)
+
+
+def _replay(variant, recorded: Path, strategy: str, budget: int | None, seed: int, cache_path: Path) -> None:
+    from . import source
+    from .results import read_metadata
+    from .tune import describe, record, recorded_source
+    from .tune import replay as replay_strategy
+
+    try:
+        rows = read_results(recorded)
+    except ResultsError as exc:
+        raise InputError(str(exc)) from None
+    device, measured_hash = recorded_source(read_metadata(recorded), variant.name)
+    current = source.source_hash(variant)
+    if not device or not measured_hash:
+        raise InputError(f"{recorded}: its metadata names no GPU or no {variant.name} kernel source hash")
+    if measured_hash != current:
+        raise InputError(f"{recorded} measured {variant.name} source {measured_hash}, but the kernel is now {current}: "
+                         f"its results would be stale; tune again")
+    best = replay_strategy(rows, variant, strategy, budget, seed)
+    if not best:
+        raise RunFailed(f"{recorded} has no configuration of {variant.name} verified at every shape of a class")
+    record(cache_path, device, variant.name, current, best, recorded)
+    for line in describe(best):
+        console.print(f"best {line}", soft_wrap=True)
+    console.print(f"tuning cache: {cache_path} ({device}, {variant.name} source {current}, replayed from {recorded})",
                   soft_wrap=True)
 
 
@@ -514,6 +547,7 @@ FIGURES = {  # name -> (file stem, what it draws); `mmbench plot NAME` and the r
     "gflops": (("fig1-block-sizes", "fig2-gflops"), "Figures 1 and 2: GFLOP/s by block size and over all sizes"),
     "roofline": (("fig3-4-roofline",), "Figures 3 and 4: roofline with datasheet and measured ceilings"),
     "speedup": (("fig5-speedup",), "Figure 5: CUDA-Best over BLAS, and cuBLAS over CUDA-Best"),
+    "vs-cublas": (("vs-cublas",), "Percent of cuBLAS per size per variant, with the targets' ratios printed"),
 }
 
 
@@ -525,6 +559,9 @@ def _figures(name: str, df, meta, profile_df, out_dir: Path, size: int | None) -
         makers = [lambda: plots.fig_block_sizes(df, meta), lambda: plots.fig_gflops(df, meta)]
     elif name == "speedup":
         makers = [lambda: plots.fig_speedup(df, meta)]
+    elif name == "vs-cublas":
+        makers = [lambda: plots.fig_vs_cublas(df, meta)]
+        _print_targets(df)
     else:
         if size is None:
             sizes = set(profile_df.n) if profile_df is not None else set(analysis.square(df).n)
@@ -532,6 +569,23 @@ def _figures(name: str, df, meta, profile_df, out_dir: Path, size: int | None) -
         makers = [lambda: plots.fig_roofline(df, meta, profile_df, size)]
     stems = FIGURES[name][0]
     return {stem: _save(make, out_dir, stem)[0] for stem, make in zip(stems, makers)}
+
+
+def _print_targets(df) -> None:
+    """The distance-to-cuBLAS ratios: at 4096, at 2049, geometric mean over the paper's sizes >= 512."""
+    from . import analysis
+
+    try:
+        summary = analysis.target_summary(analysis.percent_of(df), [s.n for s in parse_sizes("512:2049")])
+    except ResultsError as exc:
+        raise InputError(str(exc)) from None
+    table = Table(title="GFLOP/s as % of cuBLAS")
+    for col in ("variant", "n = 4096", "n = 2049", "geomean, paper sizes >= 512"):
+        table.add_column(col, justify="left" if col == "variant" else "right")
+    fmt = lambda v: "-" if v is None or v != v else f"{v:.1f} %"  # noqa: E731
+    for r in summary.itertuples():
+        table.add_row(r.variant, fmt(r.at_4096), fmt(r.at_2049), fmt(r.geomean_paper_sizes) + f" ({r.paper_sizes})")
+    console.print(table)
 
 
 @main.group()
@@ -597,7 +651,7 @@ def report(config, results, out_dir):
     path, df, meta, profile_df = _load(results)
     out = _out_dir(path, out_dir)
     figures = {}
-    for name in FIGURES:
+    for name in ("gflops", "roofline", "speedup"):  # the paper's figures
         figures.update(_figures(name, df, meta, profile_df, out, None))
     try:
         written = write_report(out, df, meta, dict(cfg.reference), figures, profile_df, path)

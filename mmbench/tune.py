@@ -30,15 +30,24 @@ class TuneError(ValueError):
     """A tuning request that cannot be met; the message says why."""
 
 
-def size_class(shape: Shape) -> int:
-    """The power of two nearest the shape's geometric-mean dimension (1000x37x2049 -> 512)."""
+def size_class(shape: Shape) -> str:
+    """The power of two nearest the shape's geometric-mean dimension, and whether its rows are
+    16-byte aligned (K and N multiples of 4), since kernels take another path when they are
+    not: 2048 -> "2048", 2049 -> "2048u", 1000x37x2049 -> "512u"."""
     mean = (shape.m * shape.n * shape.k) ** (1 / 3)
-    return 2 ** max(0, round(math.log2(mean)))
+    aligned = shape.k % 4 == 0 and shape.n % 4 == 0
+    return f"{2 ** max(0, round(math.log2(mean)))}{'' if aligned else 'u'}"
 
 
-def choose(variant: Variant, strategy: str, budget: int | None, seed: int = 0) -> list[Params]:
-    """The configurations a strategy tries, the variant's defaults first (the baseline)."""
-    space = tuning_space(variant)
+def _class_size(cls: str) -> int:
+    return int(cls.rstrip("u"))
+
+
+def choose(variant: Variant, strategy: str, budget: int | None, seed: int = 0,
+           space: Sequence[Params] | None = None) -> list[Params]:
+    """The configurations a strategy tries, the variant's defaults first (the baseline).
+    `space` narrows the variant's space (a replay chooses among what was recorded)."""
+    space = list(space) if space is not None else tuning_space(variant)
     if not space:
         raise TuneError(f"variant '{variant.name}' has no tuning space")
     if strategy not in STRATEGIES:
@@ -55,7 +64,7 @@ def choose(variant: Variant, strategy: str, budget: int | None, seed: int = 0) -
     return defaults + rest
 
 
-def best_per_class(rows: pd.DataFrame, variant: str) -> dict[int, dict]:
+def best_per_class(rows: pd.DataFrame, variant: str) -> dict[str, dict]:
     """For each size class: the configuration with the highest geometric-mean GFLOP/s (median of
     samples) among those verified at every shape of that class in the rows."""
     ok = rows[(rows.variant == variant) & (rows.status == "ok")].copy()
@@ -73,11 +82,11 @@ def best_per_class(rows: pd.DataFrame, variant: str) -> dict[int, dict]:
                 scores[params] = float(np.exp(np.log(g.gflops_median).mean()))
         if scores:
             top = max(scores, key=scores.get)
-            best[int(cls)] = {"params": top, "gflops": scores[top], "shapes": len(shapes), "tried": len(scores)}
+            best[str(cls)] = {"params": top, "gflops": scores[top], "shapes": len(shapes), "tried": len(scores)}
     return best
 
 
-def cache_key(device: str, variant: str, source_hash: str, cls: int) -> str:
+def cache_key(device: str, variant: str, source_hash: str, cls: str) -> str:
     return f"{device}|{variant}|{source_hash}|{cls}"
 
 
@@ -90,7 +99,7 @@ def load_cache(path: Path) -> dict:
         raise TuneError(f"{path} is not a tuning cache (bad JSON: {exc})") from None
 
 
-def record(path: Path, device: str, variant: str, source_hash: str, best: Mapping[int, dict], results: Path) -> dict:
+def record(path: Path, device: str, variant: str, source_hash: str, best: Mapping[str, dict], results: Path) -> dict:
     """Merge the best configurations into the cache file; returns the new entries."""
     cache = load_cache(path)
     stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
@@ -109,18 +118,30 @@ def lookup(cache: Mapping, device: str, variant: Variant, source_hash: str, shap
                if e["device"] == device and e["variant"] == variant.name and e["source_hash"] == source_hash]
     if not entries:
         return None
-    want = math.log2(size_class(shape))
-    nearest = min(entries, key=lambda e: (abs(math.log2(e["size_class"]) - want), -e["size_class"]))
+    cls = size_class(shape)
+    want, aligned = math.log2(_class_size(cls)), not cls.endswith("u")
+    # The same alignment first, then the nearest size, then the larger one.
+    nearest = min(entries, key=lambda e: (str(e["size_class"]).endswith("u") == aligned,
+                                          abs(math.log2(_class_size(str(e["size_class"]))) - want),
+                                          -_class_size(str(e["size_class"]))))
     params = parse_params(nearest["params"])
     return None if variant.violated(params) else params
 
 
-def replay(recorded: pd.DataFrame, variant: Variant, strategy: str, budget: int | None, seed: int = 0) -> dict[int, dict]:
+def replay(recorded: pd.DataFrame, variant: Variant, strategy: str, budget: int | None, seed: int = 0) -> dict[str, dict]:
     """Run a strategy against recorded measurements instead of the GPU: what it would pick."""
-    tried = {format_params(p) for p in choose(variant, strategy, budget, seed)}
+    recorded_space = [parse_params(p) for p in recorded[recorded.variant == variant.name].params.unique()]
+    tried = {format_params(p) for p in choose(variant, strategy, budget, seed, recorded_space)}
     return best_per_class(recorded[recorded.params.isin(tried)], variant.name)
 
 
-def describe(best: Mapping[int, dict]) -> Sequence[str]:
+def describe(best: Mapping[str, dict]) -> Sequence[str]:
     return [f"n~{cls}: {e['params']} ({e['gflops']:.0f} GFLOP/s over {e['shapes']} shape(s), {e['tried']} tried)"
-            for cls, e in sorted(best.items())]
+            for cls, e in sorted(best.items(), key=lambda kv: (_class_size(kv[0]), kv[0]))]
+
+
+def recorded_source(meta: Mapping, variant: str) -> tuple[str | None, str | None]:
+    """(device name, kernel source hash) a tuning run's metadata records for a variant."""
+    device = (meta.get("gpu") or {}).get("name")
+    hashes = {k["source_hash"] for name, k in (meta.get("kernels") or {}).items() if name.startswith(f"{variant}[")}
+    return device, (hashes.pop() if len(hashes) == 1 else None)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -73,9 +74,14 @@ def _holds(constraint: str, params: Params) -> bool:
         return False
 
 
+@lru_cache(maxsize=None)
+def _compiled(expression: str):
+    return compile(expression, "<constraint>", "eval")
+
+
 def evaluate(expression: str, params: Params) -> int:
     """An integer expression over parameter names, e.g. "(BM // TM) * (BN // TN)"."""
-    return eval(expression, {"__builtins__": {}}, dict(params))  # registry text, never user input
+    return eval(_compiled(expression), {"__builtins__": {}}, dict(params))  # registry text, never user input
 
 def _cuda(name: str, family: str, label: str, description: str, outputs_per_thread: int = 1) -> Variant:
     """A kernel of the paper: a BLOCK x BLOCK thread block, each thread outputs_per_thread^2 outputs."""
@@ -187,8 +193,12 @@ def param_points(variant: Variant, overrides: Mapping[str, tuple[int, ...]] | No
     return [tuple(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
 
 
+@lru_cache(maxsize=None)
 def tuning_space(variant: Variant) -> list[Params]:
-    """Every point of the variant's tuning space that satisfies its constraints."""
+    """Every point of the variant's tuning space that satisfies its constraints (cached: the
+    ladder's spaces have thousands of raw points). Callers must not modify the list."""
+    if not variant.space:
+        return []
     names = sorted(variant.space)
     points = (tuple(zip(names, combo)) for combo in itertools.product(*(variant.space[n] for n in names)))
     return [p for p in points if not variant.violated(p)]

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# What the machine code of a variant shows, at its tuned parameters for a size on this GPU
+# (else its defaults): 16-byte shared/global loads, FFMAs, and any local memory (LDL/STL).
+# Needs nvcc and cuobjdump (the GPU machine has both). Usage: bash scripts/sass_check.sh VARIANT N
+set -euo pipefail
+variant=${1:?usage: sass_check.sh VARIANT N}; n=${2:?usage: sass_check.sh VARIANT N}
+dir=$(mktemp -d)
+python3 - "$variant" "$n" "$dir" <<'PY'
+import sys
+from pathlib import Path
+from mmbench import source, tune
+from mmbench.device import device_name
+from mmbench.sizes import Shape
+from mmbench.variants import get_variant, param_points, format_params
+v, n, out = get_variant(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+params = tune.lookup(tune.load_cache(tune.DEFAULT_CACHE), device_name() or "", v, source.source_hash(v), Shape(n, n, n)) \
+    or param_points(v)[0]
+print(f"{v.name} at n={n}: {format_params(params)}")
+(out / "kernel.cu").write_text(source.module_source(v, params))
+print(source.compile_report(v, params))
+PY
+cd "$dir" && nvcc --cubin -arch sm_90 -lineinfo kernel.cu -o kernel.cubin
+cuobjdump -sass kernel.cubin > kernel.sass
+for op in 'LDS.128' 'LDS\b' 'LDG.E.128' 'LDG.E\b' 'LDGSTS' 'STS.128' 'STS\b' 'FFMA' 'LDL' 'STL'; do
+  printf '%-10s %6d\n' "$op" "$(grep -cP "\b${op}" kernel.sass || true)"
+done

@@ -1,0 +1,138 @@
+"""The tuner on the CPU: spaces, strategies, cache keys and invalidation, replay of a real run."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mmbench import source, tune
+from mmbench.cli import main
+from mmbench.results import read_results
+from mmbench.sizes import Shape
+from mmbench.variants import REGISTRY, format_params, param_points, parse_params, tuning_space
+
+RECORDED = Path(__file__).resolve().parent.parent / "results" / "tune-pipelined-h200.csv"
+PIPELINED = REGISTRY["pipelined"]
+
+
+@pytest.mark.parametrize("shape,cls", [(Shape(2048, 2048, 2048), "2048"), (Shape(2049, 2049, 2049), "2048u"),
+                                       (Shape(1000, 37, 2049), "512u"), (Shape(700, 700, 700), "512"),
+                                       (Shape(1, 1, 1), "1u"), (Shape(4096, 4096, 4096), "4096")])
+def test_size_classes(shape, cls):
+    assert tune.size_class(shape) == cls
+
+
+def test_strategies_choose_within_the_constrained_space():
+    space = set(tuning_space(PIPELINED))
+    brute = tune.choose(PIPELINED, "brute", None)
+    assert len(brute) == len(space) == 1005 and set(brute) == space
+    assert brute[0] == param_points(PIPELINED)[0]  # the defaults come first, as the baseline
+    rand = tune.choose(PIPELINED, "random", 25, seed=1)
+    assert len(rand) == len(set(rand)) == 25 and set(rand) <= space and rand[0] == brute[0]
+    assert rand == tune.choose(PIPELINED, "random", 25, seed=1) != tune.choose(PIPELINED, "random", 25, seed=2)
+
+
+@pytest.mark.parametrize("strategy,budget,needle", [("random", None, "needs --budget"),
+                                                    ("brute", 5, "tries all 1005 configurations"),
+                                                    ("annealing", 5, "unknown strategy 'annealing'")])
+def test_strategy_errors(strategy, budget, needle):
+    with pytest.raises(tune.TuneError, match=needle):
+        tune.choose(PIPELINED, strategy, budget)
+
+
+def test_no_space_is_an_error():
+    with pytest.raises(tune.TuneError, match="no tuning space"):
+        tune.choose(REGISTRY["cublas"], "brute", None)
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    return read_results(RECORDED)
+
+
+def test_best_per_class_from_the_recorded_run(recorded):
+    best = tune.best_per_class(recorded, "pipelined")
+    assert set(best) == {"1024", "2048", "2048u", "4096"}
+    ok = recorded[recorded.status == "ok"]
+    for cls, n in (("1024", 1024), ("2048", 2048), ("2048u", 2049), ("4096", 4096)):
+        at = ok[ok.n == n]
+        assert best[cls]["params"] == at.loc[at.gflops_median.idxmax(), "params"]  # one shape a class
+        assert best[cls]["gflops"] == pytest.approx(at.gflops_median.max())
+
+
+def test_a_configuration_failing_one_shape_of_its_class_is_out(recorded):
+    rows = recorded.copy()
+    top = tune.best_per_class(rows, "pipelined")["4096"]["params"]
+    rows = rows[rows.n.isin([2048, 4096])].copy()
+    rows.loc[(rows.params == top) & (rows.n == 4096), "status"] = "wrong"
+    assert tune.best_per_class(rows, "pipelined")["4096"]["params"] != top
+
+
+def test_replay_brute_equals_full_record_and_random_picks_from_its_sample(recorded):
+    full = tune.best_per_class(recorded, "pipelined")
+    assert tune.replay(recorded, PIPELINED, "brute", None) == full
+    sample = tune.replay(recorded, PIPELINED, "random", 10, seed=3)
+    assert all(e["tried"] == 10 for e in sample.values())
+    assert all(sample[c]["gflops"] <= full[c]["gflops"] for c in sample)
+    recorded_configs = set(recorded.params)
+    assert {e["params"] for e in sample.values()} <= recorded_configs
+
+
+def test_cache_round_trip_and_invalidation(tmp_path, recorded):
+    path = tmp_path / "cache.json"
+    best = tune.best_per_class(recorded, "pipelined")
+    tune.record(path, "NVIDIA H200", "pipelined", "abc", best, RECORDED)
+    cache = tune.load_cache(path)
+    assert len(cache) == 4 and "NVIDIA H200|pipelined|abc|2048u" in cache
+    got = tune.lookup(cache, "NVIDIA H200", PIPELINED, "abc", Shape(2049, 2049, 2049))
+    assert format_params(got) == best["2048u"]["params"]
+    # Nearest class of the same alignment: 8192 -> 4096, 512 -> 1024, 1000x37x2049 (512u) -> 2048u.
+    assert format_params(tune.lookup(cache, "NVIDIA H200", PIPELINED, "abc", Shape(8192, 8192, 8192))) == best["4096"]["params"]
+    assert format_params(tune.lookup(cache, "NVIDIA H200", PIPELINED, "abc", Shape(512, 512, 512))) == best["1024"]["params"]
+    assert format_params(tune.lookup(cache, "NVIDIA H200", PIPELINED, "abc", Shape(1000, 37, 2049))) == best["2048u"]["params"]
+    # Another kernel source or another GPU: nothing.
+    assert tune.lookup(cache, "NVIDIA H200", PIPELINED, "changed", Shape(2048, 2048, 2048)) is None
+    assert tune.lookup(cache, "NVIDIA H100 80GB HBM3", PIPELINED, "abc", Shape(2048, 2048, 2048)) is None
+
+
+def test_run_uses_the_tuning_cache_and_says_so(tmp_path, monkeypatch, recorded):
+    from mmbench import device
+
+    monkeypatch.setattr(device, "device_name", lambda: "NVIDIA H200")
+    path = tmp_path / "cache.json"
+    best = tune.best_per_class(recorded, "pipelined")
+    tune.record(path, "NVIDIA H200", "pipelined", source.source_hash(PIPELINED), best, RECORDED)
+    result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048,2049", "--tuning-cache", str(path),
+                                       "--dry-run", "-o", str(tmp_path / "x.csv")])
+    assert result.exit_code == 0, result.output
+    assert "pipelined: tuned parameters from" in result.output and "plan: 2 points" in result.output
+    # --params overrides the cache
+    result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048", "--tuning-cache", str(path),
+                                       "--params", "STAGES=2", "--dry-run", "-o", str(tmp_path / "y.csv")])
+    assert "tuned parameters" not in result.output
+    # A changed kernel source invalidates the entries.
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({k.replace(source.source_hash(PIPELINED), "old"): {**v, "source_hash": "old"}
+                                for k, v in data.items()}))
+    result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048", "--tuning-cache", str(path),
+                                       "--dry-run", "-o", str(tmp_path / "z.csv")])
+    assert "has no entry for this GPU (NVIDIA H200) and this kernel source; using defaults" in result.output
+
+
+def test_tune_replay_command(tmp_path):
+    for suffix in (".csv", ".meta.json"):
+        shutil.copy(RECORDED.with_suffix(suffix), tmp_path / f"rec{suffix}")
+    cache = tmp_path / "cache.json"
+    result = CliRunner().invoke(main, ["tune", "-v", "pipelined", "--strategy", "brute", "--replay",
+                                       str(tmp_path / "rec.csv"), "--tuning-cache", str(cache)])
+    assert result.exit_code == 0, result.output
+    assert "best n~2048u:" in result.output and len(json.loads(cache.read_text())) == 4
+    meta = json.loads((tmp_path / "rec.meta.json").read_text())
+    for entry in meta["kernels"].values():
+        entry["source_hash"] = "0123456789abcdef"
+    (tmp_path / "rec.meta.json").write_text(json.dumps(meta))
+    stale = CliRunner().invoke(main, ["tune", "-v", "pipelined", "--strategy", "brute", "--replay",
+                                      str(tmp_path / "rec.csv"), "--tuning-cache", str(cache)])
+    assert stale.exit_code == 2 and "would be stale; tune again" in stale.output
