@@ -20,7 +20,9 @@ print(f"{v.name} at n={n}: {format_params(params)}")
 print(source.compile_report(v, params))
 PY
 cd "$dir" && nvcc --cubin -arch sm_90 -lineinfo kernel.cu -o kernel.cubin
-cuobjdump -sass kernel.cubin > kernel.sass
+# Only this entry function: a family file may build several (warptile.cu builds two).
+cuobjdump -sass -fun "$variant" kernel.cubin > kernel.sass
+grep -nE '\b(LDL|STL|CALL|RET)' kernel.sass | head -12 || true
 for op in 'LDS.128' 'LDS\b' 'LDG.E.128' 'LDG.E\b' 'LDGSTS' 'STS.128' 'STS\b' 'FFMA' 'LDL' 'STL'; do
   printf '%-10s %6d\n' "$op" "$(grep -cP "\b${op}" kernel.sass || true)"
 done
