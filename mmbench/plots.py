@@ -170,15 +170,15 @@ def fig_vs_cublas(df: pd.DataFrame, meta: dict) -> plt.Figure:
     """Percent of cuBLAS (pure FP32) per size for every GPU variant."""
     pct = analysis.percent_of(df, "cublas")
     fig, ax = plt.subplots(figsize=(10, 6), layout="constrained")
-    for variant, g in pct.groupby("variant", sort=False):
-        s = analysis.series_of(variant, "")
+    for s in sorted({analysis.series_of(v, "") for v in pct.variant.unique()}, key=lambda s: s.order):
+        g = pct[pct.variant == s.variant]
         tuned = g.params.nunique() > 1
         ax.plot(g.n, g.percent, marker=".", markersize=3, linewidth=1.2, color=style(s)["color"],
                 label=s.label + (" (tuned per size class)" if tuned else ""))
+    _log2_sizes(ax)
     for level, text in ((100, "cuBLAS"), (95, "95 %"), (90, "90 %")):
         ax.axhline(level, color="black", linewidth=0.8 if level == 100 else 0.5, linestyle="-" if level == 100 else ":")
-        ax.annotate(text, (ax.get_xlim()[0], level), fontsize=7, va="bottom")
-    _log2_sizes(ax)
+        ax.text(1.005, level, text, transform=ax.get_yaxis_transform(), fontsize=7, va="center")
     ax.set_ylabel("GFLOP/s as % of cuBLAS SGEMM (pure FP32)")
     ax.legend(fontsize=8, loc="lower right")
     _title(ax, "Distance to cuBLAS", meta)

@@ -193,3 +193,41 @@ def test_default_results_is_the_newest(tmp_path, monkeypatch):
         shutil.copy(f, tmp_path / "results" / f.name)
     result = invoke("plot", "speedup")
     assert result.exit_code == 0 and "results/zosa-h200-cut/fig5-speedup.png" in result.output
+
+
+LIMITS = DATA / "limits-h200-cut.csv"
+
+
+def test_percent_of_cublas_and_targets():
+    df = read_results(LIMITS)
+    pct = analysis.percent_of(df, "cublas")
+    assert set(pct.variant) == {"best", "tile2d", "vec4", "warptile", "pipelined"}
+    row = pct[(pct.variant == "warptile") & (pct.n == 4096)].iloc[0]
+    ours = df[(df.variant == "warptile") & (df.n == 4096)].gflops_mean.iloc[0]
+    theirs = df[(df.variant == "cublas") & (df.n == 4096)].gflops_mean.iloc[0]
+    assert row.percent == pytest.approx(100 * ours / theirs)
+    summary = analysis.target_summary(pct, [512, 513, 1023, 1024, 2047, 2048, 2049]).set_index("variant")
+    assert summary.loc["warptile", "at_4096"] == pytest.approx(row.percent)
+    assert summary.loc["warptile", "paper_sizes"] == 7
+    assert 0 < summary.loc["pipelined", "geomean_paper_sizes"] < 100
+
+
+def test_vs_cublas_figure(tmp_path):
+    meta = read_metadata(LIMITS)
+    fig = plots.fig_vs_cublas(read_results(LIMITS), meta)
+    ax = fig.axes[0]
+    labels = [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")]
+    assert labels == ["CUDA-Best", "2D tiling", "2D tiling + float4", "warp tiling (tuned per size class)",
+                      "warp tiling + cp.async (tuned per size class)"]
+    assert {t.get_text() for t in ax.texts} == {"cuBLAS", "95 %", "90 %"}
+    assert "% of cuBLAS" in ax.get_ylabel()
+    plt.close(fig)
+
+
+def test_plot_vs_cublas_prints_the_targets(tmp_path):
+    for f in DATA.glob("limits-h200-cut*"):
+        shutil.copy(f, tmp_path / f.name)
+    result = invoke("plot", "vs-cublas", tmp_path / LIMITS.name)
+    assert result.exit_code == 0, result.output
+    assert "GFLOP/s as % of cuBLAS" in result.output and "warptile" in result.output
+    assert (tmp_path / "limits-h200-cut" / "vs-cublas.png").exists()
