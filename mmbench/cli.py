@@ -94,12 +94,7 @@ def _selections(variants, sizes, blocks, params, config) -> tuple[str, list[Sele
         shapes = tuple(parse_sizes(spec))
     except SizeSpecError as exc:
         raise InputError(str(exc)) from None
-    overrides = {}
-    for item in _split(params):
-        name, eq, values = item.partition("=")
-        if not eq or not name.strip():
-            raise InputError(f"--params '{item}': expected NAME=V[/V...] pairs, e.g. BM=128,BK=8/16")
-        overrides[name.strip()] = _int_list(f"--params {name}", values.replace("/", ","))
+    overrides = _parse_params(params)
     if blocks:
         overrides["BLOCK"] = _int_list("--block", blocks)
     known = {axis for v in chosen for axis in v.axes}
@@ -139,6 +134,17 @@ def _with_tuned(sel: Selection, cache_path: Path) -> Selection:
             console.print(f"{v.name}: the tuning cache has no entry for this GPU ({device or 'none found'}) and this "
                           f"kernel source; using defaults (run `mmbench tune`)", soft_wrap=True)
     return replace(sel, tuned={**sel.tuned, **tuned})
+
+
+def _parse_params(params: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+    """--params "BM=128,BK=8/16" -> {"BM": (128,), "BK": (8, 16)}."""
+    out = {}
+    for item in _split(params):
+        name, eq, values = item.partition("=")
+        if not eq or not name.strip():
+            raise InputError(f"--params '{item}': expected NAME=V[/V...] pairs, e.g. BM=128,BK=8/16")
+        out[name.strip()] = _int_list(f"--params {name}", values.replace("/", ","))
+    return out
 
 
 def _print_plan(points: list[Point], skipped: int, output: Path) -> None:
@@ -309,8 +315,9 @@ def _execute(points: list[Point], settings: Settings, output: Path, about: dict,
 @click.option("--dry-run", is_flag=True, help="Print the space and the configurations to try; needs no GPU.")
 @click.option("--replay", type=click.Path(dir_okay=False, path_type=Path),
               help="No GPU: run the strategy against a recorded tuning CSV and fill the cache from it.")
+@click.option("--params", "pinned_text", metavar="K=V[/V],...", help="Pin parameters; search only the rest.")
 def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, jobs, output, tuning_cache, dry_run,
-         replay):
+         replay, pinned_text):
     """Search a variant's parameter space: compile, verify and time every configuration tried,
     record each as a row, and keep the best per size class in the tuning cache."""
     from . import source
@@ -319,12 +326,15 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     try:
         variant = get_variant(variant_name)
         shapes = tuple(parse_sizes(sizes_spec))
-        configs = choose(variant, strategy, budget, seed)
+        pinned = _parse_params((pinned_text,) if pinned_text else ())
+        configs = choose(variant, strategy, budget, seed, pinned=pinned)
     except (VariantError, SizeSpecError, TuneError) as exc:
         raise InputError(str(exc)) from None
     if replay:
         _replay(variant, replay, strategy, budget, seed, tuning_cache)
         return
+    if pinned_text:
+        console.print(f"pinned: {pinned_text}", soft_wrap=True)
     space = len(tuning_space(variant))
     console.print(f"{variant.name}: {space} configurations satisfy its constraints; trying {len(configs)} "
                   f"({strategy}) at {len(shapes)} shape(s)", soft_wrap=True)

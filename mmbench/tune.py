@@ -44,15 +44,23 @@ def _class_size(cls: str) -> int:
 
 
 def choose(variant: Variant, strategy: str, budget: int | None, seed: int = 0,
-           space: Sequence[Params] | None = None) -> list[Params]:
+           space: Sequence[Params] | None = None, pinned: Mapping[str, tuple[int, ...]] | None = None) -> list[Params]:
     """The configurations a strategy tries, the variant's defaults first (the baseline).
-    `space` narrows the variant's space (a replay chooses among what was recorded)."""
+    `space` narrows the variant's space (a replay chooses among what was recorded); `pinned`
+    keeps only points whose named parameters take one of the given values."""
     space = list(space) if space is not None else tuning_space(variant)
+    if pinned:
+        unknown = sorted(set(pinned) - set(variant.space))
+        if unknown:
+            raise TuneError(f"'{variant.name}' has no parameter {unknown[0]}; its parameters: {', '.join(sorted(variant.space))}")
+        space = [p for p in space if all(dict(p)[k] in v for k, v in pinned.items())]
+        if not space:
+            raise TuneError(f"no configuration of '{variant.name}' satisfies its constraints with those --params")
     if not space:
         raise TuneError(f"variant '{variant.name}' has no tuning space")
     if strategy not in STRATEGIES:
         raise TuneError(f"unknown strategy '{strategy}'; choose from: {', '.join(STRATEGIES)}")
-    defaults = [p for p in param_points(variant) if p in space]
+    defaults = [p for p in param_points(variant) if p in set(space)]
     rest = [p for p in space if p not in defaults]
     if strategy == "random":
         if budget is None:
@@ -100,13 +108,15 @@ def load_cache(path: Path) -> dict:
 
 
 def record(path: Path, device: str, variant: str, source_hash: str, best: Mapping[str, dict], results: Path) -> dict:
-    """Merge the best configurations into the cache file; returns the new entries."""
+    """Merge the best configurations into the cache file, keeping an existing entry that is
+    faster (a narrow search must not displace a better result); returns the entries written."""
     cache = load_cache(path)
     stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     new = {cache_key(device, variant, source_hash, cls): {"device": device, "variant": variant,
                                                           "source_hash": source_hash, "size_class": cls,
                                                           "tuned_at": stamp, "results": str(results), **entry}
            for cls, entry in best.items()}
+    new = {k: e for k, e in new.items() if k not in cache or cache[k]["gflops"] < e["gflops"]}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**cache, **new}, indent=2, sort_keys=True) + "\n")
     return new

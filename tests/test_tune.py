@@ -136,3 +136,24 @@ def test_tune_replay_command(tmp_path):
     stale = CliRunner().invoke(main, ["tune", "-v", "pipelined", "--strategy", "brute", "--replay",
                                       str(tmp_path / "rec.csv"), "--tuning-cache", str(cache)])
     assert stale.exit_code == 2 and "would be stale; tune again" in stale.output
+
+
+def test_pinned_parameters_narrow_the_space():
+    pinned = {"BK": (16,), "BM": (128,), "BN": (128,), "THREADS": (256,), "TM": (4,), "TN": (4,), "WM": (32,),
+              "WN": (64,), "WNITER": (2,)}
+    configs = tune.choose(PIPELINED, "brute", None, pinned=pinned)
+    assert sorted(dict(c)["STAGES"] for c in configs) == [2, 3]  # STAGES=4 needs 64 KiB of shared memory
+    with pytest.raises(tune.TuneError, match="has no parameter BLOCK"):
+        tune.choose(PIPELINED, "brute", None, pinned={"BLOCK": (8,)})
+    with pytest.raises(tune.TuneError, match="no configuration"):
+        tune.choose(PIPELINED, "brute", None, pinned={"BM": (64,), "WM": (128,)})
+
+
+def test_record_keeps_the_faster_entry(tmp_path):
+    path = tmp_path / "cache.json"
+    entry = {"params": "A=1", "gflops": 100.0, "shapes": 1, "tried": 1}
+    tune.record(path, "G", "pipelined", "h", {"4096": entry}, RECORDED)
+    tune.record(path, "G", "pipelined", "h", {"4096": {**entry, "params": "A=2", "gflops": 90.0}}, RECORDED)
+    assert tune.load_cache(path)["G|pipelined|h|4096"]["params"] == "A=1"
+    tune.record(path, "G", "pipelined", "h", {"4096": {**entry, "params": "A=3", "gflops": 110.0}}, RECORDED)
+    assert tune.load_cache(path)["G|pipelined|h|4096"]["params"] == "A=3"
