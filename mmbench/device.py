@@ -149,8 +149,7 @@ class Gpu:
         # Host-mapped flags for hold_stream: [0] release, [1] timed out.
         self._flags = drv.pagelocked_zeros((2,), np.int32, mem_flags=drv.host_alloc_flags.DEVICEMAP)
         self._flags_dev = np.intp(self._flags.base.get_device_pointer())
-        hold_variant = Variant(name="hold_stream", backend="cuda", label="", description="",
-                               family="harness", source_dir=source.kernels_dir())
+        hold_variant = Variant(name="hold_stream", backend="cuda", label="", description="", family="harness")
         self._hold = self.function(hold_variant, ())
 
     # -- compiling ---------------------------------------------------------------------------

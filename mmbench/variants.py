@@ -101,7 +101,7 @@ _VEC_RULES = ("TM % 4 == 0", "TN % 4 == 0", "BK % 4 == 0", f"(BM * BK // 4) % ({
 _WMITER = "((WM * WN) // (32 * TM * TN * WNITER))"
 _WARP_RULES = (
     "THREADS == (BM // WM) * (BN // WN) * 32", "BM % WM == 0", "BN % WN == 0",
-    "WM * WN >= 32 * TM * TN * WNITER", f"(WM * WN) % (32 * TM * TN * WNITER) == 0", f"WM % {_WMITER} == 0",
+    "WM * WN >= 32 * TM * TN * WNITER", "(WM * WN) % (32 * TM * TN * WNITER) == 0", f"WM % {_WMITER} == 0",
     "WN % WNITER == 0", f"(WM // {_WMITER}) % TM == 0", "(WN // WNITER) % TN == 0",
     f"((WM // {_WMITER}) // TM) * ((WN // WNITER) // TN) == 32",  # a warp's 32 lanes tile a sub-tile
     "TM % 4 == 0", "TN % 4 == 0", "BK % 4 == 0", "(BM * BK // 4) % THREADS == 0", "(BK * BN // 4) % THREADS == 0",

@@ -11,7 +11,7 @@ from mmbench import source, tune
 from mmbench.cli import main
 from mmbench.results import read_results
 from mmbench.sizes import Shape
-from mmbench.variants import REGISTRY, format_params, param_points, parse_params, tuning_space
+from mmbench.variants import REGISTRY, format_params, param_points, tuning_space
 
 RECORDED = Path(__file__).resolve().parent.parent / "results" / "tune-pipelined-h200.csv"
 PIPELINED = REGISTRY["pipelined"]

@@ -1,0 +1,47 @@
+"""What every command module shares: the console, the error types, small option parsers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from .results import ResultsError, latest_results
+
+console = Console(markup=False, highlight=False)  # messages hold brackets such as .[cuda]
+
+
+class InputError(click.ClickException):
+    """Bad input: one line naming the bad value and the choices, exit status 2."""
+
+    exit_code = 2
+
+
+class RunFailed(click.ClickException):
+    exit_code = 1
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    return [item.strip() for value in values for item in value.split(",") if item.strip()]
+
+
+def _int_list(option: str, text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise InputError(f"{option} '{text}': expected comma-separated positive integers") from None
+    if not values or min(values) < 1:
+        raise InputError(f"{option} '{text}': expected comma-separated positive integers")
+    return values
+
+
+def _results_arg(results: Path | None) -> Path:
+    """RESULTS as given, or the newest results CSV under results/."""
+    try:
+        path = results or latest_results()
+    except ResultsError as exc:
+        raise InputError(str(exc)) from None
+    if not path.exists():
+        raise InputError(f"no results file at {path}")
+    return path
