@@ -129,7 +129,7 @@ for _name in FIGURES:
 def table(results, out_dir, sizes_spec):
     """Table 1: multicore BLAS vs CUDA-Best GFLOP/s at chosen sizes, with cuBLAS (Markdown and CSV)."""
     from . import analysis
-    from .report import _markdown_table
+    from .report import markdown_table
 
     path, df, _, _ = _load(results)
     try:
@@ -139,7 +139,7 @@ def table(results, out_dir, sizes_spec):
         raise InputError(str(exc)) from None
     out = _out_dir(path, out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    md = _markdown_table(t)
+    md = markdown_table(t)
     (out / "table1.md").write_text(md + "\n")
     t.to_csv(out / "table1.csv")
     console.print(md, soft_wrap=True)

@@ -174,6 +174,7 @@ class Gpu:
             try:
                 nvcc_compile(source.module_source(variant, params), options=list(source.NVCC_OPTIONS),
                              no_extern_c=True, arch=self.facts.arch)
+                source.compile_report(variant, params, self.facts.arch)  # memoized for the metadata
             except Exception:
                 pass
 
@@ -205,9 +206,6 @@ class Gpu:
 
     def synchronize(self) -> None:
         self.stream.synchronize()
-
-    def free_bytes(self) -> int:
-        return self.drv.mem_get_info()[0]
 
     # -- timing helpers ------------------------------------------------------------------------
     def flush_l2(self) -> None:

@@ -132,7 +132,7 @@ def table1_side_by_side(df: pd.DataFrame, reference: dict) -> pd.DataFrame:
     return out
 
 
-def _markdown_table(df: pd.DataFrame) -> str:
+def markdown_table(df: pd.DataFrame) -> str:
     def cell(v):
         return "-" if pd.isna(v) else f"{v:.2f}" if abs(v) < 100 else f"{v:.0f}"
 
@@ -165,7 +165,7 @@ def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, f
         "",
         "## Table 1: multicore BLAS vs CUDA-Best (GFLOP/s), with cuBLAS",
         "",
-        _markdown_table(table),
+        markdown_table(table),
         "",
         f"Our CUDA-Best is {best.label}; BLAS is {_blas_name(meta)}; cuBLAS runs in pedantic pure-FP32 mode.",
         "",

@@ -13,8 +13,6 @@ from typing import Iterable, Mapping
 
 import pandas as pd
 
-STATUSES = ("ok", "wrong", "skipped", "failed")
-
 # Units live in the column names; values stay raw.
 COLUMNS = (
     "variant", "label", "backend", "params", "m", "n", "k", "cache",

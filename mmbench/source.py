@@ -116,8 +116,10 @@ def parse_ptxas(text: str) -> dict[str, PtxasReport]:
     return reports
 
 
+@lru_cache(maxsize=None)
 def compile_report(variant: Variant, params: Params, arch: str = DEFAULT_ARCH) -> PtxasReport:
-    """Compile a variant as SourceModule would and return ptxas's report of its entry function."""
+    """Compile a variant as SourceModule would and return ptxas's report of its entry function
+    (memoized: the metadata asks once per kernel, and the tuner warms it in parallel)."""
     if nvcc_path() is None:
         raise CompileError("nvcc not found on PATH: install the CUDA toolkit")
     with tempfile.TemporaryDirectory(prefix="mmbench-") as tmp:

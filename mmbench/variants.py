@@ -16,8 +16,6 @@ from typing import Mapping
 
 from .sizes import Shape
 
-BACKENDS = ("cuda", "cublas", "blas")
-
 Params = tuple[tuple[str, int], ...]  # sorted (name, value) pairs; hashable
 
 
