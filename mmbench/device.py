@@ -204,6 +204,24 @@ class Gpu:
     def poison(self, buf, count: int) -> None:
         self.drv.memset_d32(buf, NAN_BITS, count)
 
+    def zero_async(self, buf, count: int) -> None:
+        self.drv.memset_d32_async(buf, 0, count, self.stream)
+
+    def gemm_launcher(self, variant: Variant, params: Params, shape, a, b, c):
+        """A no-argument launch of a GEMM kernel on the stream. A split-K kernel adds into C,
+        so its launch zeroes C first; the zeroing is part of what gets timed."""
+        fn = self.function(variant, params)
+        block, grid = variant.launch_geometry(params, shape)
+        m, n, k = np.int32(shape.m), np.int32(shape.n), np.int32(shape.k)
+        zero = variant.accumulates(params)
+
+        def launch() -> None:
+            if zero:
+                self.zero_async(c, shape.m * shape.n)
+            fn(a, b, c, m, n, k, block=block, grid=grid, stream=self.stream)
+
+        return launch
+
     def synchronize(self) -> None:
         self.stream.synchronize()
 

@@ -36,9 +36,7 @@ def main(argv: list[str]) -> int:
             cublas = cublas or Cublas(gpu.stream.handle)
             cublas.sgemm(a, b, c, shape.m, shape.n, shape.k)
         else:
-            block, grid = variant.launch_geometry(params, shape)
-            gpu.function(variant, params)(a, b, c, np.int32(shape.m), np.int32(shape.n), np.int32(shape.k),
-                                          block=block, grid=grid[:2], stream=gpu.stream)
+            gpu.gemm_launcher(variant, params, shape, a, b, c)()
         gpu.synchronize()
         for buf in (a, b, c):
             buf.free()

@@ -211,14 +211,7 @@ class Runner:
             return _row(point, self.settings, "skipped",
                         f"{fn.shared_size_bytes} bytes of shared memory exceed the device limit of {gpu.facts.max_shared_per_block}")
         a, b, c = buffers
-        s = point.shape
-        block, grid = variant.launch_geometry(params, s)
-        m, n, k = np.int32(s.m), np.int32(s.n), np.int32(s.k)
-
-        def launch():
-            fn(a, b, c, m, n, k, block=block, grid=grid[:2], stream=gpu.stream)
-
-        return self._verify_and_time(point, inputs, c, launch)
+        return self._verify_and_time(point, inputs, c, gpu.gemm_launcher(variant, params, point.shape, a, b, c))
 
     def _verify_and_time(self, point: Point, inputs: ops.GemmInputs, c_buf, launch: Callable[[], None]) -> dict:
         gpu, settings = self.gpu, self.settings

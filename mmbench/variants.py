@@ -40,6 +40,9 @@ class Variant:
     # rows x columns of C one block computes (the grid covers C with them).
     threads: tuple[str, ...] = ("BLOCK", "BLOCK")
     tile: tuple[str, str] = ("BLOCK", "BLOCK")
+    # Grid layers along z that each add a partial product into C (split-K); above 1 the
+    # harness zeroes C before every launch, inside the timed region.
+    layers: str = "1"
     constraints: tuple[str, ...] = ()  # expressions that must hold for a parameter point to build
     space: Mapping[str, tuple[int, ...]] = field(default_factory=dict, hash=False)  # what `tune` explores
     source_dir: Path | None = None  # only for kernels outside kernels/ (tests)
@@ -56,9 +59,14 @@ class Variant:
         return math.prod(self.block_dims(params))
 
     def launch_geometry(self, params: Params, shape: Shape) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        """(block, grid); grid x runs along n, y along m."""
+        """(block, grid); grid x runs along n, y along m, z over the layers of split-K."""
         rows, cols = (evaluate(e, params) for e in self.tile)
-        return self.block_dims(params), (math.ceil(shape.n / cols), math.ceil(shape.m / rows), 1)
+        return self.block_dims(params), (math.ceil(shape.n / cols), math.ceil(shape.m / rows),
+                                         evaluate(self.layers, params))
+
+    def accumulates(self, params: Params) -> bool:
+        """Whether the kernel adds into C (which must then be zeroed first)."""
+        return evaluate(self.layers, params) > 1
 
     def violated(self, params: Params) -> list[str]:
         """The constraints a parameter point breaks (empty when it may be built)."""
@@ -110,12 +118,17 @@ _WARP_SPACE = {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16, 32), "W
 _WARP_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (16,), "WM": (64,), "WN": (64,), "WNITER": (4,), "TM": (8,),
                  "TN": (4,), "THREADS": (128,)}
 
+# warptile's fastest configuration on the H200 at 4096, BK halved (two buffers), no split
+_DBUF_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (8,), "WM": (32,), "WN": (64,), "WNITER": (2,), "TM": (4,),
+                 "TN": (4,), "THREADS": (256,), "SPLITK": (1,), "MINB": (2,)}
 
-def _ladder(name: str, label: str, description: str, defaults: dict, space: dict, rules: tuple, threads: str) -> Variant:
+
+def _ladder(name: str, label: str, description: str, defaults: dict, space: dict, rules: tuple, threads: str,
+            layers: str = "1") -> Variant:
     family = "warptile" if name == "pipelined" else name  # pipelined shares warptile.cu's warp tiles
     return Variant(name=name, backend="cuda", label=label, description=description, paper="ladder", family=family,
-                   axes=MappingProxyType(defaults), threads=(threads,), tile=("BM", "BN"), constraints=rules,
-                   space=MappingProxyType(space))
+                   axes=MappingProxyType(defaults), threads=(threads,), tile=("BM", "BN"), layers=layers,
+                   constraints=rules, space=MappingProxyType(space))
 
 
 _ALL = (
@@ -139,6 +152,14 @@ _ALL = (
     _ladder("pipelined", "warp tiling + cp.async", "warp tiling fed by a STAGES-deep cp.async pipeline",
             {**_WARP_DEFAULT, "STAGES": (3,)}, {**_WARP_SPACE, "STAGES": (2, 3, 4)},
             _WARP_RULES + ("STAGES >= 2", "4 * STAGES * BK * (BM + BN) <= 48 * 1024"), "THREADS"),
+    _ladder("dbuf", "warp tiling + double buffer", "warp tiling, two shared buffers fed through registers "
+            "(one barrier per k-tile), split-K over SPLITK grid layers",
+            _DBUF_DEFAULT, {**_WARP_SPACE, "BK": (8, 16), "SPLITK": (1, 2, 3, 4), "MINB": (1, 2)},
+            _WARP_RULES + ("SPLITK >= 1", "MINB * THREADS <= 1024",
+                           # accumulators plus ~60 working registers must fit what MINB blocks leave a thread
+                           "WM * WN // 32 + 60 <= 65536 // (MINB * THREADS)",
+                           "WM * WN // 32 * BK <= 1024",  # 128 accumulators leave no room for BK = 16
+                           "8 * BK * (BM + 4 + BN) <= 48 * 1024"), "THREADS", layers="SPLITK"),
     Variant(name="blas", backend="blas", label="BLAS (multicore)",
             description="CPU BLAS sgemm through numpy (float32), threads recorded"),
     Variant(name="cublas", backend="cublas", label="cuBLAS",

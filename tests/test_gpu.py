@@ -54,7 +54,7 @@ def test_variant_correct_at_awkward_sizes(awkward_rows, name, block):
         assert r["time_ms_median"] > 0 and len(samples_of(r["time_ms_samples"])) == 3
 
 
-@pytest.mark.parametrize("name", ["tile2d", "vec4", "warptile", "pipelined"])
+@pytest.mark.parametrize("name", ["tile2d", "vec4", "warptile", "pipelined", "dbuf"])
 def test_ladder_sample_of_the_tuning_space_is_correct(gpu, name):
     """Beyond the defaults: a seeded sample of each space at aligned and unaligned shapes."""
     import random
@@ -63,6 +63,13 @@ def test_ladder_sample_of_the_tuning_space_is_correct(gpu, name):
     for params in random.Random(7).sample(tuning_space(variant), 3):
         rows = _run(gpu, [variant], "65,128,1000x37x2049", {k: (v,) for k, v in params})
         assert [r["status"] for r in rows] == ["ok"] * 3, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
+
+
+@pytest.mark.parametrize("splits", [2, 3, 4])
+def test_split_k_is_correct_at_awkward_sizes(gpu, splits):
+    """Layers that add into C: k shorter than the layers (some add nothing), odd k, borders."""
+    rows = _run(gpu, [REGISTRY["dbuf"]], "1,7,31,65,1000x37x2049,37x1000x65,128x128x9", {"SPLITK": (splits,)})
+    assert [r["status"] for r in rows] == ["ok"] * 7, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
 
 
 FAULTY = Path(__file__).parent / "kernels"

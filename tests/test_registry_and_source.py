@@ -59,6 +59,7 @@ def test_constraints_and_space_sizes():
     assert len(tuning_space(REGISTRY["best"])) == 3 and len(tuning_space(REGISTRY["tile2d"])) == 48
     assert len(tuning_space(REGISTRY["vec4"])) == 35  # TM, TN, BK multiples of 4; loads divide evenly
     assert len(tuning_space(REGISTRY["warptile"])) == 665 and len(tuning_space(REGISTRY["pipelined"])) == 1005
+    assert len(tuning_space(REGISTRY["dbuf"])) == 2032  # warptile's space x SPLITK x MINB, BK 8 or 16, registers fit
     warp = REGISTRY["warptile"]
     default = param_points(warp)[0]
     assert warp.violated(default) == [] and warp.block_threads(default) == 128
@@ -79,6 +80,18 @@ def test_launch_geometry_covers_the_output():
     tiles = (("BK", 8), ("BM", 64), ("BN", 128), ("TM", 8), ("TN", 4))
     block, grid = REGISTRY["tile2d"].launch_geometry(tiles, Shape(65, 129, 7))
     assert block == (256, 1, 1) and grid == (2, 2, 1)
+    assert not REGISTRY["tile2d"].accumulates(tiles)
+
+
+def test_split_k_adds_grid_layers_and_zeroes_c():
+    from mmbench.sizes import Shape
+
+    dbuf = REGISTRY["dbuf"]
+    default = dict(param_points(dbuf)[0])
+    assert default["SPLITK"] == 1 and not dbuf.accumulates(param_points(dbuf)[0])
+    split = tuple(sorted({**default, "SPLITK": 3}.items()))
+    block, grid = dbuf.launch_geometry(split, Shape(2049, 2049, 2049))
+    assert block == (256, 1, 1) and grid == (17, 17, 3) and dbuf.accumulates(split)
 
 
 def test_header_text_is_pinned():

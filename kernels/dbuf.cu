@@ -1,0 +1,204 @@
+// Ladder step 5: warp tiles fed through two shared-memory buffers, and split-K.
+//
+// The warp tiling of warptile.cu (a block computes BM x BN of C, each warp WM x WN of it as
+// WMITER x WNITER sub-tiles, each lane a TM x TN register tile; A transposed in shared memory so
+// lanes read A and B as float4s) with two changes:
+//  * Double buffering. While the warps multiply k-tile t out of one shared buffer, each thread's
+//    global loads of tile t+1 are already in flight into registers; after the products it writes
+//    them to the other buffer. One barrier per k-tile instead of two, and the global-load latency
+//    hides behind a whole tile of FMAs.
+//  * Split-K. The grid has SPLITK layers (blockIdx.z); layer z sums its share of the k-tiles and
+//    adds its partial tile into C with atomics, so small or awkward sizes, whose few tiles would
+//    leave SMs idle or run a mostly empty last wave, still fill the GPU. With SPLITK > 1 the
+//    harness zeroes C before every launch, inside the timed region.
+// Tunable: BM, BN, BK, WM, WN, WNITER, TM, TN, THREADS, SPLITK, and MINB, the blocks per SM the
+// register allocation must leave room for (__launch_bounds__).
+
+#define WMITER ((WM * WN) / (32 * TM * TN * WNITER))
+#define WSUBM (WM / WMITER)
+#define WSUBN (WN / WNITER)
+#define A_CHUNKS (BM * BK / 4 / THREADS)  // float4s of the A tile each thread copies
+#define B_CHUNKS (BK * BN / 4 / THREADS)
+// Padded A rows: lanes that store different k columns of the transposed tile hit different banks.
+#define AS_LD (BM + 4)
+
+// One k-tile of A and B on its way from global to shared memory, held in registers.
+struct Staged {
+    float4 a[A_CHUNKS];
+    float4 b[B_CHUNKS];
+};
+
+// Global -> registers. k runs to kend (this layer's end), never past it: another layer owns
+// the rest. GUARD = false on interior tiles: no bounds checks. VEC: rows are 16-byte aligned
+// (a runtime flag, not a template: two instantiations of the main loop cost registers and spill).
+template <bool GUARD>
+__device__ __forceinline__ void fetch(bool VEC, const float* __restrict__ A, const float* __restrict__ B, Staged& s,
+                                      int row0, int col0, int k0, int M, int N, int K, int kend)
+{
+#pragma unroll
+    for (int j = 0; j < A_CHUNKS; ++j) {
+        const int i = threadIdx.x + j * THREADS, r = i / (BK / 4), c = (i % (BK / 4)) * 4;
+        const int gr = row0 + r, gc = k0 + c;
+        const float* p = &A[gr * K + gc];
+        if (VEC && (!GUARD || (gr < M && gc < kend))) {  // kend is then a multiple of 4
+            s.a[j] = *reinterpret_cast<const float4*>(p);
+        } else {
+            s.a[j].x = (!GUARD || (gr < M && gc + 0 < kend)) ? p[0] : 0.0f;
+            s.a[j].y = (!GUARD || (gr < M && gc + 1 < kend)) ? p[1] : 0.0f;
+            s.a[j].z = (!GUARD || (gr < M && gc + 2 < kend)) ? p[2] : 0.0f;
+            s.a[j].w = (!GUARD || (gr < M && gc + 3 < kend)) ? p[3] : 0.0f;
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < B_CHUNKS; ++j) {
+        const int i = threadIdx.x + j * THREADS, r = i / (BN / 4), c = (i % (BN / 4)) * 4;
+        const int gr = k0 + r, gc = col0 + c;
+        const float* p = &B[gr * N + gc];
+        if (VEC && (!GUARD || (gr < kend && gc < N))) {
+            s.b[j] = *reinterpret_cast<const float4*>(p);
+        } else {
+            s.b[j].x = (!GUARD || (gr < kend && gc + 0 < N)) ? p[0] : 0.0f;
+            s.b[j].y = (!GUARD || (gr < kend && gc + 1 < N)) ? p[1] : 0.0f;
+            s.b[j].z = (!GUARD || (gr < kend && gc + 2 < N)) ? p[2] : 0.0f;
+            s.b[j].w = (!GUARD || (gr < kend && gc + 3 < N)) ? p[3] : 0.0f;
+        }
+    }
+}
+
+// Registers -> shared memory, A transposed.
+__device__ __forceinline__ void stash(const Staged& s, float (*As)[AS_LD], float (*Bs)[BN])
+{
+#pragma unroll
+    for (int j = 0; j < A_CHUNKS; ++j) {
+        const int i = threadIdx.x + j * THREADS, r = i / (BK / 4), c = (i % (BK / 4)) * 4;
+        As[c + 0][r] = s.a[j].x;
+        As[c + 1][r] = s.a[j].y;
+        As[c + 2][r] = s.a[j].z;
+        As[c + 3][r] = s.a[j].w;
+    }
+#pragma unroll
+    for (int j = 0; j < B_CHUNKS; ++j) {
+        const int i = threadIdx.x + j * THREADS, r = i / (BN / 4), c = (i % (BN / 4)) * 4;
+        *reinterpret_cast<float4*>(&Bs[r][c]) = s.b[j];
+    }
+}
+
+// One k-tile's products for this lane.
+__device__ __forceinline__ void products(const float (*As)[AS_LD], const float (*Bs)[BN],
+                                         float acc[WMITER * TM][WNITER * TN], int am, int bn)
+{
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+        float ra[WMITER * TM], rb[WNITER * TN];
+        // Unpacked by value: taking a register array's address can send it to local memory.
+#pragma unroll
+        for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+            for (int i = 0; i < TM; i += 4) {
+                const float4 t = *reinterpret_cast<const float4*>(&As[kk][am + wm * WSUBM + i]);
+                ra[wm * TM + i] = t.x; ra[wm * TM + i + 1] = t.y; ra[wm * TM + i + 2] = t.z; ra[wm * TM + i + 3] = t.w;
+            }
+#pragma unroll
+        for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+            for (int j = 0; j < TN; j += 4) {
+                const float4 t = *reinterpret_cast<const float4*>(&Bs[kk][bn + wn * WSUBN + j]);
+                rb[wn * TN + j] = t.x; rb[wn * TN + j + 1] = t.y; rb[wn * TN + j + 2] = t.z; rb[wn * TN + j + 3] = t.w;
+            }
+#pragma unroll
+        for (int i = 0; i < WMITER * TM; ++i)
+#pragma unroll
+            for (int j = 0; j < WNITER * TN; ++j) acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
+    }
+}
+
+// C (or, with SPLITK > 1, C's running sum) gets this lane's register tile.
+__device__ __forceinline__ void put4(float* p, float4 v)
+{
+#if SPLITK == 1
+    *reinterpret_cast<float4*>(p) = v;
+#elif __CUDA_ARCH__ >= 900
+    atomicAdd(reinterpret_cast<float4*>(p), v);  // one 16-byte reduction (sm_90)
+#else
+    atomicAdd(p, v.x); atomicAdd(p + 1, v.y); atomicAdd(p + 2, v.z); atomicAdd(p + 3, v.w);
+#endif
+}
+
+__device__ __forceinline__ void put1(float* p, float v)
+{
+#if SPLITK == 1
+    *p = v;
+#else
+    atomicAdd(p, v);
+#endif
+}
+
+__device__ __forceinline__ void write_tile(bool VEC, float* __restrict__ C, const float acc[WMITER * TM][WNITER * TN], int M,
+                                           int N, int r0, int c0, bool inside)
+{
+#pragma unroll
+    for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            const int r = r0 + wm * WSUBM + i;
+#pragma unroll
+            for (int wn = 0; wn < WNITER; ++wn) {
+                const int c = c0 + wn * WSUBN;
+                const int a = wm * TM + i, b = wn * TN;
+                if (VEC && inside) {
+#pragma unroll
+                    for (int j = 0; j < TN; j += 4)
+                        put4(&C[r * N + c + j], make_float4(acc[a][b + j], acc[a][b + j + 1], acc[a][b + j + 2],
+                                                            acc[a][b + j + 3]));
+                } else {
+#pragma unroll
+                    for (int j = 0; j < TN; ++j)
+                        if (r < M && c + j < N) put1(&C[r * N + c + j], acc[a][b + j]);
+                }
+            }
+        }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, MINB)
+dbuf(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K)
+{
+    __shared__ __align__(16) float As[2][BK][AS_LD];
+    __shared__ __align__(16) float Bs[2][BK][BN];
+    const bool VEC = ((K | N) & 3) == 0;  // rows 16-byte aligned: float4 global loads and stores
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int warp_row = warp / (BN / WN), warp_col = warp % (BN / WN);
+    const int lane_row = lane / (WSUBN / TN), lane_col = lane % (WSUBN / TN);
+    const int am = warp_row * WM + lane_row * TM, bn = warp_col * WN + lane_col * TN;
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    // This layer's k range: whole k-tiles, shared out as evenly as they go.
+    const int per_layer = ((K + BK - 1) / BK + SPLITK - 1) / SPLITK * BK;
+    const int kbegin = blockIdx.z * per_layer, kend = min(K, kbegin + per_layer);
+    if (kbegin >= kend) return;  // a layer with no k-tiles adds nothing (uniform across the block)
+    const bool inside = row0 + BM <= M && col0 + BN <= N;
+
+    float acc[WMITER * TM][WNITER * TN] = {};
+    Staged s;
+    if (inside && kbegin + BK <= kend)
+        fetch<false>(VEC, A, B, s, row0, col0, kbegin, M, N, K, kend);
+    else
+        fetch<true>(VEC, A, B, s, row0, col0, kbegin, M, N, K, kend);
+    stash(s, As[0], Bs[0]);
+    __syncthreads();
+    int buf = 0;
+    for (int k0 = kbegin; k0 < kend; k0 += BK) {
+        const int next = k0 + BK;
+        const bool more = next < kend;
+        if (more) {  // in flight during the products below
+            if (inside && next + BK <= kend)
+                fetch<false>(VEC, A, B, s, row0, col0, next, M, N, K, kend);
+            else
+                fetch<true>(VEC, A, B, s, row0, col0, next, M, N, K, kend);
+        }
+        products(As[buf], Bs[buf], acc, am, bn);
+        // The other buffer was last read before the previous iteration's barrier: free to fill.
+        if (more) stash(s, As[buf ^ 1], Bs[buf ^ 1]);
+        __syncthreads();
+        buf ^= 1;
+    }
+    write_tile(VEC, C, acc, M, N, row0 + am, col0 + bn, inside);
+}
