@@ -289,19 +289,33 @@ def _execute(points: list[Point], settings: Settings, output: Path, about: dict,
 @click.option("--replay", type=click.Path(dir_okay=False, path_type=Path),
               help="No GPU: run the strategy against a recorded tuning CSV and fill the cache from it.")
 @click.option("--params", "pinned_text", metavar="K=V[/V],...", help="Pin parameters; search only the rest.")
+@click.option("--per-shape", is_flag=True,
+              help="Keep the best configuration of every shape, not of every size class; run uses it at that exact shape.")
+@click.option("--candidates", "candidates_from", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Search only configurations among the --top fastest at some shape of this tuning CSV (repeatable).")
+@click.option("--top", type=click.IntRange(min=1), default=4, show_default=True,
+              help="With --candidates: how many of the fastest per recorded shape.")
 def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, jobs, output, tuning_cache, dry_run,
-         replay, pinned_text):
+         replay, pinned_text, per_shape, candidates_from, top):
     """Search a variant's parameter space: compile, verify and time every configuration tried,
     record each as a row, and keep the best per size class in the tuning cache."""
     from . import source
-    from .tune import TuneError, best_per_class, choose, describe, record
+    from .tune import TuneError, best_per_class, candidates, choose, describe, record
 
     try:
         variant = get_variant(variant_name)
         shapes = tuple(parse_sizes(sizes_spec))
         pinned = _parse_params((pinned_text,) if pinned_text else ())
-        configs = choose(variant, strategy, budget, seed, pinned=pinned)
-    except (VariantError, SizeSpecError, TuneError) as exc:
+        narrowed = None
+        if candidates_from:
+            import pandas as pd
+
+            recorded = pd.concat([read_results(p) for p in candidates_from])
+            narrowed = [p for p in candidates(recorded, variant.name, top) if not variant.violated(p)]
+            if not narrowed:
+                raise TuneError(f"no verified configuration of {variant.name} in {', '.join(map(str, candidates_from))}")
+        configs = choose(variant, strategy, budget, seed, narrowed, pinned=pinned)
+    except (VariantError, SizeSpecError, TuneError, ResultsError) as exc:
         raise InputError(str(exc)) from None
     if replay:
         _replay(variant, replay, strategy, budget, seed, tuning_cache)
@@ -325,11 +339,13 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     if output.exists() and output.stat().st_size > 0:
         raise InputError(f"{output} already exists; choose another --output")
     about = {"name": f"tune-{variant.name}", "tuning": {"variant": variant.name, "strategy": strategy, "budget": budget,
-                                                         "seed": seed, "space": space, "tried": len(configs)}}
+                                                         "seed": seed, "space": space, "tried": len(configs),
+                                                         "per_shape": per_shape,
+                                                         "candidates": [str(p) for p in candidates_from], "top": top}}
     _execute(points, settings, output, about, prepare=lambda r: r.gpu.precompile(variant, configs, jobs), strict=False)
     from .device import device_name
 
-    best = best_per_class(read_results(output), variant.name)
+    best = best_per_class(read_results(output), variant.name, per_shape)
     if not best:
         raise RunFailed(f"no configuration of {variant.name} was verified at every shape; see {output}")
     device = device_name() or "unknown GPU"

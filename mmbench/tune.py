@@ -39,7 +39,15 @@ def size_class(shape: Shape) -> str:
     return f"{2 ** max(0, round(math.log2(mean)))}{'' if aligned else 'u'}"
 
 
+def shape_class(shape: Shape) -> str:
+    """The class of one exact shape (``tune --per-shape``): "2049x2049x2049"."""
+    return f"{shape.m}x{shape.n}x{shape.k}"
+
+
 def _class_size(cls: str) -> int:
+    if "x" in cls:  # an exact shape: its geometric-mean dimension
+        m, n, k = (int(d) for d in cls.split("x"))
+        return round((m * n * k) ** (1 / 3))
     return int(cls.rstrip("u"))
 
 
@@ -72,15 +80,24 @@ def choose(variant: Variant, strategy: str, budget: int | None, seed: int = 0,
     return defaults + rest
 
 
-def best_per_class(rows: pd.DataFrame, variant: str) -> dict[str, dict]:
-    """For each size class: the configuration with the highest geometric-mean GFLOP/s (median of
-    samples) among those verified at every shape of that class in the rows."""
+def candidates(rows: pd.DataFrame, variant: str, top: int) -> list[Params]:
+    """The configurations among the `top` fastest (median GFLOP/s) at any shape of a recorded
+    tuning run: a short list that is good somewhere, for a finer search such as --per-shape."""
+    ok = rows[(rows.variant == variant) & (rows.status == "ok")]
+    picks = (ok.sort_values("gflops_median", ascending=False).groupby(["m", "n", "k"], sort=False).head(top))
+    return [parse_params(p) for p in dict.fromkeys(picks.params)]
+
+
+def best_per_class(rows: pd.DataFrame, variant: str, per_shape: bool = False) -> dict[str, dict]:
+    """For each size class (each exact shape with per_shape): the configuration with the highest
+    geometric-mean GFLOP/s (median of samples) among those verified at every shape of the class."""
     ok = rows[(rows.variant == variant) & (rows.status == "ok")].copy()
     mine = rows[rows.variant == variant].copy()
     if ok.empty:
         return {}
+    classify = shape_class if per_shape else size_class
     for df in (ok, mine):
-        df["size_class"] = [size_class(Shape(int(m), int(n), int(k))) for m, n, k in zip(df.m, df.n, df.k)]
+        df["size_class"] = [classify(Shape(int(m), int(n), int(k))) for m, n, k in zip(df.m, df.n, df.k)]
     best = {}
     for cls, group in ok.groupby("size_class"):
         shapes = mine[mine.size_class == cls][["m", "n", "k"]].drop_duplicates()
@@ -123,9 +140,12 @@ def record(path: Path, device: str, variant: str, source_hash: str, best: Mappin
 
 
 def lookup(cache: Mapping, device: str, variant: Variant, source_hash: str, shape: Shape) -> Params | None:
-    """The tuned configuration for a shape: its size class, else the nearest tuned class."""
+    """The tuned configuration for a shape: the shape's own entry (tuned --per-shape), else its
+    size class, else the nearest tuned class."""
     entries = [e for e in cache.values()
                if e["device"] == device and e["variant"] == variant.name and e["source_hash"] == source_hash]
+    exact = [e for e in entries if e["size_class"] == shape_class(shape)]
+    entries = exact or [e for e in entries if "x" not in str(e["size_class"])]
     if not entries:
         return None
     cls = size_class(shape)
