@@ -11,8 +11,8 @@
 //    adds its partial tile into C with atomics, so small or awkward sizes, whose few tiles would
 //    leave SMs idle or run a mostly empty last wave, still fill the GPU. With SPLITK > 1 the
 //    harness zeroes C before every launch, inside the timed region.
-// Tunable: BM, BN, BK, WM, WN, WNITER, TM, TN, THREADS, SPLITK, and MINB, the blocks per SM the
-// register allocation must leave room for (__launch_bounds__).
+// Tunable: BM, BN, BK, WM, WN, WNITER, TM, TN, THREADS, SPLITK; MINB, the blocks per SM the
+// register allocation must leave room for (__launch_bounds__); VEC4, how global loads go (fetch).
 
 #define WMITER ((WM * WN) / (32 * TM * TN * WNITER))
 #define WSUBM (WM / WMITER)
@@ -28,19 +28,41 @@ struct Staged {
     float4 b[B_CHUNKS];
 };
 
+__device__ __forceinline__ void set_lane(float4& v, int q, float x)
+{
+    if (q == 0) v.x = x; else if (q == 1) v.y = x; else if (q == 2) v.z = x; else v.w = x;
+}
+
+__device__ __forceinline__ float lane_of(const float4& v, int q)
+{
+    return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
+}
+
+// The single-float layout (VEC4 = 0): element j of a thread is element threadIdx.x + j * THREADS
+// of the tile, row-major. Written out so that each thread needs one base address.
+#define A_STEP (THREADS / BK)
+#define B_PER_ROW (BN > THREADS ? BN / THREADS : 1)
+#define B_STEP (BN > THREADS ? 1 : THREADS / BN)
+
 // Global -> registers. k runs to kend (this layer's end), never past it: another layer owns
-// the rest. GUARD = false on interior tiles: no bounds checks. VEC: rows are 16-byte aligned
-// (a runtime flag, not a template: two instantiations of the main loop cost registers and spill).
+// the rest. GUARD = false on interior tiles: no bounds checks.
+// VEC4 = 1 builds take float4s where rows are 16-byte aligned (vec, K and N multiples of 4), and
+// the same four floats one by one where they are not. VEC4 = 0 builds take single floats,
+// consecutive lanes along a row, so every load instruction of the warp stays coalesced: for
+// unaligned shapes, the float4 pattern touches four times the sectors per instruction, and L1
+// shares its bandwidth with the shared-memory loads that bound this kernel. (The choice is a
+// build parameter, not a runtime branch: both paths in one kernel spill registers.)
 template <bool GUARD>
-__device__ __forceinline__ void fetch(bool VEC, const float* __restrict__ A, const float* __restrict__ B, Staged& s,
+__device__ __forceinline__ void fetch(bool vec, const float* __restrict__ A, const float* __restrict__ B, Staged& s,
                                       int row0, int col0, int k0, int M, int N, int K, int kend)
 {
+#if VEC4
 #pragma unroll
     for (int j = 0; j < A_CHUNKS; ++j) {
         const int i = threadIdx.x + j * THREADS, r = i / (BK / 4), c = (i % (BK / 4)) * 4;
         const int gr = row0 + r, gc = k0 + c;
         const float* p = &A[gr * K + gc];
-        if (VEC && (!GUARD || (gr < M && gc < kend))) {  // kend is then a multiple of 4
+        if (vec && (!GUARD || (gr < M && gc < kend))) {  // kend is then a multiple of 4
             s.a[j] = *reinterpret_cast<const float4*>(p);
         } else {
             s.a[j].x = (!GUARD || (gr < M && gc + 0 < kend)) ? p[0] : 0.0f;
@@ -54,7 +76,7 @@ __device__ __forceinline__ void fetch(bool VEC, const float* __restrict__ A, con
         const int i = threadIdx.x + j * THREADS, r = i / (BN / 4), c = (i % (BN / 4)) * 4;
         const int gr = k0 + r, gc = col0 + c;
         const float* p = &B[gr * N + gc];
-        if (VEC && (!GUARD || (gr < kend && gc < N))) {
+        if (vec && (!GUARD || (gr < kend && gc < N))) {
             s.b[j] = *reinterpret_cast<const float4*>(p);
         } else {
             s.b[j].x = (!GUARD || (gr < kend && gc + 0 < N)) ? p[0] : 0.0f;
@@ -63,11 +85,34 @@ __device__ __forceinline__ void fetch(bool VEC, const float* __restrict__ A, con
             s.b[j].w = (!GUARD || (gr < kend && gc + 3 < N)) ? p[3] : 0.0f;
         }
     }
+#else
+    // Element j of this thread: A row ra + j * A_STEP, column ca; B row rb + j / B_PER_ROW * B_STEP,
+    // column cb + (j % B_PER_ROW) * THREADS (the layout i = threadIdx.x + j * THREADS gives).
+    // Opaque copies: offsets and bounds derived from them are recomputed here, in each k-tile,
+    // instead of being hoisted out of the main loop to sit in registers (ptxas would spill).
+    asm volatile("" : "+r"(M), "+r"(N), "+r"(K));
+    const int ra = threadIdx.x / BK, ca = threadIdx.x % BK;  // unsigned division: shifts
+    const int rb = BN > THREADS ? 0 : threadIdx.x / BN, cb = BN > THREADS ? threadIdx.x : threadIdx.x % BN;
+    const float* pa = A + (row0 + ra) * K + k0 + ca;
+    const float* pb = B + (k0 + rb) * N + col0 + cb;
+#pragma unroll
+    for (int j = 0; j < 4 * A_CHUNKS; ++j) {
+        const bool ok = !GUARD || (row0 + ra + j * A_STEP < M && k0 + ca < kend);
+        set_lane(s.a[j / 4], j % 4, ok ? pa[j * A_STEP * K] : 0.0f);
+    }
+#pragma unroll
+    for (int j = 0; j < 4 * B_CHUNKS; ++j) {
+        const int r = j / B_PER_ROW * B_STEP, c = (j % B_PER_ROW) * THREADS;
+        const bool ok = !GUARD || (k0 + rb + r < kend && col0 + cb + c < N);
+        set_lane(s.b[j / 4], j % 4, ok ? pb[r * N + c] : 0.0f);
+    }
+#endif
 }
 
-// Registers -> shared memory, A transposed.
+// Registers -> shared memory, A transposed, in the layout fetch used.
 __device__ __forceinline__ void stash(const Staged& s, float (*As)[AS_LD], float (*Bs)[BN])
 {
+#if VEC4
 #pragma unroll
     for (int j = 0; j < A_CHUNKS; ++j) {
         const int i = threadIdx.x + j * THREADS, r = i / (BK / 4), c = (i % (BK / 4)) * 4;
@@ -81,6 +126,16 @@ __device__ __forceinline__ void stash(const Staged& s, float (*As)[AS_LD], float
         const int i = threadIdx.x + j * THREADS, r = i / (BN / 4), c = (i % (BN / 4)) * 4;
         *reinterpret_cast<float4*>(&Bs[r][c]) = s.b[j];
     }
+#else
+    // fetch's element layout; one base address each, the offsets fold into the stores
+    float* a = &As[threadIdx.x % BK][threadIdx.x / BK];
+    float* b = BN > THREADS ? &Bs[0][threadIdx.x] : &Bs[threadIdx.x / BN][threadIdx.x % BN];
+#pragma unroll
+    for (int j = 0; j < 4 * A_CHUNKS; ++j) a[j * A_STEP] = lane_of(s.a[j / 4], j % 4);
+#pragma unroll
+    for (int j = 0; j < 4 * B_CHUNKS; ++j)
+        b[j / B_PER_ROW * B_STEP * BN + (j % B_PER_ROW) * THREADS] = lane_of(s.b[j / 4], j % 4);
+#endif
 }
 
 // One k-tile's products for this lane.
@@ -133,7 +188,7 @@ __device__ __forceinline__ void put1(float* p, float v)
 #endif
 }
 
-__device__ __forceinline__ void write_tile(bool VEC, float* __restrict__ C, const float acc[WMITER * TM][WNITER * TN], int M,
+__device__ __forceinline__ void write_tile(bool vec, float* __restrict__ C, const float acc[WMITER * TM][WNITER * TN], int M,
                                            int N, int r0, int c0, bool inside)
 {
 #pragma unroll
@@ -145,7 +200,7 @@ __device__ __forceinline__ void write_tile(bool VEC, float* __restrict__ C, cons
             for (int wn = 0; wn < WNITER; ++wn) {
                 const int c = c0 + wn * WSUBN;
                 const int a = wm * TM + i, b = wn * TN;
-                if (VEC && inside) {
+                if (vec && inside) {
 #pragma unroll
                     for (int j = 0; j < TN; j += 4)
                         put4(&C[r * N + c + j], make_float4(acc[a][b + j], acc[a][b + j + 1], acc[a][b + j + 2],
@@ -164,7 +219,7 @@ dbuf(const float* __restrict__ A, const float* __restrict__ B, float* __restrict
 {
     __shared__ __align__(16) float As[2][BK][AS_LD];
     __shared__ __align__(16) float Bs[2][BK][BN];
-    const bool VEC = ((K | N) & 3) == 0;  // rows 16-byte aligned: float4 global loads and stores
+    const bool vec = ((K | N) & 3) == 0;  // rows 16-byte aligned: float4 global loads and stores
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int warp_row = warp / (BN / WN), warp_col = warp % (BN / WN);
     const int lane_row = lane / (WSUBN / TN), lane_col = lane % (WSUBN / TN);
@@ -179,9 +234,9 @@ dbuf(const float* __restrict__ A, const float* __restrict__ B, float* __restrict
     float acc[WMITER * TM][WNITER * TN] = {};
     Staged s;
     if (inside && kbegin + BK <= kend)
-        fetch<false>(VEC, A, B, s, row0, col0, kbegin, M, N, K, kend);
+        fetch<false>(vec, A, B, s, row0, col0, kbegin, M, N, K, kend);
     else
-        fetch<true>(VEC, A, B, s, row0, col0, kbegin, M, N, K, kend);
+        fetch<true>(vec, A, B, s, row0, col0, kbegin, M, N, K, kend);
     stash(s, As[0], Bs[0]);
     __syncthreads();
     int buf = 0;
@@ -190,9 +245,9 @@ dbuf(const float* __restrict__ A, const float* __restrict__ B, float* __restrict
         const bool more = next < kend;
         if (more) {  // in flight during the products below
             if (inside && next + BK <= kend)
-                fetch<false>(VEC, A, B, s, row0, col0, next, M, N, K, kend);
+                fetch<false>(vec, A, B, s, row0, col0, next, M, N, K, kend);
             else
-                fetch<true>(VEC, A, B, s, row0, col0, next, M, N, K, kend);
+                fetch<true>(vec, A, B, s, row0, col0, next, M, N, K, kend);
         }
         products(As[buf], Bs[buf], acc, am, bn);
         // The other buffer was last read before the previous iteration's barrier: free to fill.
@@ -200,5 +255,5 @@ dbuf(const float* __restrict__ A, const float* __restrict__ B, float* __restrict
         __syncthreads();
         buf ^= 1;
     }
-    write_tile(VEC, C, acc, M, N, row0 + am, col0 + bn, inside);
+    write_tile(vec, C, acc, M, N, row0 + am, col0 + bn, inside);
 }

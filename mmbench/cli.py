@@ -116,7 +116,7 @@ def _parse_params(params: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
         name, eq, values = item.partition("=")
         if not eq or not name.strip():
             raise InputError(f"--params '{item}': expected NAME=V[/V...] pairs, e.g. BM=128,BK=8/16")
-        out[name.strip()] = _int_list(f"--params {name}", values.replace("/", ","))
+        out[name.strip()] = _int_list(f"--params {name}", values.replace("/", ","), minimum=0)  # flags may be 0
     return out
 
 
@@ -194,7 +194,10 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
     chosen = {"runs": runs, "warmup": warmup, "cache": cache, "threads": threads}
     settings = Settings(**{**{"runs": 10, "warmup": 3, "cache": "cold", "threads": None}, **cfg,
                            **{k: v for k, v in chosen.items() if v is not None}}, seed=seed)
-    points = plan(selections, settings.cache)
+    try:
+        points = plan(selections, settings.cache)
+    except VariantError as exc:  # a parameter value outside its domain
+        raise InputError(str(exc)) from None
     if resume and output is None:
         raise InputError("--resume needs --output naming the CSV to continue")
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -311,7 +314,8 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
             import pandas as pd
 
             recorded = pd.concat([read_results(p) for p in candidates_from])
-            narrowed = [p for p in candidates(recorded, variant.name, top) if not variant.violated(p)]
+            current = set(tuning_space(variant))  # configurations of an older parameter set drop out
+            narrowed = [p for p in candidates(recorded, variant.name, top) if p in current]
             if not narrowed:
                 raise TuneError(f"no verified configuration of {variant.name} in {', '.join(map(str, candidates_from))}")
         configs = choose(variant, strategy, budget, seed, narrowed, pinned=pinned)
@@ -325,7 +329,7 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     space = len(tuning_space(variant))
     console.print(f"{variant.name}: {space} configurations satisfy its constraints; trying {len(configs)} "
                   f"({strategy}) at {len(shapes)} shape(s)", soft_wrap=True)
-    settings = Settings(runs=runs, warmup=warmup, cache=cache, seed=seed)
+    settings = Settings(runs=runs, warmup=warmup, cache=cache, seed=seed, skip_spills=True)
     points = [Point(variant, p, s, cache) for s in shapes for p in configs]
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     output = output or Path("results") / f"tune-{variant.name}-{stamp}.csv"

@@ -26,13 +26,15 @@ def _split(values: tuple[str, ...]) -> list[str]:
     return [item.strip() for value in values for item in value.split(",") if item.strip()]
 
 
-def _int_list(option: str, text: str) -> tuple[int, ...]:
+def _int_list(option: str, text: str, minimum: int = 1) -> tuple[int, ...]:
+    kind = "positive" if minimum >= 1 else "non-negative"
+    message = f"{option} '{text}': expected comma-separated {kind} integers"
     try:
         values = tuple(int(x) for x in text.split(","))
     except ValueError:
-        raise InputError(f"{option} '{text}': expected comma-separated positive integers") from None
-    if not values or min(values) < 1:
-        raise InputError(f"{option} '{text}': expected comma-separated positive integers")
+        raise InputError(message) from None
+    if not values or min(values) < minimum:
+        raise InputError(message)
     return values
 
 

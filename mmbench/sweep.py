@@ -56,6 +56,8 @@ class Settings:
     threads: int | None = None  # CPU BLAS threads; None leaves the library's default
     seed: int = 2017
     clock_sag: float = 0.9  # flag a point whose SM clock fell below this share of the maximum
+    # The tuner's rule: a configuration whose registers spill to local memory is not a candidate.
+    skip_spills: bool = False
 
     def __post_init__(self):
         if self.cache not in CACHE_MODES:
@@ -207,6 +209,9 @@ class Runner:
             status = "skipped" if "too much shared data" in reason else "failed"
             return _row(point, self.settings, status, f"compile: {reason}")
         self._record_kernel(variant, params, fn)
+        if self.settings.skip_spills and fn.local_size_bytes:
+            return _row(point, self.settings, "skipped",
+                        f"{fn.local_size_bytes} bytes of local memory a thread (registers spill)")
         if fn.shared_size_bytes > gpu.facts.max_shared_per_block:
             return _row(point, self.settings, "skipped",
                         f"{fn.shared_size_bytes} bytes of shared memory exceed the device limit of {gpu.facts.max_shared_per_block}")

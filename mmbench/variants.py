@@ -120,7 +120,7 @@ _WARP_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (16,), "WM": (64,), "WN": (64
 
 # warptile's fastest configuration on the H200 at 4096, BK halved (two buffers), no split
 _DBUF_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (8,), "WM": (32,), "WN": (64,), "WNITER": (2,), "TM": (4,),
-                 "TN": (4,), "THREADS": (256,), "SPLITK": (1,), "MINB": (2,)}
+                 "TN": (4,), "THREADS": (256,), "SPLITK": (1,), "MINB": (2,), "VEC4": (1,)}
 
 
 def _ladder(name: str, label: str, description: str, defaults: dict, space: dict, rules: tuple, threads: str,
@@ -154,7 +154,7 @@ _ALL = (
             _WARP_RULES + ("STAGES >= 2", "4 * STAGES * BK * (BM + BN) <= 48 * 1024"), "THREADS"),
     _ladder("dbuf", "warp tiling + double buffer", "warp tiling, two shared buffers fed through registers "
             "(one barrier per k-tile), split-K over SPLITK grid layers",
-            _DBUF_DEFAULT, {**_WARP_SPACE, "BK": (8, 16), "SPLITK": (1, 2, 3, 4), "MINB": (1, 2)},
+            _DBUF_DEFAULT, {**_WARP_SPACE, "BK": (8, 16), "SPLITK": (1, 2, 3, 4), "MINB": (1, 2), "VEC4": (0, 1)},
             _WARP_RULES + ("SPLITK >= 1", "MINB * THREADS <= 1024",
                            # accumulators plus ~60 working registers must fit what MINB blocks leave a thread
                            "WM * WN // 32 + 60 <= 65536 // (MINB * THREADS)",
@@ -198,15 +198,17 @@ def param_points(variant: Variant, overrides: Mapping[str, tuple[int, ...]] | No
     """Every parameter combination of a variant: its axes' defaults, overridden where given.
 
     Overrides naming an axis the variant lacks are ignored (``--block`` means nothing to BLAS);
-    values must be positive integers.
+    values must be positive integers (or 0, for a switch whose tuning space has 0).
     """
     axes = dict(variant.axes)
     for name, values in (overrides or {}).items():
         if name not in axes:
             continue
-        bad = [v for v in values if not isinstance(v, int) or v < 1]
+        least = 0 if 0 in variant.space.get(name, ()) else 1  # 0 only for on/off switches such as VEC4
+        bad = [v for v in values if not isinstance(v, int) or v < least]
         if bad or not values:
-            raise VariantError(f"parameter {name}={bad or values!r} for '{variant.name}': values must be positive integers")
+            kind = "non-negative" if least == 0 else "positive"
+            raise VariantError(f"parameter {name}={bad or values!r} for '{variant.name}': values must be {kind} integers")
         axes[name] = tuple(values)
     names = sorted(axes)
     return [tuple(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]

@@ -137,7 +137,7 @@ def test_failing_point_becomes_a_row_and_the_sweep_goes_on(tmp_path, monkeypatch
     (["--block", "x"], "--block 'x'"),
     (["--params", "TILE=4"], "parameter 'TILE' belongs to none of best"),
     (["--params", "BLOCK"], "--params 'BLOCK': expected NAME=V[/V...] pairs"),
-    (["-v", "warptile", "--params", "BM=0"], "--params BM '0': expected comma-separated positive integers"),
+    (["-v", "warptile", "--params", "BM=0"], "parameter BM=[0] for 'warptile': values must be positive integers"),
     (["--cache", "warm"], "'warm' is not one of 'cold', 'hot'"),
     (["--runs", "0"], "0 is not in the range x>=1"),
     (["--resume"], "--resume needs --output"),

@@ -65,11 +65,19 @@ def test_ladder_sample_of_the_tuning_space_is_correct(gpu, name):
         assert [r["status"] for r in rows] == ["ok"] * 3, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
 
 
-@pytest.mark.parametrize("splits", [2, 3, 4])
-def test_split_k_is_correct_at_awkward_sizes(gpu, splits):
-    """Layers that add into C: k shorter than the layers (some add nothing), odd k, borders."""
-    rows = _run(gpu, [REGISTRY["dbuf"]], "1,7,31,65,1000x37x2049,37x1000x65,128x128x9", {"SPLITK": (splits,)})
-    assert [r["status"] for r in rows] == ["ok"] * 7, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
+@pytest.mark.parametrize("splits,vec4", [(1, 0), (2, 1), (3, 0), (4, 1)])
+def test_split_k_is_correct_at_awkward_sizes(gpu, splits, vec4):
+    """Layers that add into C: k shorter than the layers (some add nothing), odd k, borders;
+    with float4 loads where rows allow (VEC4 = 1) and with coalesced single floats (VEC4 = 0)."""
+    rows = _run(gpu, [REGISTRY["dbuf"]], "1,7,31,65,1000x37x2049,37x1000x65,128x128x9,256x260x68",
+                {"SPLITK": (splits,), "VEC4": (vec4,)})
+    assert [r["status"] for r in rows] == ["ok"] * 8, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
+
+
+def test_tuner_skips_configurations_that_spill(gpu):
+    spills = parse_params("BK=16,BM=128,BN=128,MINB=2,SPLITK=3,THREADS=256,TM=4,TN=4,VEC4=0,WM=64,WN=32,WNITER=1")
+    rows = _run(gpu, [REGISTRY["dbuf"]], "128", {k: (v,) for k, v in spills}, skip_spills=True)
+    assert rows[0]["status"] == "skipped" and "local memory" in rows[0]["reason"], rows[0]
 
 
 FAULTY = Path(__file__).parent / "kernels"

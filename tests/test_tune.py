@@ -157,3 +157,49 @@ def test_record_keeps_the_faster_entry(tmp_path):
     assert tune.load_cache(path)["G|pipelined|h|4096"]["params"] == "A=1"
     tune.record(path, "G", "pipelined", "h", {"4096": {**entry, "params": "A=3", "gflops": 110.0}}, RECORDED)
     assert tune.load_cache(path)["G|pipelined|h|4096"]["params"] == "A=3"
+
+
+def test_per_shape_entries_win_over_size_classes(tmp_path, recorded):
+    """--per-shape keeps one entry per exact shape; lookup takes it first, other shapes of its
+    class still get the class entry, and shape entries never stand in for a class."""
+    path = tmp_path / "cache.json"
+    per_class = tune.best_per_class(recorded, "pipelined")
+    per_shape = tune.best_per_class(recorded, "pipelined", per_shape=True)
+    assert set(per_shape) == {"1024x1024x1024", "2048x2048x2048", "2049x2049x2049", "4096x4096x4096"}
+    assert tune.describe(per_shape)[0].startswith("n~1024x1024x1024:")
+    # Make the exact shape's pick differ from its class's, as it would after a per-shape pass.
+    other = next(p for p in recorded[recorded.status == "ok"].params.unique() if p != per_class["2048u"]["params"])
+    shape_entry = {**per_shape["2049x2049x2049"], "params": other}
+    tune.record(path, "NVIDIA H200", "pipelined", "abc", {**per_class, "2049x2049x2049": shape_entry}, RECORDED)
+    cache = tune.load_cache(path)
+    got = lambda shape: format_params(tune.lookup(cache, "NVIDIA H200", PIPELINED, "abc", shape))  # noqa: E731
+    assert got(Shape(2049, 2049, 2049)) == other
+    assert got(Shape(2047, 2047, 2047)) == per_class["2048u"]["params"]
+    only_shapes = tmp_path / "shapes.json"
+    tune.record(only_shapes, "NVIDIA H200", "pipelined", "abc", {"2049x2049x2049": shape_entry}, RECORDED)
+    assert tune.lookup(tune.load_cache(only_shapes), "NVIDIA H200", PIPELINED, "abc", Shape(2047, 2047, 2047)) is None
+
+
+def test_candidates_are_the_fastest_at_any_shape(recorded):
+    ok = recorded[(recorded.variant == "pipelined") & (recorded.status == "ok")]
+    picks = {format_params(p) for p in tune.candidates(recorded, "pipelined", 2)}
+    expected = set()
+    for _, g in ok.groupby(["m", "n", "k"]):
+        expected |= set(g.sort_values("gflops_median", ascending=False).params.head(2))
+    assert picks == expected and 2 <= len(picks) <= 8
+    assert {format_params(p) for p in tune.candidates(recorded, "pipelined", 1)} < picks
+
+
+def test_tune_candidates_narrow_the_search(tmp_path):
+    for suffix in (".csv", ".meta.json"):
+        shutil.copy(RECORDED.with_suffix(suffix), tmp_path / f"rec{suffix}")
+    result = CliRunner().invoke(main, ["tune", "-v", "pipelined", "-s", "512:600", "--strategy", "brute", "--per-shape",
+                                       "--candidates", str(tmp_path / "rec.csv"), "--top", "1", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    top1 = len(tune.candidates(read_results(tmp_path / "rec.csv"), "pipelined", 1))
+    assert f"trying {top1} (brute) at 8 shape(s)" in result.output
+    missing = CliRunner().invoke(main, ["tune", "-v", "pipelined", "--candidates", str(tmp_path / "none.csv"),
+                                        "--dry-run"])
+    assert missing.exit_code == 2 and "none.csv" in missing.output
+    foreign = CliRunner().invoke(main, ["tune", "-v", "warptile", "--candidates", str(tmp_path / "rec.csv"), "--dry-run"])
+    assert foreign.exit_code == 2 and "no verified configuration of warptile" in foreign.output
