@@ -45,52 +45,57 @@ __device__ __forceinline__ float lane_of(const float4& v, int q)
 #define B_STEP (BN > THREADS ? 1 : THREADS / BN)
 
 // Global -> registers. k runs to kend (this layer's end), never past it: another layer owns
-// the rest. GUARD = false on interior tiles: no bounds checks.
-// VEC4 = 1 builds take float4s where rows are 16-byte aligned (vec, K and N multiples of 4), and
-// the same four floats one by one where they are not. VEC4 = 0 builds take single floats,
-// consecutive lanes along a row, so every load instruction of the warp stays coalesced: for
-// unaligned shapes, the float4 pattern touches four times the sectors per instruction, and L1
-// shares its bandwidth with the shared-memory loads that bound this kernel. (The choice is a
-// build parameter, not a runtime branch: both paths in one kernel spill registers.)
-template <bool GUARD>
-__device__ __forceinline__ void fetch(bool vec, const float* __restrict__ A, const float* __restrict__ B, Staged& s,
-                                      int row0, int col0, int k0, int M, int N, int K, int kend)
+// the rest, so the k-tile that crosses kend (KPART) reads zeros there. In a block that crosses
+// the edge of C (EDGE), rows of A past M and columns of B past N are clamped to the last one
+// instead of tested element by element: they only feed outputs that are never stored.
+// vec_a, vec_b: rows of A (K % 4 == 0), of B (N % 4 == 0) are 16-byte aligned.
+// VEC4 = 1 builds take float4s where rows are aligned and the same four floats one by one where
+// they are not. VEC4 = 0 builds take single floats, consecutive lanes along a row, so that every
+// load instruction of the warp stays coalesced. (A build parameter, not a runtime branch: both
+// paths in one kernel spill registers.)
+template <bool EDGE, bool KPART>
+__device__ __forceinline__ void fetch(bool vec_a, bool vec_b, const float* __restrict__ A,
+                                      const float* __restrict__ B, Staged& s, int row0, int col0, int k0, int M,
+                                      int N, int K, int kend)
 {
+    // Opaque copies in edge blocks: their clamps and offsets are recomputed in each k-tile
+    // instead of being hoisted out of the main loop to sit in registers (ptxas would spill).
+    if (EDGE) asm volatile("" : "+r"(M), "+r"(N), "+r"(K));
 #if VEC4
 #pragma unroll
     for (int j = 0; j < A_CHUNKS; ++j) {
         const int i = threadIdx.x + j * THREADS, r = i / (BK / 4), c = (i % (BK / 4)) * 4;
-        const int gr = row0 + r, gc = k0 + c;
+        const int gr = EDGE ? min(row0 + r, M - 1) : row0 + r, gc = k0 + c;
         const float* p = &A[gr * K + gc];
-        if (vec && (!GUARD || (gr < M && gc < kend))) {  // kend is then a multiple of 4
+        if (vec_a && (!KPART || gc < kend)) {  // kend is then a multiple of 4
             s.a[j] = *reinterpret_cast<const float4*>(p);
         } else {
-            s.a[j].x = (!GUARD || (gr < M && gc + 0 < kend)) ? p[0] : 0.0f;
-            s.a[j].y = (!GUARD || (gr < M && gc + 1 < kend)) ? p[1] : 0.0f;
-            s.a[j].z = (!GUARD || (gr < M && gc + 2 < kend)) ? p[2] : 0.0f;
-            s.a[j].w = (!GUARD || (gr < M && gc + 3 < kend)) ? p[3] : 0.0f;
+            s.a[j].x = !KPART || gc + 0 < kend ? p[0] : 0.0f;
+            s.a[j].y = !KPART || gc + 1 < kend ? p[1] : 0.0f;
+            s.a[j].z = !KPART || gc + 2 < kend ? p[2] : 0.0f;
+            s.a[j].w = !KPART || gc + 3 < kend ? p[3] : 0.0f;
         }
     }
 #pragma unroll
     for (int j = 0; j < B_CHUNKS; ++j) {
         const int i = threadIdx.x + j * THREADS, r = i / (BN / 4), c = (i % (BN / 4)) * 4;
         const int gr = k0 + r, gc = col0 + c;
-        const float* p = &B[gr * N + gc];
-        if (vec && (!GUARD || (gr < kend && gc < N))) {
-            s.b[j] = *reinterpret_cast<const float4*>(p);
+        const bool ok = !KPART || gr < kend;
+        if (vec_b) {  // a chunk lies wholly inside or wholly outside C's columns
+            const float* p = &B[gr * N + (EDGE ? min(gc, N - 4) : gc)];
+            s.b[j] = ok ? *reinterpret_cast<const float4*>(p) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         } else {
-            s.b[j].x = (!GUARD || (gr < kend && gc + 0 < N)) ? p[0] : 0.0f;
-            s.b[j].y = (!GUARD || (gr < kend && gc + 1 < N)) ? p[1] : 0.0f;
-            s.b[j].z = (!GUARD || (gr < kend && gc + 2 < N)) ? p[2] : 0.0f;
-            s.b[j].w = (!GUARD || (gr < kend && gc + 3 < N)) ? p[3] : 0.0f;
+            const float* p = &B[gr * N];
+            s.b[j].x = ok ? p[EDGE ? min(gc + 0, N - 1) : gc + 0] : 0.0f;
+            s.b[j].y = ok ? p[EDGE ? min(gc + 1, N - 1) : gc + 1] : 0.0f;
+            s.b[j].z = ok ? p[EDGE ? min(gc + 2, N - 1) : gc + 2] : 0.0f;
+            s.b[j].w = ok ? p[EDGE ? min(gc + 3, N - 1) : gc + 3] : 0.0f;
         }
     }
 #else
+    constexpr bool GUARD = EDGE || KPART;
     // Element j of this thread: A row ra + j * A_STEP, column ca; B row rb + j / B_PER_ROW * B_STEP,
     // column cb + (j % B_PER_ROW) * THREADS (the layout i = threadIdx.x + j * THREADS gives).
-    // Opaque copies: offsets and bounds derived from them are recomputed here, in each k-tile,
-    // instead of being hoisted out of the main loop to sit in registers (ptxas would spill).
-    asm volatile("" : "+r"(M), "+r"(N), "+r"(K));
     const int ra = threadIdx.x / BK, ca = threadIdx.x % BK;  // unsigned division: shifts
     const int rb = BN > THREADS ? 0 : threadIdx.x / BN, cb = BN > THREADS ? threadIdx.x : threadIdx.x % BN;
     const float* pa = A + (row0 + ra) * K + k0 + ca;
@@ -219,7 +224,7 @@ dbuf(const float* __restrict__ A, const float* __restrict__ B, float* __restrict
 {
     __shared__ __align__(16) float As[2][BK][AS_LD];
     __shared__ __align__(16) float Bs[2][BK][BN];
-    const bool vec = ((K | N) & 3) == 0;  // rows 16-byte aligned: float4 global loads and stores
+    const bool vec_a = (K & 3) == 0, vec_b = (N & 3) == 0;  // rows 16-byte aligned: float4 loads, stores
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int warp_row = warp / (BN / WN), warp_col = warp % (BN / WN);
     const int lane_row = lane / (WSUBN / TN), lane_col = lane % (WSUBN / TN);
@@ -233,27 +238,26 @@ dbuf(const float* __restrict__ A, const float* __restrict__ B, float* __restrict
 
     float acc[WMITER * TM][WNITER * TN] = {};
     Staged s;
-    if (inside && kbegin + BK <= kend)
-        fetch<false>(vec, A, B, s, row0, col0, kbegin, M, N, K, kend);
-    else
-        fetch<true>(vec, A, B, s, row0, col0, kbegin, M, N, K, kend);
+    const auto load = [&](int k0) {
+        if (k0 + BK > kend)
+            fetch<true, true>(vec_a, vec_b, A, B, s, row0, col0, k0, M, N, K, kend);
+        else if (inside)
+            fetch<false, false>(vec_a, vec_b, A, B, s, row0, col0, k0, M, N, K, kend);
+        else
+            fetch<true, false>(vec_a, vec_b, A, B, s, row0, col0, k0, M, N, K, kend);
+    };
+    load(kbegin);
     stash(s, As[0], Bs[0]);
     __syncthreads();
     int buf = 0;
     for (int k0 = kbegin; k0 < kend; k0 += BK) {
-        const int next = k0 + BK;
-        const bool more = next < kend;
-        if (more) {  // in flight during the products below
-            if (inside && next + BK <= kend)
-                fetch<false>(vec, A, B, s, row0, col0, next, M, N, K, kend);
-            else
-                fetch<true>(vec, A, B, s, row0, col0, next, M, N, K, kend);
-        }
+        const bool more = k0 + BK < kend;
+        if (more) load(k0 + BK);  // in flight during the products below
         products(As[buf], Bs[buf], acc, am, bn);
         // The other buffer was last read before the previous iteration's barrier: free to fill.
         if (more) stash(s, As[buf ^ 1], Bs[buf ^ 1]);
         __syncthreads();
         buf ^= 1;
     }
-    write_tile(vec, C, acc, M, N, row0 + am, col0 + bn, inside);
+    write_tile(vec_b, C, acc, M, N, row0 + am, col0 + bn, inside);
 }
