@@ -84,18 +84,12 @@ __device__ __forceinline__ void fetch(bool vec_a, bool vec_b, const float* __res
         if (vec_b) {  // a chunk lies wholly inside or wholly outside C's columns
             const float* p = &B[gr * N + (EDGE ? min(gc, N - 4) : gc)];
             s.b[j] = ok ? *reinterpret_cast<const float4*>(p) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        } else if (!EDGE || gc + 3 < N) {  // unaligned, all four columns inside: one base address
-            const float* p = &B[gr * N + gc];
-            s.b[j].x = ok ? p[0] : 0.0f;
-            s.b[j].y = ok ? p[1] : 0.0f;
-            s.b[j].z = ok ? p[2] : 0.0f;
-            s.b[j].w = ok ? p[3] : 0.0f;
-        } else {  // the chunks that straddle column N
+        } else {
             const float* p = &B[gr * N];
-            s.b[j].x = ok ? p[min(gc + 0, N - 1)] : 0.0f;
-            s.b[j].y = ok ? p[min(gc + 1, N - 1)] : 0.0f;
-            s.b[j].z = ok ? p[min(gc + 2, N - 1)] : 0.0f;
-            s.b[j].w = ok ? p[min(gc + 3, N - 1)] : 0.0f;
+            s.b[j].x = ok ? p[EDGE ? min(gc + 0, N - 1) : gc + 0] : 0.0f;
+            s.b[j].y = ok ? p[EDGE ? min(gc + 1, N - 1) : gc + 1] : 0.0f;
+            s.b[j].z = ok ? p[EDGE ? min(gc + 2, N - 1) : gc + 2] : 0.0f;
+            s.b[j].w = ok ? p[EDGE ? min(gc + 3, N - 1) : gc + 3] : 0.0f;
         }
     }
 #else
