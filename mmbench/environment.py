@@ -36,7 +36,11 @@ def blas_info() -> list[dict]:
 
 
 def git_info() -> dict:
-    """The commit that ran. A copy without .git (the GPU machine's) names it in MMBENCH_GIT_COMMIT."""
+    """The commit that ran. MMBENCH_GIT_COMMIT, where set, names it: the GPU machine's copy of the
+    working tree has no .git, or one that is not the commit being run."""
+    named = os.environ.get("MMBENCH_GIT_COMMIT")
+    if named:
+        return {"commit": named, "from": "MMBENCH_GIT_COMMIT"}
 
     def git(*args):
         return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=10)
@@ -44,11 +48,11 @@ def git_info() -> dict:
     try:
         head = git("rev-parse", "HEAD")
         if head.returncode != 0:
-            return {"commit": os.environ.get("MMBENCH_GIT_COMMIT"), "from": "MMBENCH_GIT_COMMIT"}
+            return {"commit": None, "from": "no git checkout and no MMBENCH_GIT_COMMIT"}
         dirty = bool(git("status", "--porcelain", "--untracked-files=no").stdout.strip())
         return {"commit": head.stdout.strip(), "dirty": dirty}
     except (OSError, subprocess.TimeoutExpired):
-        return {"commit": os.environ.get("MMBENCH_GIT_COMMIT"), "from": "MMBENCH_GIT_COMMIT"}
+        return {"commit": None, "from": "git unavailable and no MMBENCH_GIT_COMMIT"}
 
 
 def cpu_model() -> str:

@@ -24,7 +24,8 @@ from .results import ResultsError  # noqa: E402
 # One colour per variant, the same in every figure; other variants cycle through tab20.
 COLOURS = {"best_const": "tab:blue", "best": "tab:orange", "interleaved": "tab:green", "unroll_k2": "tab:red",
            "shared": "tab:purple", "naive": "tab:brown", "shared_uncoalesced": "tab:pink", "blas": "tab:gray",
-           "cublas": "tab:olive", "tile2d": "tab:cyan", "vec4": "navy", "warptile": "darkgreen", "pipelined": "black"}
+           "cublas": "tab:olive", "tile2d": "tab:cyan", "vec4": "navy", "warptile": "darkgreen", "pipelined": "black",
+           "dbuf": "crimson"}
 FALLBACK = plt.get_cmap("tab20").colors
 LINESTYLE = {32: "-", 16: "--", 8: ":"}
 FIG1_SIZES = analysis.FIG1_SIZES
@@ -172,9 +173,9 @@ def fig_vs_cublas(df: pd.DataFrame, meta: dict) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(10, 6), layout="constrained")
     for s in sorted({analysis.series_of(v, "") for v in pct.variant.unique()}, key=lambda s: s.order):
         g = pct[pct.variant == s.variant]
-        tuned = g.params.nunique() > 1
+        configs = g.params.nunique()  # more than one: tuned parameters (per size class or shape)
         ax.plot(g.n, g.percent, marker=".", markersize=3, linewidth=1.2, color=style(s)["color"],
-                label=s.label + (" (tuned per size class)" if tuned else ""))
+                label=s.label + (f" (tuned: {configs} configurations)" if configs > 1 else ""))
     _log2_sizes(ax)
     for level, text in ((100, "cuBLAS"), (95, "95 %"), (90, "90 %")):
         ax.axhline(level, color="black", linewidth=0.8 if level == 100 else 0.5, linestyle="-" if level == 100 else ":")

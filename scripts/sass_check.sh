@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # What the machine code of a variant shows, at its tuned parameters for a size on this GPU
 # (else its defaults): 16-byte shared/global loads, FFMAs, and any local memory (LDL/STL).
-# Needs nvcc and cuobjdump (the GPU machine has both). Usage: bash scripts/sass_check.sh VARIANT N
+# Needs nvcc and cuobjdump (the GPU machine has both). Usage: bash scripts/sass_check.sh VARIANT N [GPU]
+# GPU names the tuning cache's device when this machine has none (e.g. "NVIDIA H200").
 set -euo pipefail
-variant=${1:?usage: sass_check.sh VARIANT N}; n=${2:?usage: sass_check.sh VARIANT N}
+variant=${1:?usage: sass_check.sh VARIANT N [GPU]}; n=${2:?usage: sass_check.sh VARIANT N [GPU]}; gpu=${3:-}
 dir=$(mktemp -d)
-python3 - "$variant" "$n" "$dir" <<'PY'
+python3 - "$variant" "$n" "$dir" "$gpu" <<'PY'
 import sys
 from pathlib import Path
 from mmbench import source, tune
@@ -13,7 +14,8 @@ from mmbench.device import device_name
 from mmbench.sizes import Shape
 from mmbench.variants import get_variant, param_points, format_params
 v, n, out = get_variant(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
-params = tune.lookup(tune.load_cache(tune.DEFAULT_CACHE), device_name() or "", v, source.source_hash(v), Shape(n, n, n)) \
+gpu = sys.argv[4] or device_name() or ""
+params = tune.lookup(tune.load_cache(tune.DEFAULT_CACHE), gpu, v, source.source_hash(v), Shape(n, n, n)) \
     or param_points(v)[0]
 print(f"{v.name} at n={n}: {format_params(params)}")
 (out / "kernel.cu").write_text(source.module_source(v, params))

@@ -55,3 +55,14 @@ def test_metadata_beside_the_csv(tmp_path):
     path = tmp_path / "r.csv"
     written = write_metadata(path, {"gpu": {"name": "X"}})
     assert written == tmp_path / "r.meta.json" and read_metadata(path) == {"gpu": {"name": "X"}}
+
+
+def test_git_commit_named_by_the_environment_wins(monkeypatch):
+    """The GPU machine's copy may carry a stale .git; the commit the caller names is the truth."""
+    from mmbench.environment import git_info
+
+    monkeypatch.setenv("MMBENCH_GIT_COMMIT", "abc1234")
+    assert git_info() == {"commit": "abc1234", "from": "MMBENCH_GIT_COMMIT"}
+    monkeypatch.delenv("MMBENCH_GIT_COMMIT")
+    info = git_info()
+    assert "from" in info or len(info["commit"]) == 40
