@@ -301,7 +301,7 @@ def _execute(points: list[Point], settings: Settings, output: Path, about: dict,
 def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, jobs, output, tuning_cache, dry_run,
          replay, pinned_text, per_shape, candidates_from, top):
     """Search a variant's parameter space: compile, verify and time every configuration tried,
-    record each as a row, and keep the best per size class in the tuning cache."""
+    record each as a row, and keep the best per size class (or per shape) in the tuning cache."""
     from . import source
     from .tune import TuneError, best_per_class, candidates, choose, describe, record
 
