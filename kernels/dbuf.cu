@@ -193,8 +193,9 @@ __device__ __forceinline__ void put1(float* p, float v)
 #endif
 }
 
-__device__ __forceinline__ void write_tile(bool vec, float* __restrict__ C, const float acc[WMITER * TM][WNITER * TN], int M,
-                                           int N, int r0, int c0, bool inside)
+// Aligned rows, a tile inside C: each lane stores its register tile as float4s.
+__device__ __forceinline__ void write_tile(float* __restrict__ C, const float acc[WMITER * TM][WNITER * TN], int N,
+                                           int r0, int c0)
 {
 #pragma unroll
     for (int wm = 0; wm < WMITER; ++wm)
@@ -203,20 +204,45 @@ __device__ __forceinline__ void write_tile(bool vec, float* __restrict__ C, cons
             const int r = r0 + wm * WSUBM + i;
 #pragma unroll
             for (int wn = 0; wn < WNITER; ++wn) {
-                const int c = c0 + wn * WSUBN;
-                const int a = wm * TM + i, b = wn * TN;
-                if (vec && inside) {
+                const int c = c0 + wn * WSUBN, a = wm * TM + i, b = wn * TN;
 #pragma unroll
-                    for (int j = 0; j < TN; j += 4)
-                        put4(&C[r * N + c + j], make_float4(acc[a][b + j], acc[a][b + j + 1], acc[a][b + j + 2],
-                                                            acc[a][b + j + 3]));
-                } else {
-#pragma unroll
-                    for (int j = 0; j < TN; ++j)
-                        if (r < M && c + j < N) put1(&C[r * N + c + j], acc[a][b + j]);
-                }
+                for (int j = 0; j < TN; j += 4)
+                    put4(&C[r * N + c + j],
+                         make_float4(acc[a][b + j], acc[a][b + j + 1], acc[a][b + j + 2], acc[a][b + j + 3]));
             }
         }
+}
+
+// Unaligned rows, or a tile that crosses C's edge: single floats. Stored straight from registers,
+// each store instruction of the warp would touch 8 rows at a 16-byte stride, and in a one-wave
+// grid every block writes C at the same moment, at the end: that burst is not hidden behind any
+// compute (it cost 7 % at 2047). So the warp passes each row slab of its tile through shared
+// memory (stage, 32 * TN floats) and writes C with consecutive lanes on consecutive columns.
+__device__ __forceinline__ void write_tile_staged(float* __restrict__ C, const float acc[WMITER * TM][WNITER * TN],
+                                                  int M, int N, int wr0, int wc0, int lane_row, int lane_col,
+                                                  float* stage)
+{
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int wn = 0; wn < WNITER; ++wn) {
+                const int a = wm * TM + i, b = wn * TN;
+                __syncwarp();  // the previous slab has been read
+#pragma unroll
+                for (int j = 0; j < TN; j += 4)
+                    *reinterpret_cast<float4*>(&stage[lane_row * WSUBN + lane_col * TN + j]) =
+                        make_float4(acc[a][b + j], acc[a][b + j + 1], acc[a][b + j + 2], acc[a][b + j + 3]);
+                __syncwarp();
+#pragma unroll
+                for (int e = 0; e < TN; ++e) {  // slab row rho holds C row wr0 + wm * WSUBM + rho * TM + i
+                    const int idx = e * 32 + lane, rho = idx / WSUBN, col = idx % WSUBN;
+                    const int r = wr0 + wm * WSUBM + rho * TM + i, c = wc0 + wn * WSUBN + col;
+                    if (r < M && c < N) put1(&C[r * N + c], stage[idx]);
+                }
+            }
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
@@ -259,5 +285,9 @@ dbuf(const float* __restrict__ A, const float* __restrict__ B, float* __restrict
         __syncthreads();
         buf ^= 1;
     }
-    write_tile(vec_b, C, acc, M, N, row0 + am, col0 + bn, inside);
+    if (vec_b && inside)
+        write_tile(C, acc, N, row0 + am, col0 + bn);
+    else  // the last barrier above freed the A buffers: each warp stages through its share of them
+        write_tile_staged(C, acc, M, N, row0 + warp_row * WM, col0 + warp_col * WN, lane_row, lane_col,
+                          &As[0][0][0] + warp * 32 * TN);
 }

@@ -159,6 +159,7 @@ _ALL = (
                            # accumulators plus ~60 working registers must fit what MINB blocks leave a thread
                            "WM * WN // 32 + 60 <= 65536 // (MINB * THREADS)",
                            "WM * WN // 32 * BK <= 1024",  # 128 accumulators leave no room for BK = 16
+                           "THREADS * TN <= 2 * BK * (BM + 4)",  # the epilogue's staging fits the A buffers
                            "8 * BK * (BM + 4 + BN) <= 48 * 1024"), "THREADS", layers="SPLITK"),
     Variant(name="blas", backend="blas", label="BLAS (multicore)",
             description="CPU BLAS sgemm through numpy (float32), threads recorded"),
