@@ -118,8 +118,8 @@ _WARP_SPACE = {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16, 32), "W
 _WARP_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (16,), "WM": (64,), "WN": (64,), "WNITER": (4,), "TM": (8,),
                  "TN": (4,), "THREADS": (128,)}
 
-# warptile's fastest configuration on the H200 at 4096, BK halved (two buffers), no split
-_DBUF_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (8,), "WM": (32,), "WN": (64,), "WNITER": (2,), "TM": (4,),
+# The fastest dbuf configuration at 2048 and 4096 on the H200, no split
+_DBUF_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (16,), "WM": (64,), "WN": (32,), "WNITER": (2,), "TM": (8,),
                  "TN": (4,), "THREADS": (256,), "SPLITK": (1,), "MINB": (2,), "VEC4": (1,)}
 
 
