@@ -28,23 +28,7 @@ SECONDS=0
 mmbench run -v "$compare,cublas" -s "${COMPARE_SIZES:-1024,1025,2048,2049,4096}" --runs 10 \
   -o "results/compare-$tag.csv" >> "$log" 2>&1
 echo "compare: $SECONDS s" | tee -a "$log"
-tar czf "$OUT/tune-$tag.tar.gz" "${files[@]}"
-python3 - "results/compare-$tag.csv" <<'PY'
-import sys
-import numpy as np, pandas as pd
-from mmbench.sizes import parse_sizes
-d = pd.read_csv(sys.argv[1])
-ok = d[d.status == "ok"]
-t = ok.pivot_table(index="n", columns="variant", values="gflops_median")
-ours = [v for v in t.columns if v != "cublas"]
-for v in ours:
-    t[v + " %"] = 100 * t[v] / t["cublas"]
-paper = t.index.isin([s.n for s in parse_sizes("512:2049")])
-for v in ours:
-    print(f"{v}: geomean {np.exp(np.log(t.loc[paper, v + ' %']).mean()):.1f} % of cuBLAS over {paper.sum()} paper sizes")
-keep = t.index.isin([512, 513, 1024, 1025, 1536, 2047, 2048, 2049, 4096, 4097, 8192])
-print(t[keep].round(1).to_string())
-bad = d[d.status != "ok"]
-if len(bad):
-    print(bad[["variant", "n", "status", "reason"]].to_string())
-PY
+# The summary (% of cuBLAS at 4096 and 2049, geomean over the paper sizes) and its figure, as
+# `mmbench plot vs-cublas` computes them for any results file.
+mmbench plot vs-cublas "results/compare-$tag.csv" 2>&1 | tee -a "$log"
+tar czf "$OUT/tune-$tag.tar.gz" "${files[@]}" "results/compare-$tag"
