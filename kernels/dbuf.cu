@@ -11,8 +11,13 @@
 //    adds its partial tile into C with atomics, so small or awkward sizes, whose few tiles would
 //    leave SMs idle or run a mostly empty last wave, still fill the GPU. With SPLITK > 1 the
 //    harness zeroes C before every launch, inside the timed region.
+//  * Thin remainders (STRIP). When C has at most STRIP rows (columns) past the last whole tile,
+//    the harness launches the tiled kernel on the whole tiles only and computes the leftover strip
+//    with dbuf_row_strip (dbuf_col_strip): a tile row that is 1 row full would cost as much as a
+//    full one, and at 2049 it makes a 17 x 17 grid that leaves a second wave almost empty.
 // Tunable: BM, BN, BK, WM, WN, WNITER, TM, TN, THREADS, SPLITK; MINB, the blocks per SM the
-// register allocation must leave room for (__launch_bounds__); VEC4, how global loads go (fetch).
+// register allocation must leave room for (__launch_bounds__); VEC4, how global loads go (fetch);
+// STAGE, how edge tiles store C; STRIP, the widest remainder sent to the strip kernels (0: none).
 
 #define WMITER ((WM * WN) / (32 * TM * TN * WNITER))
 #define WSUBM (WM / WMITER)
@@ -213,14 +218,14 @@ __device__ __forceinline__ void write_tile(float* __restrict__ C, const float ac
         }
 }
 
+#if STAGE
 // Unaligned rows, or a tile that crosses C's edge: single floats. Stored straight from registers,
-// each store instruction of the warp would touch 8 rows at a 16-byte stride, and in a one-wave
-// grid every block writes C at the same moment, at the end: that burst is not hidden behind any
-// compute (it cost 7 % at 2047). So the warp passes each row slab of its tile through shared
-// memory (stage, 32 * TN floats) and writes C with consecutive lanes on consecutive columns.
-__device__ __forceinline__ void write_tile_staged(float* __restrict__ C, const float acc[WMITER * TM][WNITER * TN],
-                                                  int M, int N, int wr0, int wc0, int lane_row, int lane_col,
-                                                  float* stage)
+// each store instruction of the warp touches 8 rows at a 16-byte stride; with split-K those are
+// scattered atomics. So the warp passes each row slab of its tile through shared memory (stage,
+// 32 * TN floats) and writes C with consecutive lanes on consecutive columns. The code costs the
+// aligned path registers even where it never runs (4096 fell 6 % with it), hence the switch.
+__device__ __forceinline__ void write_edge(float* __restrict__ C, const float acc[WMITER * TM][WNITER * TN],
+                                           int M, int N, int wr0, int wc0, int lane_row, int lane_col, float* stage)
 {
     const int lane = threadIdx.x % 32;
 #pragma unroll
@@ -244,6 +249,25 @@ __device__ __forceinline__ void write_tile_staged(float* __restrict__ C, const f
                 }
             }
 }
+#else
+// Unaligned rows, or a tile that crosses C's edge: each lane stores its own outputs one by one.
+__device__ __forceinline__ void write_edge(float* __restrict__ C, const float acc[WMITER * TM][WNITER * TN],
+                                           int M, int N, int wr0, int wc0, int lane_row, int lane_col, float*)
+{
+    const int r0 = wr0 + lane_row * TM, c0 = wc0 + lane_col * TN;
+#pragma unroll
+    for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) {
+                    const int r = r0 + wm * WSUBM + i, c = c0 + wn * WSUBN + j;
+                    if (r < M && c < N) put1(&C[r * N + c], acc[wm * TM + i][wn * TN + j]);
+                }
+}
+#endif
 
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 dbuf(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K)
@@ -287,7 +311,96 @@ dbuf(const float* __restrict__ A, const float* __restrict__ B, float* __restrict
     }
     if (vec_b && inside)
         write_tile(C, acc, N, row0 + am, col0 + bn);
-    else  // the last barrier above freed the A buffers: each warp stages through its share of them
-        write_tile_staged(C, acc, M, N, row0 + warp_row * WM, col0 + warp_col * WN, lane_row, lane_col,
-                          &As[0][0][0] + warp * 32 * TN);
+    else  // the last barrier above freed the A buffers: with STAGE, each warp stages through its share
+        write_edge(C, acc, M, N, row0 + warp_row * WM, col0 + warp_col * WN, lane_row, lane_col,
+                   &As[0][0][0] + warp * 32 * TN);
 }
+
+#if STRIP
+// The strips: memory-bound products of a few rows (columns) of C, each reading a whole operand.
+// They need many loads in flight, so every lane keeps several independent ones going. Both take
+// any grid: a block moves on by the grid's width until the strip is done.
+
+// C[m0:M, 0:N], r = M - m0 <= STRIP rows. A block of up to 32 x 32 threads owns blockDim.x columns:
+// warp w takes k = w, w + blockDim.y, ..., each lane one column (B read coalesced, A's few values
+// broadcast), and the warps' partial sums meet in shared memory.
+extern "C" __global__ void __launch_bounds__(1024)
+dbuf_row_strip(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K,
+               int m0)
+{
+    __shared__ float part[32][STRIP][33];  // warp x row x lane, padded: the final sums read across warps
+    const int lane = threadIdx.x, warp = threadIdx.y, r = M - m0;
+    const float* a = A + m0 * K;
+    for (int c = blockIdx.x * blockDim.x + lane; c - lane < N; c += gridDim.x * blockDim.x) {
+        const float* b = B + min(c, N - 1);  // lanes past N compute a copy that is never stored
+        float acc[STRIP] = {};
+#pragma unroll 4
+        for (int k = warp; k < K; k += blockDim.y) {
+            const float x = b[k * N];
+#pragma unroll
+            for (int i = 0; i < STRIP; ++i)
+                if (i < r) acc[i] = fmaf(a[i * K + k], x, acc[i]);
+        }
+        __syncthreads();  // the previous columns' sums have been read
+#pragma unroll
+        for (int i = 0; i < STRIP; ++i) part[warp][i][lane] = acc[i];
+        __syncthreads();
+        if (warp < r && c < N) {  // warp i sums row i
+            float sum = 0.0f;
+            for (int w = 0; w < blockDim.y; ++w) sum += part[w][warp][lane];
+            C[(m0 + warp) * N + c] = sum;
+        }
+    }
+}
+
+// C[0:M0, n0:N], r = N - n0 <= STRIP columns. Each warp owns COL_STRIP_ROWS rows, its lanes take
+// every 32nd k of them (A read coalesced) and the warp sums by shuffles. B's few columns, a chunk of
+// k at a time, are first copied into shared memory: read from there with consecutive k, not
+// a 32-row gather per load.
+#define COL_STRIP_ROWS 2
+#define COL_STRIP_KC 1024
+extern "C" __global__ void __launch_bounds__(256)
+dbuf_col_strip(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M0, int N, int K,
+               int n0)
+{
+    __shared__ float bs[STRIP][COL_STRIP_KC];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, r = N - n0;
+    const int span = blockDim.x / 32 * COL_STRIP_ROWS;  // rows a block covers at a time
+    for (int base = blockIdx.x * span; base < M0; base += gridDim.x * span) {
+        const int row0 = base + warp * COL_STRIP_ROWS;
+        const float* a[COL_STRIP_ROWS];
+#pragma unroll
+        for (int q = 0; q < COL_STRIP_ROWS; ++q) a[q] = A + min(row0 + q, M0 - 1) * K;  // clamped, never stored
+        float acc[COL_STRIP_ROWS][STRIP] = {};
+        for (int kc = 0; kc < K; kc += COL_STRIP_KC) {
+            const int kn = min(COL_STRIP_KC, K - kc);
+            __syncthreads();  // the previous chunk has been read
+            for (int e = threadIdx.x; e < kn * r; e += blockDim.x) bs[e % r][e / r] = B[(kc + e / r) * N + n0 + e % r];
+            __syncthreads();
+#pragma unroll 4
+            for (int k = lane; k < kn; k += 32) {
+                float x[COL_STRIP_ROWS];
+#pragma unroll
+                for (int q = 0; q < COL_STRIP_ROWS; ++q) x[q] = a[q][kc + k];
+#pragma unroll
+                for (int i = 0; i < STRIP; ++i)
+                    if (i < r) {
+                        const float y = bs[i][k];
+#pragma unroll
+                        for (int q = 0; q < COL_STRIP_ROWS; ++q) acc[q][i] = fmaf(x[q], y, acc[q][i]);
+                    }
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < COL_STRIP_ROWS; ++q)
+#pragma unroll
+            for (int i = 0; i < STRIP; ++i)
+                if (i < r) {
+                    float v = acc[q][i];
+#pragma unroll
+                    for (int d = 16; d > 0; d /= 2) v += __shfl_xor_sync(0xffffffffu, v, d);
+                    if (lane == 0 && row0 + q < M0) C[(row0 + q) * N + n0 + i] = v;
+                }
+    }
+}
+#endif

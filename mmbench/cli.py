@@ -314,8 +314,7 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
             import pandas as pd
 
             recorded = pd.concat([read_results(p) for p in candidates_from])
-            current = set(tuning_space(variant))  # configurations of an older parameter set drop out
-            narrowed = [p for p in candidates(recorded, variant.name, top) if p in current]
+            narrowed = candidates(recorded, variant, top)
             if not narrowed:
                 raise TuneError(f"no verified configuration of {variant.name} in {', '.join(map(str, candidates_from))}")
         configs = choose(variant, strategy, budget, seed, narrowed, pinned=pinned)

@@ -142,7 +142,8 @@ class Gpu:
         )
         self.clock = SmClock(self.facts.pci_bus_id)
         self.stream = drv.Stream()
-        self._functions: dict[tuple[str, Params], Any] = {}
+        self._modules: dict[tuple[str, Params], Any] = {}
+        self._functions: dict[tuple[str, Params, str], Any] = {}
         # Cold-cache samples write a buffer twice the L2 size before each launch.
         self._flush_words = 2 * self.facts.l2_bytes // 4
         self._flush_buf = drv.mem_alloc(self._flush_words * 4)
@@ -153,15 +154,17 @@ class Gpu:
         self._hold = self.function(hold_variant, ())
 
     # -- compiling ---------------------------------------------------------------------------
-    def function(self, variant: Variant, params: Params):
-        """The compiled entry function (PyCUDA caches the cubin on disk between runs)."""
-        key = (variant.name, params)
-        if key not in self._functions:
-            module = self._source_module(source.module_source(variant, params),
-                                         options=list(source.NVCC_OPTIONS), no_extern_c=True,
-                                         arch=self.facts.arch)
-            self._functions[key] = module.get_function(variant.name)
-        return self._functions[key]
+    def function(self, variant: Variant, params: Params, entry: str | None = None):
+        """A compiled entry function, the variant's own by default (PyCUDA caches the cubin on disk
+        between runs; one module per parameter point holds all its entries)."""
+        key, entry = (variant.name, params), entry or variant.name
+        if key not in self._modules:
+            self._modules[key] = self._source_module(source.module_source(variant, params),
+                                                     options=list(source.NVCC_OPTIONS), no_extern_c=True,
+                                                     arch=self.facts.arch)
+        if (*key, entry) not in self._functions:
+            self._functions[(*key, entry)] = self._modules[key].get_function(entry)
+        return self._functions[(*key, entry)]
 
     def precompile(self, variant: Variant, points: list[Params], jobs: int) -> None:
         """Compile many parameter points in parallel into PyCUDA's cache (nvcc runs as separate
@@ -208,17 +211,17 @@ class Gpu:
         self.drv.memset_d32_async(buf, 0, count, self.stream)
 
     def gemm_launcher(self, variant: Variant, params: Params, shape, a, b, c):
-        """A no-argument launch of a GEMM kernel on the stream. A split-K kernel adds into C,
-        so its launch zeroes C first; the zeroing is part of what gets timed."""
-        fn = self.function(variant, params)
-        block, grid = variant.launch_geometry(params, shape)
-        m, n, k = np.int32(shape.m), np.int32(shape.n), np.int32(shape.k)
+        """A no-argument launch of a GEMM on the stream: every kernel of variant.launches. A split-K
+        kernel adds into C, so its launch zeroes C first; the zeroing is part of what gets timed."""
+        calls = [(self.function(variant, params, x.entry), x.block, x.grid, tuple(np.int32(v) for v in x.args))
+                 for x in variant.launches(params, shape)]
         zero = variant.accumulates(params)
 
         def launch() -> None:
             if zero:
                 self.zero_async(c, shape.m * shape.n)
-            fn(a, b, c, m, n, k, block=block, grid=grid, stream=self.stream)
+            for fn, block, grid, args in calls:
+                fn(a, b, c, *args, block=block, grid=grid, stream=self.stream)
 
         return launch
 

@@ -116,9 +116,14 @@ def parse_ptxas(text: str) -> dict[str, PtxasReport]:
     return reports
 
 
-@lru_cache(maxsize=None)
 def compile_report(variant: Variant, params: Params, arch: str = DEFAULT_ARCH) -> PtxasReport:
-    """Compile a variant as SourceModule would and return ptxas's report of its entry function
+    """ptxas's report of the variant's own entry function, compiled as SourceModule would."""
+    return compile_reports(variant, params, arch)[variant.name]
+
+
+@lru_cache(maxsize=None)
+def compile_reports(variant: Variant, params: Params, arch: str = DEFAULT_ARCH) -> dict[str, PtxasReport]:
+    """Compile a variant as SourceModule would; ptxas's report of each of its entry functions
     (memoized: the metadata asks once per kernel, and the tuner warms it in parallel)."""
     if nvcc_path() is None:
         raise CompileError("nvcc not found on PATH: install the CUDA toolkit")
@@ -132,4 +137,4 @@ def compile_report(variant: Variant, params: Params, arch: str = DEFAULT_ARCH) -
     reports = parse_ptxas(log)
     if variant.name not in reports:
         raise CompileError(f"nvcc built no entry function '{variant.name}' from {source_path(variant).name}")
-    return reports[variant.name]
+    return reports

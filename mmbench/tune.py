@@ -10,6 +10,7 @@ so stale entries are never used. Generic: nothing here knows about GEMM tiles.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import math
 import random
@@ -80,12 +81,22 @@ def choose(variant: Variant, strategy: str, budget: int | None, seed: int = 0,
     return defaults + rest
 
 
-def candidates(rows: pd.DataFrame, variant: str, top: int) -> list[Params]:
+def candidates(rows: pd.DataFrame, variant: Variant, top: int) -> list[Params]:
     """The configurations among the `top` fastest (median GFLOP/s) at any shape of a recorded
-    tuning run: a short list that is good somewhere, for a finer search such as --per-shape."""
-    ok = rows[(rows.variant == variant) & (rows.status == "ok")]
+    tuning run: a short list that is good somewhere, for a finer search such as --per-shape.
+    Only points of the variant's current space count; a recorded configuration that predates a
+    parameter stands for each of its values (a new switch is tried both ways)."""
+    ok = rows[(rows.variant == variant.name) & (rows.status == "ok")]
     picks = (ok.sort_values("gflops_median", ascending=False).groupby(["m", "n", "k"], sort=False).head(top))
-    return [parse_params(p) for p in dict.fromkeys(picks.params)]
+    current = set(tuning_space(variant))
+    found = []
+    for recorded in map(dict, map(parse_params, dict.fromkeys(picks.params))):
+        missing = sorted(set(variant.space) - set(recorded))
+        for values in itertools.product(*(variant.space[name] for name in missing)):
+            point = tuple(sorted({**recorded, **dict(zip(missing, values))}.items()))
+            if point in current:
+                found.append(point)
+    return list(dict.fromkeys(found))
 
 
 def best_per_class(rows: pd.DataFrame, variant: str, per_shape: bool = False) -> dict[str, dict]:

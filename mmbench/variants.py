@@ -43,6 +43,9 @@ class Variant:
     # Grid layers along z that each add a partial product into C (split-K); above 1 the
     # harness zeroes C before every launch, inside the timed region.
     layers: str = "1"
+    # The widest remainder of rows (columns) past C's last whole tile that goes to the variant's
+    # strip kernels, <name>_row_strip and <name>_col_strip, instead of a mostly empty tile row.
+    strips: str = "0"
     constraints: tuple[str, ...] = ()  # expressions that must hold for a parameter point to build
     space: Mapping[str, tuple[int, ...]] = field(default_factory=dict, hash=False)  # what `tune` explores
     source_dir: Path | None = None  # only for kernels outside kernels/ (tests)
@@ -64,6 +67,31 @@ class Variant:
         return self.block_dims(params), (math.ceil(shape.n / cols), math.ceil(shape.m / rows),
                                          evaluate(self.layers, params))
 
+    @property
+    def entries(self) -> tuple[str, ...]:
+        """The kernel's entry functions: its own, then the row and column strip kernels if it has them."""
+        return (self.name,) + ((f"{self.name}_row_strip", f"{self.name}_col_strip") if self.strips != "0" else ())
+
+    def launches(self, params: Params, shape: Shape) -> tuple[Launch, ...]:
+        """What one product launches, in order: the tiled kernel over C's whole tiles (all of C
+        when no remainder is thin enough for the strips), then the strip kernels. A strip kernel
+        computes C[m0:m, :] or C[:m0, n0:] over all of k."""
+        rows, cols = (evaluate(e, params) for e in self.tile)
+        width = evaluate(self.strips, params)
+        m0 = shape.m - shape.m % rows if shape.m % rows <= width else shape.m
+        n0 = shape.n - shape.n % cols if shape.n % cols <= width else shape.n
+        out = []
+        if m0 and n0:
+            block, grid = self.launch_geometry(params, Shape(m0, n0, shape.k))
+            out.append(Launch(self.name, block, grid, (m0, shape.n, shape.k)))
+        if m0 < shape.m:
+            out.append(Launch(self.entries[1], ROW_STRIP_BLOCK, (math.ceil(shape.n / ROW_STRIP_BLOCK[0]), 1, 1),
+                              (shape.m, shape.n, shape.k, m0)))
+        if n0 < shape.n and m0:
+            out.append(Launch(self.entries[2], COL_STRIP_BLOCK, (math.ceil(m0 / COL_STRIP_ROWS), 1, 1),
+                              (m0, shape.n, shape.k, n0)))
+        return tuple(out)
+
     def accumulates(self, params: Params) -> bool:
         """Whether the kernel adds into C (which must then be zeroed first)."""
         return evaluate(self.layers, params) > 1
@@ -71,6 +99,23 @@ class Variant:
     def violated(self, params: Params) -> list[str]:
         """The constraints a parameter point breaks (empty when it may be built)."""
         return [c for c in self.constraints if not _holds(c, params)]
+
+
+# Strip kernels' geometry: 32 columns x 32 warps a block; 8 warps of 2 rows, 16 rows a block. The
+# kernels are correct with any grid (a block strides on); these keep enough loads in flight.
+ROW_STRIP_BLOCK = (32, 32, 1)
+COL_STRIP_BLOCK = (256, 1, 1)
+COL_STRIP_ROWS = 16
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch of a product: entry function, geometry, the int arguments after A, B, C."""
+
+    entry: str
+    block: tuple[int, int, int]
+    grid: tuple[int, int, int]
+    args: tuple[int, ...]
 
 
 def _holds(constraint: str, params: Params) -> bool:
@@ -120,15 +165,16 @@ _WARP_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (16,), "WM": (64,), "WN": (64
 
 # The fastest dbuf configuration at 2048 and 4096 on the H200, no split
 _DBUF_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (16,), "WM": (64,), "WN": (32,), "WNITER": (2,), "TM": (8,),
-                 "TN": (4,), "THREADS": (256,), "SPLITK": (1,), "MINB": (2,), "VEC4": (1,)}
+                 "TN": (4,), "THREADS": (256,), "SPLITK": (1,), "MINB": (2,), "VEC4": (1,), "STAGE": (0,),
+                 "STRIP": (0,)}
 
 
 def _ladder(name: str, label: str, description: str, defaults: dict, space: dict, rules: tuple, threads: str,
-            layers: str = "1") -> Variant:
+            layers: str = "1", strips: str = "0") -> Variant:
     family = "warptile" if name == "pipelined" else name  # pipelined shares warptile.cu's warp tiles
     return Variant(name=name, backend="cuda", label=label, description=description, paper="ladder", family=family,
                    axes=MappingProxyType(defaults), threads=(threads,), tile=("BM", "BN"), layers=layers,
-                   constraints=rules, space=MappingProxyType(space))
+                   strips=strips, constraints=rules, space=MappingProxyType(space))
 
 
 _ALL = (
@@ -153,14 +199,17 @@ _ALL = (
             {**_WARP_DEFAULT, "STAGES": (3,)}, {**_WARP_SPACE, "STAGES": (2, 3, 4)},
             _WARP_RULES + ("STAGES >= 2", "4 * STAGES * BK * (BM + BN) <= 48 * 1024"), "THREADS"),
     _ladder("dbuf", "warp tiling + double buffer", "warp tiling, two shared buffers fed through registers "
-            "(one barrier per k-tile), split-K over SPLITK grid layers",
-            _DBUF_DEFAULT, {**_WARP_SPACE, "BK": (8, 16), "SPLITK": (1, 2, 3, 4), "MINB": (1, 2), "VEC4": (0, 1)},
+            "(one barrier per k-tile), split-K over SPLITK grid layers, thin remainders as strips",
+            _DBUF_DEFAULT, {**_WARP_SPACE, "BK": (8, 16), "SPLITK": (1, 2, 3, 4), "MINB": (1, 2), "VEC4": (0, 1),
+                            "STAGE": (0, 1), "STRIP": (0, 8)},
             _WARP_RULES + ("SPLITK >= 1", "MINB * THREADS <= 1024",
                            # accumulators plus ~60 working registers must fit what MINB blocks leave a thread
                            "WM * WN // 32 + 60 <= 65536 // (MINB * THREADS)",
                            "WM * WN // 32 * BK <= 1024",  # 128 accumulators leave no room for BK = 16
-                           "THREADS * TN <= 2 * BK * (BM + 4)",  # the epilogue's staging fits the A buffers
-                           "8 * BK * (BM + 4 + BN) <= 48 * 1024"), "THREADS", layers="SPLITK"),
+                           "STAGE == 0 or THREADS * TN <= 2 * BK * (BM + 4)",  # the staging fits the A buffers
+                           "8 * BK * (BM + 4 + BN) <= 48 * 1024",
+                           "STRIP <= 8"),  # the row strip's partial sums fill 32 * STRIP * 33 floats of shared memory
+            "THREADS", layers="SPLITK", strips="STRIP"),
     Variant(name="blas", backend="blas", label="BLAS (multicore)",
             description="CPU BLAS sgemm through numpy (float32), threads recorded"),
     Variant(name="cublas", backend="cublas", label="cuBLAS",

@@ -74,10 +74,19 @@ def test_split_k_is_correct_at_awkward_sizes(gpu, splits, vec4):
     assert [r["status"] for r in rows] == ["ok"] * 8, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
 
 
+@pytest.mark.parametrize("stage,splits", [(0, 1), (1, 3)])
+def test_thin_remainders_as_strips_are_correct(gpu, stage, splits):
+    """STRIP = 8 (128 x 128 tiles): 1 to 8 rows and/or columns past the last whole tile go to the
+    strip kernels; C thinner than a tile is all strip; split-K adds into C around them."""
+    sizes = "1,7,129,2049,136x131x65,131x136x1000,5x300x77,300x5x77,1000x37x2049,256x260x68"
+    rows = _run(gpu, [REGISTRY["dbuf"]], sizes, {"STRIP": (8,), "STAGE": (stage,), "SPLITK": (splits,)})
+    assert [r["status"] for r in rows] == ["ok"] * 10, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
+
+
 # dbuf configurations that spill registers with nvcc 13.0 for sm_90 (the first that still does is used)
-SPILLERS = ("BK=16,BM=256,BN=64,MINB=2,SPLITK=1,THREADS=256,TM=4,TN=8,VEC4=0,WM=64,WN=32,WNITER=2",
-            "BK=16,BM=64,BN=256,MINB=2,SPLITK=1,THREADS=256,TM=8,TN=8,VEC4=0,WM=64,WN=32,WNITER=1",
-            "BK=8,BM=128,BN=128,MINB=2,SPLITK=2,THREADS=256,TM=4,TN=4,VEC4=1,WM=64,WN=32,WNITER=2")
+SPILLERS = ("BK=16,BM=256,BN=64,MINB=2,SPLITK=1,STAGE=0,STRIP=0,THREADS=256,TM=4,TN=8,VEC4=0,WM=64,WN=32,WNITER=2",
+            "BK=16,BM=64,BN=256,MINB=2,SPLITK=1,STAGE=1,STRIP=0,THREADS=256,TM=8,TN=8,VEC4=0,WM=64,WN=32,WNITER=1",
+            "BK=8,BM=128,BN=128,MINB=2,SPLITK=2,STAGE=1,STRIP=0,THREADS=256,TM=4,TN=4,VEC4=1,WM=64,WN=32,WNITER=2")
 
 
 def test_tuner_skips_configurations_that_spill(gpu):

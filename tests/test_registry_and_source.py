@@ -22,7 +22,8 @@ def compile_points(variant):
     space = tuning_space(variant)
     if len(space) <= 3:
         return [(p, True) for p in space]
-    cached = [parse_params(e["params"]) for e in load_cache(DEFAULT_CACHE).values() if e["variant"] == variant.name]
+    cached = [parse_params(e["params"]) for e in load_cache(DEFAULT_CACHE).values()
+              if e["variant"] == variant.name and e["source_hash"] == source.source_hash(variant)]
     used = list(dict.fromkeys(param_points(variant) + cached))
     sample = random.Random(variant.name).sample(space, SAMPLE_PER_SPACE)
     return [(p, True) for p in used] + [(p, False) for p in sample if p not in used]
@@ -32,14 +33,15 @@ COMPILE_POINTS = [(v, p, used) for v in CUDA_VARIANTS for p, used in compile_poi
 
 
 def test_kernel_files_define_exactly_the_registered_variants():
-    """One name per kernel: every extern "C" kernel in kernels/ is a registry key, and back."""
+    """One name per kernel: every extern "C" kernel in kernels/ is a registry key (or one of its
+    strip kernels), and back."""
     found = {}
     for path in source.kernels_dir().glob("*.cu"):
         if path.stem == "harness":
             continue
         for name in re.findall(r'extern "C" __global__ void(?:\s+__launch_bounds__\([^)]*\))?\s+(\w+)\s*\(', path.read_text()):
             found[name] = path.stem
-    assert found == {v.name: v.family for v in CUDA_VARIANTS}
+    assert found == {e: v.family for v in CUDA_VARIANTS for e in v.entries}
 
 
 def test_unknown_variant_names_the_choices():
@@ -61,7 +63,8 @@ def test_constraints_and_space_sizes():
     assert len(tuning_space(REGISTRY["best"])) == 3 and len(tuning_space(REGISTRY["tile2d"])) == 48
     assert len(tuning_space(REGISTRY["vec4"])) == 35  # TM, TN, BK multiples of 4; loads divide evenly
     assert len(tuning_space(REGISTRY["warptile"])) == 665 and len(tuning_space(REGISTRY["pipelined"])) == 1005
-    assert len(tuning_space(REGISTRY["dbuf"])) == 4064  # warptile's space x SPLITK x MINB x VEC4, BK 8 or 16, registers fit
+    # warptile's space x SPLITK x MINB x VEC4 x STAGE x STRIP, BK 8 or 16, registers fit
+    assert len(tuning_space(REGISTRY["dbuf"])) == 16256
     warp = REGISTRY["warptile"]
     default = param_points(warp)[0]
     assert warp.violated(default) == [] and warp.block_threads(default) == 128
@@ -94,6 +97,34 @@ def test_split_k_adds_grid_layers_and_zeroes_c():
     split = tuple(sorted({**default, "SPLITK": 3}.items()))
     block, grid = dbuf.launch_geometry(split, Shape(2049, 2049, 2049))
     assert block == (256, 1, 1) and grid == (17, 17, 3) and dbuf.accumulates(split)
+
+
+def test_thin_remainders_go_to_the_strip_kernels():
+    """With STRIP = 8, at most 8 rows (columns) past the last whole tile become a strip launch;
+    the launches cover C exactly once."""
+    from mmbench.sizes import Shape
+
+    dbuf = REGISTRY["dbuf"]
+    params = tuple(sorted({**dict(param_points(dbuf)[0]), "STRIP": 8}.items()))  # 128 x 128 tiles
+    whole, rows, cols = dbuf.launches(params, Shape(2049, 2049, 2049))
+    assert (whole.entry, whole.grid, whole.args) == ("dbuf", (16, 16, 1), (2048, 2049, 2049))
+    assert (rows.entry, rows.block, rows.grid, rows.args) == ("dbuf_row_strip", (32, 32, 1), (65, 1, 1),
+                                                              (2049, 2049, 2049, 2048))
+    assert (cols.entry, cols.grid, cols.args) == ("dbuf_col_strip", (128, 1, 1), (2048, 2049, 2049, 2048))
+    # a remainder wider than STRIP stays in the tiled kernel's edge blocks
+    (whole,) = dbuf.launches(params, Shape(2047, 2047, 2047))
+    assert whole.grid == (16, 16, 1) and whole.args == (2047, 2047, 2047)
+    # rows only: the column remainder (9) is too wide
+    whole, rows = dbuf.launches(params, Shape(136, 137, 5))
+    assert whole.grid == (2, 1, 1) and whole.args == (128, 137, 5) and rows.args == (136, 137, 5, 128)
+    # fewer rows than a tile: no tiled kernel, the row strip computes all of C
+    (rows,) = dbuf.launches(params, Shape(7, 1000, 33))
+    assert rows.entry == "dbuf_row_strip" and rows.args == (7, 1000, 33, 0)
+    (cols,) = dbuf.launches(params, Shape(300, 5, 9))  # fewer columns than a tile
+    assert cols.entry == "dbuf_col_strip" and cols.grid == (19, 1, 1) and cols.args == (300, 5, 9, 0)
+    off = param_points(dbuf)[0]  # STRIP = 0: one launch over all of C
+    assert [x.grid for x in dbuf.launches(off, Shape(2049, 2049, 2049))] == [(17, 17, 1)]
+    assert REGISTRY["best"].entries == ("best",) and dbuf.entries == ("dbuf", "dbuf_row_strip", "dbuf_col_strip")
 
 
 def test_header_text_is_pinned():
@@ -154,6 +185,20 @@ def test_compiles_for_sm90_without_spills(variant, params, used):
     if used:
         assert not report.spills and report.stack_bytes == 0, report
     assert report.shared_bytes <= 48 * 1024
+
+
+def test_strip_kernels_compile_without_spills():
+    """The strip kernels depend only on STRIP: at its widest they keep to registers and to the
+    geometry Python launches them with."""
+    from mmbench.variants import COL_STRIP_BLOCK, ROW_STRIP_BLOCK
+
+    dbuf = REGISTRY["dbuf"]
+    params = tuple(sorted({**dict(param_points(dbuf)[0]), "STRIP": max(dbuf.space["STRIP"])}.items()))
+    reports = source.compile_reports(dbuf, params, "sm_90")
+    for entry, block in zip(dbuf.entries[1:], (ROW_STRIP_BLOCK, COL_STRIP_BLOCK)):
+        report = reports[entry]
+        assert not report.spills and report.stack_bytes == 0, (entry, report)
+        assert report.registers * block[0] * block[1] <= 65536 and report.shared_bytes <= 48 * 1024, (entry, report)
 
 
 def test_harness_kernel_compiles():

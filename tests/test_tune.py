@@ -11,7 +11,7 @@ from mmbench import source, tune
 from mmbench.cli import main
 from mmbench.results import read_results
 from mmbench.sizes import Shape
-from mmbench.variants import REGISTRY, format_params, param_points, tuning_space
+from mmbench.variants import REGISTRY, format_params, param_points, parse_params, tuning_space
 
 RECORDED = Path(__file__).resolve().parent.parent / "results" / "tune-pipelined-h200.csv"
 PIPELINED = REGISTRY["pipelined"]
@@ -182,12 +182,25 @@ def test_per_shape_entries_win_over_size_classes(tmp_path, recorded):
 
 def test_candidates_are_the_fastest_at_any_shape(recorded):
     ok = recorded[(recorded.variant == "pipelined") & (recorded.status == "ok")]
-    picks = {format_params(p) for p in tune.candidates(recorded, "pipelined", 2)}
+    picks = {format_params(p) for p in tune.candidates(recorded, PIPELINED, 2)}
     expected = set()
     for _, g in ok.groupby(["m", "n", "k"]):
         expected |= set(g.sort_values("gflops_median", ascending=False).params.head(2))
     assert picks == expected and 2 <= len(picks) <= 8
-    assert {format_params(p) for p in tune.candidates(recorded, "pipelined", 1)} < picks
+    assert {format_params(p) for p in tune.candidates(recorded, PIPELINED, 1)} < picks
+
+
+def test_candidates_recorded_before_a_new_parameter_take_each_of_its_values():
+    import pandas as pd
+
+    dbuf = REGISTRY["dbuf"]
+    old = "BK=16,BM=128,BN=128,MINB=2,SPLITK=1,THREADS=256,TM=8,TN=4,VEC4=1,WM=64,WN=32,WNITER=2"  # no STAGE, STRIP
+    gone = "BK=16,BM=128,BN=128,MINB=2,SPLITK=1,THREADS=256,TM=8,TN=4,VEC4=1,WM=64,WN=32,WNITER=2,STAGE=1,STRIP=3"
+    rows = pd.DataFrame({"variant": "dbuf", "status": "ok", "m": [64, 64], "n": 64, "k": 64,
+                         "gflops_median": [2.0, 1.0], "params": [old, gone]})
+    picks = {format_params(p) for p in tune.candidates(rows, dbuf, 2)}
+    # the old point stands for STAGE 0/1 x STRIP 0/8; STRIP=3 is outside today's space
+    assert picks == {format_params(parse_params(f"{old},STAGE={a},STRIP={b}")) for a in (0, 1) for b in (0, 8)}
 
 
 def test_tune_candidates_narrow_the_search(tmp_path):
@@ -196,7 +209,7 @@ def test_tune_candidates_narrow_the_search(tmp_path):
     result = CliRunner().invoke(main, ["tune", "-v", "pipelined", "-s", "512:600", "--strategy", "brute", "--per-shape",
                                        "--candidates", str(tmp_path / "rec.csv"), "--top", "1", "--dry-run"])
     assert result.exit_code == 0, result.output
-    top1 = len(tune.candidates(read_results(tmp_path / "rec.csv"), "pipelined", 1))
+    top1 = len(tune.candidates(read_results(tmp_path / "rec.csv"), PIPELINED, 1))
     assert f"trying {top1} (brute) at 8 shape(s)" in result.output
     missing = CliRunner().invoke(main, ["tune", "-v", "pipelined", "--candidates", str(tmp_path / "none.csv"),
                                         "--dry-run"])
