@@ -318,28 +318,37 @@ dbuf(const float* __restrict__ A, const float* __restrict__ B, float* __restrict
 
 #if STRIP
 // The strips: memory-bound products of a few rows (columns) of C, each reading a whole operand.
-// They need many loads in flight, so every lane keeps several independent ones going. Both take
-// any grid: a block moves on by the grid's width until the strip is done.
+// Latency bounds them, so each lane first issues STRIP_U independent loads per operand, then uses
+// them. The harness runs them on a second stream beside the tiled kernel, in the SMs its grid
+// leaves free. Both take any grid: a block moves on by the grid's width until its strip is done.
+#define STRIP_U 8
 
-// C[m0:M, 0:N], r = M - m0 <= STRIP rows. A block of up to 32 x 32 threads owns blockDim.x columns:
+// C[m0:M, 0:N], r = M - m0 <= STRIP rows. A block of 32 x (up to 16) threads owns 32 columns:
 // warp w takes k = w, w + blockDim.y, ..., each lane one column (B read coalesced, A's few values
 // broadcast), and the warps' partial sums meet in shared memory.
-extern "C" __global__ void __launch_bounds__(1024)
+extern "C" __global__ void __launch_bounds__(512)
 dbuf_row_strip(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K,
                int m0)
 {
-    __shared__ float part[32][STRIP][33];  // warp x row x lane, padded: the final sums read across warps
-    const int lane = threadIdx.x, warp = threadIdx.y, r = M - m0;
+    __shared__ float part[16][STRIP][33];  // warp x row x lane, padded: the final sums read across warps
+    const int lane = threadIdx.x, warp = threadIdx.y, warps = blockDim.y, r = M - m0;
     const float* a = A + m0 * K;
     for (int c = blockIdx.x * blockDim.x + lane; c - lane < N; c += gridDim.x * blockDim.x) {
         const float* b = B + min(c, N - 1);  // lanes past N compute a copy that is never stored
         float acc[STRIP] = {};
-#pragma unroll 4
-        for (int k = warp; k < K; k += blockDim.y) {
-            const float x = b[k * N];
+        for (int k0 = warp; k0 < K; k0 += STRIP_U * warps) {
+            float x[STRIP_U], y[STRIP_U][STRIP];
 #pragma unroll
-            for (int i = 0; i < STRIP; ++i)
-                if (i < r) acc[i] = fmaf(a[i * K + k], x, acc[i]);
+            for (int u = 0; u < STRIP_U; ++u) {
+                const int k = k0 + u * warps;
+                x[u] = k < K ? b[k * N] : 0.0f;
+#pragma unroll
+                for (int i = 0; i < STRIP; ++i) y[u][i] = i < r && k < K ? a[i * K + k] : 0.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < STRIP_U; ++u)
+#pragma unroll
+                for (int i = 0; i < STRIP; ++i) acc[i] = fmaf(y[u][i], x[u], acc[i]);
         }
         __syncthreads();  // the previous columns' sums have been read
 #pragma unroll
@@ -347,7 +356,7 @@ dbuf_row_strip(const float* __restrict__ A, const float* __restrict__ B, float* 
         __syncthreads();
         if (warp < r && c < N) {  // warp i sums row i
             float sum = 0.0f;
-            for (int w = 0; w < blockDim.y; ++w) sum += part[w][warp][lane];
+            for (int w = 0; w < warps; ++w) sum += part[w][warp][lane];
             C[(m0 + warp) * N + c] = sum;
         }
     }
@@ -355,10 +364,9 @@ dbuf_row_strip(const float* __restrict__ A, const float* __restrict__ B, float* 
 
 // C[0:M0, n0:N], r = N - n0 <= STRIP columns. Each warp owns COL_STRIP_ROWS rows, its lanes take
 // every 32nd k of them (A read coalesced) and the warp sums by shuffles. B's few columns, a chunk of
-// k at a time, are first copied into shared memory: read from there with consecutive k, not
-// a 32-row gather per load.
+// k at a time, are first gathered into shared memory, to be read there with consecutive k.
 #define COL_STRIP_ROWS 2
-#define COL_STRIP_KC 1024
+#define COL_STRIP_KC 2048
 extern "C" __global__ void __launch_bounds__(256)
 dbuf_col_strip(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M0, int N, int K,
                int n0)
@@ -373,22 +381,39 @@ dbuf_col_strip(const float* __restrict__ A, const float* __restrict__ B, float* 
         for (int q = 0; q < COL_STRIP_ROWS; ++q) a[q] = A + min(row0 + q, M0 - 1) * K;  // clamped, never stored
         float acc[COL_STRIP_ROWS][STRIP] = {};
         for (int kc = 0; kc < K; kc += COL_STRIP_KC) {
-            const int kn = min(COL_STRIP_KC, K - kc);
+            const int kn = min(COL_STRIP_KC, K - kc), count = r * kn;
             __syncthreads();  // the previous chunk has been read
-            for (int e = threadIdx.x; e < kn * r; e += blockDim.x) bs[e % r][e / r] = B[(kc + e / r) * N + n0 + e % r];
+            for (int e0 = threadIdx.x; e0 < count; e0 += STRIP_U * blockDim.x) {
+                float v[STRIP_U];
+#pragma unroll
+                for (int u = 0; u < STRIP_U; ++u) {
+                    const int e = e0 + u * blockDim.x;
+                    v[u] = e < count ? B[(kc + e / r) * N + n0 + e % r] : 0.0f;
+                }
+#pragma unroll
+                for (int u = 0; u < STRIP_U; ++u) {
+                    const int e = e0 + u * blockDim.x;
+                    if (e < count) bs[e % r][e / r] = v[u];
+                }
+            }
             __syncthreads();
-#pragma unroll 4
-            for (int k = lane; k < kn; k += 32) {
-                float x[COL_STRIP_ROWS];
+            for (int k0 = lane; k0 < kn; k0 += 32 * STRIP_U) {
+                float x[COL_STRIP_ROWS][STRIP_U];
 #pragma unroll
-                for (int q = 0; q < COL_STRIP_ROWS; ++q) x[q] = a[q][kc + k];
+                for (int u = 0; u < STRIP_U; ++u)
 #pragma unroll
-                for (int i = 0; i < STRIP; ++i)
-                    if (i < r) {
-                        const float y = bs[i][k];
+                    for (int q = 0; q < COL_STRIP_ROWS; ++q) x[q][u] = k0 + 32 * u < kn ? a[q][kc + k0 + 32 * u] : 0.0f;
 #pragma unroll
-                        for (int q = 0; q < COL_STRIP_ROWS; ++q) acc[q][i] = fmaf(x[q], y, acc[q][i]);
-                    }
+                for (int u = 0; u < STRIP_U; ++u) {
+                    const int k = min(k0 + 32 * u, kn - 1);  // past kn, x is 0
+#pragma unroll
+                    for (int i = 0; i < STRIP; ++i)
+                        if (i < r) {
+                            const float y = bs[i][k];
+#pragma unroll
+                            for (int q = 0; q < COL_STRIP_ROWS; ++q) acc[q][i] = fmaf(x[q][u], y, acc[q][i]);
+                        }
+                }
             }
         }
 #pragma unroll

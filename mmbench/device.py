@@ -142,6 +142,10 @@ class Gpu:
         )
         self.clock = SmClock(self.facts.pci_bus_id)
         self.stream = drv.Stream()
+        # A second stream for kernels that run beside the main one (a product's strip kernels),
+        # forked from and joined back into self.stream by events, so timing on self.stream covers them.
+        self._side = drv.Stream()
+        self._fork, self._join = (drv.Event(drv.event_flags.DISABLE_TIMING) for _ in range(2))
         self._modules: dict[tuple[str, Params], Any] = {}
         self._functions: dict[tuple[str, Params, str], Any] = {}
         # Cold-cache samples write a buffer twice the L2 size before each launch.
@@ -212,16 +216,26 @@ class Gpu:
 
     def gemm_launcher(self, variant: Variant, params: Params, shape, a, b, c):
         """A no-argument launch of a GEMM on the stream: every kernel of variant.launches. A split-K
-        kernel adds into C, so its launch zeroes C first; the zeroing is part of what gets timed."""
+        kernel adds into C, so its launch zeroes C first; the zeroing is part of what gets timed.
+        Strip kernels after a tiled kernel run beside it on the side stream (they write other parts
+        of C), in whatever room its grid leaves; the stream waits for them."""
+        launches = variant.launches(params, shape)
         calls = [(self.function(variant, params, x.entry), x.block, x.grid, tuple(np.int32(v) for v in x.args))
-                 for x in variant.launches(params, shape)]
+                 for x in launches]
         zero = variant.accumulates(params)
+        beside = len(calls) > 1 and launches[0].entry == variant.name
 
         def launch() -> None:
             if zero:
                 self.zero_async(c, shape.m * shape.n)
-            for fn, block, grid, args in calls:
-                fn(a, b, c, *args, block=block, grid=grid, stream=self.stream)
+            if beside:
+                self._fork.record(self.stream)
+                self._side.wait_for_event(self._fork)
+            for i, (fn, block, grid, args) in enumerate(calls):
+                fn(a, b, c, *args, block=block, grid=grid, stream=self._side if beside and i else self.stream)
+            if beside:
+                self._join.record(self._side)
+                self.stream.wait_for_event(self._join)
 
         return launch
 

@@ -101,9 +101,10 @@ class Variant:
         return [c for c in self.constraints if not _holds(c, params)]
 
 
-# Strip kernels' geometry: 32 columns x 32 warps a block; 8 warps of 2 rows, 16 rows a block. The
-# kernels are correct with any grid (a block strides on); these keep enough loads in flight.
-ROW_STRIP_BLOCK = (32, 32, 1)
+# Strip kernels' geometry: 32 columns x 16 warps a block; 8 warps of 2 rows, 16 rows a block. The
+# kernels are correct with any grid (a block strides on). Blocks this small fit beside the tiled
+# kernel's blocks on an SM, where that grid leaves room.
+ROW_STRIP_BLOCK = (32, 16, 1)
 COL_STRIP_BLOCK = (256, 1, 1)
 COL_STRIP_ROWS = 16
 
@@ -201,14 +202,14 @@ _ALL = (
     _ladder("dbuf", "warp tiling + double buffer", "warp tiling, two shared buffers fed through registers "
             "(one barrier per k-tile), split-K over SPLITK grid layers, thin remainders as strips",
             _DBUF_DEFAULT, {**_WARP_SPACE, "BK": (8, 16), "SPLITK": (1, 2, 3, 4), "MINB": (1, 2), "VEC4": (0, 1),
-                            "STAGE": (0, 1), "STRIP": (0, 8)},
+                            "STAGE": (0, 1), "STRIP": (0, 4)},
             _WARP_RULES + ("SPLITK >= 1", "MINB * THREADS <= 1024",
                            # accumulators plus ~60 working registers must fit what MINB blocks leave a thread
                            "WM * WN // 32 + 60 <= 65536 // (MINB * THREADS)",
                            "WM * WN // 32 * BK <= 1024",  # 128 accumulators leave no room for BK = 16
                            "STAGE == 0 or THREADS * TN <= 2 * BK * (BM + 4)",  # the staging fits the A buffers
                            "8 * BK * (BM + 4 + BN) <= 48 * 1024",
-                           "STRIP <= 8"),  # the row strip's partial sums fill 32 * STRIP * 33 floats of shared memory
+                           "STRIP <= 4"),  # the col strip gathers STRIP * 2048 floats of B into shared memory
             "THREADS", layers="SPLITK", strips="STRIP"),
     Variant(name="blas", backend="blas", label="BLAS (multicore)",
             description="CPU BLAS sgemm through numpy (float32), threads recorded"),

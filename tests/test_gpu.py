@@ -76,11 +76,12 @@ def test_split_k_is_correct_at_awkward_sizes(gpu, splits, vec4):
 
 @pytest.mark.parametrize("stage,splits", [(0, 1), (1, 3)])
 def test_thin_remainders_as_strips_are_correct(gpu, stage, splits):
-    """STRIP = 8 (128 x 128 tiles): 1 to 8 rows and/or columns past the last whole tile go to the
-    strip kernels; C thinner than a tile is all strip; split-K adds into C around them."""
-    sizes = "1,7,129,2049,136x131x65,131x136x1000,5x300x77,300x5x77,1000x37x2049,256x260x68"
-    rows = _run(gpu, [REGISTRY["dbuf"]], sizes, {"STRIP": (8,), "STAGE": (stage,), "SPLITK": (splits,)})
-    assert [r["status"] for r in rows] == ["ok"] * 10, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
+    """STRIP = 4 (128 x 128 tiles): 1 to 4 rows and/or columns past the last whole tile go to the
+    strip kernels (beside the tiled kernel); C thinner than a tile is all strip; split-K adds into
+    C around them; k longer than the column strip's shared-memory chunk."""
+    sizes = "1,3,7,129,2049,132x131x65,131x132x1000,4x300x77,300x4x77,1000x37x2049,256x260x68,260x132x4100"
+    rows = _run(gpu, [REGISTRY["dbuf"]], sizes, {"STRIP": (4,), "STAGE": (stage,), "SPLITK": (splits,)})
+    assert [r["status"] for r in rows] == ["ok"] * 12, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
 
 
 # dbuf configurations that spill registers with nvcc 13.0 for sm_90 (the first that still does is used)

@@ -100,28 +100,28 @@ def test_split_k_adds_grid_layers_and_zeroes_c():
 
 
 def test_thin_remainders_go_to_the_strip_kernels():
-    """With STRIP = 8, at most 8 rows (columns) past the last whole tile become a strip launch;
+    """With STRIP = 4, at most 4 rows (columns) past the last whole tile become a strip launch;
     the launches cover C exactly once."""
     from mmbench.sizes import Shape
 
     dbuf = REGISTRY["dbuf"]
-    params = tuple(sorted({**dict(param_points(dbuf)[0]), "STRIP": 8}.items()))  # 128 x 128 tiles
+    params = tuple(sorted({**dict(param_points(dbuf)[0]), "STRIP": 4}.items()))  # 128 x 128 tiles
     whole, rows, cols = dbuf.launches(params, Shape(2049, 2049, 2049))
     assert (whole.entry, whole.grid, whole.args) == ("dbuf", (16, 16, 1), (2048, 2049, 2049))
-    assert (rows.entry, rows.block, rows.grid, rows.args) == ("dbuf_row_strip", (32, 32, 1), (65, 1, 1),
+    assert (rows.entry, rows.block, rows.grid, rows.args) == ("dbuf_row_strip", (32, 16, 1), (65, 1, 1),
                                                               (2049, 2049, 2049, 2048))
     assert (cols.entry, cols.grid, cols.args) == ("dbuf_col_strip", (128, 1, 1), (2048, 2049, 2049, 2048))
     # a remainder wider than STRIP stays in the tiled kernel's edge blocks
     (whole,) = dbuf.launches(params, Shape(2047, 2047, 2047))
     assert whole.grid == (16, 16, 1) and whole.args == (2047, 2047, 2047)
-    # rows only: the column remainder (9) is too wide
-    whole, rows = dbuf.launches(params, Shape(136, 137, 5))
-    assert whole.grid == (2, 1, 1) and whole.args == (128, 137, 5) and rows.args == (136, 137, 5, 128)
+    # rows only: the column remainder (5) is too wide
+    whole, rows = dbuf.launches(params, Shape(132, 133, 5))
+    assert whole.grid == (2, 1, 1) and whole.args == (128, 133, 5) and rows.args == (132, 133, 5, 128)
     # fewer rows than a tile: no tiled kernel, the row strip computes all of C
-    (rows,) = dbuf.launches(params, Shape(7, 1000, 33))
-    assert rows.entry == "dbuf_row_strip" and rows.args == (7, 1000, 33, 0)
-    (cols,) = dbuf.launches(params, Shape(300, 5, 9))  # fewer columns than a tile
-    assert cols.entry == "dbuf_col_strip" and cols.grid == (19, 1, 1) and cols.args == (300, 5, 9, 0)
+    (rows,) = dbuf.launches(params, Shape(3, 1000, 33))
+    assert rows.entry == "dbuf_row_strip" and rows.args == (3, 1000, 33, 0)
+    (cols,) = dbuf.launches(params, Shape(300, 4, 9))  # fewer columns than a tile
+    assert cols.entry == "dbuf_col_strip" and cols.grid == (19, 1, 1) and cols.args == (300, 4, 9, 0)
     off = param_points(dbuf)[0]  # STRIP = 0: one launch over all of C
     assert [x.grid for x in dbuf.launches(off, Shape(2049, 2049, 2049))] == [(17, 17, 1)]
     assert REGISTRY["best"].entries == ("best",) and dbuf.entries == ("dbuf", "dbuf_row_strip", "dbuf_col_strip")

@@ -199,8 +199,8 @@ def test_candidates_recorded_before_a_new_parameter_take_each_of_its_values():
     rows = pd.DataFrame({"variant": "dbuf", "status": "ok", "m": [64, 64], "n": 64, "k": 64,
                          "gflops_median": [2.0, 1.0], "params": [old, gone]})
     picks = {format_params(p) for p in tune.candidates(rows, dbuf, 2)}
-    # the old point stands for STAGE 0/1 x STRIP 0/8; STRIP=3 is outside today's space
-    assert picks == {format_params(parse_params(f"{old},STAGE={a},STRIP={b}")) for a in (0, 1) for b in (0, 8)}
+    # the old point stands for STAGE 0/1 x STRIP 0/4; STRIP=3 is outside today's space
+    assert picks == {format_params(parse_params(f"{old},STAGE={a},STRIP={b}")) for a in (0, 1) for b in (0, 4)}
 
 
 def test_tune_candidates_narrow_the_search(tmp_path):
