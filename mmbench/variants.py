@@ -164,10 +164,10 @@ _WARP_SPACE = {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16, 32), "W
 _WARP_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (16,), "WM": (64,), "WN": (64,), "WNITER": (4,), "TM": (8,),
                  "TN": (4,), "THREADS": (128,)}
 
-# The fastest dbuf configuration at 2048 and 4096 on the H200, no split
+# The fastest dbuf configuration at 2048 and 4096 on the H200, no split; thin remainders as strips
 _DBUF_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (16,), "WM": (64,), "WN": (32,), "WNITER": (2,), "TM": (8,),
                  "TN": (4,), "THREADS": (256,), "SPLITK": (1,), "MINB": (2,), "VEC4": (1,), "STAGE": (0,),
-                 "STRIP": (0,)}
+                 "STRIP": (4,)}
 
 
 def _ladder(name: str, label: str, description: str, defaults: dict, space: dict, rules: tuple, threads: str,

@@ -6,7 +6,7 @@
 # (the device tool returns at most 8 files), the log beside it.
 #   usage: bash scripts/tune_run.sh TAG COMPARE_VARIANTS NAME "TUNE ARGS" [NAME "TUNE ARGS" ...]
 #   e.g.   bash scripts/tune_run.sh h200 warptile,dbuf dbuf "-v dbuf -s 2048,4096 --budget 40"
-#   COMPARE_SIZES (default 1024,1025,2048,2049,4096) sets the comparison's sizes.
+#   COMPARE_SIZES (default 1024,1025,2048,2049,4096) sets the comparison's sizes; GPU_TESTS, below.
 set -uo pipefail
 tag=${1:?usage: tune_run.sh TAG COMPARE_VARIANTS NAME "TUNE ARGS" ...}; compare=${2:?COMPARE_VARIANTS}; shift 2
 OUT=${OUT:-/tmp/mmbench-out}
@@ -15,7 +15,10 @@ source .device/setup.sh > /dev/null
 export PYTHONUNBUFFERED=1 COLUMNS=160
 log="$OUT/tune-log.txt"
 files=(results/tuning-cache.json "results/compare-$tag.csv" "results/compare-$tag.meta.json")
-python3 -m pytest -m gpu -q -x -p no:cacheprovider 2>&1 | tee "$log" | tail -4
+# GPU_TESTS: a pytest -k expression for the GPU tests to run first (default all), or "none"
+if [ "${GPU_TESTS:-}" != none ]; then
+  python3 -m pytest -m gpu -q -x -p no:cacheprovider ${GPU_TESTS:+-k "$GPU_TESTS"} 2>&1 | tee "$log" | tail -4
+fi
 while [ $# -ge 2 ]; do
   name=$1; args=$2; shift 2
   SECONDS=0
@@ -23,6 +26,7 @@ while [ $# -ge 2 ]; do
   mmbench tune $args --runs 5 --jobs 16 -o "results/tune-$name-$tag.csv" 2>&1 | tee -a "$log" | grep "^best\|^Error\|configurations"
   echo "tune $name: $SECONDS s" | tee -a "$log"
   files+=("results/tune-$name-$tag.csv" "results/tune-$name-$tag.meta.json")
+  tar czf "$OUT/tune-$tag.tar.gz" "${files[@]}" 2>/dev/null  # what is done so far survives a time-out
 done
 SECONDS=0
 mmbench run -v "$compare,cublas" -s "${COMPARE_SIZES:-1024,1025,2048,2049,4096}" --runs 10 \

@@ -105,7 +105,7 @@ def test_thin_remainders_go_to_the_strip_kernels():
     from mmbench.sizes import Shape
 
     dbuf = REGISTRY["dbuf"]
-    params = tuple(sorted({**dict(param_points(dbuf)[0]), "STRIP": 4}.items()))  # 128 x 128 tiles
+    params = param_points(dbuf)[0]  # 128 x 128 tiles, STRIP = 4
     whole, rows, cols = dbuf.launches(params, Shape(2049, 2049, 2049))
     assert (whole.entry, whole.grid, whole.args) == ("dbuf", (16, 16, 1), (2048, 2049, 2049))
     assert (rows.entry, rows.block, rows.grid, rows.args) == ("dbuf_row_strip", (32, 16, 1), (65, 1, 1),
@@ -122,7 +122,7 @@ def test_thin_remainders_go_to_the_strip_kernels():
     assert rows.entry == "dbuf_row_strip" and rows.args == (3, 1000, 33, 0)
     (cols,) = dbuf.launches(params, Shape(300, 4, 9))  # fewer columns than a tile
     assert cols.entry == "dbuf_col_strip" and cols.grid == (19, 1, 1) and cols.args == (300, 4, 9, 0)
-    off = param_points(dbuf)[0]  # STRIP = 0: one launch over all of C
+    off = tuple(sorted({**dict(params), "STRIP": 0}.items()))  # one launch over all of C
     assert [x.grid for x in dbuf.launches(off, Shape(2049, 2049, 2049))] == [(17, 17, 1)]
     assert REGISTRY["best"].entries == ("best",) and dbuf.entries == ("dbuf", "dbuf_row_strip", "dbuf_col_strip")
 
