@@ -22,8 +22,8 @@ fi
 while [ $# -ge 2 ]; do
   name=$1; args=$2; shift 2
   SECONDS=0
-  # shellcheck disable=SC2086  # the pass's arguments are meant to split
-  mmbench tune $args --runs 5 --jobs 16 -o "results/tune-$name-$tag.csv" 2>&1 | tee -a "$log" | grep "^best\|^Error\|configurations"
+  # shellcheck disable=SC2086  # the pass's arguments are meant to split (and may override --runs)
+  mmbench tune --runs 5 --jobs 16 $args -o "results/tune-$name-$tag.csv" 2>&1 | tee -a "$log" | grep "^best\|^Error\|configurations"
   echo "tune $name: $SECONDS s" | tee -a "$log"
   files+=("results/tune-$name-$tag.csv" "results/tune-$name-$tag.meta.json")
   tar czf "$OUT/tune-$tag.tar.gz" "${files[@]}" 2>/dev/null  # what is done so far survives a time-out
