@@ -220,8 +220,11 @@ class Gpu:
         Strip kernels after a tiled kernel run beside it on the side stream (they write other parts
         of C), in whatever room its grid leaves; the stream waits for them."""
         launches = variant.launches(params, shape)
-        calls = [(self.function(variant, params, x.entry), x.block, x.grid, tuple(np.int32(v) for v in x.args))
-                 for x in launches]
+        calls = [(self.function(variant, params, x.entry), x.block, x.grid, tuple(np.int32(v) for v in x.args),
+                  x.shared) for x in launches]
+        for fn, *_, shared in calls:
+            if shared > self.facts.max_shared_per_block:  # beyond 48 KiB a kernel must opt in
+                fn.set_attribute(self.drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
         zero = variant.accumulates(params)
         beside = len(calls) > 1 and launches[0].entry == variant.name
 
@@ -231,8 +234,9 @@ class Gpu:
             if beside:
                 self._fork.record(self.stream)
                 self._side.wait_for_event(self._fork)
-            for i, (fn, block, grid, args) in enumerate(calls):
-                fn(a, b, c, *args, block=block, grid=grid, stream=self._side if beside and i else self.stream)
+            for i, (fn, block, grid, args, shared) in enumerate(calls):
+                fn(a, b, c, *args, block=block, grid=grid, shared=shared,
+                   stream=self._side if beside and i else self.stream)
             if beside:
                 self._join.record(self._side)
                 self.stream.wait_for_event(self._join)

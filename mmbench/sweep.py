@@ -212,9 +212,11 @@ class Runner:
         if self.settings.skip_spills and fn.local_size_bytes:
             return _row(point, self.settings, "skipped",
                         f"{fn.local_size_bytes} bytes of local memory a thread (registers spill)")
-        if fn.shared_size_bytes > gpu.facts.max_shared_per_block:
+        shared = fn.shared_size_bytes + variant.dynamic_shared(params)
+        limit = gpu.facts.max_shared_per_block if variant.shared == "0" else gpu.facts.max_shared_per_block_optin
+        if shared > limit:
             return _row(point, self.settings, "skipped",
-                        f"{fn.shared_size_bytes} bytes of shared memory exceed the device limit of {gpu.facts.max_shared_per_block}")
+                        f"{shared} bytes of shared memory exceed the device limit of {limit}")
         a, b, c = buffers
         return self._verify_and_time(point, inputs, c, gpu.gemm_launcher(variant, params, point.shape, a, b, c))
 
@@ -242,7 +244,7 @@ class Runner:
         if key in self.kernels:
             return
         entry = {"source": source.source_path(variant).name, "source_hash": source.source_hash(variant),
-                 **self.gpu.resources(fn)}
+                 **self.gpu.resources(fn), "dynamic_shared_bytes": variant.dynamic_shared(params)}
         try:
             report = source.compile_report(variant, params, self.gpu.facts.arch)
             entry.update(ptxas_registers=report.registers, ptxas_shared_bytes=report.shared_bytes,

@@ -46,6 +46,8 @@ class Variant:
     # The widest remainder of rows (columns) past C's last whole tile that goes to the variant's
     # strip kernels, <name>_row_strip and <name>_col_strip, instead of a mostly empty tile row.
     strips: str = "0"
+    # Bytes of dynamic shared memory a block asks for at launch (above 48 KiB the harness opts in).
+    shared: str = "0"
     constraints: tuple[str, ...] = ()  # expressions that must hold for a parameter point to build
     space: Mapping[str, tuple[int, ...]] = field(default_factory=dict, hash=False)  # what `tune` explores
     source_dir: Path | None = None  # only for kernels outside kernels/ (tests)
@@ -83,7 +85,8 @@ class Variant:
         out = []
         if m0 and n0:
             block, grid = self.launch_geometry(params, Shape(m0, n0, shape.k))
-            out.append(Launch(self.name, block, grid, (m0, shape.n, shape.k)))
+            out.append(Launch(self.name, block, grid, (m0, shape.n, shape.k),
+                              self.dynamic_shared(params)))
         if m0 < shape.m:
             out.append(Launch(self.entries[1], ROW_STRIP_BLOCK, (math.ceil(shape.n / ROW_STRIP_BLOCK[0]), 1, 1),
                               (shape.m, shape.n, shape.k, m0)))
@@ -91,6 +94,10 @@ class Variant:
             out.append(Launch(self.entries[2], COL_STRIP_BLOCK, (math.ceil(m0 / COL_STRIP_ROWS), 1, 1),
                               (m0, shape.n, shape.k, n0)))
         return tuple(out)
+
+    def dynamic_shared(self, params: Params) -> int:
+        """Bytes of dynamic shared memory the variant's own kernel asks for at launch."""
+        return evaluate(self.shared, params)
 
     def accumulates(self, params: Params) -> bool:
         """Whether the kernel adds into C (which must then be zeroed first)."""
@@ -117,6 +124,7 @@ class Launch:
     block: tuple[int, int, int]
     grid: tuple[int, int, int]
     args: tuple[int, ...]
+    shared: int = 0  # bytes of dynamic shared memory
 
 
 def _holds(constraint: str, params: Params) -> bool:
@@ -170,12 +178,30 @@ _DBUF_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (16,), "WM": (64,), "WN": (32
                  "STRIP": (4,)}
 
 
+# multistage: a lane's TM x TN tile, its rows WM / TM apart; both operands by 16-byte shared loads
+_MULTI_SHARED = "4 * STAGES * (BM * (BK + 4) + BK * BN)"
+_MULTI_RULES = (
+    "THREADS == (BM // WM) * (BN // WN) * 32", "BM % WM == 0", "BN % WN == 0", "WM % TM == 0", "WN % TN == 0",
+    "(WM // TM) * (WN // TN) == 32", "TN % 4 == 0", "BK % 4 == 0", "STAGES >= 2",
+    "(BM * BK // 4) % THREADS == 0", "(BK * BN // 4) % THREADS == 0",
+    "TM * TN <= 128",  # accumulators; with the A and B fragments they must fit what MINB blocks leave a thread
+    "TM * TN + TN + 32 <= 65536 // (MINB * THREADS)",
+    f"MINB * {_MULTI_SHARED} <= 227 * 1024",  # dynamic shared memory of MINB blocks on an SM (sm_90)
+)
+_MULTI_SPACE = {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16, 32), "WM": (32, 64, 128),
+                "WN": (32, 64, 128), "TM": (4, 8, 16), "TN": (4, 8, 16), "THREADS": (128, 256),
+                "STAGES": (2, 3, 4), "MINB": (1, 2)}
+# cuBLAS's shape at 4096 on the H200: 256 x 128 x 8, three stages, 8 warps of 64 x 64, 8 x 16 a lane
+_MULTI_DEFAULT = {"BM": (256,), "BN": (128,), "BK": (8,), "WM": (64,), "WN": (64,), "TM": (8,), "TN": (16,),
+                  "THREADS": (256,), "STAGES": (3,), "MINB": (1,)}
+
+
 def _ladder(name: str, label: str, description: str, defaults: dict, space: dict, rules: tuple, threads: str,
-            layers: str = "1", strips: str = "0") -> Variant:
+            layers: str = "1", strips: str = "0", shared: str = "0") -> Variant:
     family = "warptile" if name == "pipelined" else name  # pipelined shares warptile.cu's warp tiles
     return Variant(name=name, backend="cuda", label=label, description=description, paper="ladder", family=family,
                    axes=MappingProxyType(defaults), threads=(threads,), tile=("BM", "BN"), layers=layers,
-                   strips=strips, constraints=rules, space=MappingProxyType(space))
+                   strips=strips, shared=shared, constraints=rules, space=MappingProxyType(space))
 
 
 _ALL = (
@@ -211,6 +237,9 @@ _ALL = (
                            "8 * BK * (BM + 4 + BN) <= 48 * 1024",
                            "STRIP <= 4"),  # the col strip gathers STRIP * 2048 floats of B into shared memory
             "THREADS", layers="SPLITK", strips="STRIP"),
+    _ladder("multistage", "multistage cp.async", "cuBLAS's kernel shape: STAGES k-tiles in flight by cp.async "
+            "straight into shared memory, A as stored, read as float4s along k",
+            _MULTI_DEFAULT, _MULTI_SPACE, _MULTI_RULES, "THREADS", shared=_MULTI_SHARED),
     Variant(name="blas", backend="blas", label="BLAS (multicore)",
             description="CPU BLAS sgemm through numpy (float32), threads recorded"),
     Variant(name="cublas", backend="cublas", label="cuBLAS",

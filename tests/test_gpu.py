@@ -54,7 +54,7 @@ def test_variant_correct_at_awkward_sizes(awkward_rows, name, block):
         assert r["time_ms_median"] > 0 and len(samples_of(r["time_ms_samples"])) == 3
 
 
-@pytest.mark.parametrize("name", ["tile2d", "vec4", "warptile", "pipelined", "dbuf"])
+@pytest.mark.parametrize("name", ["tile2d", "vec4", "warptile", "pipelined", "dbuf", "multistage"])
 def test_ladder_sample_of_the_tuning_space_is_correct(gpu, name):
     """Beyond the defaults: a seeded sample of each space at aligned and unaligned shapes."""
     import random

@@ -65,6 +65,7 @@ def test_constraints_and_space_sizes():
     assert len(tuning_space(REGISTRY["warptile"])) == 665 and len(tuning_space(REGISTRY["pipelined"])) == 1005
     # warptile's space x SPLITK x MINB x VEC4 x STAGE x STRIP, BK 8 or 16, registers fit
     assert len(tuning_space(REGISTRY["dbuf"])) == 16256
+    assert len(tuning_space(REGISTRY["multistage"])) == 860
     warp = REGISTRY["warptile"]
     default = param_points(warp)[0]
     assert warp.violated(default) == [] and warp.block_threads(default) == 128
@@ -125,6 +126,18 @@ def test_thin_remainders_go_to_the_strip_kernels():
     off = tuple(sorted({**dict(params), "STRIP": 0}.items()))  # one launch over all of C
     assert [x.grid for x in dbuf.launches(off, Shape(2049, 2049, 2049))] == [(17, 17, 1)]
     assert REGISTRY["best"].entries == ("best",) and dbuf.entries == ("dbuf", "dbuf_row_strip", "dbuf_col_strip")
+
+
+def test_dynamic_shared_memory_goes_with_the_launch():
+    from mmbench.sizes import Shape
+
+    multi = REGISTRY["multistage"]
+    default = param_points(multi)[0]  # 256 x 128 x 8, three stages: 3 * (256 * 12 + 8 * 128) floats
+    (launch,) = multi.launches(default, Shape(4096, 4096, 4096))
+    assert launch.shared == multi.dynamic_shared(default) == 49152 and launch.grid == (32, 16, 1)
+    assert REGISTRY["dbuf"].dynamic_shared(param_points(REGISTRY["dbuf"])[0]) == 0
+    big = tuple(sorted({**dict(default), "BK": 32, "STAGES": 4, "MINB": 2}.items()))
+    assert "MINB * 4 * STAGES * (BM * (BK + 4) + BK * BN) <= 227 * 1024" in multi.violated(big)
 
 
 def test_header_text_is_pinned():
