@@ -21,6 +21,7 @@ print(f"{v.name} at n={n}: {format_params(params)}")
 (out / "kernel.cu").write_text(source.module_source(v, params))
 print(source.compile_report(v, params))
 PY
+here=$(cd "$(dirname "$0")" && pwd)
 cd "$dir" && nvcc --cubin -arch sm_90 -lineinfo kernel.cu -o kernel.cubin
 # Only this entry function: a family file may build several (warptile.cu builds two).
 cuobjdump -sass -fun "$variant" kernel.cubin > kernel.sass
@@ -28,3 +29,4 @@ grep -nE '\b(LDL|STL|CALL|RET)' kernel.sass | head -12 || true
 for op in 'LDS.128' 'LDS\b' 'LDG.E.128' 'LDG.E\b' 'LDGSTS' 'STS.128' 'STS\b' 'FFMA' 'LDL' 'STL'; do
   printf '%-10s %6d\n' "$op" "$(grep -cP "\b${op}" kernel.sass || true)"
 done
+python3 "$here/ffma_banks.py" kernel.sass
