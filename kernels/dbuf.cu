@@ -15,7 +15,10 @@
 //    the harness launches the tiled kernel on the whole tiles only and computes the leftover strip
 //    with dbuf_row_strip (dbuf_col_strip): a tile row that is 1 row full would cost as much as a
 //    full one, and at 2049 it makes a 17 x 17 grid that leaves a second wave almost empty.
-// Tunable: BM, BN, BK, WM, WN, WNITER, TM, TN, THREADS, SPLITK; MINB, the blocks per SM the
+//  * Stream-K (SK = 1). A persistent grid of MINB blocks per SM shares the whole product's
+//    (tile, k-tile) iterations out evenly, so the last wave of tiles leaves no SM idle (see the
+//    kernel). The harness zeroes C first, as for split-K.
+// Tunable: BM, BN, BK, WM, WN, WNITER, TM, TN, THREADS, SPLITK, SK; MINB, the blocks per SM the
 // register allocation must leave room for (__launch_bounds__); VEC4, how global loads go (fetch);
 // STAGE, how edge tiles store C; STRIP, the widest remainder sent to the strip kernels (0: none).
 
@@ -177,30 +180,31 @@ __device__ __forceinline__ void products(const float (*As)[AS_LD], const float (
     }
 }
 
-// C (or, with SPLITK > 1, C's running sum) gets this lane's register tile.
-__device__ __forceinline__ void put4(float* p, float4 v)
+// C gets this lane's register tile, or (add: split-K layers, stream-K shares) adds it into C.
+__device__ __forceinline__ void put4(float* p, float4 v, bool add)
 {
-#if SPLITK == 1
-    *reinterpret_cast<float4*>(p) = v;
-#elif __CUDA_ARCH__ >= 900
-    atomicAdd(reinterpret_cast<float4*>(p), v);  // one 16-byte reduction (sm_90)
+    if (!add) {
+        *reinterpret_cast<float4*>(p) = v;
+    } else {
+#if __CUDA_ARCH__ >= 900
+        atomicAdd(reinterpret_cast<float4*>(p), v);  // one 16-byte reduction (sm_90)
 #else
-    atomicAdd(p, v.x); atomicAdd(p + 1, v.y); atomicAdd(p + 2, v.z); atomicAdd(p + 3, v.w);
+        atomicAdd(p, v.x); atomicAdd(p + 1, v.y); atomicAdd(p + 2, v.z); atomicAdd(p + 3, v.w);
 #endif
+    }
 }
 
-__device__ __forceinline__ void put1(float* p, float v)
+__device__ __forceinline__ void put1(float* p, float v, bool add)
 {
-#if SPLITK == 1
-    *p = v;
-#else
-    atomicAdd(p, v);
-#endif
+    if (add)
+        atomicAdd(p, v);
+    else
+        *p = v;
 }
 
 // Aligned rows, a tile inside C: each lane stores its register tile as float4s.
 __device__ __forceinline__ void write_tile(float* __restrict__ C, const float acc[WMITER * TM][WNITER * TN], int N,
-                                           int r0, int c0)
+                                           int r0, int c0, bool add)
 {
 #pragma unroll
     for (int wm = 0; wm < WMITER; ++wm)
@@ -213,7 +217,7 @@ __device__ __forceinline__ void write_tile(float* __restrict__ C, const float ac
 #pragma unroll
                 for (int j = 0; j < TN; j += 4)
                     put4(&C[r * N + c + j],
-                         make_float4(acc[a][b + j], acc[a][b + j + 1], acc[a][b + j + 2], acc[a][b + j + 3]));
+                         make_float4(acc[a][b + j], acc[a][b + j + 1], acc[a][b + j + 2], acc[a][b + j + 3]), add);
             }
         }
 }
@@ -225,7 +229,7 @@ __device__ __forceinline__ void write_tile(float* __restrict__ C, const float ac
 // 32 * TN floats) and writes C with consecutive lanes on consecutive columns. The code costs the
 // aligned path registers even where it never runs (4096 fell 6 % with it), hence the switch.
 __device__ __forceinline__ void write_edge(float* __restrict__ C, const float acc[WMITER * TM][WNITER * TN],
-                                           int M, int N, int wr0, int wc0, int lane_row, int lane_col, float* stage)
+                                           int M, int N, int wr0, int wc0, int lane_row, int lane_col, float* stage, bool add)
 {
     const int lane = threadIdx.x % 32;
 #pragma unroll
@@ -245,14 +249,14 @@ __device__ __forceinline__ void write_edge(float* __restrict__ C, const float ac
                 for (int e = 0; e < TN; ++e) {  // slab row rho holds C row wr0 + wm * WSUBM + rho * TM + i
                     const int idx = e * 32 + lane, rho = idx / WSUBN, col = idx % WSUBN;
                     const int r = wr0 + wm * WSUBM + rho * TM + i, c = wc0 + wn * WSUBN + col;
-                    if (r < M && c < N) put1(&C[r * N + c], stage[idx]);
+                    if (r < M && c < N) put1(&C[r * N + c], stage[idx], add);
                 }
             }
 }
 #else
 // Unaligned rows, or a tile that crosses C's edge: each lane stores its own outputs one by one.
 __device__ __forceinline__ void write_edge(float* __restrict__ C, const float acc[WMITER * TM][WNITER * TN],
-                                           int M, int N, int wr0, int wc0, int lane_row, int lane_col, float*)
+                                           int M, int N, int wr0, int wc0, int lane_row, int lane_col, float*, bool add)
 {
     const int r0 = wr0 + lane_row * TM, c0 = wc0 + lane_col * TN;
 #pragma unroll
@@ -264,57 +268,140 @@ __device__ __forceinline__ void write_edge(float* __restrict__ C, const float ac
 #pragma unroll
                 for (int j = 0; j < TN; ++j) {
                     const int r = r0 + wm * WSUBM + i, c = c0 + wn * WSUBN + j;
-                    if (r < M && c < N) put1(&C[r * N + c], acc[wm * TM + i][wn * TN + j]);
+                    if (r < M && c < N) put1(&C[r * N + c], acc[wm * TM + i][wn * TN + j], add);
                 }
 }
 #endif
 
-extern "C" __global__ void __launch_bounds__(THREADS, MINB)
-dbuf(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K)
+// Where a block's tile lies, which k it sums (kbegin to kend) and whether it adds into C. Each is
+// read where it is used: a data-parallel block's from blockIdx (recomputed for free), a stream-K
+// block's from shared memory. Either way none of them holds a register through the k-loop, whose
+// tile leaves none (stream-K's values kept in registers spill).
+struct GridTile {
+    int row0_, col0_, kbegin_, kend_;
+    __device__ int row0() const { return row0_; }
+    __device__ int col0() const { return col0_; }
+    __device__ int kbegin() const { return kbegin_; }
+    __device__ int kend() const { return kend_; }
+    __device__ bool add() const { return SPLITK > 1; }
+};
+
+struct SharedTile {
+    const volatile int* v;  // row0, col0, kbegin, kend, add
+    __device__ int row0() const { return v[0]; }
+    __device__ int col0() const { return v[1]; }
+    __device__ int kbegin() const { return v[2]; }
+    __device__ int kend() const { return v[3]; }
+    __device__ bool add() const { return v[4]; }
+};
+
+// The steady k-loop over whole k-tiles k0, k0 + BK, ..., kend - BK: load tile t + 1 into registers,
+// multiply tile t out of one shared buffer, store tile t + 1 into the other, one barrier. EDGE is a
+// template parameter so that the loop holds a single fetch. Returns the buffer of the last tile,
+// which is left for the caller to multiply.
+template <bool EDGE, class Tile>
+__device__ __forceinline__ int steady(bool vec_a, bool vec_b, const float* __restrict__ A, const float* __restrict__ B,
+                                      Staged& s, float (*As)[BK][AS_LD], float (*Bs)[BK][BN],
+                                      float acc[WMITER * TM][WNITER * TN], int am, int bn, const Tile& t, int k0,
+                                      int M, int N, int K)
 {
-    __shared__ __align__(16) float As[2][BK][AS_LD];
-    __shared__ __align__(16) float Bs[2][BK][BN];
+    int buf = 0;
+    for (; k0 < t.kend(); k0 += BK) {
+        fetch<EDGE, false>(vec_a, vec_b, A, B, s, t.row0(), t.col0(), k0, M, N, K, t.kend());  // in flight during the products
+        products(As[buf], Bs[buf], acc, am, bn);
+        // The other buffer was last read before the previous iteration's barrier: free to fill.
+        stash(s, As[buf ^ 1], Bs[buf ^ 1]);
+        __syncthreads();
+        buf ^= 1;
+    }
+    return buf;
+}
+
+// One block's share of one tile of C (t): the products of k in [kbegin, kend), stored into C, or
+// added into it (another block adds to the same tile).
+template <class Tile>
+__device__ __forceinline__ void tile_product(const float* __restrict__ A, const float* __restrict__ B,
+                                             float* __restrict__ C, int M, int N, int K, const Tile& t,
+                                             float (*As)[BK][AS_LD], float (*Bs)[BK][BN])
+{
     const bool vec_a = (K & 3) == 0, vec_b = (N & 3) == 0;  // rows 16-byte aligned: float4 loads, stores
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int warp_row = warp / (BN / WN), warp_col = warp % (BN / WN);
     const int lane_row = lane / (WSUBN / TN), lane_col = lane % (WSUBN / TN);
     const int am = warp_row * WM + lane_row * TM, bn = warp_col * WN + lane_col * TN;
-    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
-    // This layer's k range: whole k-tiles, shared out as evenly as they go.
-    const int per_layer = ((K + BK - 1) / BK + SPLITK - 1) / SPLITK * BK;
-    const int kbegin = blockIdx.z * per_layer, kend = min(K, kbegin + per_layer);
-    if (kbegin >= kend) return;  // a layer with no k-tiles adds nothing (uniform across the block)
-    const bool inside = row0 + BM <= M && col0 + BN <= N;
+    const bool inside = t.row0() + BM <= M && t.col0() + BN <= N;
 
     float acc[WMITER * TM][WNITER * TN] = {};
     Staged s;
-    const auto load = [&](int k0) {
-        if (k0 + BK > kend)
-            fetch<true, true>(vec_a, vec_b, A, B, s, row0, col0, k0, M, N, K, kend);
-        else if (inside)
-            fetch<false, false>(vec_a, vec_b, A, B, s, row0, col0, k0, M, N, K, kend);
-        else
-            fetch<true, false>(vec_a, vec_b, A, B, s, row0, col0, k0, M, N, K, kend);
-    };
-    load(kbegin);
+    // The k-tile that is not whole (the k count mod BK) goes first, so that every tile the steady
+    // loop loads is whole and the loop needs no k guard and no branch.
+    const int kbegin = t.kbegin(), ragged = (t.kend() - kbegin) % BK;
+    if (ragged)
+        fetch<true, true>(vec_a, vec_b, A, B, s, t.row0(), t.col0(), kbegin, M, N, K, kbegin + ragged);
+    else if (inside)
+        fetch<false, false>(vec_a, vec_b, A, B, s, t.row0(), t.col0(), kbegin, M, N, K, t.kend());
+    else
+        fetch<true, false>(vec_a, vec_b, A, B, s, t.row0(), t.col0(), kbegin, M, N, K, t.kend());
     stash(s, As[0], Bs[0]);
     __syncthreads();
-    int buf = 0;
-    for (int k0 = kbegin; k0 < kend; k0 += BK) {
-        const bool more = k0 + BK < kend;
-        if (more) load(k0 + BK);  // in flight during the products below
-        products(As[buf], Bs[buf], acc, am, bn);
-        // The other buffer was last read before the previous iteration's barrier: free to fill.
-        if (more) stash(s, As[buf ^ 1], Bs[buf ^ 1]);
-        __syncthreads();
-        buf ^= 1;
-    }
+    const int k1 = kbegin + (ragged ? ragged : BK);
+    const int buf = inside ? steady<false>(vec_a, vec_b, A, B, s, As, Bs, acc, am, bn, t, k1, M, N, K)
+                           : steady<true>(vec_a, vec_b, A, B, s, As, Bs, acc, am, bn, t, k1, M, N, K);
+    products(As[buf], Bs[buf], acc, am, bn);  // the last k-tile
+    __syncthreads();  // every warp is done with the buffers: STAGE stages through them, the next tile refills them
     if (vec_b && inside)
-        write_tile(C, acc, N, row0 + am, col0 + bn);
-    else  // the last barrier above freed the A buffers: with STAGE, each warp stages through its share
-        write_edge(C, acc, M, N, row0 + warp_row * WM, col0 + warp_col * WN, lane_row, lane_col,
-                   &As[0][0][0] + warp * 32 * TN);
+        write_tile(C, acc, N, t.row0() + am, t.col0() + bn, t.add());
+    else  // with STAGE, each warp stages its tile through its share of the A buffers
+        write_edge(C, acc, M, N, t.row0() + warp_row * WM, t.col0() + warp_col * WN, lane_row, lane_col,
+                   &As[0][0][0] + warp * 32 * TN, t.add());
 }
+
+#if SK
+// Stream-K: a persistent grid (SK blocks per SM, launched by the harness) shares out the
+// (tile, k-tile) iterations of the whole product evenly, tile after tile in row-major order. A
+// block whose share starts or ends inside a tile adds its part into C (zeroed by the harness); the
+// others store whole tiles. The last wave of tiles then no longer leaves SMs idle: at 4096, 1024
+// tiles on 264 block slots are 3.88 waves, run as 3.88 waves' time instead of 4.
+// N0: the columns the tiles cover (the rest, if any, is the column strip's).
+extern "C" __global__ void __launch_bounds__(THREADS, MINB)
+dbuf(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K, int N0)
+{
+    __shared__ __align__(16) float As[2][BK][AS_LD];
+    __shared__ __align__(16) float Bs[2][BK][BN];
+    __shared__ int where[5];  // the current tile's SharedTile values
+    const long long total = (long long)((M + BM - 1) / BM) * ((N0 + BN - 1) / BN) * ((K + BK - 1) / BK);
+    const int end = (int)(total * (blockIdx.x + 1) / gridDim.x);
+    for (int it = (int)(total * blockIdx.x / gridDim.x); it < end;) {
+        const int tiles_n = (N0 + BN - 1) / BN, k_tiles = (K + BK - 1) / BK;
+        const int tile = it / k_tiles, kb = it % k_tiles, ke = min(k_tiles, kb + (end - it));
+        if (threadIdx.x == 0) {
+            where[0] = tile / tiles_n * BM;
+            where[1] = tile % tiles_n * BN;
+            where[2] = kb * BK;
+            where[3] = min(K, ke * BK);
+            where[4] = kb > 0 || ke < k_tiles;
+        }
+        __syncthreads();  // where is written; the previous tile's epilogue is done with the buffers
+        tile_product(A, B, C, M, N, K, SharedTile{where}, As, Bs);
+        it += ke - kb;
+        __syncthreads();  // every thread has read where
+    }
+}
+#else
+// One block per tile of C and per split-K layer (blockIdx.z): a layer sums its share of the
+// k-tiles, shared out as evenly as they go, and adds its partial tile into C.
+extern "C" __global__ void __launch_bounds__(THREADS, MINB)
+dbuf(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K)
+{
+    __shared__ __align__(16) float As[2][BK][AS_LD];
+    __shared__ __align__(16) float Bs[2][BK][BN];
+    const int per_layer = ((K + BK - 1) / BK + SPLITK - 1) / SPLITK * BK;
+    const int kbegin = blockIdx.z * per_layer, kend = min(K, kbegin + per_layer);
+    const GridTile t{(int)blockIdx.y * BM, (int)blockIdx.x * BN, kbegin, kend};
+    if (kbegin >= kend) return;  // a layer with no k-tiles adds nothing (uniform across the block)
+    tile_product(A, B, C, M, N, K, t, As, Bs);
+}
+#endif
 
 #if STRIP
 // The strips: memory-bound products of a few rows (columns) of C, each reading a whole operand.

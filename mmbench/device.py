@@ -219,7 +219,7 @@ class Gpu:
         kernel adds into C, so its launch zeroes C first; the zeroing is part of what gets timed.
         Strip kernels after a tiled kernel run beside it on the side stream (they write other parts
         of C), in whatever room its grid leaves; the stream waits for them."""
-        launches = variant.launches(params, shape)
+        launches = variant.launches(params, shape, self.facts.sm_count)
         calls = [(self.function(variant, params, x.entry), x.block, x.grid, tuple(np.int32(v) for v in x.args),
                   x.shared) for x in launches]
         for fn, *_, shared in calls:

@@ -48,6 +48,10 @@ class Variant:
     strips: str = "0"
     # Bytes of dynamic shared memory a block asks for at launch (above 48 KiB the harness opts in).
     shared: str = "0"
+    # Blocks per SM of a persistent (stream-K) grid; 0: one block per tile. A persistent kernel
+    # shares the tiles' k-iterations out over its blocks, adds partial tiles into C (which the
+    # harness zeroes first) and takes one more argument, the columns its tiles cover.
+    persistent: str = "0"
     constraints: tuple[str, ...] = ()  # expressions that must hold for a parameter point to build
     space: Mapping[str, tuple[int, ...]] = field(default_factory=dict, hash=False)  # what `tune` explores
     source_dir: Path | None = None  # only for kernels outside kernels/ (tests)
@@ -74,10 +78,11 @@ class Variant:
         """The kernel's entry functions: its own, then the row and column strip kernels if it has them."""
         return (self.name,) + ((f"{self.name}_row_strip", f"{self.name}_col_strip") if self.strips != "0" else ())
 
-    def launches(self, params: Params, shape: Shape) -> tuple[Launch, ...]:
+    def launches(self, params: Params, shape: Shape, sms: int | None = None) -> tuple[Launch, ...]:
         """What one product launches, in order: the tiled kernel over C's whole tiles (all of C
         when no remainder is thin enough for the strips), then the strip kernels. A strip kernel
-        computes C[m0:m, :] or C[:m0, n0:] over all of k."""
+        computes C[m0:m, :] or C[:m0, n0:] over all of k. sms: the device's SM count, which sizes
+        a persistent grid (required then)."""
         rows, cols = (evaluate(e, params) for e in self.tile)
         width = evaluate(self.strips, params)
         m0 = shape.m - shape.m % rows if shape.m % rows <= width else shape.m
@@ -85,8 +90,14 @@ class Variant:
         out = []
         if m0 and n0:
             block, grid = self.launch_geometry(params, Shape(m0, n0, shape.k))
-            out.append(Launch(self.name, block, grid, (m0, shape.n, shape.k),
-                              self.dynamic_shared(params)))
+            args: tuple[int, ...] = (m0, shape.n, shape.k)
+            per_sm = evaluate(self.persistent, params)
+            if per_sm:
+                if not sms:
+                    raise VariantError(f"{self.name}: a persistent grid needs the device's SM count")
+                iterations = grid[0] * grid[1] * math.ceil(shape.k / evaluate("BK", params))
+                grid, args = (min(per_sm * sms, iterations), 1, 1), args + (n0,)
+            out.append(Launch(self.name, block, grid, args, self.dynamic_shared(params)))
         if m0 < shape.m:
             out.append(Launch(self.entries[1], ROW_STRIP_BLOCK, (math.ceil(shape.n / ROW_STRIP_BLOCK[0]), 1, 1),
                               (shape.m, shape.n, shape.k, m0)))
@@ -101,7 +112,7 @@ class Variant:
 
     def accumulates(self, params: Params) -> bool:
         """Whether the kernel adds into C (which must then be zeroed first)."""
-        return evaluate(self.layers, params) > 1
+        return evaluate(self.layers, params) > 1 or evaluate(self.persistent, params) > 0
 
     def violated(self, params: Params) -> list[str]:
         """The constraints a parameter point breaks (empty when it may be built)."""
@@ -175,7 +186,7 @@ _WARP_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (16,), "WM": (64,), "WN": (64
 # The fastest dbuf configuration at 2048 and 4096 on the H200, no split; thin remainders as strips
 _DBUF_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (16,), "WM": (64,), "WN": (32,), "WNITER": (2,), "TM": (8,),
                  "TN": (4,), "THREADS": (256,), "SPLITK": (1,), "MINB": (2,), "VEC4": (1,), "STAGE": (0,),
-                 "STRIP": (4,)}
+                 "STRIP": (4,), "SK": (0,)}
 
 
 # multistage: a lane's TM x TN tile, its rows WM / TM apart; both operands by 16-byte shared loads
@@ -197,11 +208,12 @@ _MULTI_DEFAULT = {"BM": (256,), "BN": (128,), "BK": (8,), "WM": (64,), "WN": (64
 
 
 def _ladder(name: str, label: str, description: str, defaults: dict, space: dict, rules: tuple, threads: str,
-            layers: str = "1", strips: str = "0", shared: str = "0") -> Variant:
+            layers: str = "1", strips: str = "0", shared: str = "0", persistent: str = "0") -> Variant:
     family = "warptile" if name == "pipelined" else name  # pipelined shares warptile.cu's warp tiles
     return Variant(name=name, backend="cuda", label=label, description=description, paper="ladder", family=family,
                    axes=MappingProxyType(defaults), threads=(threads,), tile=("BM", "BN"), layers=layers,
-                   strips=strips, shared=shared, constraints=rules, space=MappingProxyType(space))
+                   strips=strips, shared=shared, persistent=persistent, constraints=rules,
+                   space=MappingProxyType(space))
 
 
 _ALL = (
@@ -226,17 +238,18 @@ _ALL = (
             {**_WARP_DEFAULT, "STAGES": (3,)}, {**_WARP_SPACE, "STAGES": (2, 3, 4)},
             _WARP_RULES + ("STAGES >= 2", "4 * STAGES * BK * (BM + BN) <= 48 * 1024"), "THREADS"),
     _ladder("dbuf", "warp tiling + double buffer", "warp tiling, two shared buffers fed through registers "
-            "(one barrier per k-tile), split-K over SPLITK grid layers, thin remainders as strips",
+            "(one barrier per k-tile), split-K over SPLITK grid layers or stream-K (SK), thin remainders as strips",
             _DBUF_DEFAULT, {**_WARP_SPACE, "BK": (8, 16), "SPLITK": (1, 2, 3, 4), "MINB": (1, 2), "VEC4": (0, 1),
-                            "STAGE": (0, 1), "STRIP": (0, 4)},
+                            "STAGE": (0, 1), "STRIP": (0, 4), "SK": (0, 1)},
             _WARP_RULES + ("SPLITK >= 1", "MINB * THREADS <= 1024",
                            # accumulators plus ~60 working registers must fit what MINB blocks leave a thread
                            "WM * WN // 32 + 60 <= 65536 // (MINB * THREADS)",
                            "WM * WN // 32 * BK <= 1024",  # 128 accumulators leave no room for BK = 16
                            "STAGE == 0 or THREADS * TN <= 2 * BK * (BM + 4)",  # the staging fits the A buffers
                            "8 * BK * (BM + 4 + BN) <= 48 * 1024",
-                           "STRIP <= 4"),  # the col strip gathers STRIP * 2048 floats of B into shared memory
-            "THREADS", layers="SPLITK", strips="STRIP"),
+                           "STRIP <= 4",  # the col strip gathers STRIP * 2048 floats of B into shared memory
+                           "SK == 0 or SPLITK == 1"),  # stream-K splits k itself
+            "THREADS", layers="SPLITK", strips="STRIP", persistent="SK * MINB"),
     _ladder("multistage", "multistage cp.async", "cuBLAS's kernel shape: STAGES k-tiles in flight by cp.async "
             "straight into shared memory, A as stored, read as float4s along k",
             _MULTI_DEFAULT, _MULTI_SPACE, _MULTI_RULES, "THREADS", shared=_MULTI_SHARED),

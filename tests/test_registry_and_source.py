@@ -63,8 +63,8 @@ def test_constraints_and_space_sizes():
     assert len(tuning_space(REGISTRY["best"])) == 3 and len(tuning_space(REGISTRY["tile2d"])) == 48
     assert len(tuning_space(REGISTRY["vec4"])) == 35  # TM, TN, BK multiples of 4; loads divide evenly
     assert len(tuning_space(REGISTRY["warptile"])) == 665 and len(tuning_space(REGISTRY["pipelined"])) == 1005
-    # warptile's space x SPLITK x MINB x VEC4 x STAGE x STRIP, BK 8 or 16, registers fit
-    assert len(tuning_space(REGISTRY["dbuf"])) == 16256
+    # warptile's space x SPLITK x MINB x VEC4 x STAGE x STRIP, BK 8 or 16, registers fit; SK = 1 only without split-K
+    assert len(tuning_space(REGISTRY["dbuf"])) == 16256 + 16256 // 4 == 20320
     assert len(tuning_space(REGISTRY["multistage"])) == 860
     warp = REGISTRY["warptile"]
     default = param_points(warp)[0]
@@ -126,6 +126,25 @@ def test_thin_remainders_go_to_the_strip_kernels():
     off = tuple(sorted({**dict(params), "STRIP": 0}.items()))  # one launch over all of C
     assert [x.grid for x in dbuf.launches(off, Shape(2049, 2049, 2049))] == [(17, 17, 1)]
     assert REGISTRY["best"].entries == ("best",) and dbuf.entries == ("dbuf", "dbuf_row_strip", "dbuf_col_strip")
+
+
+def test_stream_k_launches_a_persistent_grid():
+    """SK = 1: MINB blocks per SM (no more than there are k-iterations), the columns the tiles
+    cover as a fourth argument, C zeroed first; the SM count is required."""
+    from mmbench.sizes import Shape
+
+    dbuf = REGISTRY["dbuf"]
+    sk = tuple(sorted({**dict(param_points(dbuf)[0]), "SK": 1, "STAGE": 1}.items()))  # 128 x 128 x 16, MINB = 2
+    assert not dbuf.violated(sk) and dbuf.accumulates(sk)
+    (whole,) = dbuf.launches(sk, Shape(4096, 4096, 4096), sms=132)
+    assert (whole.entry, whole.grid, whole.args) == ("dbuf", (264, 1, 1), (4096, 4096, 4096, 4096))
+    whole, rows, cols = dbuf.launches(sk, Shape(2049, 2049, 2049), sms=132)  # strips beside it, as before
+    assert whole.grid == (264, 1, 1) and whole.args == (2048, 2049, 2049, 2048) and rows.args[-1] == 2048
+    (tiny,) = dbuf.launches(sk, Shape(7, 7, 7), sms=132)  # one tile, one k-tile: one block
+    assert tiny.grid == (1, 1, 1) and tiny.args == (7, 7, 7, 7)
+    with pytest.raises(VariantError, match="SM count"):
+        dbuf.launches(sk, Shape(64, 64, 64))
+    assert "SK == 0 or SPLITK == 1" in dbuf.violated(tuple(sorted({**dict(sk), "SPLITK": 2}.items())))
 
 
 def test_dynamic_shared_memory_goes_with_the_launch():
