@@ -146,8 +146,10 @@ class Gpu:
         # forked from and joined back into self.stream by events, so timing on self.stream covers them.
         self._side = drv.Stream()
         self._fork, self._join = (drv.Event(drv.event_flags.DISABLE_TIMING) for _ in range(2))
-        self._modules: dict[tuple[str, Params], Any] = {}
-        self._functions: dict[tuple[str, Params, str], Any] = {}
+        # Keyed by variant name, source folder (another folder holds another version of the
+        # kernel, as scripts/ab_kernels.py compares) and parameters.
+        self._modules: dict[tuple, Any] = {}
+        self._functions: dict[tuple, Any] = {}
         # Cold-cache samples write a buffer twice the L2 size before each launch.
         self._flush_words = 2 * self.facts.l2_bytes // 4
         self._flush_buf = drv.mem_alloc(self._flush_words * 4)
@@ -161,7 +163,7 @@ class Gpu:
     def function(self, variant: Variant, params: Params, entry: str | None = None):
         """A compiled entry function, the variant's own by default (PyCUDA caches the cubin on disk
         between runs; one module per parameter point holds all its entries)."""
-        key, entry = (variant.name, params), entry or variant.name
+        key, entry = (variant.name, variant.source_dir, params), entry or variant.name
         if key not in self._modules:
             self._modules[key] = self._source_module(source.module_source(variant, params),
                                                      options=list(source.NVCC_OPTIONS), no_extern_c=True,

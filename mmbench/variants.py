@@ -186,7 +186,7 @@ _WARP_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (16,), "WM": (64,), "WN": (64
 # The fastest dbuf configuration at 2048 and 4096 on the H200, no split; thin remainders as strips
 _DBUF_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (16,), "WM": (64,), "WN": (32,), "WNITER": (2,), "TM": (8,),
                  "TN": (4,), "THREADS": (256,), "SPLITK": (1,), "MINB": (2,), "VEC4": (1,), "STAGE": (0,),
-                 "STRIP": (4,), "SK": (0,)}
+                 "STRIP": (4,), "SK": (0,), "ORDER": (1,)}
 
 
 # multistage: a lane's TM x TN tile, its rows WM / TM apart; both operands by 16-byte shared loads
@@ -240,7 +240,7 @@ _ALL = (
     _ladder("dbuf", "warp tiling + double buffer", "warp tiling, two shared buffers fed through registers "
             "(one barrier per k-tile), split-K over SPLITK grid layers or stream-K (SK), thin remainders as strips",
             _DBUF_DEFAULT, {**_WARP_SPACE, "BK": (8, 16), "SPLITK": (1, 2, 3, 4), "MINB": (1, 2), "VEC4": (0, 1),
-                            "STAGE": (0, 1), "STRIP": (0, 4), "SK": (0, 1)},
+                            "STAGE": (0, 1), "STRIP": (0, 4), "SK": (0, 1), "ORDER": (0, 1)},
             _WARP_RULES + ("SPLITK >= 1", "MINB * THREADS <= 1024",
                            # accumulators plus ~60 working registers must fit what MINB blocks leave a thread
                            "WM * WN // 32 + 60 <= 65536 // (MINB * THREADS)",

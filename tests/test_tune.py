@@ -194,14 +194,14 @@ def test_candidates_recorded_before_a_new_parameter_take_each_of_its_values():
     import pandas as pd
 
     dbuf = REGISTRY["dbuf"]
-    old = "BK=16,BM=128,BN=128,MINB=2,SPLITK=1,THREADS=256,TM=8,TN=4,VEC4=1,WM=64,WN=32,WNITER=2"  # no STAGE, STRIP, SK
+    old = "BK=16,BM=128,BN=128,MINB=2,SPLITK=1,THREADS=256,TM=8,TN=4,VEC4=1,WM=64,WN=32,WNITER=2"  # no STAGE, STRIP, SK, ORDER
     gone = "BK=16,BM=128,BN=128,MINB=2,SPLITK=1,THREADS=256,TM=8,TN=4,VEC4=1,WM=64,WN=32,WNITER=2,STAGE=1,STRIP=3"
     rows = pd.DataFrame({"variant": "dbuf", "status": "ok", "m": [64, 64], "n": 64, "k": 64,
                          "gflops_median": [2.0, 1.0], "params": [old, gone]})
     picks = {format_params(p) for p in tune.candidates(rows, dbuf, 2)}
-    # the old point stands for STAGE 0/1 x STRIP 0/4 x SK 0/1; STRIP=3 is outside today's space
-    assert picks == {format_params(parse_params(f"{old},STAGE={a},STRIP={b},SK={c}"))
-                     for a in (0, 1) for b in (0, 4) for c in (0, 1)}
+    # the old point stands for STAGE 0/1 x STRIP 0/4 x SK 0/1 x ORDER 0/1; STRIP=3 is outside today's space
+    assert picks == {format_params(parse_params(f"{old},STAGE={a},STRIP={b},SK={c},ORDER={d}"))
+                     for a in (0, 1) for b in (0, 4) for c in (0, 1) for d in (0, 1)}
 
 
 def test_tune_candidates_narrow_the_search(tmp_path):
