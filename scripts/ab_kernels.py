@@ -14,10 +14,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import sys
 from pathlib import Path
 
 import pandas as pd
 
+from mmbench import environment, source
+from mmbench.results import write_metadata
 from mmbench.sizes import parse_sizes
 from mmbench.sweep import Point, Runner, Settings
 from mmbench.variants import get_variant, parse_params
@@ -68,6 +71,9 @@ def main() -> None:
 
     df = pd.DataFrame(rows)
     df.to_csv(args.output, index=False)
+    write_metadata(Path(args.output), {"command": sys.argv, "sources": {n: source.source_hash(v) for n, v in sources.items()},
+                                       "settings": {"runs": args.runs, "rounds": args.rounds, "cache": "cold"},
+                                       "kernels": {**check.kernels, **timed.kernels}, **environment.collect(gpu)})
     for i, p in enumerate(args.params, 1):
         print(f"#{i}: {p}")
     bad = df[df.status != "ok"]
