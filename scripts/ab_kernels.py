@@ -53,11 +53,13 @@ def main() -> None:
 
     check = Runner(Settings(runs=1, warmup=0), [Point(cublas, (), parse_sizes("1")[0], "cold")])
     gpu = check.gpu
+    kernels = {}  # source -> its compiled points' registers, shared memory, spills
     for name, v in sources.items():
         gpu.precompile(v, points, jobs=16)
         for i, p in enumerate(points, 1):
             check.run([Point(v, p, s, "cold") for s in parse_sizes(args.check)],
                       collect({"source": name, "point": i, "round": -1}))
+        kernels[name], check.kernels = check.kernels, {}
     timed = Runner(Settings(runs=args.runs), [], gpu_factory=lambda: gpu)
     timed.gpu, timed.cublas = gpu, check.cublas
     for r in range(args.rounds):
@@ -73,7 +75,7 @@ def main() -> None:
     df.to_csv(args.output, index=False)
     write_metadata(Path(args.output), {"command": sys.argv, "sources": {n: source.source_hash(v) for n, v in sources.items()},
                                        "settings": {"runs": args.runs, "rounds": args.rounds, "cache": "cold"},
-                                       "kernels": {**check.kernels, **timed.kernels}, **environment.collect(gpu)})
+                                       "kernels": kernels, **environment.collect(gpu)})
     for i, p in enumerate(args.params, 1):
         print(f"#{i}: {p}")
     bad = df[df.status != "ok"]
