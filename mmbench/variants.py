@@ -40,6 +40,9 @@ class Variant:
     # rows x columns of C one block computes (the grid covers C with them).
     threads: tuple[str, ...] = ("BLOCK", "BLOCK")
     tile: tuple[str, str] = ("BLOCK", "BLOCK")
+    # The k one step of a block's k-loop covers: a persistent grid has no more blocks than the
+    # product has (tile, k-step) iterations.
+    k_tile: str = "1"
     # Grid layers along z that each add a partial product into C (split-K); above 1 the
     # harness zeroes C before every launch, inside the timed region.
     layers: str = "1"
@@ -95,7 +98,7 @@ class Variant:
             if per_sm:
                 if not sms:
                     raise VariantError(f"{self.name}: a persistent grid needs the device's SM count")
-                iterations = grid[0] * grid[1] * math.ceil(shape.k / evaluate("BK", params))
+                iterations = grid[0] * grid[1] * math.ceil(shape.k / evaluate(self.k_tile, params))
                 grid, args = (min(per_sm * sms, iterations), 1, 1), args + (n0,)
             out.append(Launch(self.name, block, grid, args, self.dynamic_shared(params)))
         if m0 < shape.m:
@@ -211,8 +214,8 @@ def _ladder(name: str, label: str, description: str, defaults: dict, space: dict
             layers: str = "1", strips: str = "0", shared: str = "0", persistent: str = "0") -> Variant:
     family = "warptile" if name == "pipelined" else name  # pipelined shares warptile.cu's warp tiles
     return Variant(name=name, backend="cuda", label=label, description=description, paper="ladder", family=family,
-                   axes=MappingProxyType(defaults), threads=(threads,), tile=("BM", "BN"), layers=layers,
-                   strips=strips, shared=shared, persistent=persistent, constraints=rules,
+                   axes=MappingProxyType(defaults), threads=(threads,), tile=("BM", "BN"), k_tile="BK",
+                   layers=layers, strips=strips, shared=shared, persistent=persistent, constraints=rules,
                    space=MappingProxyType(space))
 
 
