@@ -47,29 +47,32 @@ def main() -> None:
     rows: list[dict] = []
 
     def collect(tag: dict):
-        return lambda row: rows.append({**row, **tag}) or print(
-            f"{tag}: {row['variant']} {row['m']}x{row['n']}x{row['k']} {row['status']} "
-            f"{row.get('gflops_median', float('nan')) / 1000:.2f} {row['reason']}", flush=True)
+        def on_row(row: dict) -> None:
+            rows.append({**row, **tag})
+            print(f"{tag}: {row['variant']} {row['m']}x{row['n']}x{row['k']} {row['status']} "
+                  f"{row.get('gflops_median', float('nan')) / 1000:.2f} {row['reason']}", flush=True)
+        return on_row
 
-    check = Runner(Settings(runs=1, warmup=0), [Point(cublas, (), parse_sizes("1")[0], "cold")])
-    gpu = check.gpu
+    # One runner (one GPU context, one cuBLAS handle): first the checks, run once, then the timing.
+    runner = Runner(Settings(runs=1, warmup=0), [Point(cublas, (), parse_sizes("1")[0], "cold")])
+    gpu = runner.gpu
     kernels = {}  # source -> its compiled points' registers, shared memory, spills
     for name, v in sources.items():
         gpu.precompile(v, points, jobs=16)
         for i, p in enumerate(points, 1):
-            check.run([Point(v, p, s, "cold") for s in parse_sizes(args.check)],
-                      collect({"source": name, "point": i, "round": -1}))
-        kernels[name], check.kernels = check.kernels, {}
-    timed = Runner(Settings(runs=args.runs), [], gpu_factory=lambda: gpu)
-    timed.gpu, timed.cublas = gpu, check.cublas
+            runner.run([Point(v, p, s, "cold") for s in parse_sizes(args.check)],
+                       collect({"source": name, "point": i, "round": -1}))
+        kernels[name], runner.kernels = runner.kernels, {}
+    runner.settings = Settings(runs=args.runs)
     for r in range(args.rounds):
         for s in parse_sizes(args.sizes):  # one shape at a time: its inputs and reference are shared
-            order = [({"source": name, "point": i, "round": r}, Point(v, p, s, "cold"))
-                     for name, v in sources.items() for i, p in enumerate(points, 1)]
-            order = [({"source": "cublas", "point": 0, "round": r}, Point(cublas, (), s, "cold"))] + order
+            order = [({"source": "cublas", "point": 0, "round": r}, Point(cublas, (), s, "cold"))]
+            order += [({"source": name, "point": i, "round": r}, Point(v, p, s, "cold"))
+                      for name, v in sources.items() for i, p in enumerate(points, 1)]
             seq = order if r % 2 == 0 else order[::-1]
             tags = iter(tag for tag, _ in seq)
-            timed.run([p for _, p in seq], lambda row: collect(next(tags))(row))
+            runner.run([p for _, p in seq], lambda row: collect(next(tags))(row))
+    runner.close()
 
     df = pd.DataFrame(rows)
     df.to_csv(args.output, index=False)

@@ -48,8 +48,9 @@ def loops(lines, least=100):
     spans = []
     for end, line in enumerate(body):
         branch = BACKWARD.search(line)
-        if branch and int(branch.group(1), 16) < address[end] and int(branch.group(1), 16) in address:
-            spans.append((address.index(int(branch.group(1), 16)), end))
+        target = int(branch.group(1), 16) if branch else None
+        if target is not None and target < address[end] and target in address:
+            spans.append((address.index(target), end))
     out = []
     for start, end in spans:
         if any(start <= a and b <= end and (a, b) != (start, end) for a, b in spans):
