@@ -85,16 +85,19 @@ def ratio(df: pd.DataFrame, top: Series, bottom: Series) -> pd.Series:
 
 
 def table1(df: pd.DataFrame, sizes: list[int]) -> pd.DataFrame:
-    """Table 1 of the paper (BLAS vs CUDA-Best GFLOP/s at chosen sizes) with cuBLAS added."""
-    best = best_series(df)
-    cols = {"BLAS (multicore)": find(df, "blas"), best.label: best, "cuBLAS": find(df, "cublas")}
+    """Table 1 of the paper (BLAS vs CUDA-Best GFLOP/s at chosen sizes) with cuBLAS added; the
+    columns the results hold (a CPU-only run gives the BLAS column alone)."""
+    best = next((s for s in sorted(series_list(df), key=lambda s: -(s.block or 0)) if s.variant == "best"), None)
+    cols = {"BLAS (multicore)": find(df, "blas"), best.label if best else "": best, "cuBLAS": find(df, "cublas")}
     out = pd.DataFrame(index=pd.Index(sizes, name="n"))
     for name, s in cols.items():
         if s is not None:
             out[name] = curve(df, s).reindex(sizes)
-    if "BLAS (multicore)" in out:
+    if out.columns.empty:
+        raise ResultsError("Table 1 needs BLAS, CUDA-Best ('best') or cuBLAS rows")
+    if best and "BLAS (multicore)" in out:
         out[f"{best.label} / BLAS"] = out[best.label] / out["BLAS (multicore)"]
-    if "cuBLAS" in out:
+    if best and "cuBLAS" in out:
         out[f"{best.label} / cuBLAS"] = out[best.label] / out["cuBLAS"]
     return out
 
@@ -105,25 +108,36 @@ def algorithmic_intensity(m: int, n: int, k: int) -> float:
 
 
 def percent_of(df: pd.DataFrame, reference: str = "cublas") -> pd.DataFrame:
-    """Each variant's GFLOP/s as a percentage of the reference's at the same square shape:
-    columns variant, n, params, percent. Grouped by variant, since tuned parameters may differ by size."""
+    """Each series' GFLOP/s as a percentage of the reference's at the same square shape:
+    columns series, variant, n, params, percent. A variant is one series when it ran one
+    configuration per size (tuned parameters may differ by size), else one per configuration
+    (``best`` at three block sizes)."""
     sq = square(ok_rows(df))
-    ref = sq[sq.variant == reference].set_index("n").gflops_mean
+    ref = sq[sq.variant == reference].groupby("n").gflops_mean.mean()
     if ref.empty:
         raise ResultsError(f"the results have no '{reference}' rows to compare with")
     out = sq[(sq.variant != reference) & (sq.backend != "blas")][["variant", "n", "params", "gflops_mean"]].copy()
     out = out[out.n.isin(ref.index)]
+    if out.empty:
+        raise ResultsError(f"the results have no GPU variant at the sizes of its '{reference}' rows")
+    several = out.groupby(["variant", "n"]).params.transform("nunique") > 1
+    split = out.variant.isin(out[several].variant)
+    out["series"] = out.variant.where(~split, out.variant + " " + out.params)
     out["percent"] = 100.0 * out.gflops_mean / ref.reindex(out.n).values
-    return out.sort_values(["variant", "n"]).reset_index(drop=True)
+    # Registry order, then the larger block first (as in every figure), then size.
+    order = {(r.variant, r.params): (r.order, -(r.block or 0))
+             for r in (series_of(v, p) for v, p in out[["variant", "params"]].drop_duplicates().itertuples(index=False))}
+    out["_order"] = [order[(v, p)] if v != s else order[(v, p)][:1] for v, p, s in zip(out.variant, out.params, out.series)]
+    return out.sort_values(["_order", "n"]).drop(columns="_order").reset_index(drop=True)
 
 
 def target_summary(pct: pd.DataFrame, paper_sizes: list[int]) -> pd.DataFrame:
-    """Per variant: % of the reference at 4096 and 2049, and the geometric mean over paper_sizes."""
+    """Per series: % of the reference at 4096 and 2049, and the geometric mean over paper_sizes."""
     rows = []
-    for variant, g in pct.groupby("variant", sort=False):
-        by_n = g.set_index("n").percent
+    for (variant, series), g in pct.groupby(["variant", "series"], sort=False):
+        by_n = g.groupby("n").percent.mean()  # a repeated point counts once, at its mean
         on = by_n.reindex(paper_sizes).dropna()
-        rows.append({"variant": variant, "at_4096": by_n.get(4096), "at_2049": by_n.get(2049),
+        rows.append({"variant": variant, "series": series, "at_4096": by_n.get(4096), "at_2049": by_n.get(2049),
                      "geomean_paper_sizes": float(np.exp(np.log(on).mean())) if len(on) else None,
                      "paper_sizes": len(on)})
     return pd.DataFrame(rows)

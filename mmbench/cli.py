@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import sys
 import time
 from pathlib import Path
@@ -15,34 +16,87 @@ from . import environment
 from .config import ConfigError, load_config
 from . import cli_figures
 from .cli_common import InputError, RunFailed, _int_list, _results_arg, _split, console
-from .results import CsvSink, ResultsError, done_keys, latest_results, read_results, update_metadata, write_metadata
+from .results import (COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, history, latest_results, read_metadata,
+                      read_results, recorded_settings, scan, set_aside_torn, status_counts, torn_message,
+                      update_metadata, write_metadata)
 from .sizes import FORMS, SizeSpecError, parse_sizes
 from .sweep import Point, Runner, Selection, Settings, plan
 from .timing import CACHE_MODES
 from .tune import DEFAULT_CACHE
-from .variants import REGISTRY, VariantError, format_params, get_variant, tuning_space
+from .variants import REGISTRY, VariantError, format_params, get_variant, param_points, tuning_space
 
 PAPER_SWEEP = "63:2049"
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+DEFAULTS = {k: getattr(Settings(), k) for k in MEASUREMENT_SETTINGS}  # what a run measures with unless told
+ARGV = ["mmbench"]  # this invocation's command line, set by the group
+
+
+class OneLineErrors(click.Group):
+    """Click's own usage errors (an unknown option, a value outside its choices or range) as one
+    line naming the bad value, exit 2, like mmbench's own InputError, without the usage text."""
+
+    def main(self, args=None, *rest, **kwargs):
+        global ARGV
+        ARGV = ["mmbench", *(sys.argv[1:] if args is None else args)]  # as typed, for the metadata
+        return super().main(args, *rest, **kwargs)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # a bare command shows its help
+                raise
+            raise InputError(" ".join(exc.format_message().split())) from None
+
+
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="mmbench")
 def main():
     """mmbench: sweep, time, verify and plot GPU matrix kernels."""
 
 
 @main.command("list")
-def list_variants():
-    """Show every variant: name, operation, backend, paper label, parameter axes."""
-    table = Table(title="mmbench variants")
+@click.option("--variant", "-v", "names", multiple=True, metavar="NAME[,NAME...]",
+              help="Show these variants in full: description, parameters and defaults, constraints, tuning space.")
+@click.option("--wide", is_flag=True, help="One wide table with every column (for a wide terminal).")
+def list_variants(names, wide):
+    """Show the variants: a compact table by default, one variant in full with -v NAME."""
+    if names:
+        try:
+            chosen = [get_variant(n) for n in _split(names) or [""]]
+        except VariantError as exc:
+            raise InputError(str(exc)) from None
+        for v in chosen:
+            _print_variant(v)
+        return
+    table = Table(title="mmbench variants" + ("" if wide else " (details: mmbench list -v NAME)"))
     for col in ("name", "op", "backend", "paper label"):
         table.add_column(col, no_wrap=True)
-    table.add_column("parameters (default; tuning space size)")
-    table.add_column("what it does")
+    table.add_column("space", justify="right", no_wrap=True)
+    if wide:
+        table.add_column("parameters (default)")
+        table.add_column("what it does")
     for v in REGISTRY.values():
-        axes = " ".join(f"{k}={'/'.join(map(str, vals))}" for k, vals in v.axes.items()) or "-"
-        if v.space:
-            axes += f" ({len(tuning_space(v))} points)"
-        table.add_row(v.name, v.op, v.backend, v.label, axes, v.description)
+        space = str(len(tuning_space(v))) if v.space else "-"
+        cells = [v.name, v.op, v.backend, v.label, space]
+        if wide:
+            cells += [format_params(param_points(v)[0]).replace(",", " ") or "-", v.description]
+        table.add_row(*cells)
     console.print(table)
+
+
+def _print_variant(v) -> None:
+    """Everything the registry knows of one variant, one fact a line (fits any terminal)."""
+    lines = [f"{v.name}: {v.label} ({v.op}, {v.backend}, paper {v.paper})", f"  {v.description}"]
+    if v.family:
+        lines.append(f"  kernel: kernels/{v.family}.cu, entry {', '.join(v.entries)}")
+    for name, values in v.axes.items():
+        axis = v.space.get(name)
+        tuned = f"  (tuned over {'/'.join(map(str, axis))})" if axis else ""
+        lines.append(f"  {name} = {'/'.join(map(str, values))}{tuned}")
+    lines += [f"  constraint: {c}" for c in v.constraints]
+    if v.space:
+        lines.append(f"  tuning space: {len(tuning_space(v))} points satisfy the constraints")
+    console.print("\n".join(lines), soft_wrap=True)
 
 
 def _selections(variants, sizes, blocks, params, config) -> tuple[str, list[Selection], dict]:
@@ -57,18 +111,19 @@ def _selections(variants, sizes, blocks, params, config) -> tuple[str, list[Sele
             raise InputError(str(exc)) from None
         settings = {"runs": cfg.runs, "warmup": cfg.warmup, "cache": cfg.cache, "threads": cfg.threads}
         return cfg.name, [s.selection() for s in cfg.sweeps], settings
-    names = _split(variants) or ["best"]
+    names = _split(variants)
+    if variants and not names:
+        raise InputError(f"--variant '{','.join(variants)}' names no variant; choose from: {', '.join(REGISTRY)}")
     try:
-        chosen = tuple(dict.fromkeys(get_variant(n) for n in names))
+        chosen = tuple(dict.fromkeys(get_variant(n) for n in names or ["best"]))
     except VariantError as exc:
         raise InputError(str(exc)) from None
-    spec = sizes or PAPER_SWEEP
     try:
-        shapes = tuple(parse_sizes(spec))
+        shapes = tuple(parse_sizes(PAPER_SWEEP if sizes is None else sizes))
     except SizeSpecError as exc:
         raise InputError(str(exc)) from None
     overrides = _parse_params(params)
-    if blocks:
+    if blocks is not None:
         overrides["BLOCK"] = _int_list("--block", blocks)
     known = {axis for v in chosen for axis in v.axes}
     for name in overrides:
@@ -80,11 +135,12 @@ def _selections(variants, sizes, blocks, params, config) -> tuple[str, list[Sele
 
 def _with_tuned(sel: Selection, cache_path: Path) -> Selection:
     """Give each tunable variant whose parameters the user did not set its tuned parameters
-    for this GPU and kernel source, and say so."""
+    for this GPU and kernel source (or, where this GPU has none, those of a GPU of the same
+    architecture and SM count), and say which."""
     from dataclasses import replace
 
     from . import source
-    from .device import device_name
+    from .device import device_identity
     from .tune import TuneError, load_cache, lookup
 
     tunable = [v for v in sel.variants if v.space and len(v.space) > 1 and not set(v.axes) & set(sel.overrides)]
@@ -94,24 +150,31 @@ def _with_tuned(sel: Selection, cache_path: Path) -> Selection:
         cache = load_cache(cache_path)
     except TuneError as exc:
         raise InputError(str(exc)) from None
-    device = device_name()
+    device = device_identity()
     tuned = {}
     for v in tunable:
         found = {shape: lookup(cache, device, v, source.source_hash(v), shape) for shape in sel.shapes} if device else {}
-        found = {shape: p for shape, p in found.items() if p}
+        found = {shape: t for shape, t in found.items() if t}
         if found:
-            tuned.update({(v.name, shape): p for shape, p in found.items()})
-            kinds = sorted({format_params(p) for p in found.values()})
-            console.print(f"{v.name}: tuned parameters from {cache_path} for {device}: {'; '.join(kinds)}", soft_wrap=True)
+            tuned.update({(v.name, shape): t.params for shape, t in found.items()})
+            kinds = sorted({format_params(t.params) for t in found.values()})
+            lender = next(iter(found.values()))
+            whose = (f"for {device.name}" if not lender.borrowed else
+                     f"of {lender.device}: {device.name} has no entry, and {lender.device} has the same "
+                     f"architecture ({device.arch}) and SM count ({device.sm_count})")
+            console.print(f"{v.name}: tuned parameters from {cache_path} {whose}: {'; '.join(kinds)}", soft_wrap=True)
         elif any(e.get("variant") == v.name for e in cache.values()):
-            console.print(f"{v.name}: the tuning cache has no entry for this GPU ({device or 'none found'}) and this "
-                          f"kernel source; using defaults (run `mmbench tune`)", soft_wrap=True)
+            console.print(f"{v.name}: the tuning cache has no entry for this GPU ({device or 'none found'}), nor for "
+                          f"one of its architecture and SM count, with this kernel source; using defaults "
+                          f"(run `mmbench tune`)", soft_wrap=True)
     return replace(sel, tuned={**sel.tuned, **tuned})
 
 
 def _parse_params(params: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
     """--params "BM=128,BK=8/16" -> {"BM": (128,), "BK": (8, 16)}."""
     out = {}
+    if params and not _split(params):
+        raise InputError(f"--params '{','.join(params)}': expected NAME=V[/V...] pairs, e.g. BM=128,BK=8/16")
     for item in _split(params):
         name, eq, values = item.partition("=")
         if not eq or not name.strip():
@@ -174,10 +237,11 @@ def _summary(csv_path: Path) -> Table:
 @click.option("--warmup", type=click.IntRange(min=0), help="Untimed launches before the samples (default 3).")
 @click.option("--cache", type=click.Choice(CACHE_MODES), help="cold: flush L2 before every sample (default); hot: no flush.")
 @click.option("--threads", type=click.IntRange(min=1), help="CPU BLAS threads (default: the library's).")
-@click.option("--seed", type=int, default=2017, show_default=True, help="Seed of the random inputs.")
+@click.option("--seed", type=int, help=f"Seed of the random inputs (default {DEFAULTS['seed']}).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
               help="Results CSV (metadata goes beside it as .meta.json). Default: results/NAME-TIMESTAMP.csv.")
-@click.option("--resume", is_flag=True, help="Skip points already in --output and append the rest.")
+@click.option("--resume", is_flag=True, help="Skip points already in --output and append the rest, with the "
+              "file's measurement settings (a torn last row is set aside and measured again).")
 @click.option("--dry-run", is_flag=True, help="Print the plan and exit; needs no GPU.")
 def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cache, threads, seed, output, resume,
         dry_run):
@@ -190,39 +254,100 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
       mmbench run --config configs/zosa2017.toml
     """
     name, selections, cfg = _selections(variants, sizes, blocks, params, config)
-    selections = [_with_tuned(sel, tuning_cache) for sel in selections]
-    chosen = {"runs": runs, "warmup": warmup, "cache": cache, "threads": threads}
-    settings = Settings(**{**{"runs": 10, "warmup": 3, "cache": "cold", "threads": None}, **cfg,
-                           **{k: v for k, v in chosen.items() if v is not None}}, seed=seed)
-    try:
-        points = plan(selections, settings.cache)
-    except VariantError as exc:  # a parameter value outside its domain
-        raise InputError(str(exc)) from None
     if resume and output is None:
         raise InputError("--resume needs --output naming the CSV to continue")
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     output = output or Path("results") / f"{name}-{stamp}.csv"
-    done = set()
-    if resume:
-        try:
-            done = done_keys(output)
-        except (KeyError, ValueError) as exc:
-            raise InputError(f"{output} cannot be resumed: {exc}") from None
-    elif output.exists() and output.stat().st_size > 0:
+    _check_output(output)
+    found = _resumable(output) if resume else None
+    if not resume and output.exists() and output.stat().st_size > 0:
         raise InputError(f"{output} already exists; pass --resume to continue it or choose another --output")
+    given = {**cfg, **{k: v for k, v in {"runs": runs, "warmup": warmup, "cache": cache, "threads": threads,
+                                         "seed": seed}.items() if v is not None}}
+    settings = Settings(**_settings(given, output, resume))
+    selections = [_with_tuned(sel, tuning_cache) for sel in selections]
+    try:
+        points = plan(selections, settings.cache)
+    except VariantError as exc:  # a parameter value outside its domain
+        raise InputError(str(exc)) from None
+    _check_buildable(points)
+    done = found.keys if found else set()
     todo = [p for p in points if p.key not in done]
+    if found and found.torn:
+        console.print(torn_message(output, found.torn, "it will be set aside and its point measured again"
+                                   if not dry_run and todo else "left in place (nothing is run now)"), soft_wrap=True)
     if dry_run:
         _print_plan(todo, len(points) - len(todo), output)
         return
     if not todo:
         console.print(f"nothing to do: all {len(points)} points are already in {output}", soft_wrap=True)
         return
-    _execute(todo, settings, output, {"name": name, "config": str(config) if config else None})
+    _execute(todo, settings, output, {"name": name, "config": str(config) if config else None}, resume=resume)
+
+
+def _settings(given: dict, output: Path, resume: bool) -> dict:
+    """The run's measurement settings: those given (options or config), else on --resume the
+    file's, else the defaults. A resume that asks for other settings than the file has is refused:
+    one file, one way of measuring."""
+    recorded = {}
+    if resume:
+        try:
+            recorded = recorded_settings(output)
+        except ResultsError as exc:
+            raise InputError(str(exc)) from None
+    clash = {k: (recorded[k], v) for k, v in given.items() if k in recorded and recorded[k] != v}
+    if clash:
+        then = ", ".join(f"{k}={a}" for k, (a, _) in clash.items())
+        now = ", ".join(f"{k}={b}" for k, (_, b) in clash.items())
+        raise InputError(f"{output} was measured with {then}; this resume asks for {now}: one file holds one way of "
+                         f"measuring, so resume with the file's settings (leave them out) or choose another --output")
+    return {**DEFAULTS, **{k: v for k, v in recorded.items() if k in DEFAULTS}, **given}
+
+
+def _check_output(output: Path) -> None:
+    """Refuse an output that cannot be written, before anything runs or is touched."""
+    if output.is_dir():
+        raise InputError(f"--output {output} is a folder; name a CSV file")
+    if output.suffix != ".csv":
+        raise InputError(f"--output {output}: a results file ends in .csv")
+    ancestor = output.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise InputError(f"--output {output}: {ancestor} is not a folder")
+    target = output if output.exists() else ancestor
+    if not os.access(target, os.W_OK):  # root passes this anywhere; opening the file later says the rest
+        raise InputError(f"--output {output} cannot be written: no write permission in {target}")
+
+
+def _resumable(output: Path):
+    """The file to continue, checked row by row (nothing is changed here); None when it is new."""
+    if not output.exists() or output.stat().st_size == 0:
+        return None
+    try:
+        found = scan(output)
+    except ResultsError as exc:
+        raise InputError(f"{output} cannot be resumed: {exc}") from None
+    if found.header != COLUMNS:
+        missing = [c for c in COLUMNS if c not in found.header]
+        raise InputError(f"{output} cannot be resumed: its columns are not those this mmbench writes"
+                         + (f" (missing {', '.join(missing)})" if missing else ""))
+    return found
+
+
+def _check_buildable(points: list[Point]) -> None:
+    """Refuse a plan with a point no GPU can run (a broken constraint, too many threads a block):
+    known from the registry alone, so it is said before anything runs, dry runs included."""
+    for p in points:
+        problem = p.variant.problem(p.params)
+        if problem:
+            raise InputError(f"{p.variant.name} {format_params(p.params)}: {problem}")
 
 
 def _execute(points: list[Point], settings: Settings, output: Path, about: dict, prepare=None,
-             strict: bool = True) -> None:
+             strict: bool = True, resume: bool = False) -> None:
     """Run points into output with metadata (`about` goes into it); prepare(runner) runs first.
+    On resume, a torn last row is set aside first, and the metadata keeps every invocation.
     strict: exit 1 when a point is wrong or failed (the tuner expects some to fail)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -231,17 +356,40 @@ def _execute(points: list[Point], settings: Settings, output: Path, about: dict,
     except Exception as exc:  # GpuUnavailable and the like: nothing can run
         raise RunFailed(f"cannot open the GPU: {exc}") from None
     try:
+        previous = read_metadata(output) if resume else {}
+        then, now = (previous.get("gpu") or {}).get("name"), runner.gpu.facts.name if runner.gpu else None
+        if then and now and then != now:
+            raise InputError(f"{output} was measured on {then}; this GPU is {now}: one file, one GPU, so choose "
+                             f"another --output")
+        repaired = set_aside_torn(output, scan(output)) if resume and output.exists() else None
+        if repaired:
+            console.print(repaired, soft_wrap=True)
         sink = CsvSink(output)
     except ResultsError as exc:
+        runner.close()
         raise InputError(str(exc)) from None
+    except InputError:
+        runner.close()
+        raise
     if prepare:
         prepare(runner)
-    meta = {**about, "command": sys.argv,
-            "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "settings": {**settings.__dict__}, "points_planned": len(points),
-            "cublas": _cublas_meta(runner), **environment.collect(runner.gpu)}
-    meta["ceilings"] = ceilings_mod.cached_for(meta["gpu"])  # from `mmbench ceilings`, if it ran here
-    write_metadata(output, {**meta, "state": "running"})
+    started_at = _utc_now()
+    invocation = {"command": ARGV, "started_at": started_at, "resumed": resume, "repaired": repaired,
+                  "points_planned": len(points)}
+    earlier = history(previous)
+    facts = environment.collect(runner.gpu)
+    meta = {**about, "settings": {**settings.__dict__}, "started_at": (earlier or [invocation])[0]["started_at"],
+            "cublas": _cublas_meta(runner), **facts,
+            "ceilings": ceilings_mod.cached_for(facts["gpu"]) or previous.get("ceilings")}
+    kernels = dict(previous.get("kernels") or {})
+
+    def save(state: str, **more) -> None:
+        invocation.update(state=state, git=facts["git"], **more)
+        write_metadata(output, {**meta, "state": state, "finished_at": invocation.get("finished_at"),
+                                "status_counts": status_counts(output), "kernels": {**kernels, **runner.kernels},
+                                "invocations": [*earlier, invocation]})
+
+    save("running")
     counts: dict[str, int] = {}
     started = time.perf_counter()
     state = "finished"
@@ -262,8 +410,7 @@ def _execute(points: list[Point], settings: Settings, output: Path, about: dict,
         finally:
             sink.close()
             runner.close()
-            write_metadata(output, {**meta, "state": state, "wall_s": round(time.perf_counter() - started, 2),
-                                    "status_counts": counts, "kernels": runner.kernels})
+            save(state, finished_at=_utc_now(), wall_s=round(time.perf_counter() - started, 2), status_counts=counts)
     console.print(_summary(output))
     console.print(f"results: {output}  (metadata: {output.with_suffix('.meta.json')})", soft_wrap=True)
     if state == "interrupted":
@@ -272,6 +419,10 @@ def _execute(points: list[Point], settings: Settings, output: Path, about: dict,
     bad = {s: n for s, n in counts.items() if s in ("wrong", "failed")}
     if bad and strict:
         raise RunFailed(", ".join(f"{n} point(s) {s}" for s, n in bad.items()) + f"; see the reason column of {output}")
+
+
+def _utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 @main.command()
@@ -308,7 +459,7 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     try:
         variant = get_variant(variant_name)
         shapes = tuple(parse_sizes(sizes_spec))
-        pinned = _parse_params((pinned_text,) if pinned_text else ())
+        pinned = _parse_params((pinned_text,) if pinned_text is not None else ())
         narrowed = None
         if candidates_from:
             import pandas as pd
@@ -339,6 +490,7 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
             console.print(f"  ... and {len(configs) - 20} more", soft_wrap=True)
         console.print(f"output: {output}", soft_wrap=True)
         return
+    _check_output(output)
     if output.exists() and output.stat().st_size > 0:
         raise InputError(f"{output} already exists; choose another --output")
     about = {"name": f"tune-{variant.name}", "tuning": {"variant": variant.name, "strategy": strategy, "budget": budget,
@@ -346,16 +498,17 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
                                                          "per_shape": per_shape,
                                                          "candidates": [str(p) for p in candidates_from], "top": top}}
     _execute(points, settings, output, about, prepare=lambda r: r.gpu.precompile(variant, configs, jobs), strict=False)
-    from .device import device_name
+    from .tune import DeviceId
 
     best = best_per_class(read_results(output), variant.name, per_shape)
     if not best:
         raise RunFailed(f"no configuration of {variant.name} was verified at every shape; see {output}")
-    device = device_name() or "unknown GPU"
+    gpu = read_metadata(output).get("gpu") or {}  # the GPU the tuning ran on, as its metadata records
+    device = DeviceId(gpu.get("name") or "unknown GPU", gpu.get("arch"), gpu.get("sm_count"))
     record(tuning_cache, device, variant.name, source.source_hash(variant), best, output)
     for line in describe(best):
         console.print(f"best {line}", soft_wrap=True)
-    console.print(f"tuning cache: {tuning_cache} ({device}, {variant.name} source {source.source_hash(variant)})",
+    console.print(f"tuning cache: {tuning_cache} ({device.name}, {variant.name} source {source.source_hash(variant)})",
                   soft_wrap=True)
 
 
@@ -382,7 +535,7 @@ def _replay(variant, recorded: Path, strategy: str, budget: int | None, seed: in
     record(cache_path, device, variant.name, current, best, recorded)
     for line in describe(best):
         console.print(f"best {line}", soft_wrap=True)
-    console.print(f"tuning cache: {cache_path} ({device}, {variant.name} source {current}, replayed from {recorded})",
+    console.print(f"tuning cache: {cache_path} ({device.name}, {variant.name} source {current}, replayed from {recorded})",
                   soft_wrap=True)
 
 

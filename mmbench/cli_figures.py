@@ -21,7 +21,8 @@ OUT_OPTION = click.option("--out", "out_dir", type=click.Path(file_okay=False, p
 
 
 def _load(results: Path | None):
-    """(path, DataFrame, metadata, profile or None) of RESULTS, with clear errors."""
+    """(path, DataFrame, metadata, profile or None) of RESULTS, with clear errors; a torn last
+    row is left out and said so in one line."""
     import pandas as pd
 
     from .profile import profile_path
@@ -30,11 +31,14 @@ def _load(results: Path | None):
     path = _results_arg(results)
     try:
         df = read_results(path)
+        meta = read_metadata(path)
     except ResultsError as exc:
         raise InputError(str(exc)) from None
+    if df.attrs.get("warning"):
+        console.print(df.attrs["warning"], soft_wrap=True)
     prof = profile_path(path)
     profile_df = pd.read_csv(prof, dtype={"params": str}).fillna({"params": ""}) if prof.exists() else None
-    return path, df, read_metadata(path), profile_df
+    return path, df, meta, profile_df
 
 
 def _out_dir(path: Path, out_dir: Path | None) -> Path:
@@ -44,11 +48,7 @@ def _out_dir(path: Path, out_dir: Path | None) -> Path:
 def _save(fig_fn, out_dir: Path, stem: str) -> list[Path]:
     from . import plots
 
-    try:
-        fig = fig_fn()
-    except ResultsError as exc:
-        raise InputError(str(exc)) from None
-    paths = plots.save(fig, out_dir, stem)
+    paths = plots.save(fig_fn(), out_dir, stem)
     for p in paths:
         console.print(f"wrote {p}", soft_wrap=True)
     return paths
@@ -63,7 +63,8 @@ FIGURES = {  # name -> (file stem, what it draws); `mmbench plot NAME` and the r
 
 
 def _figures(name: str, df, meta, profile_df, out_dir: Path, size: int | None) -> dict[str, Path]:
-    """Draw one figure family; returns {stem: png path}."""
+    """Draw one figure family; returns {stem: png path}. A figure the data cannot make is left
+    out with one line saying what it lacks; when none can be made, that line is the error."""
     from . import analysis, plots
 
     if name == "gflops":
@@ -72,14 +73,35 @@ def _figures(name: str, df, meta, profile_df, out_dir: Path, size: int | None) -
         makers = [lambda: plots.fig_speedup(df, meta)]
     elif name == "vs-cublas":
         makers = [lambda: plots.fig_vs_cublas(df, meta)]
-        _print_targets(df)
     else:
-        if size is None:
-            sizes = set(profile_df.n) if profile_df is not None else set(analysis.square(df).n)
-            size = max(sizes)
-        makers = [lambda: plots.fig_roofline(df, meta, profile_df, size)]
-    stems = FIGURES[name][0]
-    return {stem: _save(make, out_dir, stem)[0] for stem, make in zip(stems, makers)}
+        def roofline():
+            at = size
+            if at is None:
+                sizes = set(profile_df.n) if profile_df is not None else set(analysis.square(analysis.ok_rows(df)).n)
+                if not sizes:
+                    raise ResultsError("the roofline needs verified square-size rows")
+                at = max(sizes)
+            return plots.fig_roofline(df, meta, profile_df, at)
+
+        makers = [roofline]
+    drawn, missing = {}, []
+    for stem, make in zip(FIGURES[name][0], makers):
+        try:
+            drawn[stem] = _save(make, out_dir, stem)[0]
+        except ResultsError as exc:
+            missing.append(f"{stem} not drawn: {exc} (the results hold {_holdings(df)})")
+    if not drawn:
+        raise InputError("; ".join(missing))
+    for line in missing:
+        console.print(line, soft_wrap=True)
+    if name == "vs-cublas":
+        _print_targets(df)
+    return drawn
+
+
+def _holdings(df) -> str:
+    ok = df[df.status == "ok"]
+    return ", ".join(dict.fromkeys(ok.variant)) + " rows" if len(ok) else "no verified rows"
 
 
 def _print_targets(df) -> None:
@@ -91,11 +113,11 @@ def _print_targets(df) -> None:
     except ResultsError as exc:
         raise InputError(str(exc)) from None
     table = Table(title="GFLOP/s as % of cuBLAS")
-    for col in ("variant", "n = 4096", "n = 2049", "geomean, paper sizes >= 512"):
-        table.add_column(col, justify="left" if col == "variant" else "right")
+    for col in ("series", "n = 4096", "n = 2049", "geomean, paper sizes >= 512"):
+        table.add_column(col, justify="left" if col == "series" else "right")
     fmt = lambda v: "-" if v is None or v != v else f"{v:.1f} %"  # noqa: E731
     for r in summary.itertuples():
-        table.add_row(r.variant, fmt(r.at_4096), fmt(r.at_2049), fmt(r.geomean_paper_sizes) + f" ({r.paper_sizes})")
+        table.add_row(r.series, fmt(r.at_4096), fmt(r.at_2049), fmt(r.geomean_paper_sizes) + f" ({r.paper_sizes})")
     console.print(table)
 
 
@@ -162,8 +184,11 @@ def report(config, results, out_dir):
     path, df, meta, profile_df = _load(results)
     out = _out_dir(path, out_dir)
     figures = {}
-    for name in ("gflops", "roofline", "speedup"):  # the paper's figures
-        figures.update(_figures(name, df, meta, profile_df, out, None))
+    for name in ("gflops", "roofline", "speedup"):  # the paper's figures, those the data can make
+        try:
+            figures.update(_figures(name, df, meta, profile_df, out, None))
+        except InputError as exc:
+            console.print(exc.message, soft_wrap=True)
     try:
         written = write_report(out, df, meta, dict(cfg.reference), figures, profile_df, path)
     except ResultsError as exc:

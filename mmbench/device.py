@@ -22,14 +22,18 @@ class GpuUnavailable(RuntimeError):
     """No usable GPU: the message says why and how to install."""
 
 
-def device_name() -> str | None:
-    """The name of GPU 0 through NVML, without opening a CUDA context; None where there is none."""
-    try:
-        import pynvml
+def device_identity():
+    """Name, architecture and SM count of CUDA device 0 (as CUDA_VISIBLE_DEVICES numbers it),
+    read without opening a context; None where there is no GPU or no PyCUDA."""
+    from .tune import DeviceId
 
-        pynvml.nvmlInit()
-        name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(0))
-        return name.decode() if isinstance(name, bytes) else name
+    try:
+        import pycuda.driver as drv
+
+        drv.init()
+        dev = drv.Device(0)
+        major, minor = dev.compute_capability()
+        return DeviceId(dev.name(), f"sm_{major}{minor}", dev.get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT))
     except Exception:
         return None
 
@@ -209,6 +213,10 @@ class Gpu:
         out = np.empty(shape, dtype=dtype)
         self.drv.memcpy_dtoh(out, buf)
         return out
+
+    def free_memory(self) -> int:
+        """Bytes of device memory free now."""
+        return self.drv.mem_get_info()[0]
 
     def poison(self, buf, count: int) -> None:
         self.drv.memset_d32(buf, NAN_BITS, count)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import subprocess
@@ -35,24 +36,61 @@ def blas_info() -> list[dict]:
     return [{k: i.get(k) for k in keep} for i in threadpool_info() if i.get("user_api") == "blas"]
 
 
-def git_info() -> dict:
-    """The commit that ran. MMBENCH_GIT_COMMIT, where set, names it: the GPU machine's copy of the
-    working tree has no .git, or one that is not the commit being run."""
+def git_info(cwd: Path | None = None) -> dict:
+    """The commit that ran: the checkout of mmbench that holds the working directory (a run from
+    the repository records its commit even when the package was installed as a copy), else the
+    one that holds the package. MMBENCH_GIT_COMMIT, where set, names it: the GPU machine's copy of
+    the working tree has no .git, or one that is not the commit being run."""
     named = os.environ.get("MMBENCH_GIT_COMMIT")
     if named:
         return {"commit": named, "from": "MMBENCH_GIT_COMMIT"}
 
-    def git(*args):
-        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=10)
+    def git(where, *args):
+        return subprocess.run(["git", "-C", str(where), *args], capture_output=True, text=True, timeout=10)
 
     try:
-        head = git("rev-parse", "HEAD")
-        if head.returncode != 0:
-            return {"commit": None, "from": "no git checkout and no MMBENCH_GIT_COMMIT"}
-        dirty = bool(git("status", "--porcelain", "--untracked-files=no").stdout.strip())
-        return {"commit": head.stdout.strip(), "dirty": dirty}
+        for where in dict.fromkeys((cwd or Path.cwd(), REPO)):
+            top = git(where, "rev-parse", "--show-toplevel")
+            if top.returncode != 0 or not (Path(top.stdout.strip()) / "mmbench" / "__init__.py").exists():
+                continue  # not a checkout, or a checkout of something else
+            head = git(where, "rev-parse", "HEAD")
+            if head.returncode != 0:
+                continue
+            dirty = bool(git(where, "status", "--porcelain", "--untracked-files=no").stdout.strip())
+            return {"commit": head.stdout.strip(), "dirty": dirty, "checkout": top.stdout.strip()}
+        return {"commit": None, "from": "no mmbench git checkout here or at the package, and no MMBENCH_GIT_COMMIT"}
     except (OSError, subprocess.TimeoutExpired):
         return {"commit": None, "from": "git unavailable and no MMBENCH_GIT_COMMIT"}
+
+
+def kernel_sources() -> dict[str, str]:
+    """sha256 (first 16 hex digits) of every kernel source file the package would compile."""
+    root = source.kernels_dir()
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()[:16]
+            for p in sorted(root.rglob("*")) if p.suffix in (".cu", ".cuh", ".h")}
+
+
+def host_memory_available() -> int | None:
+    """Bytes of host memory available to a new allocation (MemAvailable); None where unknown."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def format_bytes(n: float) -> str:
+    """1536 -> "1.5 KiB"."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} EiB"  # pragma: no cover
 
 
 def cpu_model() -> str:
@@ -71,7 +109,8 @@ def host_info() -> dict:
 
 
 def software_info() -> dict:
-    return {"mmbench": __version__, "packages": package_versions(), "nvcc": source.nvcc_version(),
+    return {"mmbench": __version__, "mmbench_at": str(Path(__file__).resolve().parent),
+            "kernel_sources": kernel_sources(), "packages": package_versions(), "nvcc": source.nvcc_version(),
             "nvcc_options": list(source.NVCC_OPTIONS), "blas": blas_info()}
 
 

@@ -67,6 +67,18 @@ def gemm_min_bytes(shape: Shape) -> float:
     return 4.0 * (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n)
 
 
+def gemm_device_bytes(shape: Shape) -> int:
+    """Device memory one GEMM point needs: A, B and C in float32."""
+    return 4 * (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n)
+
+
+def gemm_host_bytes(shape: Shape) -> int:
+    """Host memory one GEMM point needs at its peak: the float32 inputs, their float64 copies and
+    absolute values for the reference and its bound (20 bytes an input element), and the
+    reference, bound, downloaded output and the check's float64 temporaries (64 an output element)."""
+    return 20 * (shape.m * shape.k + shape.k * shape.n) + 64 * shape.m * shape.n
+
+
 def make_gemm_inputs(shape: Shape, rng: np.random.Generator) -> GemmInputs:
     """Random inputs in [-1, 1) (never zeros: they hide unwritten outputs) and their reference."""
     a = rng.uniform(-1.0, 1.0, size=(shape.m, shape.k)).astype(np.float32)

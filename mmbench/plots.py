@@ -11,6 +11,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # files only; no display needed
+# Redrawing a committed figure from the same data must give the same bytes: fixed SVG ids (and
+# no date, see save), so a redraw never dirties the tree.
+matplotlib.rcParams["svg.hashsalt"] = "mmbench"
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -171,11 +174,13 @@ def fig_vs_cublas(df: pd.DataFrame, meta: dict) -> plt.Figure:
     """Percent of cuBLAS (pure FP32) per size for every GPU variant."""
     pct = analysis.percent_of(df, "cublas")
     fig, ax = plt.subplots(figsize=(10, 6), layout="constrained")
-    for s in sorted({analysis.series_of(v, "") for v in pct.variant.unique()}, key=lambda s: s.order):
-        g = pct[pct.variant == s.variant]
+    for name, g in pct.groupby("series", sort=False):  # percent_of's order: the registry's, larger blocks first
+        split = name != g.variant.iloc[0]  # one line per configuration of this variant
+        s = analysis.series_of(g.variant.iloc[0], g.params.iloc[0] if split else "")
         configs = g.params.nunique()  # more than one: tuned parameters (per size class or shape)
-        ax.plot(g.n, g.percent, marker=".", markersize=3, linewidth=1.2, color=style(s)["color"],
-                label=s.label + (f" (tuned: {configs} configurations)" if configs > 1 else ""))
+        ax.plot(g.n, g.percent, marker=".", markersize=3, linewidth=1.2, **{**style(s), "label":
+                s.label + (f" {g.params.iloc[0]}" if split and not s.block else "")
+                + (f" (tuned: {configs} configurations)" if configs > 1 else "")})
     _log2_sizes(ax)
     for level, text in ((100, "cuBLAS"), (95, "95 %"), (90, "90 %")):
         ax.axhline(level, color="black", linewidth=0.8 if level == 100 else 0.5, linestyle="-" if level == 100 else ":")
@@ -190,6 +195,6 @@ def save(fig: plt.Figure, out_dir: Path, stem: str) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.svg"]
     fig.savefig(paths[0], dpi=150)
-    fig.savefig(paths[1])
+    fig.savefig(paths[1], metadata={"Date": None})
     plt.close(fig)
     return paths

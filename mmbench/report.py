@@ -26,6 +26,14 @@ class Verdict:
     evidence: str  # our numbers
 
 
+def needs(*variants: str):
+    """Mark a finding with the variants whose rows it compares."""
+    def mark(fn):
+        fn.needs = variants
+        return fn
+    return mark
+
+
 def _share(mask: pd.Series) -> str:
     return f"{int(mask.sum())} of {len(mask)} sizes"
 
@@ -35,6 +43,7 @@ def _gf(df, variant, block=None) -> pd.Series:
     return analysis.curve(df, s) if s else pd.Series(dtype=float)
 
 
+@needs("best")
 def larger_blocks_faster(df) -> Verdict:
     curves = {b: _gf(df, "best", b).reindex(list(analysis.FIG1_SIZES)) for b in (8, 16, 32)}
     ordered = (curves[8] < curves[16]) & (curves[16] < curves[32])
@@ -44,6 +53,7 @@ def larger_blocks_faster(df) -> Verdict:
                    f"order 8 < 16 < 32 at {_share(ordered)} of Figure 1; GFLOP/s 8 / 16 / 32: {detail}")
 
 
+@needs("best", *ONE_OUTPUT)
 def best_beats_one_output(df) -> Verdict:
     best = pd.concat({b: _gf(df, "best", b) for b in (8, 16, 32)}, axis=1).min(axis=1)
     single = pd.concat({v: _gf(df, v, 32) for v in ONE_OUTPUT}, axis=1).max(axis=1)
@@ -56,6 +66,7 @@ def best_beats_one_output(df) -> Verdict:
                    + (f"; at every size from n = {from_n}" if from_n else ""))
 
 
+@needs(*ONE_OUTPUT)
 def interleaved_best_single(df) -> Verdict:
     curves = pd.concat({v: _gf(df, v, 32) for v in ONE_OUTPUT}, axis=1).dropna()
     top = curves.idxmax(axis=1)
@@ -68,6 +79,7 @@ def interleaved_best_single(df) -> Verdict:
                    + (f"; otherwise {', '.join(f'{v} ({c})' for v, c in runner.items())}" if len(runner) else ""))
 
 
+@needs("unroll_k2", "shared")
 def unroll_adds_little(df) -> Verdict:
     gain = (_gf(df, "unroll_k2", 32) / _gf(df, "shared", 32)).dropna()
     big = gain[gain.index >= 512]
@@ -77,6 +89,7 @@ def unroll_adds_little(df) -> Verdict:
                    f"median gain {med:+.1%} for n >= 512 (range {big.min() - 1:+.1%} to {big.max() - 1:+.1%})")
 
 
+@needs("shared_uncoalesced", "naive")
 def uncoalesced_below_naive(df) -> Verdict:
     slower = (_gf(df, "shared_uncoalesced", 32) < _gf(df, "naive", 32)).dropna()
     holds = "yes" if slower.all() else "no" if not slower.any() else "partly"
@@ -85,6 +98,7 @@ def uncoalesced_below_naive(df) -> Verdict:
                    f"1u slower at {_share(slower)}; 1u/Naive median {ratio.median():.2f}")
 
 
+@needs("best", "blas")
 def plateau_while_blas_rises(df) -> Verdict:
     best, blas = _gf(df, "best", 32), _gf(df, "blas")
     grow = {}
@@ -98,6 +112,7 @@ def plateau_while_blas_rises(df) -> Verdict:
                    f"median GFLOP/s from n = 1023-1025 to 2047-2049: CUDA-Best {grow['CUDA-Best']:+.0%}, BLAS {grow['BLAS']:+.0%}")
 
 
+@needs("best", "blas")
 def speedup_falls_with_size(df) -> Verdict:
     r = analysis.ratio(df, analysis.best_series(df), analysis.find(df, "blas"))
     at = {n: r.get(n) for n in (256, 512, 768, 2048)}
@@ -114,8 +129,16 @@ FINDINGS: tuple[Callable, ...] = (larger_blocks_faster, best_beats_one_output, i
 
 
 def verdicts(df: pd.DataFrame) -> list[Verdict]:
+    """Every finding checked; one whose series the results lack says which, unchecked."""
     ok = analysis.ok_rows(df)
-    return [f(ok) for f in FINDINGS]
+    out = []
+    for f in FINDINGS:
+        missing = [v for v in dict.fromkeys(f.needs) if v not in set(ok.variant)]
+        if missing:
+            out.append(Verdict(f.__name__.replace("_", " "), "", "not checked", f"the results have no rows of {', '.join(missing)}"))
+        else:
+            out.append(f(ok))
+    return out
 
 
 def table1_side_by_side(df: pd.DataFrame, reference: dict) -> pd.DataFrame:
@@ -148,7 +171,7 @@ def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, f
     ceilings = meta.get("ceilings") or {}
     vs = verdicts(df)
     table = table1_side_by_side(df, reference)
-    best = analysis.best_series(analysis.ok_rows(df))
+    best = analysis.find(analysis.ok_rows(df), "best") and analysis.best_series(analysis.ok_rows(df))
     lines = [
         "# Zosa 2017 on today's GPU: paper vs ours",
         "",
@@ -167,7 +190,7 @@ def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, f
         "",
         markdown_table(table),
         "",
-        f"Our CUDA-Best is {best.label}; BLAS is {_blas_name(meta)}; cuBLAS runs in pedantic pure-FP32 mode.",
+        f"Our CUDA-Best is {best.label if best else 'not in these results'}; BLAS is {_blas_name(meta)}; cuBLAS runs in pedantic pure-FP32 mode.",
         "",
         "## Figures",
         "",
@@ -190,6 +213,8 @@ def _blas_name(meta: dict) -> str:
 def _roofline_text(df, meta, ceilings, reference, profile) -> str:
     if not ceilings:
         return "Ceilings were not measured for this run (`mmbench ceilings`)."
+    if analysis.find(analysis.ok_rows(df), "best") is None:
+        return "The results have no CUDA-Best rows to place under the roofs."
     best = analysis.best_series(analysis.ok_rows(df))
     top = analysis.curve(analysis.ok_rows(df), best)
     mine = None if profile is None else profile[(profile.variant == best.variant) & (profile.params == best.params)]

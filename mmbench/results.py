@@ -1,13 +1,24 @@
 """Result files: the row schema, the streaming CSV writer, metadata JSON, and reading back.
 
-A run writes ``NAME.csv`` (one row per point, written and flushed as the point finishes, every
-sample kept in ``time_ms_samples``) and ``NAME.meta.json`` beside it.
+A run writes ``NAME.csv`` (one row per point, each row written whole in one write and flushed as
+the point finishes, every sample kept in ``time_ms_samples``) and ``NAME.meta.json`` beside it.
+
+A row is complete or absent. Every row read back is checked (field count, numbers, status,
+sample count, timestamp); a crash can only cut the last line short, so a torn last line is set
+aside (``NAME.torn.txt``) and its point measured again, while a bad line anywhere else means the
+file was damaged otherwise and is refused with the line named.
 """
 
 from __future__ import annotations
 
 import csv
+import datetime as dt
+import io
 import json
+import math
+import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -25,55 +36,211 @@ COLUMNS = (
     "threads", "time_ms_samples", "finished_at",
 )
 KEY = ("variant", "params", "m", "n", "k", "cache")  # one row per point; --resume skips these
+STATUSES = ("ok", "wrong", "failed", "skipped")
+_INTS = ("m", "n", "k", "runs", "warmup")
+_FLOATS = ("threads", "sm_clock_mhz_before", "sm_clock_mhz_after", "rel_err", "err_bound_ratio", "time_ms_mean", "time_ms_median", "time_ms_min", "time_ms_max",
+           "time_ms_std", "cv", "gflops_mean", "gflops_median", "gbytes_per_s")
+_REQUIRED = ("variant", "m", "n", "k", "cache", "status", "runs", "finished_at")  # never empty
+_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d)$")
 
 
 class ResultsError(ValueError):
-    """A results file that is missing, empty or not ours."""
+    """A results file that is missing, empty, damaged or not ours."""
 
 
 RESULTS_DIR = Path("results")
-
-
-def latest_results(root: Path = RESULTS_DIR) -> Path:
-    """The newest results CSV under root (what RESULTS means when left out)."""
-    found = [p for p in root.rglob("*.csv") if not p.name.endswith(".profile.csv")] if root.is_dir() else []
-    if not found:
-        raise ResultsError(f"no results CSV under {root}/; run `mmbench run` first or name one")
-    return max(found, key=lambda p: p.stat().st_mtime)
 
 
 def metadata_path(csv_path: Path) -> Path:
     return csv_path.with_suffix(".meta.json")
 
 
+def torn_path(csv_path: Path) -> Path:
+    """Where a torn last line is set aside (not .csv: it must never pass for results)."""
+    return csv_path.with_suffix(".torn.txt")
+
+
 def row_key(row: Mapping) -> tuple:
     return (str(row["variant"]), str(row["params"] or ""), int(row["m"]), int(row["n"]), int(row["k"]), str(row["cache"]))
 
 
+# -- checking rows ---------------------------------------------------------------------------------
+def _is_int(text: str) -> bool:
+    return re.fullmatch(r"-?\d+", text) is not None
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def row_problem(row: Mapping[str, str | None]) -> str | None:
+    """Why one row, as read by csv.DictReader, is not complete; None when it is."""
+    if None in row or any(v is None for v in row.values()):  # DictReader's marks for a wrong field count
+        count = len([v for v in row.values() if v is not None]) + len(row.get(None) or ())
+        return f"{count} fields where the header has {len([k for k in row if k is not None])}"
+    for col in _REQUIRED:
+        if col in row and not row[col]:
+            return f"empty {col}"
+    if "status" in row and row["status"] not in STATUSES:
+        return f"status '{row['status']}' is not one of {', '.join(STATUSES)}"
+    for col in _INTS:
+        if row.get(col) and not _is_int(row[col]):
+            return f"{col} '{row[col]}' is not an integer"
+    for col in _FLOATS:
+        if row.get(col) and not _is_float(row[col]):
+            return f"{col} '{row[col]}' is not a number"
+    if row.get("clock_sagged") not in (None, "", "True", "False"):
+        return f"clock_sagged '{row['clock_sagged']}' is not True or False"
+    if "finished_at" in row and not _TIMESTAMP.match(row["finished_at"]):
+        return f"finished_at '{row['finished_at']}' is not a whole timestamp"
+    if row.get("status") == "ok" and "time_ms_samples" in row:
+        samples = row["time_ms_samples"].split(";") if row["time_ms_samples"] else []
+        if len(samples) != int(row["runs"]) or not all(_is_float(s) for s in samples):
+            return f"{len(samples)} samples where runs is {row['runs']}"
+    return None
+
+
+@dataclass(frozen=True)
+class Torn:
+    """A last line that a crash cut short."""
+
+    line: int  # 1-based line number in the file
+    text: str
+    problem: str
+
+
+@dataclass(frozen=True)
+class Scan:
+    """A results file checked row by row: its header, its complete rows, and a torn tail if any."""
+
+    header: tuple[str, ...]
+    rows: list[dict]
+    complete_text: str  # the header and every complete row, each line terminated
+    torn: Torn | None
+
+    @property
+    def keys(self) -> set[tuple]:
+        return {row_key(r) for r in self.rows}
+
+
+def _decode(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise ResultsError(f"{path} is a folder, not a results CSV") from None
+    except OSError as exc:
+        raise ResultsError(f"{path} cannot be read: {exc.strerror or exc}") from None
+    if b"\0" in data:
+        raise ResultsError(f"{path} is not an mmbench results CSV (a binary file)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ResultsError(f"{path} is not an mmbench results CSV (not UTF-8 text)") from None
+
+
+def scan(path: Path) -> Scan:
+    """Check every row of a results CSV. Only the last line may be torn; any other bad line is an
+    error naming it, as is a file without mmbench's key columns."""
+    if not path.exists():
+        raise ResultsError(f"no results file at {path}")
+    text = _decode(path)
+    if not text.strip():
+        raise ResultsError(f"{path} is empty")
+    lines = text.split("\n")
+    ended = lines[-1] == ""  # the text ends with a line terminator
+    if ended:
+        lines.pop()
+    try:
+        header = tuple(next(csv.reader([lines[0].rstrip("\r")])))
+    except csv.Error:
+        header = ()
+    missing = [c for c in KEY + ("status",) if c not in header]
+    if missing:
+        shown = ", ".join(header[:8]) + (", ..." if len(header) > 8 else "")
+        raise ResultsError(f"{path} is not an mmbench results CSV: it has no column {', '.join(missing)} "
+                           f"(its columns: {shown or 'none'})")
+    rows, kept, torn = [], [lines[0].rstrip("\r")], None
+    for number, line in enumerate(lines[1:], start=2):
+        body = line.rstrip("\r")
+        last = number == len(lines)
+        if not body and not last:
+            raise ResultsError(f"{path}: line {number} is empty; a results file has no blank lines")
+        try:
+            row = next(csv.DictReader([body], fieldnames=header))
+            problem = row_problem(row)
+        except (csv.Error, StopIteration) as exc:
+            problem = f"not CSV ({exc})" if str(exc) else "an empty line"
+        if problem is None:
+            rows.append(row)
+            kept.append(body)
+        elif last:
+            torn = Torn(number, body, problem)
+        else:
+            raise ResultsError(f"{path}: line {number} is not a complete row ({problem}); only the last line can "
+                               f"be cut by a crash, so this file was changed otherwise: repair or remove that line")
+    # A complete last row that lacks only its line end is kept; set_aside_torn ends it before appending.
+    return Scan(header, rows, "".join(line + "\r\n" for line in kept), torn)
+
+
+def torn_message(path: Path, torn: Torn, action: str) -> str:
+    return f"warning: {path}: the last line (line {torn.line}) is a torn row ({torn.problem}); {action}"
+
+
+def set_aside_torn(path: Path, found: Scan) -> str | None:
+    """Move a torn last line into NAME.torn.txt and leave the file with its complete rows, every
+    line terminated; returns the one-line warning, or None when there was nothing to repair."""
+    text = path.read_text(encoding="utf-8")
+    if found.torn is None:
+        if text and not text.endswith("\n"):
+            with path.open("a", newline="") as f:
+                f.write("\r\n")  # a complete last row that lacked its line end: the next row must not join it
+        return None
+    stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    with torn_path(path).open("a", encoding="utf-8") as f:
+        f.write(f"# {stamp}: line {found.torn.line} of {path.name}, set aside by mmbench ({found.torn.problem})\n"
+                f"{found.torn.text}\n")
+    tmp = path.with_suffix(".csv.tmp")
+    tmp.write_text(found.complete_text, encoding="utf-8", newline="")
+    tmp.replace(path)  # atomic: the file is whole before and after
+    return torn_message(path, found.torn, f"set aside in {torn_path(path)}; its point is measured again")
+
+
+# -- writing rows ------------------------------------------------------------------------------------
 class CsvSink:
-    """Appends rows to a CSV and flushes each one, so an interrupted run loses nothing."""
+    """Appends rows to a CSV, each in one write of the whole line, so an interrupted run loses
+    nothing and leaves at most one torn line (which scan() recognizes)."""
 
     def __init__(self, path: Path):
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fresh = not path.exists() or path.stat().st_size == 0
-        if not fresh:
-            with path.open(newline="") as f:
-                header = next(csv.reader(f), [])
-            if tuple(header) != COLUMNS:
-                raise ResultsError(f"{path} has other columns than this mmbench writes; choose another --output")
-        self._file = path.open("a", newline="")
-        self._writer = csv.DictWriter(self._file, fieldnames=COLUMNS, extrasaction="raise")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fresh = not path.exists() or path.stat().st_size == 0
+            if not fresh:
+                header = scan(path).header
+                if tuple(header) != COLUMNS:
+                    raise ResultsError(f"{path} has other columns than this mmbench writes; choose another --output")
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise ResultsError(f"cannot write {path}: {exc.strerror or exc}") from None
         if fresh:
-            self._writer.writeheader()
-            self._file.flush()
+            self._write_line(COLUMNS)
+
+    def _write_line(self, values) -> None:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\r\n").writerow(values)
+        data = buf.getvalue().encode("utf-8")
+        while data:  # a regular file takes it in one write; loop for the rare partial write
+            data = data[os.write(self._fd, data):]
 
     def write(self, row: Mapping) -> None:
-        self._writer.writerow({c: _cell(row.get(c)) for c in COLUMNS})
-        self._file.flush()
+        self._write_line([_cell(row.get(c)) for c in COLUMNS])
 
     def close(self) -> None:
-        self._file.close()
+        os.close(self._fd)
 
 
 def _cell(value):
@@ -81,30 +248,29 @@ def _cell(value):
         return ""
     if isinstance(value, float):
         return repr(value)  # full precision, round-trips exactly
+    if isinstance(value, str):
+        return " ".join(value.split("\n"))  # one row, one line
     return value
 
 
+# -- reading ----------------------------------------------------------------------------------------
 def done_keys(path: Path) -> set[tuple]:
-    """Keys of the points a CSV already holds (for --resume)."""
+    """Keys of the points a CSV already holds completely (for --resume)."""
     if not path.exists() or path.stat().st_size == 0:
         return set()
-    with path.open(newline="") as f:
-        return {row_key(r) for r in csv.DictReader(f)}
+    return scan(path).keys
 
 
 def read_results(path: Path) -> pd.DataFrame:
-    """A results CSV as a DataFrame; a clear error when it is missing, empty or foreign."""
-    if not path.exists():
-        raise ResultsError(f"no results file at {path}")
-    try:
-        df = pd.read_csv(path, dtype={"params": str, "reason": str, "time_ms_samples": str})
-    except pd.errors.EmptyDataError:
-        raise ResultsError(f"{path} is empty") from None
-    missing = [c for c in KEY + ("status",) if c not in df.columns]
-    if missing:
-        raise ResultsError(f"{path} is not an mmbench results CSV (no column {', '.join(missing)})")
+    """A results CSV as a DataFrame; a clear error when it is missing, empty, damaged or foreign.
+    A torn last row is left out, and ``df.attrs["warning"]`` says so."""
+    found = scan(path)
+    df = pd.read_csv(io.StringIO(found.complete_text), dtype={"params": str, "reason": str, "time_ms_samples": str})
     for col in ("params", "reason", "time_ms_samples"):
-        df[col] = df[col].fillna("")
+        if col in df:
+            df[col] = df[col].fillna("")
+    if found.torn:
+        df.attrs["warning"] = torn_message(path, found.torn, "left out")
     return df
 
 
@@ -117,6 +283,52 @@ def join_samples(times_ms: Iterable[float]) -> str:
     return ";".join(repr(t) for t in times_ms)
 
 
+def finished_at(meta: Mapping) -> dt.datetime | None:
+    """When the run recorded in a metadata file finished: its own record, else its start plus
+    its wall time, else its start."""
+    def parse(text):
+        try:
+            stamp = dt.datetime.fromisoformat(str(text))
+        except (TypeError, ValueError):
+            return None
+        return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)
+
+    if end := parse(meta.get("finished_at")):
+        return end
+    start = parse(meta.get("started_at"))
+    wall = meta.get("wall_s")
+    if start and isinstance(wall, (int, float)) and math.isfinite(wall):
+        return start + dt.timedelta(seconds=wall)
+    return start
+
+
+def _is_results_csv(path: Path) -> bool:
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            header = next(csv.reader(f), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False
+    return all(c in header for c in KEY + ("status",))
+
+
+def latest_results(root: Path = RESULTS_DIR) -> Path:
+    """The results CSV whose run finished last (by its metadata, not the file's mtime), among the
+    CSVs under root that have metadata beside them; what RESULTS means when left out."""
+    found = []
+    for path in sorted(root.rglob("*.csv")) if root.is_dir() else []:
+        if metadata_path(path).exists() and _is_results_csv(path):
+            try:
+                end = finished_at(read_metadata(path))
+            except ResultsError:
+                continue
+            if end:
+                found.append((end, str(path), path))
+    if not found:
+        raise ResultsError(f"no results CSV with its metadata under {root}/; run `mmbench run` first or name one")
+    return max(found)[2]
+
+
+# -- metadata ----------------------------------------------------------------------------------------
 def write_metadata(csv_path: Path, meta: Mapping) -> Path:
     path = metadata_path(csv_path)
     tmp = path.with_suffix(".json.tmp")
@@ -131,4 +343,58 @@ def update_metadata(csv_path: Path, **entries) -> Path:
 
 def read_metadata(csv_path: Path) -> dict:
     path = metadata_path(csv_path)
-    return json.loads(path.read_text()) if path.exists() else {}
+    if not path.exists():
+        return {}
+    try:
+        meta = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path} is not mmbench metadata (bad JSON: {exc})") from None
+    if not isinstance(meta, dict):
+        raise ResultsError(f"{path} is not mmbench metadata (not a JSON object)")
+    return meta
+
+
+# What one invocation of a run records of itself; the rest of the metadata describes the file.
+INVOCATION_KEYS = ("command", "started_at", "finished_at", "state", "wall_s", "points_planned", "status_counts",
+                   "git", "repaired")
+# Settings every row of one file must share: a resume may not change them.
+MEASUREMENT_SETTINGS = ("runs", "warmup", "cache", "threads", "seed")
+
+
+def history(meta: Mapping) -> list[dict]:
+    """Every invocation that wrote into a results file, oldest first (metadata written before
+    histories existed holds one, at its top level)."""
+    if "invocations" in meta:
+        return list(meta["invocations"])
+    if not meta:
+        return []
+    return [{k: meta[k] for k in INVOCATION_KEYS if k in meta and k != "finished_at"}
+            | {"finished_at": finished_at(meta).isoformat() if finished_at(meta) else None}]
+
+
+def recorded_settings(csv_path: Path) -> dict:
+    """The measurement settings a results file was made with: from its metadata, else from its
+    rows (runs, warmup and the GPU rows' cache mode); {} for a new file."""
+    settings = read_metadata(csv_path).get("settings")
+    if settings:
+        return {k: settings[k] for k in MEASUREMENT_SETTINGS if k in settings}
+    if not csv_path.exists() or csv_path.stat().st_size == 0:
+        return {}
+    rows = scan(csv_path).rows
+    out = {}
+    for col in ("runs", "warmup"):
+        values = {int(r[col]) for r in rows if r.get(col)}
+        if len(values) == 1:
+            out[col] = values.pop()
+    caches = {r["cache"] for r in rows if r.get("backend") != "blas"}
+    if len(caches) == 1:
+        out["cache"] = caches.pop()
+    return out
+
+
+def status_counts(csv_path: Path) -> dict[str, int]:
+    """How many rows of each status the whole file holds."""
+    counts: dict[str, int] = {}
+    for r in scan(csv_path).rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    return counts

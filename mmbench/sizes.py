@@ -21,6 +21,8 @@ FORMS = "N, A:B (paper sweep), A:B:+S, A:B:xF, MxNxK, joined by commas"
 
 # The paper's sweep steps by 32 and takes each multiple with its two neighbours.
 PAPER_STEP = 32
+# More sizes than any sweep could run: a spec past this is a typo, refused before it is expanded.
+MAX_SIZES = 100_000
 
 
 class SizeSpecError(ValueError):
@@ -61,10 +63,12 @@ def _range_item(item: str, lo: int, hi: int, kind: str | None, step: int | None)
     if lo > hi:
         raise SizeSpecError(f"size spec '{item}': start {lo} is after end {hi}")
     if kind is None:
+        _at_most(item, 3 * ((hi - lo) // PAPER_STEP + 2))
         return paper_sweep(lo, hi)
     if kind == "+":
         if step < 1:
             raise SizeSpecError(f"size spec '{item}': step must be positive")
+        _at_most(item, (hi - lo) // step + 1)
         return list(range(lo, hi + 1, step))
     if step < 2:
         raise SizeSpecError(f"size spec '{item}': geometric factor must be at least 2")
@@ -73,6 +77,11 @@ def _range_item(item: str, lo: int, hi: int, kind: str | None, step: int | None)
         out.append(n)
         n *= step
     return out
+
+
+def _at_most(item: str, count: int) -> None:
+    if count > MAX_SIZES:
+        raise SizeSpecError(f"size spec '{item}' selects about {count} sizes, more than {MAX_SIZES} any sweep could run")
 
 
 def _parse_item(item: str) -> list[Shape]:

@@ -14,7 +14,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from . import ops, source
+from . import environment, ops, source
 from .results import join_samples
 from .sizes import Shape
 from .timing import CACHE_MODES, summarize, time_cpu, time_gpu
@@ -101,6 +101,20 @@ def _timing_fields(point: Point, times_ms: Sequence[float]) -> dict:
             "gbytes_per_s": nbytes / (st.median * 1e6), "time_ms_samples": join_samples(times_ms)}
 
 
+def clock_sagged(readings_mhz: Sequence[int | None], max_mhz: int | None, share: float) -> bool:
+    """Whether the SM clock read around a point fell below `share` of its maximum (unknown readings
+    are left out; with none, or no maximum, nothing can be said and the point is not flagged)."""
+    known = [r for r in readings_mhz if r is not None]
+    return bool(known and max_mhz and min(known) < share * max_mhz)
+
+
+@dataclass(frozen=True)
+class DeviceShortfall:
+    """A shape whose buffers do not fit in the GPU's free memory: its GPU points are skipped."""
+
+    reason: str
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
@@ -135,6 +149,11 @@ class Runner:
         for p in points:
             order.setdefault(p.shape, []).append(p)
         for shape, group in order.items():
+            too_large = self._host_shortfall(shape)
+            if too_large:
+                for point in group:
+                    on_row(_row(point, self.settings, "skipped", too_large))
+                continue
             rng = np.random.default_rng([self.settings.seed, shape.m, shape.n, shape.k])
             inputs = ops.make_gemm_inputs(shape, rng)
             buffers = None
@@ -148,7 +167,22 @@ class Runner:
                     for buf in buffers:
                         buf.free()
 
+    @staticmethod
+    def _host_shortfall(shape: Shape) -> str:
+        """Why a shape cannot be set up in host memory ("" when it can): checked before a byte is
+        allocated, so a typo such as 99999999 becomes skipped rows, not a crash."""
+        need, have = ops.gemm_host_bytes(shape), environment.host_memory_available()
+        if have is not None and need > have:
+            return (f"needs {environment.format_bytes(need)} of host memory for its inputs and float64 reference; "
+                    f"{environment.format_bytes(have)} available")
+        return ""
+
     def _device_buffers(self, inputs: ops.GemmInputs):
+        s = inputs.a.shape[0], inputs.b.shape[1], inputs.a.shape[1]
+        need, free = ops.gemm_device_bytes(Shape(*s)), self.gpu.free_memory()
+        if need > free:
+            return DeviceShortfall(f"needs {environment.format_bytes(need)} of GPU memory for A, B and C; "
+                                   f"{environment.format_bytes(free)} free")
         try:
             c_bytes = inputs.reference.shape[0] * inputs.reference.shape[1] * 4
             return self.gpu.upload(inputs.a), self.gpu.upload(inputs.b), self.gpu.alloc(c_bytes)
@@ -159,6 +193,8 @@ class Runner:
         try:
             if point.variant.backend == "blas":
                 return self._run_blas(point, inputs)
+            if isinstance(buffers, DeviceShortfall):
+                return _row(point, self.settings, "skipped", buffers.reason)
             if isinstance(buffers, str):
                 return _row(point, self.settings, "failed", buffers)
             if point.variant.backend == "cublas":
@@ -233,9 +269,7 @@ class Runner:
         before = gpu.clock.current_mhz()
         times = time_gpu(gpu, launch, settings.runs, settings.warmup, point.cache)
         after = gpu.clock.current_mhz()
-        max_mhz = gpu.clock.max_mhz()
-        readings = [r for r in (before, after) if r is not None]
-        sagged = bool(readings and max_mhz and min(readings) < settings.clock_sag * max_mhz)
+        sagged = clock_sagged((before, after), gpu.clock.max_mhz(), settings.clock_sag)
         return _row(point, settings, "ok", **fields, sm_clock_mhz_before=before, sm_clock_mhz_after=after,
                     clock_sagged=sagged, **_timing_fields(point, times))
 

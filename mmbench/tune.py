@@ -14,6 +14,7 @@ import itertools
 import json
 import math
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -135,14 +136,18 @@ def load_cache(path: Path) -> dict:
         raise TuneError(f"{path} is not a tuning cache (bad JSON: {exc})") from None
 
 
-def record(path: Path, device: str, variant: str, source_hash: str, best: Mapping[str, dict], results: Path) -> dict:
+def record(path: Path, device: "DeviceId", variant: str, source_hash: str, best: Mapping[str, dict],
+           results: Path) -> dict:
     """Merge the best configurations into the cache file, keeping an existing entry that is
-    faster (a narrow search must not displace a better result); returns the entries written."""
+    faster (a narrow search must not displace a better result); returns the entries written.
+    Each entry names the GPU with its architecture and SM count, which decide whether another
+    GPU of the same kind may borrow it."""
     cache = load_cache(path)
     stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    new = {cache_key(device, variant, source_hash, cls): {"device": device, "variant": variant,
-                                                          "source_hash": source_hash, "size_class": cls,
-                                                          "tuned_at": stamp, "results": str(results), **entry}
+    new = {cache_key(device.name, variant, source_hash, cls): {"device": device.name, "arch": device.arch,
+                                                               "sm_count": device.sm_count, "variant": variant,
+                                                               "source_hash": source_hash, "size_class": cls,
+                                                               "tuned_at": stamp, "results": str(results), **entry}
            for cls, entry in best.items()}
     new = {k: e for k, e in new.items() if k not in cache or cache[k]["gflops"] < e["gflops"]}
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -150,11 +155,47 @@ def record(path: Path, device: str, variant: str, source_hash: str, best: Mappin
     return new
 
 
-def lookup(cache: Mapping, device: str, variant: Variant, source_hash: str, shape: Shape) -> Params | None:
-    """The tuned configuration for a shape: the shape's own entry (tuned --per-shape), else its
-    size class, else the nearest tuned class."""
-    entries = [e for e in cache.values()
-               if e["device"] == device and e["variant"] == variant.name and e["source_hash"] == source_hash]
+@dataclass(frozen=True)
+class DeviceId:
+    """What decides whether tuned parameters carry over: a GPU's name, architecture and SM count."""
+
+    name: str
+    arch: str | None = None  # "sm_90"
+    sm_count: int | None = None
+
+    def __str__(self) -> str:
+        facts = ", ".join(f for f in (self.arch, f"{self.sm_count} SMs" if self.sm_count else None) if f)
+        return f"{self.name} ({facts})" if facts else self.name
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """Tuned parameters for one shape, and the GPU whose tuning they come from."""
+
+    params: Params
+    device: str
+    borrowed: bool  # True: another GPU of the same architecture and SM count
+
+
+def lookup(cache: Mapping, device: DeviceId, variant: Variant, source_hash: str, shape: Shape) -> Tuned | None:
+    """The tuned configuration for a shape on a device: the device's own entries first, else those
+    of a GPU of the same architecture and SM count (the same kernel choices fit it). Within one
+    GPU's entries: the shape's own entry (tuned --per-shape), else its size class, else the
+    nearest tuned class."""
+    mine = [e for e in cache.values() if e["variant"] == variant.name and e["source_hash"] == source_hash]
+    own = [e for e in mine if e["device"] == device.name]
+    kin = sorted((e for e in mine if e["device"] != device.name and device.arch and device.sm_count
+                  and e.get("arch") == device.arch and e.get("sm_count") == device.sm_count),
+                 key=lambda e: e["device"])
+    if own:
+        return _nearest(own, variant, shape, device.name, False)
+    if kin:
+        first = kin[0]["device"]
+        return _nearest([e for e in kin if e["device"] == first], variant, shape, first, True)
+    return None
+
+
+def _nearest(entries: list[dict], variant: Variant, shape: Shape, device: str, borrowed: bool) -> Tuned | None:
     exact = [e for e in entries if e["size_class"] == shape_class(shape)]
     entries = exact or [e for e in entries if "x" not in str(e["size_class"])]
     if not entries:
@@ -166,7 +207,7 @@ def lookup(cache: Mapping, device: str, variant: Variant, source_hash: str, shap
                                           abs(math.log2(_class_size(str(e["size_class"]))) - want),
                                           -_class_size(str(e["size_class"]))))
     params = parse_params(nearest["params"])
-    return None if variant.violated(params) else params
+    return None if variant.violated(params) else Tuned(params, device, borrowed)
 
 
 def replay(recorded: pd.DataFrame, variant: Variant, strategy: str, budget: int | None, seed: int = 0) -> dict[str, dict]:
@@ -181,8 +222,9 @@ def describe(best: Mapping[str, dict]) -> Sequence[str]:
             for cls, e in sorted(best.items(), key=lambda kv: (_class_size(kv[0]), kv[0]))]
 
 
-def recorded_source(meta: Mapping, variant: str) -> tuple[str | None, str | None]:
-    """(device name, kernel source hash) a tuning run's metadata records for a variant."""
-    device = (meta.get("gpu") or {}).get("name")
+def recorded_source(meta: Mapping, variant: str) -> tuple[DeviceId | None, str | None]:
+    """(device, kernel source hash) a tuning run's metadata records for a variant."""
+    gpu = meta.get("gpu") or {}
+    device = DeviceId(gpu["name"], gpu.get("arch"), gpu.get("sm_count")) if gpu.get("name") else None
     hashes = {k["source_hash"] for name, k in (meta.get("kernels") or {}).items() if name.startswith(f"{variant}[")}
     return device, (hashes.pop() if len(hashes) == 1 else None)

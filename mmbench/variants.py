@@ -121,6 +121,18 @@ class Variant:
         """The constraints a parameter point breaks (empty when it may be built)."""
         return [c for c in self.constraints if not _holds(c, params)]
 
+    def problem(self, params: Params) -> str | None:
+        """Why a parameter point cannot run on any GPU, known without one: a broken constraint or
+        more threads per block than CUDA allows; None when it may run."""
+        broken = self.violated(params)
+        if broken:
+            return f"constraint '{broken[0]}' does not hold"
+        if self.backend == "cuda" and self.block_threads(params) > MAX_THREADS_PER_BLOCK:
+            return f"{self.block_threads(params)} threads per block exceed CUDA's limit of {MAX_THREADS_PER_BLOCK}"
+        return None
+
+
+MAX_THREADS_PER_BLOCK = 1024  # every CUDA GPU since compute capability 2.0
 
 # Strip kernels' geometry: 32 columns x 16 warps a block; 8 warps of 2 rows, 16 rows a block. The
 # kernels are correct with any grid (a block strides on). Blocks this small fit beside the tiled

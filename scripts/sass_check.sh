@@ -10,13 +10,13 @@ python3 - "$variant" "$n" "$dir" "$gpu" <<'PY'
 import sys
 from pathlib import Path
 from mmbench import source, tune
-from mmbench.device import device_name
+from mmbench.device import device_identity
 from mmbench.sizes import Shape
 from mmbench.variants import get_variant, param_points, format_params
 v, n, out = get_variant(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
-gpu = sys.argv[4] or device_name() or ""
-params = tune.lookup(tune.load_cache(tune.DEFAULT_CACHE), gpu, v, source.source_hash(v), Shape(n, n, n)) \
-    or param_points(v)[0]
+gpu = tune.DeviceId(sys.argv[4]) if sys.argv[4] else device_identity() or tune.DeviceId("")
+tuned = tune.lookup(tune.load_cache(tune.DEFAULT_CACHE), gpu, v, source.source_hash(v), Shape(n, n, n))
+params = tuned.params if tuned else param_points(v)[0]
 print(f"{v.name} at n={n}: {format_params(params)}")
 (out / "kernel.cu").write_text(source.module_source(v, params))
 print(source.compile_report(v, params))

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import settings
+
+# Property tests run the same examples on every run, with no time limit per example: a slow
+# example (a large size spec) must fail or pass on its merits, never on the machine's speed.
+settings.register_profile("mmbench", deadline=None, derandomize=True)
+settings.load_profile("mmbench")
 
 
 @pytest.fixture(scope="session")

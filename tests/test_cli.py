@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mmbench import device
+from mmbench import device, source
 from mmbench.cli import main
 from mmbench.results import read_results
 from mmbench.sweep import Runner
@@ -27,13 +27,28 @@ def no_gpu(monkeypatch):
     monkeypatch.setattr(device, "open_gpu", refuse)
 
 
-def test_list_shows_every_variant(monkeypatch):
-    monkeypatch.setenv("COLUMNS", "250")  # the table is wide; a narrow terminal elides cells
+def test_list_fits_a_narrow_terminal(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
     result = invoke("list")
     assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert max(len(line) for line in lines) <= 80 and "…" not in result.output
+    assert len(lines) == len(REGISTRY) + 5  # title, three rules, header
     for v in REGISTRY.values():
         assert v.name in result.output and v.label in result.output
-    assert "BLOCK=32 (3 points)" in result.output and "(665 points)" in result.output
+    assert "665" in result.output and "40640" in result.output  # warptile's and dbuf's tuning spaces
+
+
+def test_list_one_variant_in_full_and_the_wide_table(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    result = invoke("list", "-v", "dbuf")
+    assert result.exit_code == 0
+    assert "kernels/dbuf.cu, entry dbuf, dbuf_row_strip, dbuf_col_strip" in result.output
+    assert "ORDER = 1  (tuned over 0/1)" in result.output and "constraint: SK == 0 or SPLITK == 1" in result.output
+    assert "tuning space: 40640 points" in result.output and "…" not in result.output
+    monkeypatch.setenv("COLUMNS", "250")
+    wide = invoke("list", "--wide")
+    assert wide.exit_code == 0 and "BLOCK=32" in wide.output and REGISTRY["best"].description in wide.output
 
 
 def test_dry_run_prints_the_plan_without_a_gpu(no_gpu, tmp_path):
@@ -148,3 +163,96 @@ def test_bad_input_is_a_clear_error_with_exit_2(args, needle):
     result = invoke("run", "--dry-run", *args)
     assert result.exit_code == 2 and needle in result.output, result.output
     assert "Traceback" not in result.output
+
+
+def test_resume_after_a_crash_mid_row_measures_the_torn_point_again(tmp_path):
+    """The issue's reproduction: cut the last line in half, then resume with one size more."""
+    out = tmp_path / "r.csv"
+    assert invoke("run", "-v", "blas", "-s", "64,128,256,512", "--runs", "3", "-o", out).exit_code == 0
+    lines = out.read_text().rstrip("\n").split("\n")
+    lines[-1] = lines[-1][: len(lines[-1]) // 2]
+    out.write_text("\n".join(lines))
+    plot = invoke("plot", "gflops", out)
+    assert plot.exit_code == 0 and "line 5) is a torn row" in plot.output and "left out" in plot.output
+    result = invoke("run", "-v", "blas", "-s", "64,128,256,512,1024", "--runs", "3", "-o", out, "--resume")
+    assert result.exit_code == 0, result.output
+    assert f"set aside in {tmp_path / 'r.torn.txt'}; its point is measured again" in result.output
+    df = read_results(out)
+    assert sorted(df.n) == [64, 128, 256, 512, 1024] and (df.status == "ok").all() and "warning" not in df.attrs
+    assert df.time_ms_samples.map(lambda s: len(s.split(";"))).eq(3).all()
+    assert lines[-1] in (tmp_path / "r.torn.txt").read_text()
+    meta = json.loads(out.with_suffix(".meta.json").read_text())
+    assert meta["status_counts"] == {"ok": 5} and len(meta["invocations"]) == 2
+    first, second = meta["invocations"]
+    assert first["status_counts"] == {"ok": 4} and second["status_counts"] == {"ok": 2}
+    assert "torn row" in second["repaired"] and second["resumed"] and not first["resumed"]
+    assert "--resume" in second["command"] and "--resume" not in first["command"]
+    assert meta["started_at"] == first["started_at"] and meta["finished_at"] == second["finished_at"]
+
+
+def test_resume_takes_the_files_settings_and_refuses_others(tmp_path):
+    out = tmp_path / "r.csv"
+    assert invoke("run", "-v", "blas", "-s", "32", "--runs", "2", "--warmup", "1", "-o", out).exit_code == 0
+    before = out.read_bytes(), out.with_suffix(".meta.json").read_bytes()
+    clash = invoke("run", "-v", "blas", "-s", "32,64", "--runs", "5", "-o", out, "--resume")
+    assert clash.exit_code == 2 and "measured with runs=2; this resume asks for runs=5" in clash.output
+    assert (out.read_bytes(), out.with_suffix(".meta.json").read_bytes()) == before
+    resumed = invoke("run", "-v", "blas", "-s", "32,64", "-o", out, "--resume")  # settings left out: the file's
+    assert resumed.exit_code == 0, resumed.output
+    df = read_results(out)
+    assert list(df.runs) == [2, 2] and list(df.warmup) == [1, 1]
+
+
+def test_resume_of_a_file_with_old_metadata_keeps_it_as_the_first_invocation(tmp_path):
+    out = tmp_path / "r.csv"
+    assert invoke("run", "-v", "blas", "-s", "32", "--runs", "1", "-o", out).exit_code == 0
+    meta_path = out.with_suffix(".meta.json")
+    meta = json.loads(meta_path.read_text())
+    old = {k: v for k, v in meta.items() if k not in ("invocations", "finished_at")}
+    old.update(command=["mmbench", "run", "old"], wall_s=1.5, points_planned=1, status_counts={"ok": 1})
+    meta_path.write_text(json.dumps(old))
+    assert invoke("run", "-v", "blas", "-s", "32,33", "--runs", "1", "-o", out, "--resume").exit_code == 0
+    meta = json.loads(meta_path.read_text())
+    assert [i["command"][-1] for i in meta["invocations"]][:1] == ["old"] and len(meta["invocations"]) == 2
+    assert meta["status_counts"] == {"ok": 2} and meta["started_at"] == old["started_at"]
+
+
+def test_a_point_too_large_for_memory_is_a_skipped_row(tmp_path):
+    out = tmp_path / "r.csv"
+    result = invoke("run", "-v", "blas", "-s", "32,99999999", "--runs", "1", "-o", out)
+    assert result.exit_code == 0, result.output
+    df = read_results(out)
+    assert list(df.status) == ["ok", "skipped"]
+    assert df.reason[1].startswith("needs 923.7 PiB of host memory") and "available" in df.reason[1]
+
+
+def test_figures_from_a_cpu_only_run_draw_what_it_holds(tmp_path):
+    out = tmp_path / "b.csv"
+    assert invoke("run", "-v", "blas", "-s", "256,512", "--runs", "1", "-o", out).exit_code == 0
+    gflops = invoke("plot", "gflops", out)
+    assert gflops.exit_code == 0 and (tmp_path / "b" / "fig2-gflops.png").exists()
+    assert "fig1-block-sizes not drawn: Figure 1 needs CUDA-Best ('best') rows (the results hold blas rows)" in gflops.output
+    for name, needle in (("speedup", "no CUDA-Best ('best') rows"), ("roofline", "needs a GPU run's metadata"),
+                         ("vs-cublas", "no 'cublas' rows")):
+        result = invoke("plot", name, out)
+        assert result.exit_code == 2 and needle in result.output and len(result.output.strip().splitlines()) == 1
+    table = invoke("table", out)
+    assert table.exit_code == 0 and "| 512 |" in table.output and "BLAS (multicore)" in table.output
+    report = invoke("report", "--config", ZOSA, out)
+    assert report.exit_code == 0 and "**not checked**" in (tmp_path / "b" / "REPORT.md").read_text()
+
+
+def test_metadata_records_the_checkout_commit_and_kernel_hashes(tmp_path, monkeypatch):
+    """With a copied (non-editable) install, the commit comes from the checkout the run starts in."""
+    import subprocess
+
+    from mmbench import environment
+
+    repo = Path(__file__).resolve().parent.parent
+    monkeypatch.setattr(environment, "REPO", tmp_path)  # the package as a copy outside any checkout
+    monkeypatch.delenv("MMBENCH_GIT_COMMIT", raising=False)
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert environment.git_info(repo)["commit"] == head and environment.git_info(repo)["checkout"] == str(repo)
+    assert environment.git_info(tmp_path)["commit"] is None
+    sources = environment.software_info()["kernel_sources"]
+    assert sources["dbuf.cu"] == source.source_hash(REGISTRY["dbuf"]) and "harness.cu" in sources

@@ -154,3 +154,33 @@ def test_cli_smoke_run_writes_csv_and_metadata(tmp_path):
     assert meta["cublas"]["math_mode"] == 2
     kernel = meta["kernels"]["best[BLOCK=32]"]
     assert kernel["ptxas_registers"] == kernel["registers"] and kernel["ptxas_spill_store_bytes"] == 0
+
+
+def test_a_shape_beyond_free_gpu_memory_is_a_skipped_row(gpu, monkeypatch):
+    """The GPU points of a shape whose A, B and C exceed the free memory are skipped with the
+    bytes needed and free; the CPU point of the same shape still runs."""
+    free = gpu.free_memory()
+    assert free > 1 << 30
+    monkeypatch.setattr(type(gpu), "free_memory", lambda self: 4 * 3 * 64 * 64 - 1)
+    rows = _run(gpu, [REGISTRY["best"], REGISTRY["blas"]], "32,64")
+    status = {(r["variant"], r["m"]): (r["status"], r["reason"]) for r in rows}
+    assert status[("best", 32)][0] == status[("blas", 64)][0] == "ok"
+    assert status[("best", 64)] == ("skipped", "needs 48.0 KiB of GPU memory for A, B and C; 48.0 KiB free")
+
+
+def test_cli_resume_on_the_gpu_keeps_history_and_refuses_other_settings(tmp_path):
+    out = tmp_path / "r.csv"
+    first = CliRunner().invoke(main, ["run", "-v", "best", "-s", "63:97", "--runs", "3", "-o", str(out)])
+    assert first.exit_code == 0, first.output
+    lines = out.read_text().rstrip("\n").split("\n")
+    out.write_text("\n".join(lines[:-1] + [lines[-1][:40]]))  # a crash mid-row
+    clash = CliRunner().invoke(main, ["run", "-v", "best", "-s", "63:129", "--runs", "5", "-o", str(out), "--resume"])
+    assert clash.exit_code == 2 and "measured with runs=3; this resume asks for runs=5" in clash.output
+    again = CliRunner().invoke(main, ["run", "-v", "best", "-s", "63:129", "-o", str(out), "--resume"])
+    assert again.exit_code == 0, again.output
+    assert "set aside in" in again.output
+    df = read_results(out)
+    assert sorted(df.n) == [63, 64, 65, 95, 96, 97, 127, 128, 129] and (df.status == "ok").all()
+    meta = json.loads(out.with_suffix(".meta.json").read_text())
+    assert [i["status_counts"] for i in meta["invocations"]] == [{"ok": 6}, {"ok": 4}]
+    assert meta["status_counts"] == {"ok": 9} and meta["gpu"]["sm_count"] > 0

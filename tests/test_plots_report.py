@@ -235,3 +235,35 @@ def test_plot_vs_cublas_prints_the_targets(tmp_path):
     assert result.exit_code == 0, result.output
     assert "GFLOP/s as % of cuBLAS" in result.output and "warptile" in result.output
     assert (tmp_path / "limits-h200-cut" / "vs-cublas.png").exists()
+
+
+def test_vs_cublas_with_a_variant_at_several_block_sizes(results_copy):
+    """best ran at three block sizes: three series, never one line through all of them."""
+    pct = analysis.percent_of(read_results(results_copy))
+    assert {"best BLOCK=8", "best BLOCK=16", "best BLOCK=32"} <= set(pct.series)
+    assert not pct.duplicated(["series", "n"]).any()
+    result = invoke("plot", "vs-cublas", results_copy)
+    assert result.exit_code == 0, result.output
+    assert "best BLOCK=16" in result.output and "Traceback" not in result.output
+
+
+def test_redrawn_figures_are_byte_identical(results_copy, tmp_path):
+    """A committed figure redrawn from the same data must not dirty the tree."""
+    for out in ("a", "b"):
+        assert invoke("plot", "gflops", results_copy, "--out", tmp_path / out).exit_code == 0
+    for name in ("fig2-gflops.svg", "fig2-gflops.png", "fig1-block-sizes.svg"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    assert b"<dc:date>" not in (tmp_path / "a" / "fig2-gflops.svg").read_bytes()
+
+
+def test_default_results_skip_derived_tables(tmp_path, monkeypatch):
+    """`mmbench table` writes table1.csv beside the run; the newest run, not that table, stays the default."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results").mkdir()
+    for f in DATA.glob("zosa-h200-cut*"):
+        shutil.copy(f, tmp_path / "results" / f.name)
+    assert invoke("table").exit_code == 0
+    assert (tmp_path / "results" / "zosa-h200-cut" / "table1.csv").exists()
+    result = invoke("plot", "speedup")
+    assert result.exit_code == 0, result.output
+    assert "results/zosa-h200-cut/fig5-speedup.png" in result.output

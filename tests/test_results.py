@@ -1,12 +1,14 @@
 import pytest
 
-from mmbench.results import (COLUMNS, CsvSink, ResultsError, done_keys, join_samples, read_metadata,
-                             read_results, samples_of, write_metadata)
+from mmbench.results import (COLUMNS, KEY, CsvSink, ResultsError, done_keys, history, join_samples, latest_results,
+                             read_metadata, read_results, recorded_settings, samples_of, scan, set_aside_torn,
+                             torn_path, write_metadata)
 
 
 def row(n, status="ok", **extra):
     return {"variant": "best", "label": "CUDA-Best", "backend": "cuda", "params": "BLOCK=32", "m": n, "n": n, "k": n,
-            "cache": "cold", "status": status, "time_ms_samples": join_samples([0.5, 0.25]), **extra}
+            "cache": "cold", "status": status, "runs": 2, "warmup": 1, "time_ms_samples": join_samples([0.5, 0.25]),
+            "finished_at": "2026-11-23T08:00:00+00:00", **extra}
 
 
 def test_rows_stream_to_disk_and_read_back(tmp_path):
@@ -38,6 +40,9 @@ def test_resume_appends_and_knows_what_is_done(tmp_path):
 def test_unknown_columns_refuse_to_append(tmp_path):
     path = tmp_path / "other.csv"
     path.write_text("a,b\n1,2\n")
+    with pytest.raises(ResultsError, match=r"not an mmbench results CSV: it has no column variant.*\(its columns: a, b\)"):
+        CsvSink(path)
+    path.write_text(",".join(KEY + ("status",)) + "\n")
     with pytest.raises(ResultsError, match="other columns"):
         CsvSink(path)
 
@@ -66,3 +71,130 @@ def test_git_commit_named_by_the_environment_wins(monkeypatch):
     monkeypatch.delenv("MMBENCH_GIT_COMMIT")
     info = git_info()
     assert "from" in info or len(info["commit"]) == 40
+
+
+def written(path, *ns):
+    sink = CsvSink(path)
+    for n in ns:
+        sink.write(row(n))
+    sink.close()
+    return path.read_bytes().decode()
+
+
+@pytest.mark.parametrize("cut", [1, 5, 12, 40, 60, 75, 90, 99])
+def test_a_torn_last_line_is_recognized_wherever_the_cut_falls(tmp_path, cut):
+    """A crash mid-row leaves a prefix of the row: cut inside the key columns, a number, the
+    samples or the timestamp, it is never taken for a finished point."""
+    path = tmp_path / "r.csv"
+    text = written(path, 64, 96, 128)
+    lines = text.split("\r\n")[:-1]
+    last = lines[-1]
+    path.write_text("\r\n".join(lines[:-1] + [last[: len(last) * cut // 100]]), newline="")
+    found = scan(path)
+    assert found.torn is not None and found.torn.line == 4
+    assert found.keys == {("best", "BLOCK=32", n, n, n, "cold") for n in (64, 96)}
+    df = read_results(path)
+    assert list(df.n) == [64, 96] and "torn row" in df.attrs["warning"] and "left out" in df.attrs["warning"]
+    message = set_aside_torn(path, found)
+    assert "set aside in" in message and str(torn_path(path)) in message
+    assert path.read_bytes().decode() == "\r\n".join(lines[:-1]) + "\r\n"  # whole rows only, each ended
+    assert last[: len(last) * cut // 100] in torn_path(path).read_text()
+    written(path, 128)
+    assert list(read_results(path).n) == [64, 96, 128]
+
+
+def test_a_complete_last_row_without_its_line_end_is_kept_and_ended(tmp_path):
+    path = tmp_path / "r.csv"
+    text = written(path, 64, 96)
+    path.write_text(text.rstrip("\r\n"), newline="")
+    found = scan(path)
+    assert found.torn is None and len(found.rows) == 2
+    assert set_aside_torn(path, found) is None and not torn_path(path).exists()
+    written(path, 128)
+    assert list(read_results(path).n) == [64, 96, 128]
+
+
+@pytest.mark.parametrize("damage,needle", [
+    (lambda line: line[:30], "fields where the header has"),
+    (lambda line: line.replace(",ok,", ",okay,"), "status 'okay'"),
+    (lambda line: line.replace(",96,96,96,", ",96,9x6,96,"), "n '9x6' is not an integer"),
+    (lambda line: line.replace("0.5;0.25", "0.5"), "1 samples where runs is 2"),
+    (lambda line: line + line, "fields where the header has"),  # two rows glued into one line
+])
+def test_a_damaged_row_before_the_last_is_refused_naming_its_line(tmp_path, damage, needle):
+    path = tmp_path / "r.csv"
+    lines = written(path, 64, 96, 128).split("\r\n")
+    lines[2] = damage(lines[2])
+    path.write_text("\r\n".join(lines), newline="")
+    with pytest.raises(ResultsError, match=f"line 3 is not a complete row .*{needle}"):
+        scan(path)
+
+
+def test_each_row_is_one_write(tmp_path, monkeypatch):
+    import os
+
+    calls = []
+    real = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: calls.append(data) or real(fd, data))
+    path = tmp_path / "r.csv"
+    written(path, 64, 96)
+    assert len(calls) == 3 and all(c.endswith(b"\r\n") and c.count(b"\r\n") == 1 for c in calls)
+
+
+def test_a_reason_with_line_breaks_stays_on_one_line(tmp_path):
+    path = tmp_path / "r.csv"
+    sink = CsvSink(path)
+    sink.write(row(64, status="failed", reason="first\nsecond"))
+    sink.close()
+    assert read_results(path).reason[0] == "first second"
+
+
+def test_binary_and_foreign_files_are_clear_errors(tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    with pytest.raises(ResultsError, match="binary file"):
+        read_results(path)
+    path.write_bytes(b"variant,\xff\xfe\n")
+    with pytest.raises(ResultsError, match="not UTF-8"):
+        read_results(path)
+
+
+def test_latest_results_is_the_run_that_finished_last_by_its_metadata(tmp_path):
+    import os
+
+    root = tmp_path / "results"
+    (root / "a").mkdir(parents=True)
+    old, new = root / "old.csv", root / "a" / "new.csv"
+    for path, start in ((old, "2026-11-20T10:00:00+00:00"), (new, "2026-11-21T10:00:00+00:00")):
+        written(path, 64)
+        write_metadata(path, {"started_at": start, "wall_s": 5.0})
+    derived = root / "a" / "new" / "table1.csv"  # a table drawn from a run: no metadata, not results
+    derived.parent.mkdir()
+    derived.write_text("n,BLAS\n64,1.0\n")
+    orphan = root / "orphan.csv"  # results without metadata do not qualify
+    written(orphan, 64)
+    os.utime(old, (2e9, 2e9))  # the newest file by mtime is not the newest run
+    assert latest_results(root) == new
+    write_metadata(old, {"started_at": "2026-11-20T10:00:00+00:00", "finished_at": "2026-11-22T00:00:00+00:00"})
+    assert latest_results(root) == old
+    with pytest.raises(ResultsError, match="no results CSV with its metadata"):
+        latest_results(tmp_path / "none")
+
+
+def test_history_of_metadata_written_before_histories():
+    old = {"command": ["mmbench", "run"], "started_at": "2026-11-20T10:00:00+00:00", "wall_s": 60.0,
+           "state": "finished", "status_counts": {"ok": 3}, "gpu": {"name": "X"}}
+    [one] = history(old)
+    assert one["command"] == ["mmbench", "run"] and one["finished_at"] == "2026-11-20T10:01:00+00:00"
+    assert one["status_counts"] == {"ok": 3} and "gpu" not in one
+    assert history({"invocations": [{"a": 1}, {"b": 2}]}) == [{"a": 1}, {"b": 2}] and history({}) == []
+
+
+def test_recorded_settings_from_metadata_else_from_rows(tmp_path):
+    path = tmp_path / "r.csv"
+    assert recorded_settings(path) == {}
+    written(path, 64, 96)
+    assert recorded_settings(path) == {"runs": 2, "warmup": 1, "cache": "cold"}
+    write_metadata(path, {"settings": {"runs": 5, "warmup": 0, "cache": "hot", "threads": None, "seed": 1,
+                                       "clock_sag": 0.9}})
+    assert recorded_settings(path) == {"runs": 5, "warmup": 0, "cache": "hot", "threads": None, "seed": 1}

@@ -15,6 +15,10 @@ from mmbench.variants import REGISTRY, format_params, param_points, parse_params
 
 RECORDED = Path(__file__).resolve().parent.parent / "results" / "tune-pipelined-h200.csv"
 PIPELINED = REGISTRY["pipelined"]
+H200 = tune.DeviceId("NVIDIA H200", "sm_90", 132)
+H100 = tune.DeviceId("NVIDIA H100 80GB HBM3", "sm_90", 132)
+H100_PCIE = tune.DeviceId("NVIDIA H100 PCIe", "sm_90", 114)
+G = tune.DeviceId("G")
 
 
 @pytest.mark.parametrize("shape,cls", [(Shape(2048, 2048, 2048), "2048"), (Shape(2049, 2049, 2049), "2048u"),
@@ -83,31 +87,62 @@ def test_replay_brute_equals_full_record_and_random_picks_from_its_sample(record
 def test_cache_round_trip_and_invalidation(tmp_path, recorded):
     path = tmp_path / "cache.json"
     best = tune.best_per_class(recorded, "pipelined")
-    tune.record(path, "NVIDIA H200", "pipelined", "abc", best, RECORDED)
+    tune.record(path, H200, "pipelined", "abc", best, RECORDED)
     cache = tune.load_cache(path)
     assert len(cache) == 4 and "NVIDIA H200|pipelined|abc|2048u" in cache
-    got = tune.lookup(cache, "NVIDIA H200", PIPELINED, "abc", Shape(2049, 2049, 2049))
-    assert format_params(got) == best["2048u"]["params"]
+    got = tune.lookup(cache, H200, PIPELINED, "abc", Shape(2049, 2049, 2049))
+    assert format_params(got.params) == best["2048u"]["params"] and got.device == H200.name and not got.borrowed
+    assert cache["NVIDIA H200|pipelined|abc|2048u"]["arch"] == "sm_90"
+    assert cache["NVIDIA H200|pipelined|abc|2048u"]["sm_count"] == 132
     # Nearest class of the same alignment: 8192 -> 4096, 512 -> 1024, 1000x37x2049 (512u) -> 2048u.
-    assert format_params(tune.lookup(cache, "NVIDIA H200", PIPELINED, "abc", Shape(8192, 8192, 8192))) == best["4096"]["params"]
-    assert format_params(tune.lookup(cache, "NVIDIA H200", PIPELINED, "abc", Shape(512, 512, 512))) == best["1024"]["params"]
-    assert format_params(tune.lookup(cache, "NVIDIA H200", PIPELINED, "abc", Shape(1000, 37, 2049))) == best["2048u"]["params"]
-    # Another kernel source or another GPU: nothing.
-    assert tune.lookup(cache, "NVIDIA H200", PIPELINED, "changed", Shape(2048, 2048, 2048)) is None
-    assert tune.lookup(cache, "NVIDIA H100 80GB HBM3", PIPELINED, "abc", Shape(2048, 2048, 2048)) is None
+    params = lambda shape: format_params(tune.lookup(cache, H200, PIPELINED, "abc", shape).params)  # noqa: E731
+    assert params(Shape(8192, 8192, 8192)) == best["4096"]["params"]
+    assert params(Shape(512, 512, 512)) == best["1024"]["params"]
+    assert params(Shape(1000, 37, 2049)) == best["2048u"]["params"]
+    # Another kernel source, or a GPU of another architecture or SM count: nothing.
+    assert tune.lookup(cache, H200, PIPELINED, "changed", Shape(2048, 2048, 2048)) is None
+    assert tune.lookup(cache, H100_PCIE, PIPELINED, "abc", Shape(2048, 2048, 2048)) is None
+    assert tune.lookup(cache, tune.DeviceId("NVIDIA B200", "sm_100", 132), PIPELINED, "abc", Shape(8, 8, 8)) is None
+    assert tune.lookup(cache, tune.DeviceId("NVIDIA H100 80GB HBM3"), PIPELINED, "abc", Shape(8, 8, 8)) is None
+
+
+def test_a_gpu_without_entries_borrows_those_of_its_architecture_and_sm_count(tmp_path, recorded):
+    path = tmp_path / "cache.json"
+    best = tune.best_per_class(recorded, "pipelined")
+    tune.record(path, H200, "pipelined", "abc", best, RECORDED)
+    cache = tune.load_cache(path)
+    got = tune.lookup(cache, H100, PIPELINED, "abc", Shape(4096, 4096, 4096))
+    assert got.borrowed and got.device == "NVIDIA H200" and format_params(got.params) == best["4096"]["params"]
+    # Its own entries, once it has any, come first.
+    tune.record(path, H100, "pipelined", "abc", {"4096": {**best["1024"], "gflops": 1.0}}, RECORDED)
+    own = tune.lookup(tune.load_cache(path), H100, PIPELINED, "abc", Shape(4096, 4096, 4096))
+    assert not own.borrowed and format_params(own.params) == best["1024"]["params"]
 
 
 def test_run_uses_the_tuning_cache_and_says_so(tmp_path, monkeypatch, recorded):
     from mmbench import device
 
-    monkeypatch.setattr(device, "device_name", lambda: "NVIDIA H200")
+    monkeypatch.setattr(device, "device_identity", lambda: H200)
     path = tmp_path / "cache.json"
     best = tune.best_per_class(recorded, "pipelined")
-    tune.record(path, "NVIDIA H200", "pipelined", source.source_hash(PIPELINED), best, RECORDED)
+    tune.record(path, H200, "pipelined", source.source_hash(PIPELINED), best, RECORDED)
     result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048,2049", "--tuning-cache", str(path),
                                        "--dry-run", "-o", str(tmp_path / "x.csv")])
     assert result.exit_code == 0, result.output
     assert "pipelined: tuned parameters from" in result.output and "plan: 2 points" in result.output
+    assert "for NVIDIA H200:" in result.output
+    # Another GPU of the same architecture and SM count borrows the entries, and says whose.
+    monkeypatch.setattr(device, "device_identity", lambda: H100)
+    result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048", "--tuning-cache", str(path),
+                                       "--dry-run", "-o", str(tmp_path / "x.csv")])
+    assert result.exit_code == 0, result.output
+    assert ("of NVIDIA H200: NVIDIA H100 80GB HBM3 has no entry, and NVIDIA H200 has the same architecture (sm_90) "
+            "and SM count (132)") in result.output
+    monkeypatch.setattr(device, "device_identity", lambda: H100_PCIE)
+    result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048", "--tuning-cache", str(path),
+                                       "--dry-run", "-o", str(tmp_path / "x.csv")])
+    assert "using defaults" in result.output
+    monkeypatch.setattr(device, "device_identity", lambda: H200)
     # --params overrides the cache
     result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048", "--tuning-cache", str(path),
                                        "--params", "STAGES=2", "--dry-run", "-o", str(tmp_path / "y.csv")])
@@ -118,7 +153,8 @@ def test_run_uses_the_tuning_cache_and_says_so(tmp_path, monkeypatch, recorded):
                                 for k, v in data.items()}))
     result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048", "--tuning-cache", str(path),
                                        "--dry-run", "-o", str(tmp_path / "z.csv")])
-    assert "has no entry for this GPU (NVIDIA H200) and this kernel source; using defaults" in result.output
+    assert "has no entry for this GPU (NVIDIA H200 (sm_90, 132 SMs)), nor for one of its architecture and SM count, " \
+           "with this kernel source; using defaults" in result.output
 
 
 def test_tune_replay_command(tmp_path):
@@ -152,10 +188,10 @@ def test_pinned_parameters_narrow_the_space():
 def test_record_keeps_the_faster_entry(tmp_path):
     path = tmp_path / "cache.json"
     entry = {"params": "A=1", "gflops": 100.0, "shapes": 1, "tried": 1}
-    tune.record(path, "G", "pipelined", "h", {"4096": entry}, RECORDED)
-    tune.record(path, "G", "pipelined", "h", {"4096": {**entry, "params": "A=2", "gflops": 90.0}}, RECORDED)
+    tune.record(path, G, "pipelined", "h", {"4096": entry}, RECORDED)
+    tune.record(path, G, "pipelined", "h", {"4096": {**entry, "params": "A=2", "gflops": 90.0}}, RECORDED)
     assert tune.load_cache(path)["G|pipelined|h|4096"]["params"] == "A=1"
-    tune.record(path, "G", "pipelined", "h", {"4096": {**entry, "params": "A=3", "gflops": 110.0}}, RECORDED)
+    tune.record(path, G, "pipelined", "h", {"4096": {**entry, "params": "A=3", "gflops": 110.0}}, RECORDED)
     assert tune.load_cache(path)["G|pipelined|h|4096"]["params"] == "A=3"
 
 
@@ -170,14 +206,14 @@ def test_per_shape_entries_win_over_size_classes(tmp_path, recorded):
     # Make the exact shape's pick differ from its class's, as it would after a per-shape pass.
     other = next(p for p in recorded[recorded.status == "ok"].params.unique() if p != per_class["2048u"]["params"])
     shape_entry = {**per_shape["2049x2049x2049"], "params": other}
-    tune.record(path, "NVIDIA H200", "pipelined", "abc", {**per_class, "2049x2049x2049": shape_entry}, RECORDED)
+    tune.record(path, H200, "pipelined", "abc", {**per_class, "2049x2049x2049": shape_entry}, RECORDED)
     cache = tune.load_cache(path)
-    got = lambda shape: format_params(tune.lookup(cache, "NVIDIA H200", PIPELINED, "abc", shape))  # noqa: E731
+    got = lambda shape: format_params(tune.lookup(cache, H200, PIPELINED, "abc", shape).params)  # noqa: E731
     assert got(Shape(2049, 2049, 2049)) == other
     assert got(Shape(2047, 2047, 2047)) == per_class["2048u"]["params"]
     only_shapes = tmp_path / "shapes.json"
-    tune.record(only_shapes, "NVIDIA H200", "pipelined", "abc", {"2049x2049x2049": shape_entry}, RECORDED)
-    assert tune.lookup(tune.load_cache(only_shapes), "NVIDIA H200", PIPELINED, "abc", Shape(2047, 2047, 2047)) is None
+    tune.record(only_shapes, H200, "pipelined", "abc", {"2049x2049x2049": shape_entry}, RECORDED)
+    assert tune.lookup(tune.load_cache(only_shapes), H200, PIPELINED, "abc", Shape(2047, 2047, 2047)) is None
 
 
 def test_candidates_are_the_fastest_at_any_shape(recorded):
@@ -217,3 +253,8 @@ def test_tune_candidates_narrow_the_search(tmp_path):
     assert missing.exit_code == 2 and "none.csv" in missing.output
     foreign = CliRunner().invoke(main, ["tune", "-v", "warptile", "--candidates", str(tmp_path / "rec.csv"), "--dry-run"])
     assert foreign.exit_code == 2 and "no verified configuration of warptile" in foreign.output
+
+
+def test_every_committed_cache_entry_names_its_gpu_architecture_and_sm_count():
+    cache = tune.load_cache(RECORDED.parent / "tuning-cache.json")
+    assert cache and all(e["arch"].startswith("sm_") and e["sm_count"] > 0 for e in cache.values())

@@ -1,0 +1,133 @@
+"""The numbers a row reports, pinned on known inputs: each computed column against its formula
+written out here, so a swapped statistic or a changed factor fails."""
+
+import math
+
+import numpy as np
+import pytest
+
+from mmbench import ops
+from mmbench.sizes import Shape
+from mmbench.sweep import Point, _timing_fields, clock_sagged
+from mmbench.timing import summarize
+from mmbench.variants import REGISTRY
+
+SAMPLES = [1.0, 2.0, 3.0, 10.0]  # mean 4, median 2.5, min 1, max 10: every statistic differs
+
+
+def test_summary_statistics_of_known_samples():
+    st = summarize(SAMPLES)
+    assert (st.mean, st.median, st.min, st.max) == (4.0, 2.5, 1.0, 10.0)
+    std = math.sqrt(((1 - 4) ** 2 + (2 - 4) ** 2 + (3 - 4) ** 2 + (10 - 4) ** 2) / 3)  # sample std (n - 1)
+    assert st.std == pytest.approx(std, rel=1e-15) and st.cv == pytest.approx(std / 4.0, rel=1e-15)
+    one = summarize([2.0])
+    assert one.std == 0.0 and one.cv == 0.0
+    with pytest.raises(ValueError):
+        summarize([])
+
+
+def test_timing_fields_follow_their_formulas():
+    shape = Shape(100, 200, 300)
+    fields = _timing_fields(Point(REGISTRY["blas"], (), shape, "hot"), SAMPLES)
+    flops = 2 * 100 * 200 * 300
+    nbytes = 4 * (100 * 300 + 300 * 200 + 100 * 200)
+    assert fields["gflops_mean"] == pytest.approx(flops / (4.0e-3 * 1e9), rel=1e-15)  # from the mean time
+    assert fields["gflops_median"] == pytest.approx(flops / (2.5e-3 * 1e9), rel=1e-15)  # from the median time
+    assert fields["gbytes_per_s"] == pytest.approx(nbytes / (2.5e-3 * 1e9), rel=1e-15)  # from the median time
+    assert (fields["time_ms_mean"], fields["time_ms_median"], fields["time_ms_min"], fields["time_ms_max"]) == \
+           (4.0, 2.5, 1.0, 10.0)
+    assert fields["cv"] == pytest.approx(fields["time_ms_std"] / 4.0, rel=1e-15)
+    assert fields["time_ms_samples"] == "1.0;2.0;3.0;10.0"
+
+
+@pytest.mark.parametrize("readings,max_mhz,sagged", [
+    ((1980, 1980), 1980, False),
+    ((1980, 1700), 1980, True),  # 86 % of the maximum: under the 90 % line
+    ((1800, 1980), 1980, False),  # 90.9 %
+    ((1782, 1980), 1980, False),  # exactly 90 %: not below
+    ((1781, 1980), 1980, True),
+    ((None, 1500), 1980, True),  # an unknown reading is left out, the known one decides
+    ((None, None), 1980, False),  # nothing known: nothing flagged
+    ((1000, 1000), None, False),  # no maximum: nothing to compare with
+])
+def test_clock_sag_flag(readings, max_mhz, sagged):
+    assert clock_sagged(readings, max_mhz, 0.9) is sagged
+
+
+def test_verification_factors():
+    u = 2.0**-24
+    assert ops.UNIT_ROUNDOFF_F32 == u and ops.FROBENIUS_FACTOR == 8.0
+    for k in (1, 64, 4096):
+        assert ops.frobenius_tolerance(k) == 8.0 * u * math.sqrt(k)
+        assert ops.gamma(k) == k * u / (1 - k * u)
+
+
+@pytest.mark.parametrize("scale,ok", [(7.0, True), (9.0, False)])
+def test_the_frobenius_rule_sits_at_8_u_sqrt_k(scale, ok):
+    """An output off by a uniform relative error of scale * u * sqrt(k): inside the elementwise
+    bound (gamma_k is 64x wider at k = 4096), so only the Frobenius rule decides, at 8."""
+    k = 4096
+    inputs = ops.make_gemm_inputs(Shape(16, 16, k), np.random.default_rng(5))
+    c = (inputs.reference * (1 + scale * 2.0**-24 * math.sqrt(k))).astype(np.float32)
+    check = ops.check_gemm(c, inputs)
+    assert check.ok is ok and check.err_bound_ratio < 1
+    assert check.rel_err == pytest.approx(scale * 2.0**-24 * math.sqrt(k), rel=0.02)
+
+
+class FakeGpu:
+    """Just enough of device.Gpu for Runner._verify_and_time: samples and clock readings scripted."""
+
+    def __init__(self, samples_ms, clocks_mhz, max_mhz=1980):
+        self.samples, self.clocks, self.stream = iter(samples_ms), iter(clocks_mhz), None
+        self.clock = self
+        self._max = max_mhz
+
+    def current_mhz(self):
+        return next(self.clocks)
+
+    def max_mhz(self):
+        return self._max
+
+    def poison(self, buf, count):
+        buf[:count] = np.nan
+
+    def download(self, buf, shape):
+        return buf.reshape(shape).copy()
+
+    def event(self):
+        gpu = self
+
+        class Event:
+            def record(self, stream):
+                pass
+
+            def time_since(self, start):
+                return next(gpu.samples)
+
+        return Event()
+
+    synchronize = flush_l2 = hold = release = lambda self: None
+
+    def held_ok(self):
+        return True
+
+
+@pytest.mark.parametrize("clocks,sagged", [((1980, 1980), False), ((1980, 1500), True)])
+def test_a_gpu_row_carries_the_timing_fields_and_the_clock_flag(clocks, sagged):
+    from mmbench.sweep import Runner, Settings
+
+    shape = Shape(8, 8, 8)
+    inputs = ops.make_gemm_inputs(shape, np.random.default_rng(0))
+    runner = Runner(Settings(runs=4, warmup=0), [])
+    runner.gpu = FakeGpu(SAMPLES, clocks)
+    c = np.empty(64, np.float32)
+
+    def launch():
+        c[:] = (inputs.a @ inputs.b).ravel()
+
+    row = runner._verify_and_time(Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), inputs, c, launch)
+    assert row["status"] == "ok" and row["clock_sagged"] is sagged
+    assert (row["sm_clock_mhz_before"], row["sm_clock_mhz_after"]) == clocks
+    assert row["gflops_mean"] == pytest.approx(2 * 512 / (4.0e-3 * 1e9), rel=1e-15)
+    assert row["gflops_median"] == pytest.approx(2 * 512 / (2.5e-3 * 1e9), rel=1e-15)
+    assert row["time_ms_samples"] == "1.0;2.0;3.0;10.0" and row["runs"] == 4
