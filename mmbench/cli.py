@@ -202,19 +202,21 @@ def _print_plan(points: list[Point], skipped: int, output: Path) -> None:
 def _summary(csv_path: Path) -> Table:
     df = read_results(csv_path)
     table = Table(title=f"summary of {csv_path}")
-    for col in ("variant", "params", "ok", "not ok", "GFLOP/s median of points", "peak GFLOP/s", "at size", "cv median"):
-        text = col in ("variant", "params")
-        table.add_column(col, justify="left" if text else "right", no_wrap=text)
+    # A series' parameters go under its name and fold, so the table fits 80 columns.
+    table.add_column("variant, params", overflow="fold", min_width=16, ratio=1)
+    for col in ("ok", "not ok", "GFLOP/s\nmedian", "GFLOP/s\npeak", "at size", "cv\nmedian"):
+        table.add_column(col, justify="right", overflow="fold")
     for (variant, params), g in df.groupby(["variant", "params"], sort=False):
+        name = f"{variant}\n{params.replace(',', ' ')}" if params else variant
         ok = g[g.status == "ok"]
         bad = g[g.status != "ok"].status.value_counts()
         not_ok = ", ".join(f"{n} {s}" for s, n in bad.items()) or "0"
         if ok.empty:
-            table.add_row(variant, params, "0", not_ok, "-", "-", "-", "-")
+            table.add_row(name, "0", not_ok, "-", "-", "-", "-")
             continue
         peak = ok.loc[ok.gflops_mean.idxmax()]
         size = str(peak.m) if peak.m == peak.n == peak.k else f"{peak.m}x{peak.n}x{peak.k}"
-        table.add_row(variant, params, str(len(ok)), not_ok, f"{ok.gflops_mean.median():.1f}",
+        table.add_row(name, str(len(ok)), not_ok, f"{ok.gflops_mean.median():.1f}",
                       f"{peak.gflops_mean:.1f}", size, f"{ok.cv.median():.3f}")
     return table
 
