@@ -109,7 +109,7 @@ def _selections(variants, sizes, blocks, params, config) -> tuple[str, list[Sele
             cfg = load_config(config)
         except ConfigError as exc:
             raise InputError(str(exc)) from None
-        settings = {"runs": cfg.runs, "warmup": cfg.warmup, "cache": cfg.cache, "threads": cfg.threads}
+        settings = {k: getattr(cfg, k) for k in cfg.run_keys}  # only what it sets: a resume takes the rest
         return cfg.name, [s.selection() for s in cfg.sweeps], settings
     names = _split(variants)
     if variants and not names:
@@ -264,9 +264,10 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
     found = _resumable(output) if resume else None
     if not resume and output.exists() and output.stat().st_size > 0:
         raise InputError(f"{output} already exists; pass --resume to continue it or choose another --output")
-    given = {**cfg, **{k: v for k, v in {"runs": runs, "warmup": warmup, "cache": cache, "threads": threads,
-                                         "seed": seed}.items() if v is not None}}
-    settings = Settings(**_settings(given, output, resume))
+    previous = _previous_metadata(output, found) if resume else {}
+    chosen = {"runs": runs, "warmup": warmup, "cache": cache, "threads": threads, "seed": seed}
+    given = {**cfg, **{k: v for k, v in chosen.items() if v is not None}}  # cfg: what the config's [run] sets
+    settings = Settings(**_settings(given, output, previous if resume else None))
     selections = [_with_tuned(sel, tuning_cache) for sel in selections]
     try:
         points = plan(selections, settings.cache)
@@ -284,17 +285,18 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
     if not todo:
         console.print(f"nothing to do: all {len(points)} points are already in {output}", soft_wrap=True)
         return
-    _execute(todo, settings, output, {"name": name, "config": str(config) if config else None}, resume=resume)
+    _execute(todo, settings, output, {"name": name, "config": str(config) if config else None}, previous=previous,
+             resume=resume)
 
 
-def _settings(given: dict, output: Path, resume: bool) -> dict:
-    """The run's measurement settings: those given (options or config), else on --resume the
-    file's, else the defaults. A resume that asks for other settings than the file has is refused:
-    one file, one way of measuring."""
+def _settings(given: dict, output: Path, previous: dict | None) -> dict:
+    """The run's measurement settings: those given (options or config), else on --resume
+    (previous: the file's metadata) the file's, else the defaults. A resume that asks for other
+    settings than the file has is refused: one file, one way of measuring."""
     recorded = {}
-    if resume:
+    if previous is not None:
         try:
-            recorded = recorded_settings(output)
+            recorded = recorded_settings(output, previous)
         except ResultsError as exc:
             raise InputError(str(exc)) from None
     clash = {k: (recorded[k], v) for k, v in given.items() if k in recorded and recorded[k] != v}
@@ -304,6 +306,19 @@ def _settings(given: dict, output: Path, resume: bool) -> dict:
         raise InputError(f"{output} was measured with {then}; this resume asks for {now}: one file holds one way of "
                          f"measuring, so resume with the file's settings (leave them out) or choose another --output")
     return {**DEFAULTS, **{k: v for k, v in recorded.items() if k in DEFAULTS}, **given}
+
+
+def _previous_metadata(output: Path, found) -> dict:
+    """The metadata of the file to continue, checked now (before anything is touched); a file
+    without it is continued with the settings its rows show, and a warning says so."""
+    try:
+        previous = read_metadata(output)
+    except ResultsError as exc:
+        raise InputError(f"{output} cannot be resumed: {exc}") from None
+    if found and not previous:
+        console.print(f"warning: {output.with_suffix('.meta.json')} is missing: runs, warmup and cache are taken "
+                      f"from the rows; threads and seed are this run's", soft_wrap=True)
+    return previous
 
 
 def _check_output(output: Path) -> None:
@@ -347,7 +362,7 @@ def _check_buildable(points: list[Point]) -> None:
 
 
 def _execute(points: list[Point], settings: Settings, output: Path, about: dict, prepare=None,
-             strict: bool = True, resume: bool = False) -> None:
+             strict: bool = True, resume: bool = False, previous: dict | None = None) -> None:
     """Run points into output with metadata (`about` goes into it); prepare(runner) runs first.
     On resume, a torn last row is set aside first, and the metadata keeps every invocation.
     strict: exit 1 when a point is wrong or failed (the tuner expects some to fail)."""
@@ -357,8 +372,9 @@ def _execute(points: list[Point], settings: Settings, output: Path, about: dict,
         runner = Runner(settings, points)
     except Exception as exc:  # GpuUnavailable and the like: nothing can run
         raise RunFailed(f"cannot open the GPU: {exc}") from None
+    previous = previous or {}
+    earlier = history(previous)
     try:
-        previous = read_metadata(output) if resume else {}
         then, now = (previous.get("gpu") or {}).get("name"), runner.gpu.facts.name if runner.gpu else None
         if then and now and then != now:
             raise InputError(f"{output} was measured on {then}; this GPU is {now}: one file, one GPU, so choose "
@@ -378,9 +394,9 @@ def _execute(points: list[Point], settings: Settings, output: Path, about: dict,
     started_at = _utc_now()
     invocation = {"command": ARGV, "started_at": started_at, "resumed": resume, "repaired": repaired,
                   "points_planned": len(points)}
-    earlier = history(previous)
     facts = environment.collect(runner.gpu)
-    meta = {**about, "settings": {**settings.__dict__}, "started_at": (earlier or [invocation])[0]["started_at"],
+    first_start = (earlier[0].get("started_at") if earlier else None) or started_at
+    meta = {**about, "settings": {**settings.__dict__}, "started_at": first_start,
             "cublas": _cublas_meta(runner), **facts,
             "ceilings": ceilings_mod.cached_for(facts["gpu"]) or previous.get("ceilings")}
     kernels = dict(previous.get("kernels") or {})
@@ -524,7 +540,10 @@ def _replay(variant, recorded: Path, strategy: str, budget: int | None, seed: in
         rows = read_results(recorded)
     except ResultsError as exc:
         raise InputError(str(exc)) from None
-    device, measured_hash = recorded_source(read_metadata(recorded), variant.name)
+    try:
+        device, measured_hash = recorded_source(read_metadata(recorded), variant.name)
+    except ResultsError as exc:
+        raise InputError(str(exc)) from None
     current = source.source_hash(variant)
     if not device or not measured_hash:
         raise InputError(f"{recorded}: its metadata names no GPU or no {variant.name} kernel source hash")
@@ -627,7 +646,8 @@ def profile(config, points_spec, variants, results):
             get_variant(name)
         except VariantError as exc:
             raise InputError(str(exc)) from None
-    points = [p for p in plan(selections, cfg["cache"]) if p.variant.on_gpu and p.shape in shapes
+    cache = cfg.get("cache", DEFAULTS["cache"])
+    points = [p for p in plan(selections, cache) if p.variant.on_gpu and p.shape in shapes
               and (not wanted or p.variant.name in wanted)]
     if not points:
         raise InputError(f"no GPU point of {config} matches --points {points_spec}"

@@ -55,6 +55,7 @@ class ExperimentConfig:
     threads: int | None
     sweeps: tuple[SweepConfig, ...]
     reference: Mapping[str, Any] = field(default_factory=dict)  # the paper's own numbers, for reports
+    run_keys: frozenset[str] = frozenset()  # the settings its [run] table sets (the rest are defaults)
 
 
 def _unknown(where: str, table: Mapping, allowed: set[str]) -> None:
@@ -133,6 +134,7 @@ def load_config(path: Path | str) -> ExperimentConfig:
         threads=_int(f"{path}: run.threads", run["threads"], 1) if "threads" in run else None,
         sweeps=tuple(_sweep(f"{path}: sweep[{i}]", s) for i, s in enumerate(sweeps)),
         reference=MappingProxyType(_reference(f"{path}: reference", data.get("reference", {}))),
+        run_keys=frozenset(run),
     )
 
 

@@ -154,8 +154,12 @@ def scan(path: Path) -> Scan:
     ended = lines[-1] == ""  # the text ends with a line terminator
     if ended:
         lines.pop()
+    first = lines[0].rstrip("\r")
+    if len(lines) == 1 and not ended and ",".join(COLUMNS).startswith(first):
+        # A crash while the header itself was written: nothing measured yet; the file starts anew.
+        return Scan(COLUMNS, [], "", Torn(1, first, "a header cut short"))
     try:
-        header = tuple(next(csv.reader([lines[0].rstrip("\r")])))
+        header = tuple(next(csv.reader([first])))
     except csv.Error:
         header = ()
     missing = [c for c in KEY + ("status",) if c not in header]
@@ -192,21 +196,24 @@ def torn_message(path: Path, torn: Torn, action: str) -> str:
 
 def set_aside_torn(path: Path, found: Scan) -> str | None:
     """Move a torn last line into NAME.torn.txt and leave the file with its complete rows, every
-    line terminated; returns the one-line warning, or None when there was nothing to repair."""
-    text = path.read_text(encoding="utf-8")
+    line terminated (the next row must not join an unended one); returns the one-line warning,
+    or None when there was nothing torn."""
     if found.torn is None:
-        if text and not text.endswith("\n"):
-            with path.open("a", newline="") as f:
-                f.write("\r\n")  # a complete last row that lacked its line end: the next row must not join it
+        if not path.read_bytes().endswith(b"\n"):
+            _rewrite(path, found.complete_text)
         return None
     stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     with torn_path(path).open("a", encoding="utf-8") as f:
         f.write(f"# {stamp}: line {found.torn.line} of {path.name}, set aside by mmbench ({found.torn.problem})\n"
                 f"{found.torn.text}\n")
+    _rewrite(path, found.complete_text)
+    return torn_message(path, found.torn, f"set aside in {torn_path(path)}; its point, if planned, is measured again")
+
+
+def _rewrite(path: Path, text: str) -> None:
     tmp = path.with_suffix(".csv.tmp")
-    tmp.write_text(found.complete_text, encoding="utf-8", newline="")
+    tmp.write_text(text, encoding="utf-8", newline="")
     tmp.replace(path)  # atomic: the file is whole before and after
-    return torn_message(path, found.torn, f"set aside in {torn_path(path)}; its point is measured again")
 
 
 # -- writing rows ------------------------------------------------------------------------------------
@@ -265,6 +272,8 @@ def read_results(path: Path) -> pd.DataFrame:
     """A results CSV as a DataFrame; a clear error when it is missing, empty, damaged or foreign.
     A torn last row is left out, and ``df.attrs["warning"]`` says so."""
     found = scan(path)
+    if not found.complete_text:
+        raise ResultsError(f"{path} holds nothing but a header cut short")
     df = pd.read_csv(io.StringIO(found.complete_text), dtype={"params": str, "reason": str, "time_ms_samples": str})
     for col in ("params", "reason", "time_ms_samples"):
         if col in df:
@@ -295,6 +304,10 @@ def finished_at(meta: Mapping) -> dt.datetime | None:
 
     if end := parse(meta.get("finished_at")):
         return end
+    runs = meta.get("invocations")
+    last = runs[-1] if isinstance(runs, list) and runs and isinstance(runs[-1], dict) else {}
+    if end := parse(last.get("finished_at")) or parse(last.get("started_at")):
+        return end  # a resumed run killed before it could record its end: its last start
     start = parse(meta.get("started_at"))
     wall = meta.get("wall_s")
     if start and isinstance(wall, (int, float)) and math.isfinite(wall):
@@ -351,7 +364,30 @@ def read_metadata(csv_path: Path) -> dict:
         raise ResultsError(f"{path} is not mmbench metadata (bad JSON: {exc})") from None
     if not isinstance(meta, dict):
         raise ResultsError(f"{path} is not mmbench metadata (not a JSON object)")
+    problem = _metadata_problem(meta)
+    if problem:
+        raise ResultsError(f"{path} is not mmbench metadata: {problem}")
     return meta
+
+
+def _metadata_problem(meta: Mapping) -> str | None:
+    """What is wrong with the shape of a metadata object (the parts mmbench reads back)."""
+    for key, kind in (("settings", dict), ("gpu", dict), ("kernels", dict), ("invocations", list)):
+        if meta.get(key) is not None and not isinstance(meta[key], kind):
+            return f"'{key}' is not a JSON {'object' if kind is dict else 'array'}"
+    if any(not isinstance(i, dict) for i in meta.get("invocations") or ()):
+        return "an entry of 'invocations' is not a JSON object"
+    settings = meta.get("settings") or {}
+    rules = {"runs": lambda v: _count(v, 1), "warmup": lambda v: _count(v, 0), "seed": lambda v: _count(v, None),
+             "cache": lambda v: v in ("cold", "hot"), "threads": lambda v: v is None or _count(v, 1)}
+    for key, ok in rules.items():
+        if key in settings and not ok(settings[key]):
+            return f"settings.{key} is {settings[key]!r}"
+    return None
+
+
+def _count(value, least: int | None) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and (least is None or value >= least)
 
 
 # What one invocation of a run records of itself; the rest of the metadata describes the file.
@@ -368,14 +404,15 @@ def history(meta: Mapping) -> list[dict]:
         return list(meta["invocations"])
     if not meta:
         return []
+    end = finished_at(meta)
     return [{k: meta[k] for k in INVOCATION_KEYS if k in meta and k != "finished_at"}
-            | {"finished_at": finished_at(meta).isoformat() if finished_at(meta) else None}]
+            | {"finished_at": end.isoformat() if end else None}]
 
 
-def recorded_settings(csv_path: Path) -> dict:
-    """The measurement settings a results file was made with: from its metadata, else from its
-    rows (runs, warmup and the GPU rows' cache mode); {} for a new file."""
-    settings = read_metadata(csv_path).get("settings")
+def recorded_settings(csv_path: Path, meta: Mapping | None = None) -> dict:
+    """The measurement settings a results file was made with: from its metadata (given, or read
+    beside it), else from its rows (runs, warmup and the GPU rows' cache mode); {} for a new file."""
+    settings = (read_metadata(csv_path) if meta is None else meta).get("settings")
     if settings:
         return {k: settings[k] for k in MEASUREMENT_SETTINGS if k in settings}
     if not csv_path.exists() or csv_path.stat().st_size == 0:

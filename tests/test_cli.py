@@ -176,7 +176,7 @@ def test_resume_after_a_crash_mid_row_measures_the_torn_point_again(tmp_path):
     assert plot.exit_code == 0 and "line 5) is a torn row" in plot.output and "left out" in plot.output
     result = invoke("run", "-v", "blas", "-s", "64,128,256,512,1024", "--runs", "3", "-o", out, "--resume")
     assert result.exit_code == 0, result.output
-    assert f"set aside in {tmp_path / 'r.torn.txt'}; its point is measured again" in result.output
+    assert f"set aside in {tmp_path / 'r.torn.txt'}; its point, if planned, is measured again" in result.output
     df = read_results(out)
     assert sorted(df.n) == [64, 128, 256, 512, 1024] and (df.status == "ok").all() and "warning" not in df.attrs
     assert df.time_ms_samples.map(lambda s: len(s.split(";"))).eq(3).all()
@@ -256,3 +256,40 @@ def test_metadata_records_the_checkout_commit_and_kernel_hashes(tmp_path, monkey
     assert environment.git_info(tmp_path)["commit"] is None
     sources = environment.software_info()["kernel_sources"]
     assert sources["dbuf.cu"] == source.source_hash(REGISTRY["dbuf"]) and "harness.cu" in sources
+
+
+def test_resume_with_damaged_metadata_is_refused_before_the_file_is_touched(tmp_path):
+    out = tmp_path / "r.csv"
+    assert invoke("run", "-v", "blas", "-s", "32,33", "--runs", "1", "-o", out).exit_code == 0
+    out.write_bytes(out.read_bytes()[:-40])  # and a torn last row, which must stay where it is
+    for meta in ({"settings": {"cache": "warm"}}, {"gpu": "H100"}, {"invocations": 5}):
+        out.with_suffix(".meta.json").write_text(json.dumps(meta))
+        before = out.read_bytes()
+        result = invoke("run", "-v", "blas", "-s", "32,33", "-o", out, "--resume")
+        assert result.exit_code == 2 and "cannot be resumed" in result.output and "Traceback" not in result.output
+        assert out.read_bytes() == before and not (tmp_path / "r.torn.txt").exists()
+    out.with_suffix(".meta.json").write_text(json.dumps({"name": "x"}))  # no start recorded: still fine
+    result = invoke("run", "-v", "blas", "-s", "32,33", "-o", out, "--resume")
+    assert result.exit_code == 0, result.output
+    assert sorted(read_results(out).n) == [32, 33]
+
+
+def test_resume_of_a_config_run_takes_what_the_config_leaves_to_the_file(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text('name = "c"\n[run]\nruns = 1\n[[sweep]]\nname = "s"\nvariants = ["blas"]\nsizes = "32,33"\n')
+    out = tmp_path / "k.csv"
+    assert invoke("run", "--config", config, "--threads", "1", "-o", out).exit_code == 0
+    out.write_bytes(out.read_bytes()[:-30])
+    result = invoke("run", "--config", config, "-o", out, "--resume")
+    assert result.exit_code == 0, result.output
+    df = read_results(out)
+    assert sorted(df.n) == [32, 33] and (df.threads == 1).all() and (df.runs == 1).all()
+
+
+def test_resume_without_metadata_says_where_its_settings_come_from(tmp_path):
+    out = tmp_path / "r.csv"
+    assert invoke("run", "-v", "blas", "-s", "32", "--runs", "2", "-o", out).exit_code == 0
+    out.with_suffix(".meta.json").unlink()
+    result = invoke("run", "-v", "blas", "-s", "32,33", "-o", out, "--resume")
+    assert result.exit_code == 0 and "meta.json is missing: runs, warmup and cache are taken from the rows" in result.output
+    assert list(read_results(out).runs) == [2, 2]

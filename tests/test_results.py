@@ -198,3 +198,52 @@ def test_recorded_settings_from_metadata_else_from_rows(tmp_path):
     write_metadata(path, {"settings": {"runs": 5, "warmup": 0, "cache": "hot", "threads": None, "seed": 1,
                                        "clock_sag": 0.9}})
     assert recorded_settings(path) == {"runs": 5, "warmup": 0, "cache": "hot", "threads": None, "seed": 1}
+
+
+def test_a_file_ending_in_a_bare_carriage_return_is_ended_before_appending(tmp_path):
+    path = tmp_path / "r.csv"
+    text = written(path, 64, 96)
+    path.write_bytes(text.encode()[:-1])  # cut between \r and \n
+    found = scan(path)
+    assert found.torn is None and len(found.rows) == 2
+    assert set_aside_torn(path, found) is None
+    written(path, 128)
+    assert list(read_results(path).n) == [64, 96, 128]
+
+
+@pytest.mark.parametrize("cut", [3, 40, -1])
+def test_a_header_cut_short_is_torn_and_the_file_starts_anew(tmp_path, cut):
+    path = tmp_path / "r.csv"
+    header = written(path).split("\r\n")[0]
+    path.write_text(header[:cut], newline="")
+    found = scan(path)
+    assert found.torn.problem == "a header cut short" and found.rows == [] and found.header == COLUMNS
+    with pytest.raises(ResultsError, match="nothing but a header cut short"):
+        read_results(path)
+    assert "set aside" in set_aside_torn(path, found) and path.stat().st_size == 0
+    written(path, 64)
+    assert list(read_results(path).n) == [64]
+
+
+@pytest.mark.parametrize("meta,needle", [
+    ({"settings": "runs"}, "'settings' is not a JSON object"),
+    ({"settings": {"cache": "warm"}}, "settings.cache is 'warm'"),
+    ({"settings": {"runs": "1"}}, "settings.runs is '1'"),
+    ({"gpu": "H100"}, "'gpu' is not a JSON object"),
+    ({"invocations": 5}, "'invocations' is not a JSON array"),
+    ({"invocations": [1]}, "an entry of 'invocations' is not a JSON object"),
+])
+def test_metadata_of_the_wrong_shape_is_a_clear_error(tmp_path, meta, needle):
+    path = tmp_path / "r.csv"
+    write_metadata(path, meta)
+    with pytest.raises(ResultsError, match=needle):
+        read_metadata(path)
+
+
+def test_a_killed_resumed_run_counts_from_its_last_start():
+    from mmbench.results import finished_at
+
+    meta = {"started_at": "2026-11-20T10:00:00+00:00",
+            "invocations": [{"started_at": "2026-11-20T10:00:00+00:00", "finished_at": "2026-11-20T11:00:00+00:00"},
+                            {"started_at": "2026-11-22T09:00:00+00:00"}]}
+    assert finished_at(meta).isoformat() == "2026-11-22T09:00:00+00:00"
