@@ -14,11 +14,12 @@ from rich.table import Table
 from . import ceilings as ceilings_mod
 from . import environment
 from .config import ConfigError, load_config
+from .ops import get_op
 from . import cli_figures
 from .cli_common import InputError, RunFailed, _int_list, _results_arg, _split, console
-from .results import (COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, history, latest_results, read_metadata,
-                      read_results, recorded_settings, scan, set_aside_torn, status_counts, torn_message,
-                      update_metadata, write_metadata)
+from .results import (COLUMNS, LEGACY_COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, add_op_column, history,
+                      latest_results, read_metadata, read_results, recorded_settings, scan, set_aside_torn,
+                      status_counts, torn_message, update_metadata, write_metadata)
 from .sizes import FORMS, SizeSpecError, parse_sizes
 from .sweep import Point, Runner, Selection, Settings, plan
 from .timing import CACHE_MODES
@@ -88,7 +89,7 @@ def _print_variant(v) -> None:
     """Everything the registry knows of one variant, one fact a line (fits any terminal)."""
     lines = [f"{v.name}: {v.label} ({v.op}, {v.backend}, paper {v.paper})", f"  {v.description}"]
     if v.family:
-        lines.append(f"  kernel: kernels/{v.family}.cu, entry {', '.join(v.entries)}")
+        lines.append(f"  kernel: kernels/{v.family}.cu, entry {', '.join(get_op(v.op).entries(v))}")
     for name, values in v.axes.items():
         axis = v.space.get(name)
         tuned = f"  (tuned over {'/'.join(map(str, axis))})" if axis else ""
@@ -345,7 +346,7 @@ def _resumable(output: Path):
         found = scan(output)
     except ResultsError as exc:
         raise InputError(f"{output} cannot be resumed: {exc}") from None
-    if found.header != COLUMNS:
+    if found.header not in (COLUMNS, LEGACY_COLUMNS):
         missing = [c for c in COLUMNS if c not in found.header]
         raise InputError(f"{output} cannot be resumed: its columns are not those this mmbench writes"
                          + (f" (missing {', '.join(missing)})" if missing else ""))
@@ -379,9 +380,14 @@ def _execute(points: list[Point], settings: Settings, output: Path, about: dict,
         if then and now and then != now:
             raise InputError(f"{output} was measured on {then}; this GPU is {now}: one file, one GPU, so choose "
                              f"another --output")
-        repaired = set_aside_torn(output, scan(output)) if resume and output.exists() else None
-        if repaired:
-            console.print(repaired, soft_wrap=True)
+        repaired = upgraded = None
+        if resume and output.exists():
+            repaired = set_aside_torn(output, scan(output))
+            upgraded = add_op_column(output, scan(output))
+        for notice in (repaired, upgraded):
+            if notice:
+                console.print(notice, soft_wrap=True)
+        repaired = "; ".join(n for n in (repaired, upgraded) if n) or None
         sink = CsvSink(output)
     except ResultsError as exc:
         runner.close()
@@ -397,7 +403,7 @@ def _execute(points: list[Point], settings: Settings, output: Path, about: dict,
     facts = environment.collect(runner.gpu)
     first_start = (earlier[0].get("started_at") if earlier else None) or started_at
     meta = {**about, "settings": {**settings.__dict__}, "started_at": first_start,
-            "cublas": _cublas_meta(runner), **facts,
+            **runner.library_meta(), **facts,
             "ceilings": ceilings_mod.cached_for(facts["gpu"]) or previous.get("ceilings")}
     kernels = dict(previous.get("kernels") or {})
 
@@ -558,14 +564,6 @@ def _replay(variant, recorded: Path, strategy: str, budget: int | None, seed: in
         console.print(f"best {line}", soft_wrap=True)
     console.print(f"tuning cache: {cache_path} ({device.name}, {variant.name} source {current}, replayed from {recorded})",
                   soft_wrap=True)
-
-
-def _cublas_meta(runner: Runner) -> dict | None:
-    if runner.cublas is not None:
-        return {"version": runner.cublas.version, "math_mode": runner.cublas.math_mode,
-                "math_mode_name": "CUBLAS_PEDANTIC_MATH" if runner.cublas.math_mode == 2 else "other",
-                "cupy": runner.cublas.cupy_version}
-    return {"unavailable": runner.cublas_error} if runner.cublas_error else None
 
 
 @main.command()

@@ -43,5 +43,11 @@ class Cublas:
         self._lib.sgemm(self.handle, _OP_N, _OP_N, n, m, k, self._alpha.ctypes.data, int(b), n,
                         int(a), k, self._beta.ctypes.data, int(c), n)
 
+    def meta(self) -> dict:
+        """What a results file's metadata records of the library."""
+        return {"version": self.version, "math_mode": self.math_mode,
+                "math_mode_name": "CUBLAS_PEDANTIC_MATH" if self.math_mode == PEDANTIC_MATH else "other",
+                "cupy": self.cupy_version}
+
     def close(self) -> None:
         self._lib.destroy(self.handle)

@@ -224,34 +224,26 @@ class Gpu:
     def zero_async(self, buf, count: int) -> None:
         self.drv.memset_d32_async(buf, 0, count, self.stream)
 
-    def gemm_launcher(self, variant: Variant, params: Params, shape, a, b, c):
-        """A no-argument launch of a GEMM on the stream: every kernel of variant.launches. A split-K
-        kernel adds into C, so its launch zeroes C first; the zeroing is part of what gets timed.
-        Strip kernels after a tiled kernel run beside it on the side stream (they write other parts
-        of C), in whatever room its grid leaves; the stream waits for them."""
-        launches = variant.launches(params, shape, self.facts.sm_count)
-        calls = [(self.function(variant, params, x.entry), x.block, x.grid, tuple(np.int32(v) for v in x.args),
-                  x.shared) for x in launches]
-        for fn, *_, shared in calls:
-            if shared > self.facts.max_shared_per_block:  # beyond 48 KiB a kernel must opt in
-                fn.set_attribute(self.drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
-        zero = variant.accumulates(params)
-        beside = len(calls) > 1 and launches[0].entry == variant.name
+    # -- launching beside the main stream -------------------------------------------------------
+    @property
+    def side(self):
+        """The second stream, for kernels that run beside the main one (a product's strip kernels)."""
+        return self._side
 
-        def launch() -> None:
-            if zero:
-                self.zero_async(c, shape.m * shape.n)
-            if beside:
-                self._fork.record(self.stream)
-                self._side.wait_for_event(self._fork)
-            for i, (fn, block, grid, args, shared) in enumerate(calls):
-                fn(a, b, c, *args, block=block, grid=grid, shared=shared,
-                   stream=self._side if beside and i else self.stream)
-            if beside:
-                self._join.record(self._side)
-                self.stream.wait_for_event(self._join)
+    def fork(self) -> None:
+        """Let the side stream start from here on the main stream."""
+        self._fork.record(self.stream)
+        self._side.wait_for_event(self._fork)
 
-        return launch
+    def join(self) -> None:
+        """Make the main stream wait for what the side stream has been given since fork()."""
+        self._join.record(self._side)
+        self.stream.wait_for_event(self._join)
+
+    def allow_dynamic_shared(self, function, nbytes: int) -> None:
+        """Opt a function in to dynamic shared memory beyond 48 KiB (a launch asking more fails otherwise)."""
+        if nbytes > self.facts.max_shared_per_block:
+            function.set_attribute(self.drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
 
     def synchronize(self) -> None:
         self.stream.synchronize()

@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 from .device import open_gpu
-from .ops import make_gemm_inputs
+from .ops import get_op
 from .sizes import parse_shape
 from .variants import get_variant, parse_params
 
@@ -24,22 +24,21 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     gpu = open_gpu()
-    cublas = None
+    libraries = {}
     for name, params_text, shape_text in zip(argv[0::3], argv[1::3], argv[2::3]):
         variant, shape = get_variant(name), parse_shape(shape_text)
+        op = get_op(variant.op)
         params = parse_params("" if params_text == "-" else params_text)
-        inputs = make_gemm_inputs(shape, np.random.default_rng(0))
-        a, b, c = gpu.upload(inputs.a), gpu.upload(inputs.b), gpu.alloc(shape.m * shape.n * 4)
-        if variant.backend == "cublas":
-            from .cublas import Cublas
-
-            cublas = cublas or Cublas(gpu.stream.handle)
-            cublas.sgemm(a, b, c, shape.m, shape.n, shape.k)
+        bufs = op.upload(gpu, op.make_inputs(shape, np.random.default_rng(0)))
+        if variant.backend == "cuda":
+            op.kernel(gpu, variant, params, shape, bufs)()
         else:
-            gpu.gemm_launcher(variant, params, shape, a, b, c)()
+            handle = libraries.get(name) or libraries.setdefault(name, op.library(variant, gpu))
+            op.library_call(handle, shape, bufs)()
         gpu.synchronize()
-        for buf in (a, b, c):
-            buf.free()
+        bufs.free()
+    for handle in libraries.values():
+        handle.close()
     return 0
 
 

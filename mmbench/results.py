@@ -26,7 +26,7 @@ import pandas as pd
 
 # Units live in the column names; values stay raw.
 COLUMNS = (
-    "variant", "label", "backend", "params", "m", "n", "k", "cache",
+    "op", "variant", "label", "backend", "params", "m", "n", "k", "cache",
     "status", "reason",
     "rel_err", "err_bound_ratio",
     "runs", "warmup",
@@ -35,7 +35,10 @@ COLUMNS = (
     "sm_clock_mhz_before", "sm_clock_mhz_after", "clock_sagged",
     "threads", "time_ms_samples", "finished_at",
 )
-KEY = ("variant", "params", "m", "n", "k", "cache")  # one row per point; --resume skips these
+KEY = ("op", "variant", "params", "m", "n", "k", "cache")  # one row per point; --resume skips these
+# Files written before operations existed lack the op column: every row of theirs is a GEMM.
+LEGACY_COLUMNS = COLUMNS[1:]
+LEGACY_OP = "gemm"
 STATUSES = ("ok", "wrong", "failed", "skipped")
 _INTS = ("m", "n", "k", "runs", "warmup")
 _FLOATS = ("threads", "sm_clock_mhz_before", "sm_clock_mhz_after", "rel_err", "err_bound_ratio", "time_ms_mean", "time_ms_median", "time_ms_min", "time_ms_max",
@@ -61,7 +64,7 @@ def torn_path(csv_path: Path) -> Path:
 
 
 def row_key(row: Mapping) -> tuple:
-    return (str(row["variant"]), str(row["params"] or ""), int(row["m"]), int(row["n"]), int(row["k"]), str(row["cache"]))
+    return (str(row.get("op") or LEGACY_OP), str(row["variant"]), str(row["params"] or ""), int(row["m"]), int(row["n"]), int(row["k"]), str(row["cache"]))
 
 
 # -- checking rows ---------------------------------------------------------------------------------
@@ -162,7 +165,7 @@ def scan(path: Path) -> Scan:
         header = tuple(next(csv.reader([first])))
     except csv.Error:
         header = ()
-    missing = [c for c in KEY + ("status",) if c not in header]
+    missing = [c for c in KEY + ("status",) if c not in header and c != "op"]
     if missing:
         shown = ", ".join(header[:8]) + (", ..." if len(header) > 8 else "")
         raise ResultsError(f"{path} is not an mmbench results CSV: it has no column {', '.join(missing)} "
@@ -208,6 +211,20 @@ def set_aside_torn(path: Path, found: Scan) -> str | None:
                 f"{found.torn.text}\n")
     _rewrite(path, found.complete_text)
     return torn_message(path, found.torn, f"set aside in {torn_path(path)}; its point, if planned, is measured again")
+
+
+def add_op_column(path: Path, found: Scan) -> str | None:
+    """Give a file written before operations existed its op column (every row a GEMM), so that
+    rows appended now match it; returns the one-line notice, or None when it has the column."""
+    if found.header != LEGACY_COLUMNS:
+        return None
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\r\n")
+    writer.writerow(COLUMNS)
+    for row in found.rows:
+        writer.writerow([LEGACY_OP] + [row[c] for c in LEGACY_COLUMNS])
+    _rewrite(path, buf.getvalue())
+    return f"{path}: written before operations existed; its {len(found.rows)} rows now name their operation ({LEGACY_OP})"
 
 
 def _rewrite(path: Path, text: str) -> None:
@@ -278,6 +295,8 @@ def read_results(path: Path) -> pd.DataFrame:
     for col in ("params", "reason", "time_ms_samples"):
         if col in df:
             df[col] = df[col].fillna("")
+    if "op" not in df:
+        df.insert(0, "op", LEGACY_OP)
     if found.torn:
         df.attrs["warning"] = torn_message(path, found.torn, "left out")
     return df
@@ -321,7 +340,7 @@ def _is_results_csv(path: Path) -> bool:
             header = next(csv.reader(f), [])
     except (OSError, UnicodeDecodeError, csv.Error):
         return False
-    return all(c in header for c in KEY + ("status",))
+    return all(c in header for c in KEY + ("status",) if c != "op")
 
 
 def latest_results(root: Path = RESULTS_DIR) -> Path:

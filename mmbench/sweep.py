@@ -14,7 +14,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from . import environment, ops, source
+from . import environment, source
+from .ops import DeviceBuffers, Operation, get_op
 from .results import join_samples
 from .sizes import Shape
 from .timing import CACHE_MODES, summarize, time_cpu, time_gpu
@@ -29,9 +30,13 @@ class Point:
     cache: str  # what the sample saw: GPU points "cold" or "hot"; CPU BLAS always "hot"
 
     @property
+    def op(self) -> Operation:
+        return get_op(self.variant.op)
+
+    @property
     def key(self) -> tuple:
         s = self.shape
-        return (self.variant.name, format_params(self.params), s.m, s.n, s.k, self.cache)
+        return (self.variant.op, self.variant.name, format_params(self.params), s.m, s.n, s.k, self.cache)
 
     def __str__(self) -> str:
         p = format_params(self.params)
@@ -86,7 +91,7 @@ def _now() -> str:
 
 def _row(point: Point, settings: Settings, status: str, reason: str = "", **fields) -> dict:
     s = point.shape
-    return {"variant": point.variant.name, "label": point.variant.label, "backend": point.variant.backend,
+    return {"op": point.variant.op, "variant": point.variant.name, "label": point.variant.label, "backend": point.variant.backend,
             "params": format_params(point.params), "m": s.m, "n": s.n, "k": s.k, "cache": point.cache,
             "status": status, "reason": reason, "runs": settings.runs, "warmup": settings.warmup,
             "finished_at": _now(), **fields}
@@ -94,7 +99,7 @@ def _row(point: Point, settings: Settings, status: str, reason: str = "", **fiel
 
 def _timing_fields(point: Point, times_ms: Sequence[float]) -> dict:
     st = summarize(times_ms)
-    flops, nbytes = ops.gemm_flops(point.shape), ops.gemm_min_bytes(point.shape)
+    flops, nbytes = point.op.flops(point.shape), point.op.min_bytes(point.shape)
     return {"time_ms_mean": st.mean, "time_ms_median": st.median, "time_ms_min": st.min,
             "time_ms_max": st.max, "time_ms_std": st.std, "cv": st.cv,
             "gflops_mean": flops / (st.mean * 1e6), "gflops_median": flops / (st.median * 1e6),
@@ -123,82 +128,79 @@ def _first_line(exc: BaseException) -> str:
 
 
 class Runner:
-    """Runs points on the CPU BLAS and, when the plan needs it, on the GPU."""
+    """Runs points on the CPU and, when the plan needs it, on the GPU; what a point computes and
+    how it is checked comes from its operation (ops/)."""
 
     def __init__(self, settings: Settings, points: Sequence[Point], gpu_factory: Callable | None = None):
         self.settings = settings
         self.gpu = None
-        self.cublas = None
-        self.cublas_error = ""
+        self.libraries: dict[str, object] = {}  # variant name -> open library handle (cuBLAS, ...)
+        self.library_errors: dict[str, str] = {}  # variant name -> why it could not be opened
         self.kernels: dict[str, dict] = {}  # "name[params]" -> resources, for the metadata
         if any(p.variant.on_gpu for p in points):
             from .device import open_gpu
 
             self.gpu = (gpu_factory or open_gpu)()
-        if self.gpu is not None and any(p.variant.backend == "cublas" for p in points):
-            from .cublas import Cublas
-
+        for variant in dict.fromkeys(p.variant for p in points if p.variant.on_gpu and p.variant.backend != "cuda"):
             try:
-                self.cublas = Cublas(self.gpu.stream.handle)
-            except Exception as exc:  # CublasUnavailable (CuPy missing) or cuBLAS refused to start
-                self.cublas_error = str(exc) or type(exc).__name__
+                self.libraries[variant.name] = get_op(variant.op).library(variant, self.gpu)
+            except Exception as exc:  # the library is missing or refused to start
+                self.library_errors[variant.name] = str(exc) or type(exc).__name__
 
     # -- one shape at a time: inputs, reference and device buffers are shared by its points ----
     def run(self, points: Sequence[Point], on_row: Callable[[dict], None]) -> None:
-        order: dict[Shape, list[Point]] = {}
+        order: dict[tuple, list[Point]] = {}
         for p in points:
-            order.setdefault(p.shape, []).append(p)
-        for shape, group in order.items():
-            too_large = self._host_shortfall(shape)
+            order.setdefault((p.variant.op, p.shape), []).append(p)
+        for (name, shape), group in order.items():
+            op = get_op(name)
+            too_large = self._host_shortfall(op, shape)
             if too_large:
                 for point in group:
                     on_row(_row(point, self.settings, "skipped", too_large))
                 continue
             rng = np.random.default_rng([self.settings.seed, shape.m, shape.n, shape.k])
-            inputs = ops.make_gemm_inputs(shape, rng)
+            inputs = op.make_inputs(shape, rng)
             buffers = None
             try:
                 for point in group:
                     if point.variant.on_gpu and buffers is None:
-                        buffers = self._device_buffers(inputs)
+                        buffers = self._device_buffers(op, shape, inputs)
                     on_row(self._run_point(point, inputs, buffers))
             finally:
-                if isinstance(buffers, tuple):
-                    for buf in buffers:
-                        buf.free()
+                if isinstance(buffers, DeviceBuffers):
+                    buffers.free()
 
     @staticmethod
-    def _host_shortfall(shape: Shape) -> str:
+    def _host_shortfall(op: Operation, shape: Shape) -> str:
         """Why a shape cannot be set up in host memory ("" when it can): checked before a byte is
         allocated, so a typo such as 99999999 becomes skipped rows, not a crash."""
-        need, have = ops.gemm_host_bytes(shape), environment.host_memory_available()
+        need, have = op.host_bytes(shape), environment.host_memory_available()
         if have is not None and need > have:
             return (f"needs {environment.format_bytes(need)} of host memory for its inputs and float64 reference; "
                     f"{environment.format_bytes(have)} available")
         return ""
 
-    def _device_buffers(self, inputs: ops.GemmInputs):
-        s = inputs.a.shape[0], inputs.b.shape[1], inputs.a.shape[1]
-        need, free = ops.gemm_device_bytes(Shape(*s)), self.gpu.free_memory()
+    def _device_buffers(self, op: Operation, shape: Shape, inputs):
+        need, free = op.device_bytes(shape), self.gpu.free_memory()
         if need > free:
-            return DeviceShortfall(f"needs {environment.format_bytes(need)} of GPU memory for A, B and C; "
-                                   f"{environment.format_bytes(free)} free")
+            return DeviceShortfall(f"needs {environment.format_bytes(need)} of GPU memory for its inputs and "
+                                   f"output; {environment.format_bytes(free)} free")
         try:
-            c_bytes = inputs.reference.shape[0] * inputs.reference.shape[1] * 4
-            return self.gpu.upload(inputs.a), self.gpu.upload(inputs.b), self.gpu.alloc(c_bytes)
+            return op.upload(self.gpu, inputs)
         except Exception as exc:  # out of device memory, or a dead context
             return f"device buffers could not be allocated: {_first_line(exc)}"
 
-    def _run_point(self, point: Point, inputs: ops.GemmInputs, buffers) -> dict:
+    def _run_point(self, point: Point, inputs, buffers) -> dict:
         try:
-            if point.variant.backend == "blas":
-                return self._run_blas(point, inputs)
+            if not point.variant.on_gpu:
+                return self._run_cpu(point, inputs)
             if isinstance(buffers, DeviceShortfall):
                 return _row(point, self.settings, "skipped", buffers.reason)
             if isinstance(buffers, str):
                 return _row(point, self.settings, "failed", buffers)
-            if point.variant.backend == "cublas":
-                return self._run_cublas(point, inputs, buffers)
+            if point.variant.backend != "cuda":
+                return self._run_library(point, inputs, buffers)
             return self._run_kernel(point, inputs, buffers)
         except KeyboardInterrupt:
             raise
@@ -206,30 +208,30 @@ class Runner:
             return _row(point, self.settings, "failed", f"{type(exc).__name__}: {_first_line(exc)}")
 
     # -- backends --------------------------------------------------------------------------------
-    def _run_blas(self, point: Point, inputs: ops.GemmInputs) -> dict:
+    def _run_cpu(self, point: Point, inputs) -> dict:
         from threadpoolctl import threadpool_info, threadpool_limits
 
-        a, b = inputs.a, inputs.b
-        c = np.full((a.shape[0], b.shape[1]), np.nan, dtype=np.float32)
+        op = point.op
+        compute, out = op.cpu(point.variant, inputs)
         with threadpool_limits(limits=self.settings.threads, user_api="blas"):
             threads = max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"), default=None)
-            np.matmul(a, b, out=c)
-            check = ops.check_gemm(c, inputs)
+            compute()
+            check = op.check(out, inputs)
             if not check.ok:
                 return _row(point, self.settings, "wrong", check.reason, rel_err=check.rel_err,
                             err_bound_ratio=check.err_bound_ratio, threads=threads)
-            times = time_cpu(lambda: np.matmul(a, b, out=c), self.settings.runs, self.settings.warmup)
+            times = time_cpu(compute, self.settings.runs, self.settings.warmup)
         return _row(point, self.settings, "ok", rel_err=check.rel_err, err_bound_ratio=check.err_bound_ratio,
                     threads=threads, **_timing_fields(point, times))
 
-    def _run_cublas(self, point: Point, inputs: ops.GemmInputs, buffers) -> dict:
-        if self.cublas is None:
-            return _row(point, self.settings, "skipped", f"cuBLAS unavailable: {self.cublas_error}")
-        a, b, c = buffers
-        s = point.shape
-        return self._verify_and_time(point, inputs, c, lambda: self.cublas.sgemm(a, b, c, s.m, s.n, s.k))
+    def _run_library(self, point: Point, inputs, buffers: DeviceBuffers) -> dict:
+        handle = self.libraries.get(point.variant.name)
+        if handle is None:
+            return _row(point, self.settings, "skipped",
+                        f"{point.variant.label} unavailable: {self.library_errors.get(point.variant.name, 'not opened')}")
+        return self._verify_and_time(point, inputs, buffers, point.op.library_call(handle, point.shape, buffers))
 
-    def _run_kernel(self, point: Point, inputs: ops.GemmInputs, buffers) -> dict:
+    def _run_kernel(self, point: Point, inputs, buffers: DeviceBuffers) -> dict:
         gpu, variant, params = self.gpu, point.variant, point.params
         broken = variant.violated(params)
         if broken:
@@ -253,16 +255,14 @@ class Runner:
         if shared > limit:
             return _row(point, self.settings, "skipped",
                         f"{shared} bytes of shared memory exceed the device limit of {limit}")
-        a, b, c = buffers
-        return self._verify_and_time(point, inputs, c, gpu.gemm_launcher(variant, params, point.shape, a, b, c))
+        return self._verify_and_time(point, inputs, buffers, point.op.kernel(gpu, variant, params, point.shape, buffers))
 
-    def _verify_and_time(self, point: Point, inputs: ops.GemmInputs, c_buf, launch: Callable[[], None]) -> dict:
-        gpu, settings = self.gpu, self.settings
-        shape = inputs.reference.shape
-        gpu.poison(c_buf, shape[0] * shape[1])
+    def _verify_and_time(self, point: Point, inputs, buffers: DeviceBuffers, launch: Callable[[], None]) -> dict:
+        gpu, settings, op = self.gpu, self.settings, point.op
+        gpu.poison(buffers.output, buffers.output_count)
         launch()
         gpu.synchronize()
-        check = ops.check_gemm(gpu.download(c_buf, shape), inputs)
+        check = op.check(gpu.download(buffers.output, op.output_shape(point.shape)), inputs)
         fields = {"rel_err": check.rel_err, "err_bound_ratio": check.err_bound_ratio}
         if not check.ok:
             return _row(point, settings, "wrong", check.reason, **fields)
@@ -288,6 +288,11 @@ class Runner:
             entry["ptxas"] = f"unavailable: {_first_line(exc)}"
         self.kernels[key] = entry
 
+    def library_meta(self) -> dict:
+        """Per library baseline: its version and settings, or why it could not be opened."""
+        return {**{name: h.meta() for name, h in self.libraries.items()},
+                **{name: {"unavailable": why} for name, why in self.library_errors.items()}}
+
     def close(self) -> None:
-        if self.cublas is not None:
-            self.cublas.close()
+        for handle in self.libraries.values():
+            handle.close()

@@ -4,7 +4,7 @@
 configuration is compiled, verified and timed by the harness and becomes a row, failures
 included. The best configuration per (device, variant, kernel source hash, size class) goes
 into a tuning cache that ``mmbench run`` reads. A change to the kernel source changes its hash,
-so stale entries are never used. Generic: nothing here knows about GEMM tiles.
+so stale entries are never used. Generic: the size classes come from the variant's operation.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from .sizes import Shape
-from .variants import Params, Variant, format_params, param_points, parse_params, tuning_space
+from .ops import get_op
+from .variants import Params, Variant, format_params, get_variant, param_points, parse_params, tuning_space
 
 DEFAULT_CACHE = Path("results") / "tuning-cache.json"
 STRATEGIES = ("brute", "random")
@@ -32,13 +33,10 @@ class TuneError(ValueError):
     """A tuning request that cannot be met; the message says why."""
 
 
-def size_class(shape: Shape) -> str:
-    """The power of two nearest the shape's geometric-mean dimension, and whether its rows are
-    16-byte aligned (K and N multiples of 4), since kernels take another path when they are
-    not: 2048 -> "2048", 2049 -> "2048u", 1000x37x2049 -> "512u"."""
-    mean = (shape.m * shape.n * shape.k) ** (1 / 3)
-    aligned = shape.k % 4 == 0 and shape.n % 4 == 0
-    return f"{2 ** max(0, round(math.log2(mean)))}{'' if aligned else 'u'}"
+def size_class(variant: Variant, shape: Shape) -> str:
+    """The size class of a shape for a variant, as its operation defines it (GEMM: the nearest
+    power of two and the alignment of its rows, e.g. 2049 -> "2048u")."""
+    return get_op(variant.op).size_class(shape)
 
 
 def shape_class(shape: Shape) -> str:
@@ -107,7 +105,8 @@ def best_per_class(rows: pd.DataFrame, variant: str, per_shape: bool = False) ->
     mine = rows[rows.variant == variant].copy()
     if ok.empty:
         return {}
-    classify = shape_class if per_shape else size_class
+    op_variant = get_variant(variant)
+    classify = shape_class if per_shape else (lambda shape: size_class(op_variant, shape))
     for df in (ok, mine):
         df["size_class"] = [classify(Shape(int(m), int(n), int(k))) for m, n, k in zip(df.m, df.n, df.k)]
     best = {}
@@ -200,7 +199,7 @@ def _nearest(entries: list[dict], variant: Variant, shape: Shape, device: str, b
     entries = exact or [e for e in entries if "x" not in str(e["size_class"])]
     if not entries:
         return None
-    cls = size_class(shape)
+    cls = size_class(variant, shape)
     want, aligned = math.log2(_class_size(cls)), not cls.endswith("u")
     # The same alignment first, then the nearest size, then the larger one.
     nearest = min(entries, key=lambda e: (str(e["size_class"]).endswith("u") == aligned,

@@ -12,9 +12,7 @@ from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
-
-from .sizes import Shape
+from typing import Any, Mapping
 
 Params = tuple[tuple[str, int], ...]  # sorted (name, value) pairs; hashable
 
@@ -28,7 +26,7 @@ class Variant:
     """One kernel variant or baseline and how to build and launch it."""
 
     name: str
-    backend: str  # "cuda" (a kernel of ours), "cublas" or "blas"
+    backend: str  # "cuda" (a kernel of ours), "cublas" (a GPU library) or "blas" (a CPU baseline)
     label: str  # legend text, as the paper wrote it
     description: str
     paper: str = "zosa2017"
@@ -36,25 +34,13 @@ class Variant:
     family: str | None = None  # kernels/<family>.cu, CUDA variants only
     # name -> default values; left out of hashing (a mapping is unhashable, the name is unique)
     axes: Mapping[str, tuple[int, ...]] = field(default_factory=dict, hash=False)
-    # Launch geometry as expressions over the parameters: thread-block dimensions, and the
-    # rows x columns of C one block computes (the grid covers C with them).
+    # Thread-block dimensions as expressions over the parameters.
     threads: tuple[str, ...] = ("BLOCK", "BLOCK")
-    tile: tuple[str, str] = ("BLOCK", "BLOCK")
-    # The k one step of a block's k-loop covers: a persistent grid has no more blocks than the
-    # product has (tile, k-step) iterations.
-    k_tile: str = "1"
-    # Grid layers along z that each add a partial product into C (split-K); above 1 the
-    # harness zeroes C before every launch, inside the timed region.
-    layers: str = "1"
-    # The widest remainder of rows (columns) past C's last whole tile that goes to the variant's
-    # strip kernels, <name>_row_strip and <name>_col_strip, instead of a mostly empty tile row.
-    strips: str = "0"
     # Bytes of dynamic shared memory a block asks for at launch (above 48 KiB the harness opts in).
     shared: str = "0"
-    # Blocks per SM of a persistent (stream-K) grid; 0: one block per tile. A persistent kernel
-    # shares the tiles' k-iterations out over its blocks, adds partial tiles into C (which the
-    # harness zeroes first) and takes one more argument, the columns its tiles cover.
-    persistent: str = "0"
+    # The operation's launch model for this kernel, as expressions over the parameters (for GEMM:
+    # tile, k_tile, layers, strips, persistent; ops/gemm.py reads them). Left out of hashing.
+    geometry: Mapping[str, Any] = field(default_factory=dict, hash=False)
     constraints: tuple[str, ...] = ()  # expressions that must hold for a parameter point to build
     space: Mapping[str, tuple[int, ...]] = field(default_factory=dict, hash=False)  # what `tune` explores
     source_dir: Path | None = None  # only for kernels outside kernels/ (tests)
@@ -70,52 +56,9 @@ class Variant:
     def block_threads(self, params: Params) -> int:
         return math.prod(self.block_dims(params))
 
-    def launch_geometry(self, params: Params, shape: Shape) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        """(block, grid); grid x runs along n, y along m, z over the layers of split-K."""
-        rows, cols = (evaluate(e, params) for e in self.tile)
-        return self.block_dims(params), (math.ceil(shape.n / cols), math.ceil(shape.m / rows),
-                                         evaluate(self.layers, params))
-
-    @property
-    def entries(self) -> tuple[str, ...]:
-        """The kernel's entry functions: its own, then the row and column strip kernels if it has them."""
-        return (self.name,) + ((f"{self.name}_row_strip", f"{self.name}_col_strip") if self.strips != "0" else ())
-
-    def launches(self, params: Params, shape: Shape, sms: int | None = None) -> tuple[Launch, ...]:
-        """What one product launches, in order: the tiled kernel over C's whole tiles (all of C
-        when no remainder is thin enough for the strips), then the strip kernels. A strip kernel
-        computes C[m0:m, :] or C[:m0, n0:] over all of k. sms: the device's SM count, which sizes
-        a persistent grid (required then)."""
-        rows, cols = (evaluate(e, params) for e in self.tile)
-        width = evaluate(self.strips, params)
-        m0 = shape.m - shape.m % rows if shape.m % rows <= width else shape.m
-        n0 = shape.n - shape.n % cols if shape.n % cols <= width else shape.n
-        out = []
-        if m0 and n0:
-            block, grid = self.launch_geometry(params, Shape(m0, n0, shape.k))
-            args: tuple[int, ...] = (m0, shape.n, shape.k)
-            per_sm = evaluate(self.persistent, params)
-            if per_sm:
-                if not sms:
-                    raise VariantError(f"{self.name}: a persistent grid needs the device's SM count")
-                iterations = grid[0] * grid[1] * math.ceil(shape.k / evaluate(self.k_tile, params))
-                grid, args = (min(per_sm * sms, iterations), 1, 1), args + (n0,)
-            out.append(Launch(self.name, block, grid, args, self.dynamic_shared(params)))
-        if m0 < shape.m:
-            out.append(Launch(self.entries[1], ROW_STRIP_BLOCK, (math.ceil(shape.n / ROW_STRIP_BLOCK[0]), 1, 1),
-                              (shape.m, shape.n, shape.k, m0)))
-        if n0 < shape.n and m0:
-            out.append(Launch(self.entries[2], COL_STRIP_BLOCK, (math.ceil(m0 / COL_STRIP_ROWS), 1, 1),
-                              (m0, shape.n, shape.k, n0)))
-        return tuple(out)
-
     def dynamic_shared(self, params: Params) -> int:
         """Bytes of dynamic shared memory the variant's own kernel asks for at launch."""
         return evaluate(self.shared, params)
-
-    def accumulates(self, params: Params) -> bool:
-        """Whether the kernel adds into C (which must then be zeroed first)."""
-        return evaluate(self.layers, params) > 1 or evaluate(self.persistent, params) > 0
 
     def violated(self, params: Params) -> list[str]:
         """The constraints a parameter point breaks (empty when it may be built)."""
@@ -134,24 +77,6 @@ class Variant:
 
 MAX_THREADS_PER_BLOCK = 1024  # every CUDA GPU since compute capability 2.0
 
-# Strip kernels' geometry: 32 columns x 16 warps a block; 8 warps of 2 rows, 16 rows a block. The
-# kernels are correct with any grid (a block strides on). Blocks this small fit beside the tiled
-# kernel's blocks on an SM, where that grid leaves room.
-ROW_STRIP_BLOCK = (32, 16, 1)
-COL_STRIP_BLOCK = (256, 1, 1)
-COL_STRIP_ROWS = 16
-
-
-@dataclass(frozen=True)
-class Launch:
-    """One kernel launch of a product: entry function, geometry, the int arguments after A, B, C."""
-
-    entry: str
-    block: tuple[int, int, int]
-    grid: tuple[int, int, int]
-    args: tuple[int, ...]
-    shared: int = 0  # bytes of dynamic shared memory
-
 
 def _holds(constraint: str, params: Params) -> bool:
     try:
@@ -169,11 +94,12 @@ def evaluate(expression: str, params: Params) -> int:
     """An integer expression over parameter names, e.g. "(BM // TM) * (BN // TN)"."""
     return eval(_compiled(expression), {"__builtins__": {}}, dict(params))  # registry text, never user input
 
+
 def _cuda(name: str, family: str, label: str, description: str, outputs_per_thread: int = 1) -> Variant:
     """A kernel of the paper: a BLOCK x BLOCK thread block, each thread outputs_per_thread^2 outputs."""
     span = "BLOCK" if outputs_per_thread == 1 else f"{outputs_per_thread} * BLOCK"
     return Variant(name=name, backend="cuda", label=label, description=description, family=family,
-                   axes=MappingProxyType({"BLOCK": (32,)}), tile=(span, span),
+                   axes=MappingProxyType({"BLOCK": (32,)}), geometry=MappingProxyType({"tile": (span, span)}),
                    space=MappingProxyType({"BLOCK": (8, 16, 32)}))
 
 
@@ -225,10 +151,10 @@ _MULTI_DEFAULT = {"BM": (256,), "BN": (128,), "BK": (8,), "WM": (64,), "WN": (64
 def _ladder(name: str, label: str, description: str, defaults: dict, space: dict, rules: tuple, threads: str,
             layers: str = "1", strips: str = "0", shared: str = "0", persistent: str = "0") -> Variant:
     family = "warptile" if name == "pipelined" else name  # pipelined shares warptile.cu's warp tiles
+    geometry = {"tile": ("BM", "BN"), "k_tile": "BK", "layers": layers, "strips": strips, "persistent": persistent}
     return Variant(name=name, backend="cuda", label=label, description=description, paper="ladder", family=family,
-                   axes=MappingProxyType(defaults), threads=(threads,), tile=("BM", "BN"), k_tile="BK",
-                   layers=layers, strips=strips, shared=shared, persistent=persistent, constraints=rules,
-                   space=MappingProxyType(space))
+                   axes=MappingProxyType(defaults), threads=(threads,), shared=shared, constraints=rules,
+                   geometry=MappingProxyType(geometry), space=MappingProxyType(space))
 
 
 _ALL = (

@@ -293,3 +293,19 @@ def test_resume_without_metadata_says_where_its_settings_come_from(tmp_path):
     result = invoke("run", "-v", "blas", "-s", "32,33", "-o", out, "--resume")
     assert result.exit_code == 0 and "meta.json is missing: runs, warmup and cache are taken from the rows" in result.output
     assert list(read_results(out).runs) == [2, 2]
+
+
+def test_resume_of_a_file_from_before_operations_gives_it_the_op_column(tmp_path):
+    import csv
+
+    out = tmp_path / "r.csv"
+    assert invoke("run", "-v", "blas", "-s", "32", "--runs", "1", "-o", out).exit_code == 0
+    rows = list(csv.reader(out.read_text().splitlines()))
+    assert rows[0][0] == "op" and rows[1][0] == "gemm"
+    out.write_text("".join(",".join(r[1:]) + "\r\n" for r in rows), newline="")  # as an older mmbench wrote it
+    assert list(read_results(out).op) == ["gemm"]  # read as GEMM rows
+    result = invoke("run", "-v", "blas", "-s", "32,33", "-o", out, "--resume")
+    assert result.exit_code == 0, result.output
+    assert "written before operations existed; its 1 rows now name their operation (gemm)" in result.output
+    df = read_results(out)
+    assert list(df.columns)[0] == "op" and list(df.op) == ["gemm", "gemm"] and sorted(df.n) == [32, 33]

@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from mmbench import ops
+from mmbench.ops import base as ops
+from mmbench.ops import gemm
 from mmbench.sizes import Shape
 from mmbench.sweep import Point, _timing_fields, clock_sagged
 from mmbench.timing import summarize
@@ -67,9 +68,9 @@ def test_the_frobenius_rule_sits_at_8_u_sqrt_k(scale, ok):
     """An output off by a uniform relative error of scale * u * sqrt(k): inside the elementwise
     bound (gamma_k is 64x wider at k = 4096), so only the Frobenius rule decides, at 8."""
     k = 4096
-    inputs = ops.make_gemm_inputs(Shape(16, 16, k), np.random.default_rng(5))
+    inputs = gemm.make_gemm_inputs(Shape(16, 16, k), np.random.default_rng(5))
     c = (inputs.reference * (1 + scale * 2.0**-24 * math.sqrt(k))).astype(np.float32)
-    check = ops.check_gemm(c, inputs)
+    check = gemm.check_gemm(c, inputs)
     assert check.ok is ok and check.err_bound_ratio < 1
     assert check.rel_err == pytest.approx(scale * 2.0**-24 * math.sqrt(k), rel=0.02)
 
@@ -117,15 +118,18 @@ def test_a_gpu_row_carries_the_timing_fields_and_the_clock_flag(clocks, sagged):
     from mmbench.sweep import Runner, Settings
 
     shape = Shape(8, 8, 8)
-    inputs = ops.make_gemm_inputs(shape, np.random.default_rng(0))
+    inputs = gemm.make_gemm_inputs(shape, np.random.default_rng(0))
     runner = Runner(Settings(runs=4, warmup=0), [])
     runner.gpu = FakeGpu(SAMPLES, clocks)
+    from mmbench.ops import DeviceBuffers
+
     c = np.empty(64, np.float32)
+    bufs = DeviceBuffers((inputs.a, inputs.b), c, 64)
 
     def launch():
         c[:] = (inputs.a @ inputs.b).ravel()
 
-    row = runner._verify_and_time(Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), inputs, c, launch)
+    row = runner._verify_and_time(Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), inputs, bufs, launch)
     assert row["status"] == "ok" and row["clock_sagged"] is sagged
     assert (row["sm_clock_mhz_before"], row["sm_clock_mhz_after"]) == clocks
     assert row["gflops_mean"] == pytest.approx(2 * 512 / (4.0e-3 * 1e9), rel=1e-15)

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from mmbench.cli import main
+from mmbench.ops import OPERATIONS, get_op
 from mmbench.results import read_results, samples_of
 from mmbench.sizes import parse_sizes
 from mmbench.sweep import Runner, Selection, Settings, plan
@@ -17,7 +18,6 @@ from mmbench.variants import REGISTRY, Variant, parse_params, tuning_space
 
 pytestmark = pytest.mark.gpu
 
-AWKWARD = "1,31,33,63,65,127,1000x37x2049,37x1000x65"
 BLOCKS = (8, 16, 32)
 GPU_VARIANTS = tuple(v for v in REGISTRY.values() if v.on_gpu)
 CASES = [(v.name, b) for v in GPU_VARIANTS for b in (BLOCKS if "BLOCK" in v.axes else (None,))]
@@ -37,17 +37,19 @@ def _run(gpu, variants, sizes, overrides=None, **settings):
 
 @pytest.fixture(scope="module")
 def awkward_rows(gpu):
-    rows = _run(gpu, GPU_VARIANTS, AWKWARD, {"BLOCK": BLOCKS})
+    """Every GPU variant at the awkward shapes its operation names."""
     by_case: dict[tuple, list[dict]] = {}
-    for r in rows:
-        by_case.setdefault((r["variant"], dict(parse_params(r["params"])).get("BLOCK")), []).append(r)
+    for name, op in OPERATIONS.items():
+        variants = [v for v in GPU_VARIANTS if v.op == name]
+        for r in _run(gpu, variants, op.awkward, {"BLOCK": BLOCKS}) if variants else ():
+            by_case.setdefault((r["variant"], dict(parse_params(r["params"])).get("BLOCK")), []).append(r)
     return by_case
 
 
 @pytest.mark.parametrize("name,block", CASES)
 def test_variant_correct_at_awkward_sizes(awkward_rows, name, block):
     rows = awkward_rows[(name, block)]
-    assert len(rows) == len(parse_sizes(AWKWARD))
+    assert len(rows) == len(parse_sizes(get_op(REGISTRY[name].op).awkward))
     for r in rows:
         assert r["status"] == "ok", f"{name} BLOCK={block} at {r['m']}x{r['n']}x{r['k']}: {r['reason']}"
         assert 0 <= r["err_bound_ratio"] <= 1
@@ -165,7 +167,7 @@ def test_a_shape_beyond_free_gpu_memory_is_a_skipped_row(gpu, monkeypatch):
     rows = _run(gpu, [REGISTRY["best"], REGISTRY["blas"]], "32,64")
     status = {(r["variant"], r["m"]): (r["status"], r["reason"]) for r in rows}
     assert status[("best", 32)][0] == status[("blas", 64)][0] == "ok"
-    assert status[("best", 64)] == ("skipped", "needs 48.0 KiB of GPU memory for A, B and C; 48.0 KiB free")
+    assert status[("best", 64)] == ("skipped", "needs 48.0 KiB of GPU memory for its inputs and output; 48.0 KiB free")
 
 
 def test_cli_resume_on_the_gpu_keeps_history_and_refuses_other_settings(tmp_path):

@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from mmbench.ops import check_gemm, frobenius_tolerance, gamma, gemm_flops, gemm_min_bytes, make_gemm_inputs
+from mmbench.ops.base import frobenius_tolerance, gamma
+from mmbench.ops.gemm import GEMM, check_gemm, gemm_flops, gemm_min_bytes, make_gemm_inputs
 from mmbench.sizes import Shape
 
 
@@ -75,3 +76,19 @@ def test_wrong_shape_fails(inputs):
 def test_gamma_grows_with_k():
     assert gamma(1) == pytest.approx(2.0**-24, rel=1e-6)
     assert gamma(4096) > 4000 * gamma(1)
+
+
+@pytest.mark.parametrize("shape,cls", [(Shape(2048, 2048, 2048), "2048"), (Shape(2049, 2049, 2049), "2048u"),
+                                       (Shape(1000, 37, 2049), "512u"), (Shape(700, 700, 700), "512"),
+                                       (Shape(1, 1, 1), "1u"), (Shape(4096, 4096, 4096), "4096")])
+def test_gemm_size_classes(shape, cls):
+    assert GEMM.size_class(shape) == cls
+
+
+def test_every_variant_has_a_known_operation():
+    from mmbench.ops import OPERATIONS, get_op
+    from mmbench.variants import REGISTRY
+
+    assert {v.op for v in REGISTRY.values()} <= set(OPERATIONS)
+    with pytest.raises(ValueError, match="unknown operation 'fft'; choose from: gemm"):
+        get_op("fft")

@@ -6,6 +6,8 @@ import re
 import pytest
 
 from mmbench import source
+from mmbench.ops import get_op
+from mmbench.ops.gemm import accumulates, entries, launch_geometry, launches
 from mmbench.tune import DEFAULT_CACHE, load_cache
 from mmbench.variants import (REGISTRY, VariantError, format_params, get_variant, param_points, parse_params,
                               tuning_space)
@@ -41,7 +43,7 @@ def test_kernel_files_define_exactly_the_registered_variants():
             continue
         for name in re.findall(r'extern "C" __global__ void(?:\s+__launch_bounds__\([^)]*\))?\s+(\w+)\s*\(', path.read_text()):
             found[name] = path.stem
-    assert found == {e: v.family for v in CUDA_VARIANTS for e in v.entries}
+    assert found == {e: v.family for v in CUDA_VARIANTS for e in get_op(v.op).entries(v)}
 
 
 def test_unknown_variant_names_the_choices():
@@ -79,14 +81,14 @@ def test_constraints_and_space_sizes():
 def test_launch_geometry_covers_the_output():
     from mmbench.sizes import Shape
 
-    block, grid = REGISTRY["best"].launch_geometry((("BLOCK", 16),), Shape(1000, 37, 5))
+    block, grid = launch_geometry(REGISTRY["best"], (("BLOCK", 16),), Shape(1000, 37, 5))
     assert block == (16, 16, 1) and grid == (2, 32, 1)  # 32 x 32 outputs per block
-    block, grid = REGISTRY["naive"].launch_geometry((("BLOCK", 32),), Shape(33, 65, 1))
+    block, grid = launch_geometry(REGISTRY["naive"], (("BLOCK", 32),), Shape(33, 65, 1))
     assert grid == (3, 2, 1)
     tiles = (("BK", 8), ("BM", 64), ("BN", 128), ("TM", 8), ("TN", 4))
-    block, grid = REGISTRY["tile2d"].launch_geometry(tiles, Shape(65, 129, 7))
+    block, grid = launch_geometry(REGISTRY["tile2d"], tiles, Shape(65, 129, 7))
     assert block == (256, 1, 1) and grid == (2, 2, 1)
-    assert not REGISTRY["tile2d"].accumulates(tiles)
+    assert not accumulates(REGISTRY["tile2d"], tiles)
 
 
 def test_split_k_adds_grid_layers_and_zeroes_c():
@@ -94,10 +96,10 @@ def test_split_k_adds_grid_layers_and_zeroes_c():
 
     dbuf = REGISTRY["dbuf"]
     default = dict(param_points(dbuf)[0])
-    assert default["SPLITK"] == 1 and not dbuf.accumulates(param_points(dbuf)[0])
+    assert default["SPLITK"] == 1 and not accumulates(dbuf, param_points(dbuf)[0])
     split = tuple(sorted({**default, "SPLITK": 3}.items()))
-    block, grid = dbuf.launch_geometry(split, Shape(2049, 2049, 2049))
-    assert block == (256, 1, 1) and grid == (17, 17, 3) and dbuf.accumulates(split)
+    block, grid = launch_geometry(dbuf, split, Shape(2049, 2049, 2049))
+    assert block == (256, 1, 1) and grid == (17, 17, 3) and accumulates(dbuf, split)
 
 
 def test_thin_remainders_go_to_the_strip_kernels():
@@ -107,25 +109,25 @@ def test_thin_remainders_go_to_the_strip_kernels():
 
     dbuf = REGISTRY["dbuf"]
     params = param_points(dbuf)[0]  # 128 x 128 tiles, STRIP = 4
-    whole, rows, cols = dbuf.launches(params, Shape(2049, 2049, 2049))
+    whole, rows, cols = launches(dbuf, params, Shape(2049, 2049, 2049))
     assert (whole.entry, whole.grid, whole.args) == ("dbuf", (16, 16, 1), (2048, 2049, 2049))
     assert (rows.entry, rows.block, rows.grid, rows.args) == ("dbuf_row_strip", (32, 16, 1), (65, 1, 1),
                                                               (2049, 2049, 2049, 2048))
     assert (cols.entry, cols.grid, cols.args) == ("dbuf_col_strip", (128, 1, 1), (2048, 2049, 2049, 2048))
     # a remainder wider than STRIP stays in the tiled kernel's edge blocks
-    (whole,) = dbuf.launches(params, Shape(2047, 2047, 2047))
+    (whole,) = launches(dbuf, params, Shape(2047, 2047, 2047))
     assert whole.grid == (16, 16, 1) and whole.args == (2047, 2047, 2047)
     # rows only: the column remainder (5) is too wide
-    whole, rows = dbuf.launches(params, Shape(132, 133, 5))
+    whole, rows = launches(dbuf, params, Shape(132, 133, 5))
     assert whole.grid == (2, 1, 1) and whole.args == (128, 133, 5) and rows.args == (132, 133, 5, 128)
     # fewer rows than a tile: no tiled kernel, the row strip computes all of C
-    (rows,) = dbuf.launches(params, Shape(3, 1000, 33))
+    (rows,) = launches(dbuf, params, Shape(3, 1000, 33))
     assert rows.entry == "dbuf_row_strip" and rows.args == (3, 1000, 33, 0)
-    (cols,) = dbuf.launches(params, Shape(300, 4, 9))  # fewer columns than a tile
+    (cols,) = launches(dbuf, params, Shape(300, 4, 9))  # fewer columns than a tile
     assert cols.entry == "dbuf_col_strip" and cols.grid == (19, 1, 1) and cols.args == (300, 4, 9, 0)
     off = tuple(sorted({**dict(params), "STRIP": 0}.items()))  # one launch over all of C
-    assert [x.grid for x in dbuf.launches(off, Shape(2049, 2049, 2049))] == [(17, 17, 1)]
-    assert REGISTRY["best"].entries == ("best",) and dbuf.entries == ("dbuf", "dbuf_row_strip", "dbuf_col_strip")
+    assert [x.grid for x in launches(dbuf, off, Shape(2049, 2049, 2049))] == [(17, 17, 1)]
+    assert entries(REGISTRY["best"]) == ("best",) and entries(dbuf) == ("dbuf", "dbuf_row_strip", "dbuf_col_strip")
 
 
 def test_stream_k_launches_a_persistent_grid():
@@ -135,15 +137,15 @@ def test_stream_k_launches_a_persistent_grid():
 
     dbuf = REGISTRY["dbuf"]
     sk = tuple(sorted({**dict(param_points(dbuf)[0]), "SK": 1, "STAGE": 1}.items()))  # 128 x 128 x 16, MINB = 2
-    assert not dbuf.violated(sk) and dbuf.accumulates(sk)
-    (whole,) = dbuf.launches(sk, Shape(4096, 4096, 4096), sms=132)
+    assert not dbuf.violated(sk) and accumulates(dbuf, sk)
+    (whole,) = launches(dbuf, sk, Shape(4096, 4096, 4096), sms=132)
     assert (whole.entry, whole.grid, whole.args) == ("dbuf", (264, 1, 1), (4096, 4096, 4096, 4096))
-    whole, rows, cols = dbuf.launches(sk, Shape(2049, 2049, 2049), sms=132)  # strips beside it, as before
+    whole, rows, cols = launches(dbuf, sk, Shape(2049, 2049, 2049), sms=132)  # strips beside it, as before
     assert whole.grid == (264, 1, 1) and whole.args == (2048, 2049, 2049, 2048) and rows.args[-1] == 2048
-    (tiny,) = dbuf.launches(sk, Shape(7, 7, 7), sms=132)  # one tile, one k-tile: one block
+    (tiny,) = launches(dbuf, sk, Shape(7, 7, 7), sms=132)  # one tile, one k-tile: one block
     assert tiny.grid == (1, 1, 1) and tiny.args == (7, 7, 7, 7)
     with pytest.raises(VariantError, match="SM count"):
-        dbuf.launches(sk, Shape(64, 64, 64))
+        launches(dbuf, sk, Shape(64, 64, 64))
     assert "SK == 0 or SPLITK == 1" in dbuf.violated(tuple(sorted({**dict(sk), "SPLITK": 2}.items())))
 
 
@@ -152,7 +154,7 @@ def test_dynamic_shared_memory_goes_with_the_launch():
 
     multi = REGISTRY["multistage"]
     default = param_points(multi)[0]  # 256 x 128 x 8, three stages: 3 * (256 * 12 + 8 * 128) floats
-    (launch,) = multi.launches(default, Shape(4096, 4096, 4096))
+    (launch,) = launches(multi, default, Shape(4096, 4096, 4096))
     assert launch.shared == multi.dynamic_shared(default) == 49152 and launch.grid == (32, 16, 1)
     assert REGISTRY["dbuf"].dynamic_shared(param_points(REGISTRY["dbuf"])[0]) == 0
     big = tuple(sorted({**dict(default), "BK": 32, "STAGES": 4, "MINB": 2}.items()))
@@ -222,12 +224,12 @@ def test_compiles_for_sm90_without_spills(variant, params, used):
 def test_strip_kernels_compile_without_spills():
     """The strip kernels depend only on STRIP: at its widest they keep to registers and to the
     geometry Python launches them with."""
-    from mmbench.variants import COL_STRIP_BLOCK, ROW_STRIP_BLOCK
+    from mmbench.ops.gemm import COL_STRIP_BLOCK, ROW_STRIP_BLOCK
 
     dbuf = REGISTRY["dbuf"]
     params = tuple(sorted({**dict(param_points(dbuf)[0]), "STRIP": max(dbuf.space["STRIP"])}.items()))
     reports = source.compile_reports(dbuf, params, "sm_90")
-    for entry, block in zip(dbuf.entries[1:], (ROW_STRIP_BLOCK, COL_STRIP_BLOCK)):
+    for entry, block in zip(entries(dbuf)[1:], (ROW_STRIP_BLOCK, COL_STRIP_BLOCK)):
         report = reports[entry]
         assert not report.spills and report.stack_bytes == 0, (entry, report)
         assert report.registers * block[0] * block[1] <= 65536 and report.shared_bytes <= 48 * 1024, (entry, report)

@@ -6,7 +6,7 @@ from mmbench.results import (COLUMNS, KEY, CsvSink, ResultsError, done_keys, his
 
 
 def row(n, status="ok", **extra):
-    return {"variant": "best", "label": "CUDA-Best", "backend": "cuda", "params": "BLOCK=32", "m": n, "n": n, "k": n,
+    return {"op": "gemm", "variant": "best", "label": "CUDA-Best", "backend": "cuda", "params": "BLOCK=32", "m": n, "n": n, "k": n,
             "cache": "cold", "status": status, "runs": 2, "warmup": 1, "time_ms_samples": join_samples([0.5, 0.25]),
             "finished_at": "2026-11-23T08:00:00+00:00", **extra}
 
@@ -33,7 +33,8 @@ def test_resume_appends_and_knows_what_is_done(tmp_path):
     sink = CsvSink(path)  # reopening appends, no second header
     sink.write(row(96))
     sink.close()
-    assert done_keys(path) == {("best", "BLOCK=32", 64, 64, 64, "cold"), ("best", "BLOCK=32", 96, 96, 96, "cold")}
+    assert done_keys(path) == {("gemm", "best", "BLOCK=32", 64, 64, 64, "cold"),
+                               ("gemm", "best", "BLOCK=32", 96, 96, 96, "cold")}
     assert path.read_text().count("variant,") == 1
 
 
@@ -92,7 +93,7 @@ def test_a_torn_last_line_is_recognized_wherever_the_cut_falls(tmp_path, cut):
     path.write_text("\r\n".join(lines[:-1] + [last[: len(last) * cut // 100]]), newline="")
     found = scan(path)
     assert found.torn is not None and found.torn.line == 4
-    assert found.keys == {("best", "BLOCK=32", n, n, n, "cold") for n in (64, 96)}
+    assert found.keys == {("gemm", "best", "BLOCK=32", n, n, n, "cold") for n in (64, 96)}
     df = read_results(path)
     assert list(df.n) == [64, 96] and "torn row" in df.attrs["warning"] and "left out" in df.attrs["warning"]
     message = set_aside_torn(path, found)

@@ -1,0 +1,162 @@
+"""What every operation shares: the outcome of a check, the float32 rule for sums of products,
+device buffers, and the interface an operation implements so that sweeps, results, tuning and
+tests never name one.
+
+An operation owns what differs between GEMM, GEMV and transpose: its dimensions, host inputs
+and their float64 reference, the verification rule, its work (flops, minimum bytes), its device
+buffers and how a variant's kernels are launched on them, its CPU and library baselines, and the
+size class tuning keys its entries by.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import math
+
+import numpy as np
+
+from ..sizes import Shape
+from ..variants import Params, Variant
+
+
+@dataclass(frozen=True)
+class Check:
+    """Outcome of comparing one output with its reference."""
+
+    ok: bool
+    rel_err: float  # relative Frobenius error
+    err_bound_ratio: float  # max over elements of |out - ref| / bound; <= 1 passes
+    reason: str
+
+
+UNIT_ROUNDOFF_F32 = 2.0**-24
+FROBENIUS_FACTOR = 8.0  # rule 3 of check_sums: tolerance = FROBENIUS_FACTOR * u * sqrt(terms)
+
+
+def gamma(k: int) -> float:
+    """Higham's gamma_k for float32: the worst-case relative error of a length-k dot product."""
+    ku = k * UNIT_ROUNDOFF_F32
+    return ku / (1.0 - ku)
+
+
+def frobenius_tolerance(k: int) -> float:
+    """Largest relative Frobenius error a float32 sum of k products may show (rule 3)."""
+    return FROBENIUS_FACTOR * UNIT_ROUNDOFF_F32 * math.sqrt(k)
+
+
+def check_sums(out: np.ndarray, reference: np.ndarray, bound: np.ndarray, terms: int) -> Check:
+    """The verification rule for outputs that are float32 sums of `terms` products (GEMM, GEMV).
+    The float64 result of the float32 inputs is the reference; a point passes when all three hold:
+
+    1. every output is finite (outputs are poisoned with NaN first, so unwritten ones show);
+    2. elementwise |out - ref| <= gamma_k (|A||B|), gamma_k = k u / (1 - k u), u = 2^-24: the
+       rigorous bound for any float32 sum of k products in any order, with or without FMA
+       (Higham, Accuracy and Stability of Numerical Algorithms, eq. 3.13). No correct kernel
+       fails it, and one wrong element anywhere does;
+    3. relative Frobenius error ||out - ref|| / ||ref|| <= 8 u sqrt(k). On zero-mean random
+       inputs a float32 dot product errs by about 0.4 u sqrt(k) (random rounding over growing
+       partial sums), so this leaves a 20x margin, while reduced-precision paths (TF32, fp16
+       inputs) err by ~1e-4 and fail, which the worst-case bound alone, loose at large k, would
+       let pass.
+    """
+    if out.shape != reference.shape:
+        return Check(False, float("nan"), float("nan"), f"output shape {out.shape} != {reference.shape}")
+    out64 = out.astype(np.float64)
+    finite = np.isfinite(out64)
+    diff = np.abs(out64 - reference)
+    norm = float(np.linalg.norm(reference))
+    rel_err = float(np.linalg.norm(np.where(finite, diff, 0.0))) / norm if norm else float("nan")
+    if not finite.all():
+        bad = int((~finite).sum())
+        first = np.argwhere(~finite)[0]
+        return Check(False, float("nan"), float("nan"),
+                     f"{bad} of {out.size} outputs not finite (unwritten?), first at {tuple(int(i) for i in first)}")
+    ratio = diff / np.maximum(bound, np.finfo(np.float64).tiny)
+    worst = float(ratio.max())
+    if worst > 1.0:
+        where = tuple(int(i) for i in np.unravel_index(int(ratio.argmax()), ratio.shape))
+        over = int((ratio > 1.0).sum())
+        return Check(False, rel_err, worst,
+                     f"{over} of {out.size} outputs exceed the float32 error bound, worst {worst:.3g}x at {where}")
+    tol = frobenius_tolerance(terms)
+    if rel_err > tol:
+        return Check(False, rel_err, worst, f"relative error {rel_err:.3g} exceeds the float32 tolerance "
+                                            f"{tol:.3g} (8 u sqrt(k)): reduced precision?")
+    return Check(True, rel_err, worst, "")
+
+
+@dataclass
+class DeviceBuffers:
+    """One shape's device buffers: the inputs, in the order kernels take them, then the output."""
+
+    inputs: tuple[Any, ...]
+    output: Any
+    output_count: int  # float32 elements of the output (what poisoning fills with NaN)
+
+    @property
+    def all(self) -> tuple[Any, ...]:
+        return (*self.inputs, self.output)
+
+    def free(self) -> None:
+        for buf in self.all:
+            buf.free()
+
+
+class Operation:
+    """The interface of an operation; see ops/gemm.py for the first one."""
+
+    name: str
+    rate: str  # the primary rate column of its figures: "gflops_mean" or "gbytes_per_s"
+    dims: tuple[str, ...]  # the CSV's shape columns this operation uses
+    awkward: str  # size spec of the shapes every variant of it is tested at on the GPU
+
+    def flops(self, shape: Shape) -> float:
+        raise NotImplementedError
+
+    def min_bytes(self, shape: Shape) -> float:
+        raise NotImplementedError
+
+    def host_bytes(self, shape: Shape) -> int:
+        """Host memory one point needs at its peak (inputs, reference, check temporaries)."""
+        raise NotImplementedError
+
+    def device_bytes(self, shape: Shape) -> int:
+        raise NotImplementedError
+
+    def make_inputs(self, shape: Shape, rng: np.random.Generator) -> Any:
+        """Random host inputs (never zeros) with their float64 reference."""
+        raise NotImplementedError
+
+    def output_shape(self, shape: Shape) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def check(self, out: np.ndarray, inputs: Any) -> Check:
+        raise NotImplementedError
+
+    def upload(self, gpu, inputs: Any) -> DeviceBuffers:
+        raise NotImplementedError
+
+    def entries(self, variant: Variant) -> tuple[str, ...]:
+        """The entry functions a CUDA variant's kernel file defines: its own name by default."""
+        return (variant.name,)
+
+    def kernel(self, gpu, variant: Variant, params: Params, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
+        """A no-argument launch of a variant's kernels on the GPU's stream."""
+        raise NotImplementedError
+
+    def cpu(self, variant: Variant, inputs: Any) -> tuple[Callable[[], None], np.ndarray]:
+        """A CPU baseline as (a call that computes into out, out)."""
+        raise NotImplementedError
+
+    def library(self, variant: Variant, gpu) -> Any:
+        """An open handle of a GPU library baseline (closed with .close(), described by .meta())."""
+        raise NotImplementedError
+
+    def library_call(self, handle: Any, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
+        raise NotImplementedError
+
+    def size_class(self, shape: Shape) -> str:
+        """The key under which tuning keeps one configuration for shapes like this one."""
+        raise NotImplementedError
