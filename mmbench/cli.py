@@ -20,7 +20,7 @@ from .cli_common import InputError, RunFailed, _int_list, _results_arg, _split, 
 from .results import (COLUMNS, LEGACY_COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, add_op_column, history,
                       latest_results, read_metadata, read_results, recorded_settings, scan, set_aside_torn,
                       status_counts, torn_message, update_metadata, write_metadata)
-from .sizes import FORMS, SizeSpecError, parse_sizes
+from .sizes import FORMS, Shape, SizeSpecError
 from .sweep import Point, Runner, Selection, Settings, plan
 from .timing import CACHE_MODES
 from .tune import DEFAULT_CACHE
@@ -70,7 +70,7 @@ def list_variants(names, wide):
             _print_variant(v)
         return
     table = Table(title="mmbench variants" + ("" if wide else " (details: mmbench list -v NAME)"))
-    for col in ("name", "op", "backend", "paper label"):
+    for col in ("name", "op") + (("backend",) if wide else ()) + ("paper label",):
         table.add_column(col, no_wrap=True)
     table.add_column("space", justify="right", no_wrap=True)
     if wide:
@@ -78,10 +78,11 @@ def list_variants(names, wide):
         table.add_column("what it does")
     for v in REGISTRY.values():
         space = str(len(tuning_space(v))) if v.space else "-"
-        cells = [v.name, v.op, v.backend, v.label, space]
         if wide:
-            cells += [format_params(param_points(v)[0]).replace(",", " ") or "-", v.description]
-        table.add_row(*cells)
+            table.add_row(v.name, v.op, v.backend, v.label, space,
+                          format_params(param_points(v)[0]).replace(",", " ") or "-", v.description)
+        else:
+            table.add_row(v.name, v.op, v.label, space)
     console.print(table)
 
 
@@ -119,8 +120,10 @@ def _selections(variants, sizes, blocks, params, config) -> tuple[str, list[Sele
         chosen = tuple(dict.fromkeys(get_variant(n) for n in names or ["best"]))
     except VariantError as exc:
         raise InputError(str(exc)) from None
+    spec = PAPER_SWEEP if sizes is None else sizes
     try:
-        shapes = tuple(parse_sizes(PAPER_SWEEP if sizes is None else sizes))
+        for op in dict.fromkeys(get_op(v.op) for v in chosen):  # each operation reads the spec as its shapes
+            op.parse_sizes(spec)
     except SizeSpecError as exc:
         raise InputError(str(exc)) from None
     overrides = _parse_params(params)
@@ -131,7 +134,7 @@ def _selections(variants, sizes, blocks, params, config) -> tuple[str, list[Sele
         if name not in known:
             raise InputError(f"parameter '{name}' belongs to none of {', '.join(v.name for v in chosen)}; "
                              f"their parameters: {', '.join(sorted(known)) or 'none'}")
-    return "run", [Selection(chosen, shapes, overrides)], {}
+    return "run", [Selection(chosen, spec, overrides)], {}
 
 
 def _with_tuned(sel: Selection, cache_path: Path) -> Selection:
@@ -154,7 +157,8 @@ def _with_tuned(sel: Selection, cache_path: Path) -> Selection:
     device = device_identity()
     tuned = {}
     for v in tunable:
-        found = {shape: lookup(cache, device, v, source.source_hash(v), shape) for shape in sel.shapes} if device else {}
+        found = ({shape: lookup(cache, device, v, source.source_hash(v), shape) for shape in sel.shapes(v)}
+                 if device else {})
         found = {shape: t for shape, t in found.items() if t}
         if found:
             tuned.update({(v.name, shape): t.params for shape, t in found.items()})
@@ -201,24 +205,28 @@ def _print_plan(points: list[Point], skipped: int, output: Path) -> None:
 
 
 def _summary(csv_path: Path) -> Table:
+    """Per series: points ok and not, the median and peak of its operation's rate (GFLOP/s for
+    GEMM, GB/s for a transpose), where the peak was, and the median cv."""
     df = read_results(csv_path)
     table = Table(title=f"summary of {csv_path}")
     # A series' parameters go under its name and fold, so the table fits 80 columns.
     table.add_column("variant, params", overflow="fold", min_width=16, ratio=1)
-    for col in ("ok", "not ok", "GFLOP/s\nmedian", "GFLOP/s\npeak", "at size", "cv\nmedian"):
+    for col in ("ok", "not ok", "median", "peak", "at size", "cv\nmedian"):
         table.add_column(col, justify="right", overflow="fold")
-    for (variant, params), g in df.groupby(["variant", "params"], sort=False):
+    for (op_name, variant, params), g in df.groupby(["op", "variant", "params"], sort=False):
+        op = get_op(op_name)
+        unit = "GFLOP/s" if op.rate.startswith("gflops") else "GB/s"
         name = f"{variant}\n{params.replace(',', ' ')}" if params else variant
-        ok = g[g.status == "ok"]
+        ok = g[(g.status == "ok") & g[op.rate].notna()]
         bad = g[g.status != "ok"].status.value_counts()
         not_ok = ", ".join(f"{n} {s}" for s, n in bad.items()) or "0"
         if ok.empty:
             table.add_row(name, "0", not_ok, "-", "-", "-", "-")
             continue
-        peak = ok.loc[ok.gflops_mean.idxmax()]
-        size = str(peak.m) if peak.m == peak.n == peak.k else f"{peak.m}x{peak.n}x{peak.k}"
-        table.add_row(name, str(len(ok)), not_ok, f"{ok.gflops_mean.median():.1f}",
-                      f"{peak.gflops_mean:.1f}", size, f"{ok.cv.median():.3f}")
+        peak = ok.loc[ok[op.rate].idxmax()]
+        size = str(Shape(int(peak.m), int(peak.n), int(peak.k)))
+        table.add_row(name, str(len(ok)), not_ok, f"{ok[op.rate].median():.1f}\n{unit}", f"{peak[op.rate]:.1f}\n{unit}",
+                      size, f"{ok.cv.median():.3f}")
     return table
 
 
@@ -482,7 +490,7 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
 
     try:
         variant = get_variant(variant_name)
-        shapes = tuple(parse_sizes(sizes_spec))
+        shapes = tuple(get_op(variant.op).parse_sizes(sizes_spec))
         pinned = _parse_params((pinned_text,) if pinned_text is not None else ())
         narrowed = None
         if candidates_from:
@@ -635,7 +643,8 @@ def profile(config, points_spec, variants, results):
 
     _, selections, cfg = _selections((), None, None, (), config)
     try:
-        shapes = set(parse_sizes(points_spec))
+        shapes = {(op.name, shape) for op in {get_op(v.op) for sel in selections for v in sel.variants}
+                  for shape in op.parse_sizes(points_spec)}
     except SizeSpecError as exc:
         raise InputError(str(exc)) from None
     wanted = set(_split(variants))
@@ -645,7 +654,7 @@ def profile(config, points_spec, variants, results):
         except VariantError as exc:
             raise InputError(str(exc)) from None
     cache = cfg.get("cache", DEFAULTS["cache"])
-    points = [p for p in plan(selections, cache) if p.variant.on_gpu and p.shape in shapes
+    points = [p for p in plan(selections, cache) if p.variant.on_gpu and (p.variant.op, p.shape) in shapes
               and (not wanted or p.variant.name in wanted)]
     if not points:
         raise InputError(f"no GPU point of {config} matches --points {points_spec}"

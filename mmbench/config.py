@@ -16,7 +16,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from .sizes import Shape, SizeSpecError, parse_sizes
+from .ops import get_op
+from .sizes import SizeSpecError
 from .sweep import Selection
 from .timing import CACHE_MODES
 from .variants import Variant, VariantError, get_variant, param_points
@@ -35,12 +36,11 @@ class SweepConfig:
     name: str
     description: str
     variants: tuple[Variant, ...]
-    sizes: str
-    shapes: tuple[Shape, ...]
+    sizes: str  # a size spec; each variant's operation reads it as its shapes
     params: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
     def selection(self) -> Selection:
-        return Selection(self.variants, self.shapes, self.params)
+        return Selection(self.variants, self.sizes, self.params)
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,8 @@ def _sweep(where: str, table: Any) -> SweepConfig:
     except VariantError as exc:
         raise ConfigError(f"{where}.variants: {exc}") from None
     try:
-        shapes = tuple(parse_sizes(str(table["sizes"])))
+        for op in dict.fromkeys(get_op(v.op) for v in variants):
+            op.parse_sizes(str(table["sizes"]))
     except SizeSpecError as exc:
         raise ConfigError(f"{where}.sizes: {exc}") from None
     raw = table.get("params", {})
@@ -103,7 +104,7 @@ def _sweep(where: str, table: Any) -> SweepConfig:
     except VariantError as exc:
         raise ConfigError(f"{where}.params: {exc}") from None
     return SweepConfig(str(table["name"]), str(table.get("description", "")), variants,
-                       str(table["sizes"]), shapes, MappingProxyType(params))
+                       str(table["sizes"]), MappingProxyType(params))
 
 
 def load_config(path: Path | str) -> ExperimentConfig:

@@ -1,4 +1,4 @@
-"""Size specs: text such as "63:2049" or "1000x37x2049" turned into GEMM shapes.
+"""Size specs: text such as "63:2049" or "1000x37x2049" turned into shapes.
 
 Accepted forms, joined by commas in any mix:
 
@@ -7,7 +7,11 @@ Accepted forms, joined by commas in any mix:
                    (``63:2049`` gives 63, 64, 65, 95, 96, 97, ..., 2047, 2048, 2049: 189 sizes)
 - ``A:B:+S``       a linear range A, A+S, A+2S, ... up to B
 - ``A:B:xF``       a geometric range A, A*F, A*F^2, ... up to B (integer F >= 2)
-- ``MxNxK``        one rectangular GEMM: C (M x N) = A (M x K) . B (K x N)
+- ``MxNxK``        one rectangular shape of an operation with three dimensions (GEMM:
+                   C (M x N) = A (M x K) . B (K x N))
+- ``MxN``          one rectangular shape of an operation with two (transpose: M x N)
+
+How many dimensions a shape has is the operation's (``Operation.dims``); a shape of two has k = 0.
 
 Duplicates are dropped; the first occurrence keeps its place.
 """
@@ -17,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-FORMS = "N, A:B (paper sweep), A:B:+S, A:B:xF, MxNxK, joined by commas"
+FORMS = "N, A:B (paper sweep), A:B:+S, A:B:xF, MxNxK (or MxN for two dimensions), joined by commas"
 
 # The paper's sweep steps by 32 and takes each multiple with its two neighbours.
 PAPER_STEP = 32
@@ -31,7 +35,8 @@ class SizeSpecError(ValueError):
 
 @dataclass(frozen=True, order=True)
 class Shape:
-    """A GEMM problem: C (m x n) = A (m x k) . B (k x n)."""
+    """A problem's dimensions: m x n x k (GEMM: C (m x n) = A (m x k) . B (k x n)), or m x n
+    with k = 0 for an operation without an inner dimension (transpose)."""
 
     m: int
     n: int
@@ -42,12 +47,15 @@ class Shape:
         return self.m == self.n == self.k
 
     def __str__(self) -> str:
+        if self.k == 0:
+            return str(self.m) if self.m == self.n else f"{self.m}x{self.n}"
         return str(self.m) if self.is_square else f"{self.m}x{self.n}x{self.k}"
 
 
 _INT = r"(\d+)"
 _RANGE = re.compile(rf"^{_INT}:{_INT}(?::([+x])(\d+))?$")
 _SHAPE = re.compile(rf"^{_INT}x{_INT}x{_INT}$")
+_SHAPE2 = re.compile(rf"^{_INT}x{_INT}$")
 _SQUARE = re.compile(rf"^{_INT}$")
 
 
@@ -84,14 +92,15 @@ def _at_most(item: str, count: int) -> None:
         raise SizeSpecError(f"size spec '{item}' selects about {count} sizes, more than {MAX_SIZES} any sweep could run")
 
 
-def _parse_item(item: str) -> list[Shape]:
-    if m := _SQUARE.match(item):
+def _parse_item(item: str, dims: int) -> list[Shape]:
+    two = _SHAPE2.match(item)
+    if (m := _SQUARE.match(item)) is not None:
         sides = [int(m.group(1))]
-    elif m := _SHAPE.match(item):
-        dims = tuple(int(g) for g in m.groups())
-        if min(dims) < 1:
+    elif (m := _SHAPE.match(item) if dims == 3 else two) is not None:
+        sizes = tuple(int(g) for g in m.groups())
+        if min(sizes) < 1:
             raise SizeSpecError(f"size spec '{item}': dimensions must be positive")
-        return [Shape(*dims)]
+        return [Shape(*sizes) if dims == 3 else Shape(*sizes, 0)]
     elif m := _RANGE.match(item):
         lo, hi = int(m.group(1)), int(m.group(2))
         if min(lo, hi) < 1:
@@ -100,15 +109,21 @@ def _parse_item(item: str) -> list[Shape]:
         sides = _range_item(item, lo, hi, m.group(3), step)
         if not sides:
             raise SizeSpecError(f"size spec '{item}' selects no sizes; accepted forms: {FORMS}")
+    elif dims == 2 and _SHAPE.match(item):
+        raise SizeSpecError(f"size spec '{item}': this operation's shapes have two dimensions, MxN")
+    elif dims == 3 and two:
+        raise SizeSpecError(f"malformed size spec '{item}' (this operation's shapes have three dimensions, "
+                            f"MxNxK); accepted forms: {FORMS}")
     else:
         raise SizeSpecError(f"malformed size spec '{item}'; accepted forms: {FORMS}")
     if min(sides) < 1:
         raise SizeSpecError(f"size spec '{item}': sizes must be positive")
-    return [Shape(s, s, s) for s in sides]
+    return [Shape(s, s, s if dims == 3 else 0) for s in sides]
 
 
-def parse_sizes(spec: str) -> list[Shape]:
-    """Parse a size spec into shapes, in order, without duplicates."""
+def parse_sizes(spec: str, dims: int = 3) -> list[Shape]:
+    """Parse a size spec into shapes of `dims` dimensions (3: m x n x k, 2: m x n), in order,
+    without duplicates."""
     text = spec.strip().replace(" ", "")
     if not text:
         raise SizeSpecError(f"empty size spec; accepted forms: {FORMS}")
@@ -116,14 +131,14 @@ def parse_sizes(spec: str) -> list[Shape]:
     for item in text.split(","):
         if not item:
             raise SizeSpecError(f"malformed size spec '{spec}' (empty item); accepted forms: {FORMS}")
-        for shape in _parse_item(item):
+        for shape in _parse_item(item, dims):
             shapes.setdefault(shape, None)
     return list(shapes)
 
 
-def parse_shape(text: str) -> Shape:
+def parse_shape(text: str, dims: int = 3) -> Shape:
     """Parse one shape as written in a CSV row or on the command line ("1024", "1000x37x2049")."""
-    shapes = parse_sizes(text)
+    shapes = parse_sizes(text, dims)
     if len(shapes) != 1:
         raise SizeSpecError(f"'{text}' names {len(shapes)} shapes, expected one")
     return shapes[0]

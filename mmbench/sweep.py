@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -45,12 +46,21 @@ class Point:
 
 @dataclass(frozen=True)
 class Selection:
-    """Variants, their parameter overrides and the shapes to run them at."""
+    """Variants, their parameter overrides and the size spec to run them at (each variant's
+    operation reads the spec as its shapes)."""
 
     variants: tuple[Variant, ...]
-    shapes: tuple[Shape, ...]
+    spec: str
     overrides: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     tuned: Mapping[tuple[str, Shape], Params] = field(default_factory=dict)  # from the tuning cache
+
+    def shapes(self, variant: Variant) -> tuple[Shape, ...]:
+        return _shapes(variant.op, self.spec)
+
+
+@lru_cache(maxsize=256)
+def _shapes(op: str, spec: str) -> tuple[Shape, ...]:
+    return tuple(get_op(op).parse_sizes(spec))
 
 
 @dataclass(frozen=True)
@@ -73,15 +83,15 @@ def plan(selections: Iterable[Selection], cache: str) -> list[Point]:
     """Points of all selections, duplicates merged, grouped by shape, smallest shape first."""
     by_shape: dict[Shape, dict[tuple, Point]] = {}
     for sel in selections:
-        for shape in sel.shapes:
-            bucket = by_shape.setdefault(shape, {})
-            for variant in sel.variants:
-                point_cache = cache if variant.on_gpu else "hot"  # CPU caches are not flushed
+        for variant in sel.variants:
+            point_cache = cache if variant.on_gpu else "hot"  # CPU caches are not flushed
+            for shape in sel.shapes(variant):
+                bucket = by_shape.setdefault(shape, {})
                 tuned = sel.tuned.get((variant.name, shape))
                 for params in [tuned] if tuned else param_points(variant, sel.overrides):
                     point = Point(variant, params, shape, point_cache)
                     bucket.setdefault(point.key, point)
-    shapes = sorted(by_shape, key=lambda s: (s.m * s.n * s.k, s.m, s.n, s.k))
+    shapes = sorted(by_shape, key=lambda s: (s.m * s.n * max(s.k, 1), s.m, s.n, s.k))
     return [p for shape in shapes for p in by_shape[shape].values()]
 
 
@@ -102,7 +112,9 @@ def _timing_fields(point: Point, times_ms: Sequence[float]) -> dict:
     flops, nbytes = point.op.flops(point.shape), point.op.min_bytes(point.shape)
     return {"time_ms_mean": st.mean, "time_ms_median": st.median, "time_ms_min": st.min,
             "time_ms_max": st.max, "time_ms_std": st.std, "cv": st.cv,
-            "gflops_mean": flops / (st.mean * 1e6), "gflops_median": flops / (st.median * 1e6),
+            # An operation that computes nothing (a transpose) has no GFLOP/s, not 0 GFLOP/s.
+            "gflops_mean": flops / (st.mean * 1e6) if flops else None,
+            "gflops_median": flops / (st.median * 1e6) if flops else None,
             "gbytes_per_s": nbytes / (st.median * 1e6), "time_ms_samples": join_samples(times_ms)}
 
 

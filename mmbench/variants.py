@@ -26,7 +26,7 @@ class Variant:
     """One kernel variant or baseline and how to build and launch it."""
 
     name: str
-    backend: str  # "cuda" (a kernel of ours), "cublas" (a GPU library) or "blas" (a CPU baseline)
+    backend: str  # "cuda" (a kernel of ours), a GPU library ("cublas", "driver") or a CPU one ("blas", "numpy")
     label: str  # legend text, as the paper wrote it
     description: str
     paper: str = "zosa2017"
@@ -47,7 +47,7 @@ class Variant:
 
     @property
     def on_gpu(self) -> bool:
-        return self.backend in ("cuda", "cublas")
+        return self.backend not in CPU_BACKENDS
 
     def block_dims(self, params: Params) -> tuple[int, int, int]:
         dims = [evaluate(e, params) for e in self.threads]
@@ -76,6 +76,7 @@ class Variant:
 
 
 MAX_THREADS_PER_BLOCK = 1024  # every CUDA GPU since compute capability 2.0
+CPU_BACKENDS = ("blas", "numpy")
 
 
 def _holds(constraint: str, params: Params) -> bool:
@@ -194,6 +195,27 @@ _ALL = (
     _ladder("multistage", "multistage cp.async", "cuBLAS's kernel shape: STAGES k-tiles in flight by cp.async "
             "straight into shared memory, A as stored, read as float4s along k",
             _MULTI_DEFAULT, _MULTI_SPACE, _MULTI_RULES, "THREADS", shared=_MULTI_SHARED),
+    # -- transpose (Lab 3) and its yardstick, the device copy -------------------------------------
+    Variant(name="transpose_naive", backend="cuda", op="transpose", paper="lab3", family="transpose/lab3",
+            label="Naive GPU", description="the lab's given kernel: 64 x 64 per block, a 1 x 4 strip a thread, "
+            "reads coalesced, writes strided, no shared memory", threads=("64", "16"),
+            geometry=MappingProxyType({"tile": ("64", "64")})),
+    *(Variant(name=f"transpose_{name}", backend="cuda", op="transpose", paper="lab3", family="transpose/lab3",
+              label=label, description=description, threads=("32", "8"), geometry=MappingProxyType({"tile": ("32", "32")}))
+      for name, label, description in (
+          ("shmem", "shmem GPU", "32 x 32 tiles through a [32][33] shared array, a 1 x 4 strip a thread"),
+          ("shmem_unpadded", "shmem GPU, [32][32]", "shmem with an unpadded [32][32] array: a 32-way bank conflict"),
+          ("optimized", "Optimized GPU", "shmem with its loops unrolled by pragma"))),
+    Variant(name="transpose_tiled", backend="cuda", op="transpose", paper="lab3", family="transpose/tiled",
+            label="tiled", description="beyond the lab: TILE x TILE tiles, TILE x ROWS threads, PAD floats a row",
+            axes=MappingProxyType({"TILE": (32,), "ROWS": (8,), "PAD": (1,)}), threads=("TILE", "ROWS"),
+            geometry=MappingProxyType({"tile": ("TILE", "TILE")}),
+            constraints=("TILE % ROWS == 0", "TILE * ROWS <= 1024", "4 * TILE * (TILE + PAD) <= 48 * 1024"),
+            space=MappingProxyType({"TILE": (16, 32, 64), "ROWS": (1, 2, 4, 8, 16, 32), "PAD": (0, 1)})),
+    Variant(name="numpy_transpose", backend="numpy", op="transpose", paper="lab3", label="numpy (CPU)",
+            description="numpy copy of the transposed view, float32 (the CPU baseline)"),
+    Variant(name="memcpy", backend="driver", op="copy", paper="lab3", label="GPU memcpy",
+            description="cuMemcpyDtoD of the same bytes on the same stream: the copy bandwidth a transpose is held to"),
     Variant(name="blas", backend="blas", label="BLAS (multicore)",
             description="CPU BLAS sgemm through numpy (float32), threads recorded"),
     Variant(name="cublas", backend="cublas", label="cuBLAS",

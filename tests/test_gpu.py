@@ -12,7 +12,6 @@ from click.testing import CliRunner
 from mmbench.cli import main
 from mmbench.ops import OPERATIONS, get_op
 from mmbench.results import read_results, samples_of
-from mmbench.sizes import parse_sizes
 from mmbench.sweep import Runner, Selection, Settings, plan
 from mmbench.variants import REGISTRY, Variant, parse_params, tuning_space
 
@@ -24,7 +23,7 @@ CASES = [(v.name, b) for v in GPU_VARIANTS for b in (BLOCKS if "BLOCK" in v.axes
 
 
 def _run(gpu, variants, sizes, overrides=None, **settings):
-    points = plan([Selection(tuple(variants), tuple(parse_sizes(sizes)), overrides or {})],
+    points = plan([Selection(tuple(variants), sizes, overrides or {})],
                   settings.pop("cache", "cold"))
     runner = Runner(Settings(**{"runs": 3, "warmup": 1, **settings}), points, gpu_factory=lambda: gpu)
     rows: list[dict] = []
@@ -49,7 +48,8 @@ def awkward_rows(gpu):
 @pytest.mark.parametrize("name,block", CASES)
 def test_variant_correct_at_awkward_sizes(awkward_rows, name, block):
     rows = awkward_rows[(name, block)]
-    assert len(rows) == len(parse_sizes(get_op(REGISTRY[name].op).awkward))
+    op = get_op(REGISTRY[name].op)
+    assert len(rows) == len(op.parse_sizes(op.awkward))
     for r in rows:
         assert r["status"] == "ok", f"{name} BLOCK={block} at {r['m']}x{r['n']}x{r['k']}: {r['reason']}"
         assert 0 <= r["err_bound_ratio"] <= 1

@@ -38,11 +38,13 @@ def test_kernel_files_define_exactly_the_registered_variants():
     """One name per kernel: every extern "C" kernel in kernels/ is a registry key (or one of its
     strip kernels), and back."""
     found = {}
-    for path in source.kernels_dir().glob("*.cu"):
+    root = source.kernels_dir()
+    for path in root.rglob("*.cu"):
         if path.stem == "harness":
             continue
+        family = str(path.relative_to(root).with_suffix(""))
         for name in re.findall(r'extern "C" __global__ void(?:\s+__launch_bounds__\([^)]*\))?\s+(\w+)\s*\(', path.read_text()):
-            found[name] = path.stem
+            found[name] = family
     assert found == {e: v.family for v in CUDA_VARIANTS for e in get_op(v.op).entries(v)}
 
 

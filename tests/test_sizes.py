@@ -103,3 +103,14 @@ def test_any_text_parses_or_raises_a_size_spec_error(text):
     except SizeSpecError:
         return
     assert shapes and all(min(s.m, s.n, s.k) >= 1 for s in shapes)
+
+
+def test_two_dimensional_shapes():
+    assert parse_sizes("8192,33x4097,4097x31", dims=2) == [Shape(8192, 8192, 0), Shape(33, 4097, 0), Shape(4097, 31, 0)]
+    assert [str(s) for s in parse_sizes("8192,1x100", dims=2)] == ["8192", "1x100"]
+    assert parse_sizes("63:65", dims=2) == [Shape(n, n, 0) for n in (63, 64, 65)]
+    assert parse_shape("33x4097", dims=2) == Shape(33, 4097, 0)
+    with pytest.raises(SizeSpecError, match="shapes have two dimensions, MxN"):
+        parse_sizes("5x5x5", dims=2)
+    with pytest.raises(SizeSpecError, match="shapes have three dimensions, MxNxK"):
+        parse_sizes("5x5")

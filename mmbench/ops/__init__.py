@@ -8,8 +8,9 @@ from types import MappingProxyType
 
 from .base import Check, DeviceBuffers, Operation
 from .gemm import GEMM
+from .transpose import COPY, TRANSPOSE
 
-OPERATIONS = MappingProxyType({op.name: op for op in (GEMM,)})
+OPERATIONS = MappingProxyType({op.name: op for op in (GEMM, TRANSPOSE, COPY)})
 
 
 def get_op(name: str) -> Operation:

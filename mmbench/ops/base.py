@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from ..sizes import Shape
+from ..sizes import Shape, parse_sizes
 from ..variants import Params, Variant
 
 
@@ -111,6 +111,10 @@ class Operation:
     rate: str  # the primary rate column of its figures: "gflops_mean" or "gbytes_per_s"
     dims: tuple[str, ...]  # the CSV's shape columns this operation uses
     awkward: str  # size spec of the shapes every variant of it is tested at on the GPU
+
+    def parse_sizes(self, spec: str) -> list[Shape]:
+        """A size spec read as this operation's shapes ("1024": n x n x n for GEMM, n x n for transpose)."""
+        return parse_sizes(spec, len(self.dims))
 
     def flops(self, shape: Shape) -> float:
         raise NotImplementedError

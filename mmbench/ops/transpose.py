@@ -1,0 +1,146 @@
+"""Transpose and copy: out = in^T (n x m from m x n), and out = in, float32, row-major.
+
+Both move 2 x 4 x m x n bytes and compute nothing, so their rate is GB/s of those bytes and
+they have no GFLOP/s. The copy is the transpose's yardstick: the same bytes at the device's
+copy bandwidth (cuMemcpyDtoD), measured in the same run. An output is right when it equals its
+reference exactly: moving a float changes no bit.
+
+A transpose kernel takes (in, out, m, n) and a 2-D grid over in: its variant's geometry gives
+the rows x columns of in one block moves (``tile``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..sizes import Shape
+from ..variants import Params, Variant, evaluate
+from .base import Check, DeviceBuffers, Operation
+
+
+@dataclass(frozen=True)
+class MoveInputs:
+    """The input matrix and the exact output it must give."""
+
+    a: np.ndarray  # float32, m x n
+    reference: np.ndarray  # float32: a.T (n x m) for a transpose, a for a copy
+
+
+def check_exact(out: np.ndarray, reference: np.ndarray) -> Check:
+    """Every element equal to its reference, bit for bit (NaN never passes)."""
+    if out.shape != reference.shape:
+        return Check(False, float("nan"), float("nan"), f"output shape {out.shape} != {reference.shape}")
+    wrong = ~(out == reference)
+    if wrong.any():
+        first = tuple(int(i) for i in np.argwhere(wrong)[0])
+        unwritten = int(np.isnan(out).sum())
+        return Check(False, float("nan"), float("nan"),
+                     f"{int(wrong.sum())} of {out.size} outputs differ from the reference ({unwritten} not written), "
+                     f"first at {first}")
+    return Check(True, 0.0, 0.0, "")
+
+
+class _Move(Operation):
+    """What transpose and copy share: inputs, work, memory, the exact check."""
+
+    dims = ("m", "n")
+    rate = "gbytes_per_s"
+    awkward = "1,31,33,1x4097,4097x1,33x4097,4097x31,1000x37"
+
+    def flops(self, shape: Shape) -> float:
+        return 0.0
+
+    def min_bytes(self, shape: Shape) -> float:
+        return 2.0 * 4.0 * shape.m * shape.n  # every float read once and written once
+
+    def host_bytes(self, shape: Shape) -> int:
+        return 24 * shape.m * shape.n  # input, reference, output and the comparison's temporaries
+
+    def device_bytes(self, shape: Shape) -> int:
+        return 8 * shape.m * shape.n
+
+    def make_inputs(self, shape: Shape, rng: np.random.Generator) -> MoveInputs:
+        # Never zeros, and every value distinct in practice: a misplaced element shows.
+        a = rng.uniform(1.0, 2.0, size=(shape.m, shape.n)).astype(np.float32)
+        return MoveInputs(a, self._reference(a))
+
+    def _reference(self, a: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def check(self, out: np.ndarray, inputs: MoveInputs) -> Check:
+        return check_exact(out, inputs.reference)
+
+    def upload(self, gpu, inputs: MoveInputs) -> DeviceBuffers:
+        return DeviceBuffers((gpu.upload(inputs.a),), gpu.alloc(inputs.a.nbytes), inputs.a.size)
+
+    def size_class(self, shape: Shape) -> str:
+        """The power of two nearest the geometric mean of m and n, and whether both are multiples
+        of 32 (a tile's edge): 8192 -> "8192", 4097x31 -> "256u"."""
+        mean = math.sqrt(shape.m * shape.n)
+        aligned = shape.m % 32 == 0 and shape.n % 32 == 0
+        return f"{2 ** max(0, round(math.log2(mean)))}{'' if aligned else 'u'}"
+
+
+class Transpose(_Move):
+    name = "transpose"
+
+    def _reference(self, a: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(a.T)
+
+    def output_shape(self, shape: Shape) -> tuple[int, ...]:
+        return (shape.n, shape.m)
+
+    def kernel(self, gpu, variant: Variant, params: Params, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
+        rows, cols = (evaluate(e, params) for e in variant.geometry["tile"])
+        grid = (math.ceil(shape.n / cols), math.ceil(shape.m / rows), 1)
+        fn, block = gpu.function(variant, params), variant.block_dims(params)
+        (a,), out = bufs.inputs, bufs.output
+        m, n = np.int32(shape.m), np.int32(shape.n)
+        return lambda: fn(a, out, m, n, block=block, grid=grid, stream=gpu.stream)
+
+    def cpu(self, variant: Variant, inputs: MoveInputs) -> tuple[Callable[[], None], np.ndarray]:
+        a = inputs.a
+        out = np.full((a.shape[1], a.shape[0]), np.nan, dtype=np.float32)
+        return (lambda: np.copyto(out, a.T)), out
+
+
+class Copy(_Move):
+    name = "copy"
+
+    def _reference(self, a: np.ndarray) -> np.ndarray:
+        return a
+
+    def output_shape(self, shape: Shape) -> tuple[int, ...]:
+        return (shape.m, shape.n)
+
+    def library(self, variant: Variant, gpu):
+        return DeviceCopy(gpu)
+
+    def library_call(self, handle, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
+        (a,), out = bufs.inputs, bufs.output
+        nbytes = 4 * shape.m * shape.n
+        return lambda: handle.copy(out, a, nbytes)
+
+
+class DeviceCopy:
+    """cuMemcpyDtoD on the harness's stream: the device's copy bandwidth, the transpose's yardstick."""
+
+    def __init__(self, gpu):
+        self.gpu = gpu
+
+    def copy(self, dst, src, nbytes: int) -> None:
+        self.gpu.drv.memcpy_dtod_async(dst, src, nbytes, self.gpu.stream)
+
+    def meta(self) -> dict:
+        return {"call": "cuMemcpyDtoDAsync"}
+
+    def close(self) -> None:
+        pass
+
+
+TRANSPOSE = Transpose()
+COPY = Copy()
