@@ -86,7 +86,8 @@ def candidates(rows: pd.DataFrame, variant: Variant, top: int) -> list[Params]:
     Only points of the variant's current space count; a recorded configuration that predates a
     parameter stands for each of its values (a new switch is tried both ways)."""
     ok = rows[(rows.variant == variant.name) & (rows.status == "ok")]
-    picks = (ok.sort_values("gflops_median", ascending=False).groupby(["m", "n", "k"], sort=False).head(top))
+    score = get_op(variant.op).score
+    picks = (ok.sort_values(score, ascending=False).groupby(["m", "n", "k"], sort=False).head(top))
     current = set(tuning_space(variant))
     found = []
     for recorded in map(dict, map(parse_params, dict.fromkeys(picks.params))):
@@ -106,6 +107,8 @@ def best_per_class(rows: pd.DataFrame, variant: str, per_shape: bool = False) ->
     if ok.empty:
         return {}
     op_variant = get_variant(variant)
+    op = get_op(op_variant.op)
+    score, field = op.score, op.score.rsplit("_median", 1)[0]  # gflops_median -> the entry's "gflops"
     classify = shape_class if per_shape else (lambda shape: size_class(op_variant, shape))
     for df in (ok, mine):
         df["size_class"] = [classify(Shape(int(m), int(n), int(k))) for m, n, k in zip(df.m, df.n, df.k)]
@@ -115,10 +118,10 @@ def best_per_class(rows: pd.DataFrame, variant: str, per_shape: bool = False) ->
         scores = {}
         for params, g in group.groupby("params"):
             if len(g) == len(shapes):  # a configuration that failed at any shape of the class is out
-                scores[params] = float(np.exp(np.log(g.gflops_median).mean()))
+                scores[params] = float(np.exp(np.log(g[score]).mean()))
         if scores:
             top = max(scores, key=scores.get)
-            best[str(cls)] = {"params": top, "gflops": scores[top], "shapes": len(shapes), "tried": len(scores)}
+            best[str(cls)] = {"params": top, field: scores[top], "shapes": len(shapes), "tried": len(scores)}
     return best
 
 
@@ -148,7 +151,7 @@ def record(path: Path, device: "DeviceId", variant: str, source_hash: str, best:
                                                                "source_hash": source_hash, "size_class": cls,
                                                                "tuned_at": stamp, "results": str(results), **entry}
            for cls, entry in best.items()}
-    new = {k: e for k, e in new.items() if k not in cache or cache[k]["gflops"] < e["gflops"]}
+    new = {k: e for k, e in new.items() if k not in cache or _score(cache[k]) < _score(e)}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**cache, **new}, indent=2, sort_keys=True) + "\n")
     return new
@@ -216,8 +219,15 @@ def replay(recorded: pd.DataFrame, variant: Variant, strategy: str, budget: int 
     return best_per_class(recorded[recorded.params.isin(tried)], variant.name)
 
 
+def _score(entry: Mapping) -> float:
+    """An entry's score: GFLOP/s (median of samples, geometric mean over its shapes) for GEMM,
+    GB/s for operations that move bytes."""
+    return entry["gflops"] if "gflops" in entry else entry["gbytes_per_s"]
+
+
 def describe(best: Mapping[str, dict]) -> Sequence[str]:
-    return [f"n~{cls}: {e['params']} ({e['gflops']:.0f} GFLOP/s over {e['shapes']} shape(s), {e['tried']} tried)"
+    return [f"n~{cls}: {e['params']} ({_score(e):.0f} {'GFLOP/s' if 'gflops' in e else 'GB/s'} over {e['shapes']} "
+            f"shape(s), {e['tried']} tried)"
             for cls, e in sorted(best.items(), key=lambda kv: (_class_size(kv[0]), kv[0]))]
 
 

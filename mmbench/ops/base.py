@@ -109,6 +109,7 @@ class Operation:
 
     name: str
     rate: str  # the primary rate column of its figures: "gflops_mean" or "gbytes_per_s"
+    score: str  # the column tuning ranks configurations by (a median: robust to one slow sample)
     dims: tuple[str, ...]  # the CSV's shape columns this operation uses
     awkward: str  # size spec of the shapes every variant of it is tested at on the GPU
 

@@ -49,6 +49,7 @@ class _Move(Operation):
 
     dims = ("m", "n")
     rate = "gbytes_per_s"
+    score = "gbytes_per_s"
     awkward = "1,31,33,1x4097,4097x1,33x4097,4097x31,1000x37"
 
     def flops(self, shape: Shape) -> float:
