@@ -212,6 +212,17 @@ _ALL = (
             geometry=MappingProxyType({"tile": ("TILE", "TILE")}),
             constraints=("TILE % ROWS == 0", "TILE * ROWS <= 1024", "4 * TILE * (TILE + PAD) <= 48 * 1024"),
             space=MappingProxyType({"TILE": (16, 32, 64), "ROWS": (1, 2, 4, 8, 16, 32), "PAD": (0, 1)})),
+    # -- Lab 3's matrix multiplications (its naive GPU version is `naive`) ----------------------
+    *(Variant(name=name, backend="cuda", paper="lab3", family="gemm/lab3", label=label, description=description,
+              threads=("32", "8"), geometry=MappingProxyType({"grid": ("k", "m"), "tile": ("8", "32"),
+                                                              "accumulates": "1"}))
+      for name, label, description in (
+          ("matmul_cache", "Cache GPU", "a thread per element of A, walking rows of B and C, atomicAdd into C"),
+          ("matmul_shared_cache", "Shared-Cache-Optimized GPU", "matmul_cache with B's rows staged in shared memory"))),
+    Variant(name="matmul_shared", backend="cuda", paper="lab3", family="gemm/lab3", label="Shared GPU",
+            description="32 x 32 tiles of A and B, one output a thread; PAD = 1 pads A's tile to [32][33]",
+            axes=MappingProxyType({"PAD": (0,)}), threads=("32", "32"),
+            geometry=MappingProxyType({"tile": ("32", "32")}), space=MappingProxyType({"PAD": (0, 1)})),
     Variant(name="numpy_transpose", backend="numpy", op="transpose", paper="lab3", label="numpy (CPU)",
             description="numpy copy of the transposed view, float32 (the CPU baseline)"),
     Variant(name="memcpy", backend="driver", op="copy", paper="lab3", label="GPU memcpy",

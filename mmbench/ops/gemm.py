@@ -40,6 +40,10 @@ GEOMETRY = {
     # shares the tiles' k-iterations out over its blocks, adds partial tiles into C (zeroed
     # first) and takes one more argument, the columns its tiles cover.
     "persistent": "0",
+    # What the grid covers: C ("n", "m": x along n, y along m), or A ("k", "m") for a kernel with a
+    # thread per element of A (Lab 3's cache versions), which adds into C.
+    "grid": ("n", "m"),
+    "accumulates": "0",  # 1: the kernel adds into C (which is zeroed first), whatever its layers
 }
 
 
@@ -96,7 +100,8 @@ def _geometry(variant: Variant, key: str):
 def launch_geometry(variant: Variant, params: Params, shape: Shape) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """(block, grid); grid x runs along n, y along m, z over the layers of split-K."""
     rows, cols = (evaluate(e, params) for e in _geometry(variant, "tile"))
-    return variant.block_dims(params), (math.ceil(shape.n / cols), math.ceil(shape.m / rows),
+    along_x, along_y = (getattr(shape, d) for d in _geometry(variant, "grid"))
+    return variant.block_dims(params), (math.ceil(along_x / cols), math.ceil(along_y / rows),
                                         evaluate(_geometry(variant, "layers"), params))
 
 
@@ -139,7 +144,8 @@ def launches(variant: Variant, params: Params, shape: Shape, sms: int | None = N
 def accumulates(variant: Variant, params: Params) -> bool:
     """Whether the kernel adds into C (which must then be zeroed first)."""
     return (evaluate(_geometry(variant, "layers"), params) > 1
-            or evaluate(_geometry(variant, "persistent"), params) > 0)
+            or evaluate(_geometry(variant, "persistent"), params) > 0
+            or evaluate(_geometry(variant, "accumulates"), params) > 0)
 
 
 def gemm_launcher(gpu, variant: Variant, params: Params, shape: Shape, a, b, c) -> Callable[[], None]:

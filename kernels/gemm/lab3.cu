@@ -1,0 +1,60 @@
+// Lab 3's matrix multiplications beyond the naive one (the naive one is the `naive` variant):
+// C (m x n) = A (m x k) . B (k x n), row-major, any m, n, k.
+//
+// matmul_cache: a thread per element of A, a block of 32 x 8 threads over a 32 x 8 patch of A.
+// Thread (p, i) multiplies A[i][p] into row p of B and adds the products into row i of C,
+// walking both rows from left to right (the cache-friendly order of the lab). Every element of C
+// gets k additions from k threads, so they go through atomicAdd (C is zeroed first); the 32
+// threads of a warp add into the same element of C at once, which serializes them.
+extern "C" __global__ void matmul_cache(const float* __restrict__ a, const float* __restrict__ b, float* c,
+                                        int m, int n, int k)
+{
+    const int p = blockIdx.x * 32 + threadIdx.x, i = blockIdx.y * 8 + threadIdx.y;
+    if (i >= m || p >= k) return;
+    const float x = a[(size_t)i * k + p];
+    const float* brow = b + (size_t)p * n;
+    float* crow = c + (size_t)i * n;
+    for (int j = 0; j < n; ++j) atomicAdd(crow + j, x * brow[j]);
+}
+
+// matmul_shared_cache: matmul_cache with row p of B staged in shared memory, 32 columns at a
+// time, by the block's threads together (the lab shared B only: C would need atomics there too).
+extern "C" __global__ void matmul_shared_cache(const float* __restrict__ a, const float* __restrict__ b, float* c,
+                                               int m, int n, int k)
+{
+    __shared__ float bs[32][33];  // 32 rows of B (one per threadIdx.x) x 32 columns, padded
+    const int p = blockIdx.x * 32 + threadIdx.x, i = blockIdx.y * 8 + threadIdx.y;
+    const float x = (i < m && p < k) ? a[(size_t)i * k + p] : 0.0f;
+    for (int j0 = 0; j0 < n; j0 += 32) {
+        for (int r = threadIdx.y; r < 32; r += 8) {  // rows p0 + r of B, columns j0 .. j0 + 31
+            const int row = blockIdx.x * 32 + r, col = j0 + threadIdx.x;
+            bs[r][threadIdx.x] = (row < k && col < n) ? b[(size_t)row * n + col] : 0.0f;
+        }
+        __syncthreads();
+        if (i < m && p < k)
+            for (int jj = 0; jj < 32 && j0 + jj < n; ++jj) atomicAdd(c + (size_t)i * n + j0 + jj, x * bs[threadIdx.x][jj]);
+        __syncthreads();
+    }
+}
+
+// matmul_shared: 32 x 32 tiles of A and B in shared memory, one output a thread. Thread (x, y)
+// computes C[i0 + x][j0 + y], so a warp reads a column of A's tile in the products: with an
+// unpadded [32][32] tile (PAD = 0) all 32 reads hit one bank, the conflict the lab found; PAD = 1
+// gives the tile 33 columns and removes it (the lab measured the padded version slower).
+extern "C" __global__ void matmul_shared(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
+                                         int m, int n, int k)
+{
+    __shared__ float as[32][32 + PAD];
+    __shared__ float bs[32][32];
+    const int x = threadIdx.x, y = threadIdx.y;
+    const int i = blockIdx.y * 32 + x, j = blockIdx.x * 32 + y;
+    float sum = 0.0f;
+    for (int p0 = 0; p0 < k; p0 += 32) {
+        as[x][y] = (i < m && p0 + y < k) ? a[(size_t)i * k + p0 + y] : 0.0f;
+        bs[x][y] = (p0 + x < k && j < n) ? b[(size_t)(p0 + x) * n + j] : 0.0f;
+        __syncthreads();
+        for (int q = 0; q < 32; ++q) sum += as[x][q] * bs[q][y];
+        __syncthreads();
+    }
+    if (i < m && j < n) c[(size_t)i * n + j] = sum;
+}
