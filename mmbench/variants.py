@@ -219,7 +219,7 @@ _ALL = (
       for name, label, description in (
           ("matmul_cache", "Cache GPU", "a thread per element of A, walking rows of B and C, atomicAdd into C"),
           ("matmul_shared_cache", "Shared-Cache-Optimized GPU", "matmul_cache with B's rows staged in shared memory"))),
-    Variant(name="matmul_shared", backend="cuda", paper="lab3", family="gemm/lab3", label="Shared GPU",
+    Variant(name="matmul_shared", backend="cuda", paper="lab3", family="gemm/lab3_shared", label="Shared GPU",
             description="32 x 32 tiles of A and B, one output a thread; PAD = 1 pads A's tile to [32][33]",
             axes=MappingProxyType({"PAD": (0,)}), threads=("32", "32"),
             geometry=MappingProxyType({"tile": ("32", "32")}), space=MappingProxyType({"PAD": (0, 1)})),

@@ -22,6 +22,8 @@ def compile_points(variant):
     tuning cache holds (used: run builds them), and a seeded sample (the tuner itself compiles
     and verifies whatever it tries, and skips configurations that spill)."""
     space = tuning_space(variant)
+    if not space:  # no tuning space: its default point is all it runs
+        return [(p, True) for p in param_points(variant)]
     if len(space) <= 3:
         return [(p, True) for p in space]
     cached = [parse_params(e["params"]) for e in load_cache(DEFAULT_CACHE).values()

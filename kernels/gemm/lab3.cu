@@ -1,4 +1,5 @@
-// Lab 3's matrix multiplications beyond the naive one (the naive one is the `naive` variant):
+// Lab 3's cache-friendly matrix multiplications (its naive one is the `naive` variant, its shared one
+// matmul_shared in lab3_shared.cu):
 // C (m x n) = A (m x k) . B (k x n), row-major, any m, n, k.
 //
 // matmul_cache: a thread per element of A, a block of 32 x 8 threads over a 32 x 8 patch of A.
@@ -35,26 +36,4 @@ extern "C" __global__ void matmul_shared_cache(const float* __restrict__ a, cons
             for (int jj = 0; jj < 32 && j0 + jj < n; ++jj) atomicAdd(c + (size_t)i * n + j0 + jj, x * bs[threadIdx.x][jj]);
         __syncthreads();
     }
-}
-
-// matmul_shared: 32 x 32 tiles of A and B in shared memory, one output a thread. Thread (x, y)
-// computes C[i0 + x][j0 + y], so a warp reads a column of A's tile in the products: with an
-// unpadded [32][32] tile (PAD = 0) all 32 reads hit one bank, the conflict the lab found; PAD = 1
-// gives the tile 33 columns and removes it (the lab measured the padded version slower).
-extern "C" __global__ void matmul_shared(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
-                                         int m, int n, int k)
-{
-    __shared__ float as[32][32 + PAD];
-    __shared__ float bs[32][32];
-    const int x = threadIdx.x, y = threadIdx.y;
-    const int i = blockIdx.y * 32 + x, j = blockIdx.x * 32 + y;
-    float sum = 0.0f;
-    for (int p0 = 0; p0 < k; p0 += 32) {
-        as[x][y] = (i < m && p0 + y < k) ? a[(size_t)i * k + p0 + y] : 0.0f;
-        bs[x][y] = (p0 + x < k && j < n) ? b[(size_t)(p0 + x) * n + j] : 0.0f;
-        __syncthreads();
-        for (int q = 0; q < 32; ++q) sum += as[x][q] * bs[q][y];
-        __syncthreads();
-    }
-    if (i < m && j < n) c[(size_t)i * n + j] = sum;
 }
