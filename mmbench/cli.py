@@ -189,17 +189,20 @@ def _parse_params(params: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
 
 
 def _print_plan(points: list[Point], skipped: int, output: Path) -> None:
-    groups: dict[str, list[Point]] = {}
+    groups: dict[tuple, list[Point]] = {}
     for p in points:
-        groups.setdefault(f"{p.variant.name} {format_params(p.params)}".strip(), []).append(p)
+        groups.setdefault((p.variant.name, format_params(p.params)), []).append(p)
     table = Table(title=f"plan: {len(points)} points" + (f" ({skipped} already in {output})" if skipped else ""))
-    for col in ("variant", "backend", "cache", "points"):
+    # Parameters fold under the variant and sizes wrap, so the plan fits 80 columns.
+    table.add_column("variant, params", overflow="fold", min_width=16, ratio=2)
+    for col in ("backend", "cache", "points"):
         table.add_column(col, no_wrap=True)
-    table.add_column("sizes")
-    for name, pts in groups.items():
+    table.add_column("sizes", ratio=1)
+    for (name, params), pts in groups.items():
         shapes = [str(p.shape) for p in pts]
         shown = ", ".join(shapes) if len(shapes) <= 6 else f"{', '.join(shapes[:3])}, ..., {', '.join(shapes[-2:])}"
-        table.add_row(name, pts[0].variant.backend, pts[0].cache, str(len(pts)), shown)
+        table.add_row(f"{name}\n{params.replace(',', ' ')}" if params else name, pts[0].variant.backend,
+                      pts[0].cache, str(len(pts)), shown)
     console.print(table)
     console.print(f"output: {output}", soft_wrap=True)
 

@@ -151,7 +151,7 @@ for _name in FIGURES:
 def table(results, out_dir, sizes_spec):
     """Table 1: multicore BLAS vs CUDA-Best GFLOP/s at chosen sizes, with cuBLAS (Markdown and CSV)."""
     from . import analysis
-    from .report import markdown_table
+    from .studies.common import markdown_table
 
     path, df, _, _ = _load(results)
     try:
@@ -175,22 +175,23 @@ def table(results, out_dir, sizes_spec):
 @OUT_OPTION
 def report(config, results, out_dir):
     """Write REPORT.md: every figure, Table 1 beside the paper's, each finding checked."""
-    from .report import write_report
+    from .studies import study
 
     try:
         cfg = load_config(config)
-    except ConfigError as exc:
+        paper = study(cfg.paper)
+    except (ConfigError, ValueError) as exc:
         raise InputError(str(exc)) from None
     path, df, meta, profile_df = _load(results)
     out = _out_dir(path, out_dir)
     figures = {}
-    for name in ("gflops", "roofline", "speedup"):  # the paper's figures, those the data can make
+    for name in paper.FIGURE_FAMILIES:  # the paper's figures that `mmbench plot` draws, those the data can make
         try:
             figures.update(_figures(name, df, meta, profile_df, out, None))
         except InputError as exc:
             console.print(exc.message, soft_wrap=True)
     try:
-        written = write_report(out, df, meta, dict(cfg.reference), figures, profile_df, path)
+        written = paper.write_report(out, df, meta, dict(cfg.reference), figures, profile_df, path)
     except ResultsError as exc:
         raise InputError(str(exc)) from None
     console.print(f"wrote {written}", soft_wrap=True)

@@ -95,7 +95,8 @@ def _sweep(where: str, table: Any) -> SweepConfig:
     params = {}
     for pname, values in raw.items():
         values = values if isinstance(values, list) else [values]
-        params[pname] = tuple(_int(f"{where}.params.{pname}", v, 1) for v in values)
+        # 0 is an off switch (PAD = 0); param_points below says for which variants it may be.
+        params[pname] = tuple(_int(f"{where}.params.{pname}", v, 0) for v in values)
         if not any(pname in v.axes for v in variants):
             raise ConfigError(f"{where}.params.{pname}: no variant of this sweep has that parameter")
     try:

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from mmbench import analysis, plots, report
+from mmbench import analysis, plots
+from mmbench.studies import zosa2017 as report
 from mmbench.cli import main
 from mmbench.results import read_metadata, read_results
 
@@ -267,3 +268,18 @@ def test_default_results_skip_derived_tables(tmp_path, monkeypatch):
     result = invoke("plot", "speedup")
     assert result.exit_code == 0, result.output
     assert "results/zosa-h200-cut/fig5-speedup.png" in result.output
+
+
+def test_lab3_report_from_the_committed_h200_runs(tmp_path):
+    """Lab 3's study: both tables beside the lab's, the bandwidth against memcpy, the claims checked."""
+    runs = Path(__file__).resolve().parent.parent / "results" / "lab3-h200"
+    both = pd.concat([read_results(runs / "tr-sweep.csv"), read_results(runs / "matmul.csv")])
+    both.to_csv(tmp_path / "lab3.csv", index=False)
+    shutil.copy(runs / "matmul.meta.json", tmp_path / "lab3.meta.json")
+    result = invoke("report", "--config", Path(__file__).resolve().parent.parent / "configs" / "lab3-2018.toml",
+                    tmp_path / "lab3.csv")
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "lab3" / "REPORT.md").read_text()
+    assert "| 4096 | 176 | 0.75 | 0.0364 |" in text  # the lab's Naive CPU and memcpy, then our memcpy
+    assert "| Padding A's tile slows the shared matmul |" in text and "**no** | padded time / unpadded time 0.25" in text
+    assert "](fig-transpose-bandwidth.png)" in text and (tmp_path / "lab3" / "fig-matmul-time.png").exists()

@@ -1,4 +1,4 @@
-"""REPORT.md for the Zosa 2017 study: figures, Table 1 beside the paper's, findings checked.
+"""The Zosa 2017 study: REPORT.md with its figures, Table 1 beside the paper's, findings checked.
 
 Each finding of the paper is a function that reads our results and says whether the finding
 still holds on this GPU, with the numbers that decide it.
@@ -6,24 +6,16 @@ still holds on this GPU, with the numbers that decide it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import pandas as pd
 
-from . import analysis
-from .analysis import ONE_OUTPUT
+from .. import analysis
+from ..analysis import ONE_OUTPUT
+from .common import Verdict, markdown_table
 
 TABLE1_SIZES = [256, 512, 768, 1023, 1024, 1025, 2047, 2048, 2049]
-
-
-@dataclass(frozen=True)
-class Verdict:
-    finding: str  # the paper's claim
-    paper: str  # where and what the paper saw
-    holds: str  # "yes", "no" or "partly"
-    evidence: str  # our numbers
 
 
 def needs(*variants: str):
@@ -155,14 +147,7 @@ def table1_side_by_side(df: pd.DataFrame, reference: dict) -> pd.DataFrame:
     return out
 
 
-def markdown_table(df: pd.DataFrame) -> str:
-    def cell(v):
-        return "-" if pd.isna(v) else f"{v:.2f}" if abs(v) < 100 else f"{v:.0f}"
-
-    head = "| " + " | ".join([df.index.name or ""] + list(df.columns)) + " |"
-    rule = "|" + "---|" * (len(df.columns) + 1)
-    rows = ["| " + " | ".join([str(i)] + [cell(v) for v in r]) + " |" for i, r in zip(df.index, df.values)]
-    return "\n".join([head, rule, *rows])
+FIGURE_FAMILIES = ("gflops", "roofline", "speedup")  # drawn by `mmbench plot`, embedded in the report
 
 
 def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],

@@ -1,0 +1,17 @@
+"""Studies: one module per paper, holding what is the paper's (its figures' sizes, its numbers,
+its findings and how to check them) and writing its REPORT.md. A config's `paper` names its study."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from types import ModuleType
+
+STUDIES = {"zosa-gemm-shared-memory-ilp": "zosa2017", "lab3": "lab3"}  # config `paper` -> module
+
+
+def study(paper: str) -> ModuleType:
+    """The study module of a config's `paper`; a clear error names the known ones."""
+    try:
+        return import_module(f".{STUDIES[paper]}", __name__)
+    except KeyError:
+        raise ValueError(f"no study for paper '{paper}'; known: {', '.join(STUDIES)}") from None
