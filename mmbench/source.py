@@ -1,4 +1,4 @@
-"""Kernel sources: read kernels/*.cu, prepend the parameter #defines, compile with nvcc.
+"""Kernel sources: read kernels/<op>/<file>.cu, prepend the parameter #defines, compile with nvcc.
 
 The device path hands ``module_source`` to PyCUDA's SourceModule with ``NVCC_OPTIONS``;
 ``compile_report`` runs nvcc with the very same source text and the command line SourceModule

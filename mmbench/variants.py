@@ -1,7 +1,7 @@
 """The registry: every kernel variant and baseline, one entry each.
 
 A CUDA variant's registry key is also its ``extern "C" __global__`` name in
-``kernels/<family>.cu``; nothing else in Python repeats it.
+``kernels/<family>.cu`` (a family is ``<op>/<file>``); nothing else in Python repeats it.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def evaluate(expression: str, params: Params) -> int:
 def _cuda(name: str, family: str, label: str, description: str, outputs_per_thread: int = 1) -> Variant:
     """A kernel of the paper: a BLOCK x BLOCK thread block, each thread outputs_per_thread^2 outputs."""
     span = "BLOCK" if outputs_per_thread == 1 else f"{outputs_per_thread} * BLOCK"
-    return Variant(name=name, backend="cuda", label=label, description=description, family=family,
+    return Variant(name=name, backend="cuda", label=label, description=description, family=f"gemm/{family}",
                    axes=MappingProxyType({"BLOCK": (32,)}), geometry=MappingProxyType({"tile": (span, span)}),
                    space=MappingProxyType({"BLOCK": (8, 16, 32)}))
 
@@ -151,7 +151,7 @@ _MULTI_DEFAULT = {"BM": (256,), "BN": (128,), "BK": (8,), "WM": (64,), "WN": (64
 
 def _ladder(name: str, label: str, description: str, defaults: dict, space: dict, rules: tuple, threads: str,
             layers: str = "1", strips: str = "0", shared: str = "0", persistent: str = "0") -> Variant:
-    family = "warptile" if name == "pipelined" else name  # pipelined shares warptile.cu's warp tiles
+    family = "gemm/" + ("warptile" if name == "pipelined" else name)  # pipelined shares warptile.cu's warp tiles
     geometry = {"tile": ("BM", "BN"), "k_tile": "BK", "layers": layers, "strips": strips, "persistent": persistent}
     return Variant(name=name, backend="cuda", label=label, description=description, paper="ladder", family=family,
                    axes=MappingProxyType(defaults), threads=(threads,), shared=shared, constraints=rules,

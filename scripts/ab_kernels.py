@@ -1,5 +1,5 @@
 """Versions of a kernel side by side on the GPU, in one process: the tree's kernels/ and each
-folder given (holding its own <family>.cu), at the same parameter points and shapes, with
+folder given (holding its own <family>.cu, e.g. DIR/gemm/dbuf.cu), at the same parameter points and shapes, with
 cuBLAS, in interleaved rounds so that drift of clocks or temperature hits every version alike.
 
 Every point is verified first, at the timed shapes and at CHECK shapes (awkward sizes, run once);

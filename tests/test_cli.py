@@ -43,7 +43,7 @@ def test_list_one_variant_in_full_and_the_wide_table(monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     result = invoke("list", "-v", "dbuf")
     assert result.exit_code == 0
-    assert "kernels/dbuf.cu, entry dbuf, dbuf_row_strip, dbuf_col_strip" in result.output
+    assert "kernels/gemm/dbuf.cu, entry dbuf, dbuf_row_strip, dbuf_col_strip" in result.output
     assert "ORDER = 1  (tuned over 0/1)" in result.output and "constraint: SK == 0 or SPLITK == 1" in result.output
     assert "tuning space: 40640 points" in result.output and "…" not in result.output
     monkeypatch.setenv("COLUMNS", "250")
@@ -255,7 +255,7 @@ def test_metadata_records_the_checkout_commit_and_kernel_hashes(tmp_path, monkey
     assert environment.git_info(repo)["commit"] == head and environment.git_info(repo)["checkout"] == str(repo)
     assert environment.git_info(tmp_path)["commit"] is None
     sources = environment.software_info()["kernel_sources"]
-    assert sources["dbuf.cu"] == source.source_hash(REGISTRY["dbuf"]) and "harness.cu" in sources
+    assert sources["gemm/dbuf.cu"] == source.source_hash(REGISTRY["dbuf"]) and "harness.cu" in sources
 
 
 def test_resume_with_damaged_metadata_is_refused_before_the_file_is_touched(tmp_path):

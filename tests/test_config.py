@@ -46,7 +46,7 @@ GOOD_SWEEP = '[[sweep]]\nname = "s"\nvariants = ["best"]\nsizes = "64"\n'
     ('[[sweep]]\nname = "s"\nvariants = ["best"]\nsizes = "10:5"\n', "sweep[0].sizes: size spec '10:5'"),
     ('[[sweep]]\nname = "s"\nvariants = ["best"]\n', "sweep[0]: missing key 'sizes'"),
     (GOOD_SWEEP + "params = { TILE = [4] }\n", "sweep[0].params.TILE: no variant of this sweep has that parameter"),
-    (GOOD_SWEEP + "params = { BLOCK = [0] }\n", "sweep[0].params.BLOCK: 0 is not an integer >= 1"),
+    (GOOD_SWEEP + "params = { BLOCK = [0] }\n", "sweep[0].params: parameter BLOCK=[0] for 'best': values must be positive integers"),
 ])
 def test_errors_name_the_file_and_key(tmp_path, text, needle):
     with pytest.raises(ConfigError) as err:
@@ -57,3 +57,10 @@ def test_errors_name_the_file_and_key(tmp_path, text, needle):
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="no such config file"):
         load_config(tmp_path / "nope.toml")
+
+
+def test_a_switch_may_be_zero_where_its_variant_allows(tmp_path):
+    path = tmp_path / "x.toml"
+    path.write_text('name = "x"\n[[sweep]]\nname = "s"\nvariants = ["matmul_shared"]\nsizes = "64"\n'
+                    'params = { PAD = [0, 1] }\n')
+    assert load_config(path).sweeps[0].params["PAD"] == (0, 1)
