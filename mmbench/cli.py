@@ -252,13 +252,16 @@ def _summary(csv_path: Path) -> Table:
 @click.option("--cache", type=click.Choice(CACHE_MODES), help="cold: flush L2 before every sample (default); hot: no flush.")
 @click.option("--threads", type=click.IntRange(min=1), help="CPU BLAS threads (default: the library's).")
 @click.option("--seed", type=int, help=f"Seed of the random inputs (default {DEFAULTS['seed']}).")
+@click.option("--cpu-budget", type=click.FloatRange(min=0, min_open=True), default=Settings().cpu_budget_s,
+              show_default=True, metavar="SECONDS",
+              help="Time a compiled naive CPU point may take; one estimated longer is a skipped row.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
               help="Results CSV (metadata goes beside it as .meta.json). Default: results/NAME-TIMESTAMP.csv.")
 @click.option("--resume", is_flag=True, help="Skip points already in --output and append the rest, with the "
               "file's measurement settings (a torn last row is set aside and measured again).")
 @click.option("--dry-run", is_flag=True, help="Print the plan and exit; needs no GPU.")
-def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cache, threads, seed, output, resume,
-        dry_run):
+def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cache, threads, seed, cpu_budget, output,
+        resume, dry_run):
     """Sweep variants over sizes: verify each point, time it, write a row per point.
 
     \b
@@ -279,7 +282,7 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
     previous = _previous_metadata(output, found) if resume else {}
     chosen = {"runs": runs, "warmup": warmup, "cache": cache, "threads": threads, "seed": seed}
     given = {**cfg, **{k: v for k, v in chosen.items() if v is not None}}  # cfg: what the config's [run] sets
-    settings = Settings(**_settings(given, output, previous if resume else None))
+    settings = Settings(**_settings(given, output, previous if resume else None), cpu_budget_s=cpu_budget)
     selections = [_with_tuned(sel, tuning_cache) for sel in selections]
     try:
         points = plan(selections, settings.cache)

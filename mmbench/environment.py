@@ -67,7 +67,7 @@ def kernel_sources() -> dict[str, str]:
     """sha256 (first 16 hex digits) of every kernel source file the package would compile."""
     root = source.kernels_dir()
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()[:16]
-            for p in sorted(root.rglob("*")) if p.suffix in (".cu", ".cuh", ".h")}
+            for p in sorted(root.rglob("*")) if p.suffix in (".cu", ".cuh", ".h", ".c")}
 
 
 def host_memory_available() -> int | None:

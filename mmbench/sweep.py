@@ -9,6 +9,7 @@ sweep goes on.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable, Iterable, Mapping, Sequence
@@ -73,6 +74,9 @@ class Settings:
     clock_sag: float = 0.9  # flag a point whose SM clock fell below this share of the maximum
     # The tuner's rule: a configuration whose registers spill to local memory is not a candidate.
     skip_spills: bool = False
+    # Seconds a compiled naive CPU point may take (all its calls); one estimated to take longer is
+    # a skipped row with the estimate, never a run of hours.
+    cpu_budget_s: float = 120.0
 
     def __post_init__(self):
         if self.cache not in CACHE_MODES:
@@ -224,6 +228,10 @@ class Runner:
         from threadpoolctl import threadpool_info, threadpool_limits
 
         op = point.op
+        if point.variant.backend == "cpu":
+            over = self._over_cpu_budget(point)
+            if over:
+                return _row(point, self.settings, "skipped", over)
         compute, out = op.cpu(point.variant, inputs)
         with threadpool_limits(limits=self.settings.threads, user_api="blas"):
             threads = max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"), default=None)
@@ -235,6 +243,29 @@ class Runner:
             times = time_cpu(compute, self.settings.runs, self.settings.warmup)
         return _row(point, self.settings, "ok", rel_err=check.rel_err, err_bound_ratio=check.err_bound_ratio,
                     threads=threads, **_timing_fields(point, times))
+
+    def _over_cpu_budget(self, point: Point) -> str:
+        """Why a compiled naive CPU point would overrun the time budget ("" when it would not): its
+        time estimated from one call at a smaller shape of the same operation, scaled by the work
+        (flops, else bytes moved). A small shape runs from cache, so the estimate is a lower bound."""
+        op, shape = point.op, point.shape
+        work = lambda s: op.flops(s) or op.min_bytes(s)  # noqa: E731
+        small, d = shape, 1
+        while work(small) > 2e7:
+            d *= 2
+            small = Shape(max(1, shape.m // d), max(1, shape.n // d), max(1, shape.k // d) if shape.k else 0)
+        if small == shape:
+            return ""
+        compute, _ = op.cpu(point.variant, op.make_inputs(small, np.random.default_rng(0)))
+        compute()  # load the library, touch the memory
+        t0 = time.perf_counter()
+        compute()
+        per_call = (time.perf_counter() - t0) * work(shape) / work(small)
+        calls = self.settings.runs + self.settings.warmup + 1  # samples, warm-up, the verified call
+        if per_call * calls <= self.settings.cpu_budget_s:
+            return ""
+        return (f"would take about {per_call * calls:.0f} s ({calls} calls of about {per_call:.1f} s, scaled from "
+                f"one call at {small}), over the CPU time budget of {self.settings.cpu_budget_s:g} s")
 
     def _run_library(self, point: Point, inputs, buffers: DeviceBuffers) -> dict:
         handle = self.libraries.get(point.variant.name)

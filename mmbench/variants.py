@@ -26,7 +26,7 @@ class Variant:
     """One kernel variant or baseline and how to build and launch it."""
 
     name: str
-    backend: str  # "cuda" (a kernel of ours), a GPU library ("cublas", "driver") or a CPU one ("blas", "numpy")
+    backend: str  # "cuda" (a kernel of ours), a GPU library ("cublas", "driver"), or CPU ("blas", "numpy", "cpu")
     label: str  # legend text, as the paper wrote it
     description: str
     paper: str = "zosa2017"
@@ -76,7 +76,7 @@ class Variant:
 
 
 MAX_THREADS_PER_BLOCK = 1024  # every CUDA GPU since compute capability 2.0
-CPU_BACKENDS = ("blas", "numpy")
+CPU_BACKENDS = ("blas", "numpy", "cpu")  # cpu: compiled C loops (kernels/cpu/), single-threaded
 
 
 def _holds(constraint: str, params: Params) -> bool:
@@ -235,6 +235,10 @@ _ALL = (
                                     "ROWS": (1, 2, 4, 8, 16), "PAD": (0, 1)})),
     Variant(name="numpy_transpose", backend="numpy", op="transpose", paper="lab3", label="numpy (CPU)",
             description="numpy copy of the transposed view, float32 (the CPU baseline)"),
+    *(Variant(name=f"cpu_naive_{op_name}", backend="cpu", op=op, paper="lab3", label="Naive CPU",
+              description=f"the lab's naive CPU {what}, single-threaded compiled C (kernels/cpu/naive.c); a size "
+              "that would overrun the CPU time budget is a skipped row with its estimate")
+      for op_name, op, what in (("matmul", "gemm", "ijk triple loop"), ("transpose", "transpose", "double loop"))),
     Variant(name="memcpy", backend="driver", op="copy", paper="lab3", label="GPU memcpy",
             description="cuMemcpyDtoD of the same bytes on the same stream: the copy bandwidth a transpose is held to"),
     Variant(name="blas", backend="blas", label="BLAS (multicore)",
