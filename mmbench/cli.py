@@ -17,7 +17,7 @@ from .config import ConfigError, load_config
 from .ops import get_op
 from . import cli_figures
 from .cli_common import InputError, RunFailed, _int_list, _results_arg, _split, console
-from .results import (COLUMNS, LEGACY_COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, add_op_column, history,
+from .results import (TUNING_DIR, COLUMNS, LEGACY_COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, add_op_column, history, run_csv,
                       latest_results, read_metadata, read_results, recorded_settings, scan, set_aside_torn,
                       status_counts, torn_message, update_metadata, write_metadata)
 from .sizes import FORMS, Shape, SizeSpecError
@@ -256,7 +256,7 @@ def _summary(csv_path: Path) -> Table:
               show_default=True, metavar="SECONDS",
               help="Time a compiled naive CPU point may take; one estimated longer is a skipped row.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
-              help="Results CSV (metadata goes beside it as .meta.json). Default: results/NAME-TIMESTAMP.csv.")
+              help="Results CSV (metadata goes beside it as .meta.json). Default: results/NAME-TIMESTAMP/NAME-TIMESTAMP.csv.")
 @click.option("--resume", is_flag=True, help="Skip points already in --output and append the rest, with the "
               "file's measurement settings (a torn last row is set aside and measured again).")
 @click.option("--dry-run", is_flag=True, help="Print the plan and exit; needs no GPU.")
@@ -274,7 +274,7 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
     if resume and output is None:
         raise InputError("--resume needs --output naming the CSV to continue")
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    output = output or Path("results") / f"{name}-{stamp}.csv"
+    output = output or run_csv(f"{name}-{stamp}")
     _check_output(output)
     found = _resumable(output) if resume else None
     if not resume and output.exists() and output.stat().st_size > 0:
@@ -475,7 +475,7 @@ def _utc_now() -> str:
 @click.option("--cache", type=click.Choice(CACHE_MODES), default="cold", show_default=True)
 @click.option("--jobs", type=click.IntRange(min=1), default=8, show_default=True, help="Parallel nvcc processes.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
-              help="Tuning CSV: one row per configuration and shape (default results/tune-VARIANT-TIMESTAMP.csv).")
+              help="Tuning CSV: one row per configuration and shape (default results/tuning/tune-VARIANT-TIMESTAMP/tune-VARIANT-TIMESTAMP.csv).")
 @click.option("--tuning-cache", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
 @click.option("--dry-run", is_flag=True, help="Print the space and the configurations to try; needs no GPU.")
 @click.option("--replay", type=click.Path(dir_okay=False, path_type=Path),
@@ -520,7 +520,7 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     settings = Settings(runs=runs, warmup=warmup, cache=cache, seed=seed, skip_spills=True)
     points = [Point(variant, p, s, cache) for s in shapes for p in configs]
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    output = output or Path("results") / f"tune-{variant.name}-{stamp}.csv"
+    output = output or run_csv(f"tune-{variant.name}-{stamp}", TUNING_DIR)
     if dry_run:
         for p in configs[:20]:
             console.print(f"  {format_params(p)}", soft_wrap=True)

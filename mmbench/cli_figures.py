@@ -17,7 +17,8 @@ COMMANDS = ("plot", "table", "report")  # registered on the main group by cli.py
 
 RESULTS_ARG = click.argument("results", required=False, type=click.Path(dir_okay=False, path_type=Path))
 OUT_OPTION = click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-                          help="Folder for the files (default: beside RESULTS, in a folder named after it).")
+                          help="Folder for the files (default: RESULTS's own folder, results/X/ for results/X/X.csv; else a folder "
+                               "named after it beside it).")
 
 
 def _load(results: Path | None):
@@ -42,7 +43,9 @@ def _load(results: Path | None):
 
 
 def _out_dir(path: Path, out_dir: Path | None) -> Path:
-    return out_dir or path.with_suffix("")
+    from .results import figure_dir
+
+    return out_dir or figure_dir(path)
 
 
 def _save(fig_fn, out_dir: Path, stem: str) -> list[Path]:

@@ -52,6 +52,19 @@ class ResultsError(ValueError):
 
 
 RESULTS_DIR = Path("results")
+TUNING_DIR = RESULTS_DIR / "tuning"
+
+
+def run_csv(name: str, root: Path = RESULTS_DIR) -> Path:
+    """Where a run named NAME writes by default: its own folder, ``root/NAME/NAME.csv``, so its
+    metadata, figures and report end up together."""
+    return root / name / f"{name}.csv"
+
+
+def figure_dir(csv_path: Path) -> Path:
+    """Where the figures and reports of a results CSV go: its own folder when it has one
+    (``results/X/X.csv`` -> ``results/X/``), else a folder named after it beside it."""
+    return csv_path.parent if csv_path.parent.name == csv_path.stem else csv_path.with_suffix("")
 
 
 def metadata_path(csv_path: Path) -> Path:

@@ -25,7 +25,7 @@ from .sizes import Shape
 from .ops import get_op
 from .variants import Params, Variant, format_params, get_variant, param_points, parse_params, tuning_space
 
-DEFAULT_CACHE = Path("results") / "tuning-cache.json"
+DEFAULT_CACHE = Path("configs") / "tuning-cache.json"  # an input of every run, beside the configs
 STRATEGIES = ("brute", "random")
 
 

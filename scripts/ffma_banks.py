@@ -8,7 +8,7 @@ mod 2), and an operand that the previous instruction marked .reuse comes from th
 cache instead of the register file. An FFMA that needs three register-file reads from one bank
 cannot read them in one cycle.
 A global load that the compiler sinks to the end of a k-loop has only the last products left to
-hide its latency behind (dbuf lost 6 % that way, results/dbuf-order).
+hide its latency behind (dbuf lost 6 % that way, results/tuning/dbuf-order).
     usage: python3 scripts/ffma_banks.py KERNEL.sass
 """
 

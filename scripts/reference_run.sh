@@ -2,13 +2,14 @@
 # The zosa2017 reference run on the GPU machine, in one call (see README "Reference results"):
 # GPU tests and the smoke run, a compile warm-up, the timed config run, the device ceilings,
 # Nsight Compute profiles of a few points, and ncu's gpu__time_duration for the n = 63
-# CUDA-Best launch. Usage: bash scripts/reference_run.sh TAG   (writes results/zosa2017-TAG.*)
+# CUDA-Best launch. Usage: bash scripts/reference_run.sh TAG   (writes results/zosa2017-TAG/)
 set -uo pipefail
 tag=${1:?usage: reference_run.sh TAG (e.g. h200)}
 OUT=${OUT:-/tmp/mmbench-out}
 source .device/setup.sh > /dev/null
 export PYTHONUNBUFFERED=1 COLUMNS=120
-csv=results/zosa2017-$tag.csv
+csv=results/zosa2017-$tag/zosa2017-$tag.csv
+mkdir -p "results/zosa2017-$tag"
 OUT=/tmp/check SMOKE_DIR=/tmp bash scripts/device_check.sh > "$OUT/device-check.txt" 2>&1
 tail -4 "$OUT/device-check.txt"
 # Compile every kernel once so the timed run below measures a warm compile cache.

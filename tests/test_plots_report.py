@@ -272,7 +272,7 @@ def test_default_results_skip_derived_tables(tmp_path, monkeypatch):
 
 def test_lab3_report_from_the_committed_h200_runs(tmp_path):
     """Lab 3's study: both tables beside the lab's, the bandwidth against memcpy, the claims checked."""
-    runs = Path(__file__).resolve().parent.parent / "results" / "lab3-h200"
+    runs = Path(__file__).resolve().parent.parent / "results" / "tuning" / "lab3-h200"
     both = pd.concat([read_results(runs / "tr-sweep.csv"), read_results(runs / "matmul.csv")])
     both.to_csv(tmp_path / "lab3.csv", index=False)
     shutil.copy(runs / "matmul.meta.json", tmp_path / "lab3.meta.json")

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from mmbench.results import (COLUMNS, KEY, CsvSink, ResultsError, done_keys, history, join_samples, latest_results,
@@ -248,3 +250,13 @@ def test_a_killed_resumed_run_counts_from_its_last_start():
             "invocations": [{"started_at": "2026-11-20T10:00:00+00:00", "finished_at": "2026-11-20T11:00:00+00:00"},
                             {"started_at": "2026-11-22T09:00:00+00:00"}]}
     assert finished_at(meta).isoformat() == "2026-11-22T09:00:00+00:00"
+
+
+def test_a_run_writes_into_its_own_folder_and_draws_there():
+    from mmbench.results import figure_dir, run_csv
+
+    csv = run_csv("zosa2017-h100")
+    assert csv == Path("results/zosa2017-h100/zosa2017-h100.csv") and figure_dir(csv) == csv.parent
+    assert run_csv("tune-dbuf-1", Path("results/tuning")) == Path("results/tuning/tune-dbuf-1/tune-dbuf-1.csv")
+    assert figure_dir(Path("results/tuning/dbuf-h200j/compare.csv")) == Path("results/tuning/dbuf-h200j/compare")
+    assert figure_dir(Path("r.csv")) == Path("r")

@@ -13,7 +13,8 @@ from mmbench.results import read_results
 from mmbench.sizes import Shape
 from mmbench.variants import REGISTRY, format_params, param_points, parse_params, tuning_space
 
-RECORDED = Path(__file__).resolve().parent.parent / "results" / "tune-pipelined-h200.csv"
+REPO = Path(__file__).resolve().parent.parent
+RECORDED = REPO / "results" / "tuning" / "pipelined-h200" / "tune.csv"
 PIPELINED = REGISTRY["pipelined"]
 H200 = tune.DeviceId("NVIDIA H200", "sm_90", 132)
 H100 = tune.DeviceId("NVIDIA H100 80GB HBM3", "sm_90", 132)
@@ -253,5 +254,5 @@ def test_tune_candidates_narrow_the_search(tmp_path):
 
 
 def test_every_committed_cache_entry_names_its_gpu_architecture_and_sm_count():
-    cache = tune.load_cache(RECORDED.parent / "tuning-cache.json")
+    cache = tune.load_cache(REPO / "configs" / "tuning-cache.json")
     assert cache and all(e["arch"].startswith("sm_") and e["sm_count"] > 0 for e in cache.values())

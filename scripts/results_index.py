@@ -1,0 +1,161 @@
+"""Write the indexes of results/: results/README.md (reference runs and checks) and
+results/tuning/README.md (every tuning session, oldest first), from what the folders hold:
+each folder's README.md or REPORT.md title, and the metadata beside each CSV (GPU, date, commit).
+The cache column counts the entries of configs/tuning-cache.json that name a CSV of the folder.
+tests/test_results_index.py fails when a committed index differs from what this writes, so a
+new folder comes with its index line.
+    usage: python3 scripts/results_index.py [--check]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import pandas as pd  # noqa: E402
+
+from mmbench.results import ResultsError, finished_at, metadata_path, read_metadata, read_results  # noqa: E402
+
+RESULTS = Path("results")
+GROUPS = ("checks", "tuning")  # folders of folders; every other folder under results/ is a reference run
+CACHE = Path("configs") / "tuning-cache.json"
+DERIVED = ("table1.csv",)  # tables drawn from a run, not runs
+
+
+def title(folder: Path) -> str:
+    for name in ("README.md", "REPORT.md"):
+        path = REPO / folder / name
+        if path.exists():
+            first = path.read_text().splitlines()[0]
+            return first.lstrip("# ").strip().replace("|", "/")
+    return "(no README.md)"
+
+
+def runs(folder: Path) -> list[Path]:
+    """The results CSVs of a folder and its subfolders: those with metadata beside them."""
+    return sorted(p.relative_to(REPO) for p in (REPO / folder).rglob("*.csv")
+                  if p.name not in DERIVED and metadata_path(p).exists())
+
+
+def summary(folder: Path, cache_counts: Counter) -> dict:
+    found = []  # (finished, gpu, commit, rows, ok) per CSV
+    for csv in runs(folder):
+        meta = read_metadata(REPO / csv)
+        gpu = meta.get("gpu")
+        try:
+            df = read_results(REPO / csv)
+        except ResultsError:
+            continue
+        # a file whose metadata lacks times still has each row's own
+        end = finished_at(meta) or (pd.to_datetime(df.finished_at, utc=True).max() if len(df) else None)
+        found.append((end.isoformat() if end is not None else "", gpu.get("name") if isinstance(gpu, dict) else None,
+                      ((meta.get("git") or {}).get("commit") or "")[:7], len(df), int((df.status == "ok").sum())))
+    found.sort()
+    known = [f[0][:10] for f in found if f[0]]
+    span = "?" if not known else known[0] if known[0] == known[-1] else f"{known[0]} to {known[-1]}"
+    commits = list(dict.fromkeys(f[2] for f in found if f[2]))
+    cache = sum(n for path, n in cache_counts.items() if Path(path).is_relative_to(folder))
+    return {"gpu": ", ".join(sorted({f[1] for f in found if f[1]})) or "?", "dates": span,
+            "first": next((f[0] for f in found if f[0]), ""), "commits": ", ".join(commits) or "?", "csvs": len(found),
+            "rows": f"{sum(f[4] for f in found)} / {sum(f[3] for f in found)}", "cache": cache}
+
+
+def cache_sources() -> Counter:
+    """How many tuning-cache entries name each CSV."""
+    path = REPO / CACHE
+    entries = json.loads(path.read_text()) if path.exists() else {}
+    return Counter(e.get("results") for e in entries.values() if isinstance(e, dict) and e.get("results"))
+
+
+def table(folders: list[Path], base: Path, cache_counts: Counter, with_cache: bool) -> list[str]:
+    head = ["folder", "what", "GPU", "finished", "commits", "CSVs", "rows ok / all"] + (["cache entries"] if with_cache else [])
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join([" --- "] * 2 + [" --- "] * 3 + [" ---: "] * (len(head) - 5)) + "|"]
+    for folder in folders:
+        s = summary(folder, cache_counts)
+        cells = [f"[{folder.relative_to(base)}/]({folder.relative_to(base)}/)", title(folder), s["gpu"], s["dates"],
+                 s["commits"], str(s["csvs"]), s["rows"]] + ([str(s["cache"])] if with_cache else [])
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def subfolders(folder: Path) -> list[Path]:
+    return sorted(p.relative_to(REPO) for p in (REPO / folder).iterdir() if p.is_dir())
+
+
+def top_index(cache_counts: Counter) -> str:
+    reference = [p for p in subfolders(RESULTS) if p.name not in GROUPS]
+    return "\n".join([
+        "# Results",
+        "",
+        "One folder per run or session. In each: the results CSVs with their metadata beside them",
+        "(`X.csv` and `X.meta.json`: GPU, driver and library versions, settings, git commit and the",
+        "commands that wrote it), the figures drawn from them, and a README.md or REPORT.md saying what",
+        "they show. This index is written by `python3 scripts/results_index.py` from those files; a test",
+        "fails when it is out of date. The tuning cache that `mmbench run` reads is",
+        "[configs/tuning-cache.json](../configs/tuning-cache.json), beside the configs.",
+        "",
+        "## Reference runs: one per study and GPU",
+        "",
+        "`mmbench run --config configs/STUDY.toml -o results/STUDY-GPU/STUDY-GPU.csv`, then `mmbench",
+        "report --config configs/STUDY.toml results/STUDY-GPU/STUDY-GPU.csv` (figures and REPORT.md go",
+        "into the same folder).",
+        "",
+        *table(reference, RESULTS, cache_counts, with_cache=False),
+        "",
+        "## Checks: one question each",
+        "",
+        *table(subfolders(RESULTS / "checks"), RESULTS, cache_counts, with_cache=False),
+        "",
+        "## Tuning history",
+        "",
+        f"Every tuning session, oldest first, with the cache entries each one gave: [tuning/README.md](tuning/README.md)"
+        f" ({len(subfolders(RESULTS / 'tuning'))} folders).",
+        "",
+    ])
+
+
+def tuning_index(cache_counts: Counter) -> str:
+    folders = sorted(subfolders(RESULTS / "tuning"), key=lambda f: (summary(f, cache_counts)["first"], f.name))
+    named = sum(cache_counts.values())
+    return "\n".join([
+        "# Tuning history",
+        "",
+        "Every session that tuned a kernel or tried a change to one, oldest first. A folder holds the",
+        "`mmbench tune` runs of one GPU session (each CSV has one row per configuration and shape, with",
+        "its metadata beside it), the comparisons with the vendor library that followed, and a README.md",
+        "with the commands, what was chosen and why. `cache entries` counts the entries of",
+        f"[configs/tuning-cache.json](../../configs/tuning-cache.json) that came from the folder ({named} of",
+        f"{len(json.loads((REPO / CACHE).read_text()))} entries name their CSV). Written by `python3 scripts/results_index.py`.",
+        "",
+        *table(folders, RESULTS / "tuning", cache_counts, with_cache=True),
+        "",
+    ])
+
+
+def indexes() -> dict[Path, str]:
+    counts = cache_sources()
+    return {RESULTS / "README.md": top_index(counts), RESULTS / "tuning" / "README.md": tuning_index(counts)}
+
+
+def main(argv: list[str]) -> int:
+    stale = []
+    for path, text in indexes().items():
+        if "--check" in argv:
+            if not (REPO / path).exists() or (REPO / path).read_text() != text:
+                stale.append(str(path))
+        else:
+            (REPO / path).write_text(text)
+            print(f"wrote {path}")
+    if stale:
+        print(f"out of date: {', '.join(stale)}; run python3 scripts/results_index.py")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
