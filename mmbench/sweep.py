@@ -318,6 +318,8 @@ class Runner:
 
     def _record_kernel(self, variant: Variant, params: Params, fn) -> None:
         key = f"{variant.name}[{format_params(params)}]"
+        if variant.source_dir:  # another version of the kernel file (scripts/ab_kernels.py): its own entry
+            key += f"@{source.source_hash(variant)}"
         if key in self.kernels:
             return
         entry = {"source": source.source_path(variant).name, "source_hash": source.source_hash(variant),

@@ -1,11 +1,13 @@
 """Versions of a kernel side by side on the GPU, in one process: the tree's kernels/ and each
-folder given (holding its own <family>.cu, e.g. DIR/gemm/dbuf.cu), at the same parameter points and shapes, with
-cuBLAS, in interleaved rounds so that drift of clocks or temperature hits every version alike.
+folder given (holding its own <op>/<family>.cu, e.g. DIR/gemm/dbuf.cu), at the same parameter
+points and shapes, with cuBLAS, in interleaved rounds so that drift of clocks or temperature hits
+every version alike. Every point is verified first, at the timed shapes and at CHECK shapes
+(awkward sizes, run once); then timed.
 
-Every point is verified first, at the timed shapes and at CHECK shapes (awkward sizes, run once);
-then timed. Writes every row to OUT/ab.csv (with `source` and `round`) and prints median TFLOP/s
-over the rounds and the ratio to cuBLAS.
-
+Each version and round is an ordinary results file written by mmbench's own workflow
+(mmbench/runs.py: rows whole as they finish, metadata with the GPU, software and kernels):
+OUT/ab/SOURCE-check.csv and OUT/ab/SOURCE-rR.csv, SOURCE being `tree`, each folder's name and
+`cublas`. Prints median TFLOP/s over the rounds and the ratio to cuBLAS.
     python3 scripts/ab_kernels.py -v dbuf -s 4096,2048 -p "BK=16,...,WNITER=2" exp/a exp/b
 """
 
@@ -19,11 +21,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from mmbench import environment, source
-from mmbench.results import write_metadata
+from mmbench import runs
+from mmbench.results import read_results
 from mmbench.sizes import parse_sizes
-from mmbench.sweep import Point, Runner, Settings
-from mmbench.variants import get_variant, parse_params
+from mmbench.sweep import Point, Settings
+from mmbench.variants import format_params, get_variant, parse_params
 
 CHECK = "1,7,31,65,129,2049,1000x37x2049,37x1000x65,260x132x4100"
 
@@ -36,7 +38,8 @@ def main() -> None:
     ap.add_argument("--check", default=CHECK, help=f"shapes verified once (default {CHECK})")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("-o", "--output", default=os.path.join(os.environ.get("OUT", "."), "ab.csv"))
+    ap.add_argument("-o", "--output", type=Path, default=Path(os.environ.get("OUT", ".")) / "ab",
+                    help="folder for the results files (default $OUT/ab)")
     ap.add_argument("folders", nargs="*", type=Path)
     args = ap.parse_args()
 
@@ -44,47 +47,57 @@ def main() -> None:
     sources = {"tree": base} | {f.name: dataclasses.replace(base, source_dir=f.resolve()) for f in args.folders}
     points = [parse_params(p) for p in args.params]
     cublas = get_variant("cublas")
-    rows: list[dict] = []
+    sizes, checks = parse_sizes(args.sizes), parse_sizes(args.check)
+    args.output.mkdir(parents=True, exist_ok=True)
+    about = {"name": "ab", "ab": {"variant": base.name, "sources": {n: str(v.source_dir or "kernels/") for n, v in sources.items()},
+                                  "points": [format_params(p) for p in points], "rounds": args.rounds}}
 
-    def collect(tag: dict):
-        def on_row(row: dict) -> None:
-            rows.append({**row, **tag})
-            print(f"{tag}: {row['variant']} {row['m']}x{row['n']}x{row['k']} {row['status']} "
-                  f"{row.get('gflops_median', float('nan')) / 1000:.2f} {row['reason']}", flush=True)
-        return on_row
+    def say(text: str) -> None:
+        print(text, flush=True)
 
-    # One runner (one GPU context, one cuBLAS handle): first the checks, run once, then the timing.
-    runner = Runner(Settings(runs=1, warmup=0), [Point(cublas, (), parse_sizes("1")[0], "cold")])
-    gpu = runner.gpu
-    kernels = {}  # source -> its compiled points' registers, shared memory, spills
-    for name, v in sources.items():
-        gpu.precompile(v, points, jobs=16)
-        for i, p in enumerate(points, 1):
-            runner.run([Point(v, p, s, "cold") for s in parse_sizes(args.check)],
-                       collect({"source": name, "point": i, "round": -1}))
-        kernels[name], runner.kernels = runner.kernels, {}
-    runner.settings = Settings(runs=args.runs)
-    for r in range(args.rounds):
-        for s in parse_sizes(args.sizes):  # one shape at a time: its inputs and reference are shared
-            order = [({"source": "cublas", "point": 0, "round": r}, Point(cublas, (), s, "cold"))]
-            order += [({"source": name, "point": i, "round": r}, Point(v, p, s, "cold"))
-                      for name, v in sources.items() for i, p in enumerate(points, 1)]
-            seq = order if r % 2 == 0 else order[::-1]
-            tags = iter(tag for tag, _ in seq)
-            runner.run([p for _, p in seq], lambda row: collect(next(tags))(row))
-    runner.close()
+    def show(row: dict) -> None:
+        say(f"{row['variant']} {row['params']} {row['m']}x{row['n']}x{row['k']} {row['status']} "
+            f"{(row.get('gflops_median') or float('nan')) / 1000:.2f} {row['reason']}")
 
-    df = pd.DataFrame(rows)
-    df.to_csv(args.output, index=False)
-    write_metadata(Path(args.output), {"command": sys.argv, "sources": {n: source.source_hash(v) for n, v in sources.items()},
-                                       "settings": {"runs": args.runs, "rounds": args.rounds, "cache": "cold"},
-                                       "kernels": kernels, **environment.collect(gpu)})
+    # One runner (one GPU context, one cuBLAS handle) shared by every file.
+    check_settings, timed = Settings(runs=1, warmup=0), Settings(runs=args.runs)
+    runner = runs.open_runner(check_settings, [Point(cublas, (), checks[0], "cold")])
+    sessions: dict[str, runs.Session] = {}
+
+    def session(name: str, settings: Settings) -> runs.Session:
+        if name not in sessions:
+            sessions[name] = runs.Session(args.output / f"{name}.csv", settings, about, sys.argv, runner,
+                                          points_planned=0, say=say)
+        return sessions[name]
+
+    try:
+        for name, v in sources.items():
+            runner.gpu.precompile(v, points, jobs=16)
+            session(f"{name}-check", check_settings).run([Point(v, p, s, "cold") for p in points for s in checks], show)
+        for r in range(args.rounds):
+            for s in sizes:  # one shape at a time across versions; the order flips every round
+                order = [("cublas", [Point(cublas, (), s, "cold")])]
+                order += [(name, [Point(v, p, s, "cold") for p in points]) for name, v in sources.items()]
+                for name, pts in order if r % 2 == 0 else order[::-1]:
+                    session(f"{name}-r{r}", timed).run(pts, show)
+    finally:
+        runner.close()
+        for s in sessions.values():
+            s.finish("finished")
+
+    frames = []
+    for name, s in sessions.items():
+        df = read_results(s.output)
+        source, _, tail = name.rpartition("-")
+        frames.append(df.assign(source=source, round=-1 if tail == "check" else int(tail[1:])))
+    df = pd.concat(frames, ignore_index=True)
     for i, p in enumerate(args.params, 1):
         print(f"#{i}: {p}")
     bad = df[df.status != "ok"]
-    print("not ok:", "none" if bad.empty else "\n" + bad[["source", "point", "m", "n", "k", "status", "reason"]]
+    print("not ok:", "none" if bad.empty else "\n" + bad[["source", "params", "m", "n", "k", "status", "reason"]]
           .to_string(index=False))
     t = df[(df["round"] >= 0) & (df.status == "ok")].copy()
+    t["point"] = t.params.map(lambda text: next((i for i, p in enumerate(points, 1) if format_params(p) == text), 0))
     t["shape"] = t.m.astype(str) + "x" + t.n.astype(str) + "x" + t.k.astype(str)
     t["tflops"] = t.gflops_median / 1000
     table = t.pivot_table(index=["source", "point"], columns="shape", values="tflops", aggfunc="median")
@@ -93,6 +106,7 @@ def main() -> None:
     print("median TFLOP/s over rounds\n" + table.round(2).to_string())
     print("spread between rounds (TFLOP/s)\n" + spread.round(2).to_string())
     print("% of cuBLAS\n" + (100 * table / table.loc[("cublas", 0)]).round(1).to_string())
+    print(f"results: {args.output}/")
 
 
 if __name__ == "__main__":

@@ -7,12 +7,12 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from .cli_common import InputError, _results_arg, console
-from .config import ConfigError, load_config
-from .results import ResultsError, read_results
-from .sizes import SizeSpecError, parse_sizes
+from .common import InputError, _results_arg, console
+from ..config import ConfigError, load_config
+from ..results import ResultsError, read_results
+from ..sizes import SizeSpecError, parse_sizes
 
-COMMANDS = ("plot", "table", "report")  # registered on the main group by cli.py
+COMMANDS = ("plot", "table", "report")  # registered on the main group by cli/__init__.py
 
 
 RESULTS_ARG = click.argument("results", required=False, type=click.Path(dir_okay=False, path_type=Path))
@@ -26,8 +26,8 @@ def _load(results: Path | None):
     row is left out and said so in one line."""
     import pandas as pd
 
-    from .profile import profile_path
-    from .results import read_metadata
+    from ..profile import profile_path
+    from ..results import read_metadata
 
     path = _results_arg(results)
     try:
@@ -43,13 +43,13 @@ def _load(results: Path | None):
 
 
 def _out_dir(path: Path, out_dir: Path | None) -> Path:
-    from .results import figure_dir
+    from ..results import figure_dir
 
     return out_dir or figure_dir(path)
 
 
 def _save(fig_fn, out_dir: Path, stem: str) -> list[Path]:
-    from . import plots
+    from .. import plots
 
     paths = plots.save(fig_fn(), out_dir, stem)
     for p in paths:
@@ -68,7 +68,7 @@ FIGURES = {  # name -> (file stem, what it draws); `mmbench plot NAME` and the r
 def _figures(name: str, df, meta, profile_df, out_dir: Path, size: int | None) -> dict[str, Path]:
     """Draw one figure family; returns {stem: png path}. A figure the data cannot make is left
     out with one line saying what it lacks; when none can be made, that line is the error."""
-    from . import analysis, plots
+    from .. import analysis, plots
 
     if name == "gflops":
         makers = [lambda: plots.fig_block_sizes(df, meta), lambda: plots.fig_gflops(df, meta)]
@@ -109,7 +109,7 @@ def _holdings(df) -> str:
 
 def _print_targets(df) -> None:
     """The distance-to-cuBLAS ratios: at 4096, at 2049, geometric mean over the paper's sizes >= 512."""
-    from . import analysis
+    from .. import analysis
 
     try:
         summary = analysis.target_summary(analysis.percent_of(df), [s.n for s in parse_sizes("512:2049")])
@@ -153,8 +153,8 @@ for _name in FIGURES:
               help="Rows of the table (a size spec).")
 def table(results, out_dir, sizes_spec):
     """Table 1: multicore BLAS vs CUDA-Best GFLOP/s at chosen sizes, with cuBLAS (Markdown and CSV)."""
-    from . import analysis
-    from .studies.common import markdown_table
+    from .. import analysis
+    from ..studies.common import markdown_table
 
     path, df, _, _ = _load(results)
     try:
@@ -178,7 +178,7 @@ def table(results, out_dir, sizes_spec):
 @OUT_OPTION
 def report(config, results, out_dir):
     """Write REPORT.md: every figure, Table 1 beside the paper's, each finding checked."""
-    from .studies import study
+    from ..studies import study
 
     try:
         cfg = load_config(config)

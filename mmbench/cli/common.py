@@ -7,8 +7,9 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from .results import ResultsError, latest_results
+from ..results import ResultsError, latest_results
 
+ARGV = ["mmbench"]  # this invocation's command line as typed, set by the group, kept in the metadata
 console = Console(markup=False, highlight=False)  # messages hold brackets such as .[cuda]
 
 

@@ -1,0 +1,52 @@
+"""The command line: Click commands that parse and validate, then call the modules that do the
+work (runs.py for running and tuning, studies/ and plots.py for pictures). One module per family
+of commands: listing, running (run, tune), gpu (info, ceilings, profile), figures (plot, table,
+report)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..runs import RunAborted, RunRefused
+from .common import ARGV, InputError, RunFailed
+
+
+class OneLineErrors(click.Group):
+    """Click's own usage errors (an unknown option, a value outside its choices or range) as one
+    line naming the bad value, exit 2, like mmbench's own InputError, without the usage text; the
+    workflow's refusals exit 2 and its aborts exit 1, the same way."""
+
+    def main(self, args=None, *rest, **kwargs):
+        ARGV[:] = ["mmbench", *(sys.argv[1:] if args is None else args)]  # as typed, for the metadata
+        return super().main(args, *rest, **kwargs)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # a bare command shows its help
+                raise
+            raise InputError(" ".join(exc.format_message().split())) from None
+        except RunRefused as exc:
+            raise InputError(str(exc)) from None
+        except RunAborted as exc:
+            raise RunFailed(str(exc)) from None
+
+
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="mmbench")
+def main():
+    """mmbench: sweep, time, verify and plot GPU matrix kernels."""
+
+
+def _register() -> None:
+    from . import figures, gpu, listing, running
+
+    for module in (listing, running, gpu, figures):
+        for name in module.COMMANDS:
+            main.add_command(getattr(module, name))
+
+
+_register()

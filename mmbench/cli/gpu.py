@@ -1,0 +1,163 @@
+"""Commands that need the GPU for facts, not sweeps: `mmbench info`, `mmbench ceilings`,
+`mmbench profile`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from .. import ceilings as ceilings_mod
+from .. import environment
+from ..ops import get_op
+from ..results import ResultsError, latest_results, update_metadata
+from ..runs import DEFAULTS
+from ..sizes import SizeSpecError
+from ..sweep import plan
+from ..variants import VariantError, get_variant
+from .common import InputError, RunFailed, _results_arg, _split, console
+from .running import _selections
+
+COMMANDS = ("info", "ceilings", "profile")
+
+
+@click.command()
+def info():
+    """Print the device, its limits and the software versions (works without a GPU)."""
+    from ..device import GpuUnavailable, open_gpu
+
+    facts = environment.collect()
+    try:
+        gpu = open_gpu()
+        facts["gpu"] = environment.gpu_info(gpu)
+    except GpuUnavailable as exc:
+        facts["gpu"] = None
+        gpu_note = f"none: {exc}. Kernels still compile with nvcc; CPU BLAS runs; plots work."
+    facts["ceilings"] = ceilings_mod.cached_for(facts["gpu"]) if facts["gpu"] else None
+    _print_info(facts, gpu_note=None if facts["gpu"] else gpu_note)
+
+
+def _peaks(tflops: float | None, gbytes: float) -> str:
+    return f"FP32 {tflops:.1f} TFLOP/s, DRAM {gbytes:.0f} GB/s" if tflops else f"DRAM {gbytes:.0f} GB/s"
+
+
+def _open_gpu_or_fail():
+    from ..device import GpuUnavailable, open_gpu
+
+    try:
+        return open_gpu()
+    except GpuUnavailable as exc:
+        raise RunFailed(f"cannot open the GPU: {exc}") from None
+
+
+@click.command()
+@click.option("--results", type=click.Path(dir_okay=False, path_type=Path),
+              help="Results CSV whose metadata records the ceilings (default: the newest under results/, if any).")
+def ceilings(results):
+    """Measure the FP32 FMA peak and the DRAM copy bandwidth of the GPU, next to its datasheet."""
+    gpu = _open_gpu_or_fail()
+    measured = ceilings_mod.measure(gpu, environment.gpu_info(gpu))
+    cache = ceilings_mod.save_cached(measured)
+    sheet = measured["datasheet"]
+    table = Table(title=f"ceilings of {measured['gpu']}")
+    for col in ("", "measured", "datasheet", "measured / datasheet"):
+        table.add_column(col, justify="right")
+    table.add_row("FP32 TFLOP/s", f"{measured['fp32_fma_tflops']:.1f}", f"{sheet['fp32_tflops']:.1f}",
+                  f"{measured['fp32_fma_tflops'] / sheet['fp32_tflops']:.1%}")
+    table.add_row("DRAM GB/s", f"{measured['dram_copy_gbytes_per_s']:.0f}", f"{sheet['dram_gbytes_per_s']:.0f}",
+                  f"{measured['dram_copy_gbytes_per_s'] / sheet['dram_gbytes_per_s']:.1%}")
+    console.print(table)
+    console.print(f"kept for this device in {cache}", soft_wrap=True)
+    try:
+        target = results or latest_results()
+    except ResultsError:
+        return
+    update_metadata(target, ceilings=measured)
+    console.print(f"recorded in {target.with_suffix('.meta.json')}", soft_wrap=True)
+
+
+@click.command()
+@click.option("--config", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Experiment whose series are profiled.")
+@click.option("--points", "points_spec", default="256,1024,2048", show_default=True, metavar="SPEC",
+              help="Sizes to profile (a size spec, as for run --sizes).")
+@click.option("--variant", "-v", "variants", multiple=True, help="Only these variants (default: every GPU series).")
+@click.option("--results", type=click.Path(dir_okay=False, path_type=Path),
+              help="Results CSV the profile belongs to; written beside it as .profile.csv (default: the newest).")
+def profile(config, points_spec, variants, results):
+    """Run Nsight Compute on chosen points: DRAM bytes and FP32 operations for the roofline."""
+    from ..profile import ProfileError, profile_path, profile_points
+
+    _, selections, cfg = _selections((), None, None, (), config)
+    try:
+        shapes = {(op.name, shape) for op in {get_op(v.op) for sel in selections for v in sel.variants}
+                  for shape in op.parse_sizes(points_spec)}
+    except SizeSpecError as exc:
+        raise InputError(str(exc)) from None
+    wanted = set(_split(variants))
+    for name in wanted:
+        try:
+            get_variant(name)
+        except VariantError as exc:
+            raise InputError(str(exc)) from None
+    cache = cfg.get("cache", DEFAULTS["cache"])
+    points = [p for p in plan(selections, cache) if p.variant.on_gpu and (p.variant.op, p.shape) in shapes
+              and (not wanted or p.variant.name in wanted)]
+    if not points:
+        raise InputError(f"no GPU point of {config} matches --points {points_spec}"
+                         + (f" and --variant {','.join(sorted(wanted))}" if wanted else ""))
+    target = _results_arg(results)
+    try:
+        df = profile_points(points)
+    except ProfileError as exc:
+        raise RunFailed(str(exc)) from None
+    out = profile_path(target)
+    df.to_csv(out, index=False)
+    table = Table(title=f"Nsight Compute: {len(df)} points")
+    for col in ("variant", "params", "size", "DRAM MB", "FP32 GFLOP", "intensity FLOP/B", "kernel us"):
+        table.add_column(col, justify="left" if col in ("variant", "params") else "right")
+    for r in df.itertuples():
+        table.add_row(r.variant, r.params, str(r.n) if r.m == r.n == r.k else f"{r.m}x{r.n}x{r.k}",
+                      f"{(r.dram_bytes_read + r.dram_bytes_write) / 1e6:.1f}", f"{r.fp32_flops / 1e9:.2f}",
+                      f"{r.dram_intensity:.1f}", f"{r.gpu_time_ns / 1e3:.1f}")
+    console.print(table)
+    console.print(f"profile: {out}", soft_wrap=True)
+
+
+def _print_info(facts: dict, gpu_note: str | None) -> None:
+    table = Table(title="mmbench info", show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    if facts["gpu"]:
+        g = facts["gpu"]
+        table.add_row("GPU", f"{g['name']} ({g.get('uuid') or g['pci_bus_id']})")
+        table.add_row("compute capability", f"{g['compute_capability']} ({g['arch']}), {g['sm_count']} SMs")
+        table.add_row("memory / L2", f"{g['memory_bytes'] / 2**30:.1f} GiB / {g['l2_bytes'] / 2**20:.0f} MiB")
+        table.add_row("limits per block", f"{g['max_threads_per_block']} threads, {g['max_shared_per_block']} B shared "
+                      f"({g['max_shared_per_block_optin']} B opt-in)")
+        table.add_row("SM clock max", f"{g.get('sm_clock_max_mhz')} MHz")
+        table.add_row("driver", f"{g.get('driver_version')} (CUDA {g['driver_cuda_version']})")
+        table.add_row("pycuda", f"{g['pycuda']} (built for CUDA {g['pycuda_built_for_cuda']})")
+        sheet = ceilings_mod.datasheet(g)
+        table.add_row("datasheet peaks", _peaks(sheet["fp32_tflops"], sheet["dram_gbytes_per_s"]))
+        c = facts.get("ceilings")
+        table.add_row("measured ceilings", _peaks(c["fp32_fma_tflops"], c["dram_copy_gbytes_per_s"]) +
+                      f" ({c['measured_at']})" if c else "not measured here yet: run `mmbench ceilings`")
+    else:
+        table.add_row("GPU", "none (see below)")
+    sw = facts["software"]
+    table.add_row("nvcc", f"{sw['nvcc'] or 'not found'} (options: {' '.join(sw['nvcc_options'])})")
+    for pkg, ver in sw["packages"].items():
+        if ver or pkg in ("pycuda", "nvidia-ml-py"):
+            table.add_row(pkg, ver or "not installed")
+    for b in sw["blas"]:
+        table.add_row("BLAS", f"{b['internal_api']} {b['version']}, {b['num_threads']} threads")
+    host = facts["host"]
+    table.add_row("host", f"{host['cpu']}, {host['cpu_count']} CPUs, Python {host['python']}")
+    table.add_row("git", f"{facts['git'].get('commit') or 'unknown'}" + (" (dirty)" if facts["git"].get("dirty") else ""))
+    console.print(table)
+    if not facts["gpu"]:
+        console.print(f"GPU: {gpu_note}", soft_wrap=True)
+        console.print("To run kernels: on a machine with an NVIDIA GPU and the CUDA toolkit, "
+                      "pip install '.[cuda,cublas]'", soft_wrap=True)

@@ -1,0 +1,344 @@
+"""`mmbench run` and `mmbench tune`: options in, a plan out, the workflow of runs.py in between,
+a summary printed at the end."""
+
+from __future__ import annotations
+
+import datetime as dt
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from .. import runs as workflow  # not "runs": the commands have a --runs option
+from ..config import ConfigError, load_config
+from ..ops import get_op
+from ..results import TUNING_DIR, ResultsError, read_results, run_csv, torn_message
+from ..sizes import FORMS, Shape, SizeSpecError
+from ..sweep import Point, Selection, Settings, plan
+from ..timing import CACHE_MODES
+from ..tune import DEFAULT_CACHE
+from ..variants import REGISTRY, VariantError, format_params, get_variant, tuning_space
+from .common import ARGV, InputError, RunFailed, _int_list, _split, console
+
+COMMANDS = ("run", "tune")
+PAPER_SWEEP = "63:2049"
+DEFAULTS = workflow.DEFAULTS
+
+
+def say(text: str) -> None:
+    console.print(text, soft_wrap=True)
+
+
+@contextmanager
+def progress_bar(total: int):
+    """Yields the on_row callback of a sweep: a progress line that appears with the first row, so
+    a run refused before it starts prints its one error line only."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console, transient=False)
+    task = None
+
+    def on_row(row: dict) -> None:
+        nonlocal task
+        if task is None:
+            progress.start()
+            task = progress.add_task("sweeping", total=total)
+        progress.update(task, advance=1, description=f"{row['variant']} {row['params']} {row['m']}x{row['n']}x{row['k']}")
+
+    try:
+        yield on_row
+    finally:
+        progress.stop()
+
+
+def _execute(points, settings, output, about, *, prepare=None, strict=True, resume=False, previous=None):
+    """workflow.execute with a progress bar, then the summary; exit 1 when interrupted, or (strict)
+    when a point was wrong or failed (the tuner expects some to fail)."""
+    with progress_bar(len(points)) as on_row:
+        outcome = workflow.execute(points, settings, output, about, list(ARGV), prepare=prepare, resume=resume,
+                               previous=previous, on_row=on_row, say=say)
+    console.print(_summary(output))
+    say(f"results: {output}  (metadata: {output.with_suffix('.meta.json')})")
+    if outcome.state == "interrupted":
+        raise RunFailed(f"interrupted: the {sum(outcome.counts.values())} finished points are in {output}; "
+                        f"rerun with --output {output} --resume to continue")
+    if outcome.failures and strict:
+        raise RunFailed(", ".join(f"{n} point(s) {s}" for s, n in outcome.failures.items())
+                        + f"; see the reason column of {output}")
+    return outcome
+
+
+def _selections(variants, sizes, blocks, params, config) -> tuple[str, list[Selection], dict]:
+    """(run name, selections, settings from the config) from the options or the config file."""
+    if config:
+        if variants or sizes or blocks or params:
+            raise InputError("--config sets variants, sizes and parameters; do not combine it with "
+                             "--variant, --sizes, --block or --params")
+        try:
+            cfg = load_config(config)
+        except ConfigError as exc:
+            raise InputError(str(exc)) from None
+        settings = {k: getattr(cfg, k) for k in cfg.run_keys}  # only what it sets: a resume takes the rest
+        return cfg.name, [s.selection() for s in cfg.sweeps], settings
+    names = _split(variants)
+    if variants and not names:
+        raise InputError(f"--variant '{','.join(variants)}' names no variant; choose from: {', '.join(REGISTRY)}")
+    try:
+        chosen = tuple(dict.fromkeys(get_variant(n) for n in names or ["best"]))
+    except VariantError as exc:
+        raise InputError(str(exc)) from None
+    spec = PAPER_SWEEP if sizes is None else sizes
+    try:
+        for op in dict.fromkeys(get_op(v.op) for v in chosen):  # each operation reads the spec as its shapes
+            op.parse_sizes(spec)
+    except SizeSpecError as exc:
+        raise InputError(str(exc)) from None
+    overrides = _parse_params(params)
+    if blocks is not None:
+        overrides["BLOCK"] = _int_list("--block", blocks)
+    known = {axis for v in chosen for axis in v.axes}
+    for name in overrides:
+        if name not in known:
+            raise InputError(f"parameter '{name}' belongs to none of {', '.join(v.name for v in chosen)}; "
+                             f"their parameters: {', '.join(sorted(known)) or 'none'}")
+    return "run", [Selection(chosen, spec, overrides)], {}
+
+
+def _parse_params(params: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+    """--params "BM=128,BK=8/16" -> {"BM": (128,), "BK": (8, 16)}."""
+    out = {}
+    if params and not _split(params):
+        raise InputError(f"--params '{','.join(params)}': expected NAME=V[/V...] pairs, e.g. BM=128,BK=8/16")
+    for item in _split(params):
+        name, eq, values = item.partition("=")
+        if not eq or not name.strip():
+            raise InputError(f"--params '{item}': expected NAME=V[/V...] pairs, e.g. BM=128,BK=8/16")
+        out[name.strip()] = _int_list(f"--params {name}", values.replace("/", ","), minimum=0)  # flags may be 0
+    return out
+
+
+def _print_plan(points: list[Point], skipped: int, output: Path) -> None:
+    groups: dict[tuple, list[Point]] = {}
+    for p in points:
+        groups.setdefault((p.variant.name, format_params(p.params)), []).append(p)
+    table = Table(title=f"plan: {len(points)} points" + (f" ({skipped} already in {output})" if skipped else ""))
+    # Parameters fold under the variant and sizes wrap, so the plan fits 80 columns.
+    table.add_column("variant, params", overflow="fold", min_width=16, ratio=2)
+    for col in ("backend", "cache", "points"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("sizes", ratio=1)
+    for (name, params), pts in groups.items():
+        shapes = [str(p.shape) for p in pts]
+        shown = ", ".join(shapes) if len(shapes) <= 6 else f"{', '.join(shapes[:3])}, ..., {', '.join(shapes[-2:])}"
+        table.add_row(f"{name}\n{params.replace(',', ' ')}" if params else name, pts[0].variant.backend,
+                      pts[0].cache, str(len(pts)), shown)
+    console.print(table)
+    console.print(f"output: {output}", soft_wrap=True)
+
+
+def _summary(csv_path: Path) -> Table:
+    """Per series: points ok and not, the median and peak of its operation's rate (GFLOP/s for
+    GEMM, GB/s for a transpose), where the peak was, and the median cv."""
+    df = read_results(csv_path)
+    table = Table(title=f"summary of {csv_path}")
+    # A series' parameters go under its name and fold, so the table fits 80 columns.
+    table.add_column("variant, params", overflow="fold", min_width=16, ratio=1)
+    for col in ("ok", "not ok", "median", "peak", "at size", "cv\nmedian"):
+        table.add_column(col, justify="right", overflow="fold")
+    for (op_name, variant, params), g in df.groupby(["op", "variant", "params"], sort=False):
+        op = get_op(op_name)
+        unit = "GFLOP/s" if op.rate.startswith("gflops") else "GB/s"
+        name = f"{variant}\n{params.replace(',', ' ')}" if params else variant
+        ok = g[(g.status == "ok") & g[op.rate].notna()]
+        bad = g[g.status != "ok"].status.value_counts()
+        not_ok = ", ".join(f"{n} {s}" for s, n in bad.items()) or "0"
+        if ok.empty:
+            table.add_row(name, "0", not_ok, "-", "-", "-", "-")
+            continue
+        peak = ok.loc[ok[op.rate].idxmax()]
+        size = str(Shape(int(peak.m), int(peak.n), int(peak.k)))
+        table.add_row(name, str(len(ok)), not_ok, f"{ok[op.rate].median():.1f}\n{unit}", f"{peak[op.rate]:.1f}\n{unit}",
+                      size, f"{ok.cv.median():.3f}")
+    return table
+
+
+@click.command()
+@click.option("--variant", "-v", "variants", multiple=True, metavar="NAME[,NAME...]",
+              help="Variant(s) to run; repeat or comma-separate. Default: best. See `mmbench list`.")
+@click.option("--sizes", "-s", metavar="SPEC",
+              help=f"Sizes to sweep (default {PAPER_SWEEP}, the paper's 189 sizes). Forms: {FORMS}. "
+                   "A:B is every n in [A, B] within 1 of a multiple of 32; e.g. 256,512  64:4096:+64  "
+                   "512:8192:x2  1000x37x2049 (M x N x K).")
+@click.option("--block", "blocks", metavar="B[,B...]", help="Block sizes to sweep (the BLOCK parameter), e.g. 8,16,32.")
+@click.option("--params", "params", multiple=True, metavar="K=V[/V],...",
+              help="Set kernel parameters, e.g. BM=128,BK=8/16 (a/b sweeps both); overrides the tuning cache.")
+@click.option("--tuning-cache", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_CACHE,
+              show_default=True, help="Tuned parameters, used for variants whose parameters are not set.")
+@click.option("--config", type=click.Path(dir_okay=False, path_type=Path),
+              help="Run a whole experiment from configs/*.toml (its sweeps and settings).")
+@click.option("--runs", type=click.IntRange(min=1), help="Timed samples per point (default 10).")
+@click.option("--warmup", type=click.IntRange(min=0), help="Untimed launches before the samples (default 3).")
+@click.option("--cache", type=click.Choice(CACHE_MODES), help="cold: flush L2 before every sample (default); hot: no flush.")
+@click.option("--threads", type=click.IntRange(min=1), help="CPU BLAS threads (default: the library's).")
+@click.option("--seed", type=int, help=f"Seed of the random inputs (default {DEFAULTS['seed']}).")
+@click.option("--cpu-budget", type=click.FloatRange(min=0, min_open=True), default=Settings().cpu_budget_s,
+              show_default=True, metavar="SECONDS",
+              help="Time a compiled naive CPU point may take; one estimated longer is a skipped row.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              help="Results CSV (metadata goes beside it as .meta.json). Default: results/NAME-TIMESTAMP/NAME-TIMESTAMP.csv.")
+@click.option("--resume", is_flag=True, help="Skip points already in --output and append the rest, with the "
+              "file's measurement settings (a torn last row is set aside and measured again).")
+@click.option("--dry-run", is_flag=True, help="Print the plan and exit; needs no GPU.")
+def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cache, threads, seed, cpu_budget, output,
+        resume, dry_run):
+    """Sweep variants over sizes: verify each point, time it, write a row per point.
+
+    \b
+    Examples:
+      mmbench run --variant best --sizes 63:2049
+      mmbench run -v best,shared,cublas --sizes 256,512,1024 --block 8,16,32
+      mmbench run --config configs/zosa2017.toml
+    """
+    name, selections, cfg = _selections(variants, sizes, blocks, params, config)
+    if resume and output is None:
+        raise InputError("--resume needs --output naming the CSV to continue")
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    output = output or run_csv(f"{name}-{stamp}")
+    workflow.check_output(output)
+    found = workflow.resumable(output) if resume else None
+    if not resume and output.exists() and output.stat().st_size > 0:
+        raise InputError(f"{output} already exists; pass --resume to continue it or choose another --output")
+    previous = workflow.previous_metadata(output, found, say) if resume else {}
+    chosen = {"runs": runs, "warmup": warmup, "cache": cache, "threads": threads, "seed": seed}
+    given = {**cfg, **{k: v for k, v in chosen.items() if v is not None}}  # cfg: what the config's [run] sets
+    settings = Settings(**workflow.resolve_settings(given, output, previous if resume else None), cpu_budget_s=cpu_budget)
+    selections = [workflow.with_tuned(sel, tuning_cache, say) for sel in selections]
+    try:
+        points = plan(selections, settings.cache)
+    except VariantError as exc:  # a parameter value outside its domain
+        raise InputError(str(exc)) from None
+    workflow.check_buildable(points)
+    done = found.keys if found else set()
+    todo = [p for p in points if p.key not in done]
+    if found and found.torn:
+        console.print(torn_message(output, found.torn, "it will be set aside and its point measured again"
+                                   if not dry_run and todo else "left in place (nothing is run now)"), soft_wrap=True)
+    if dry_run:
+        _print_plan(todo, len(points) - len(todo), output)
+        return
+    if not todo:
+        console.print(f"nothing to do: all {len(points)} points are already in {output}", soft_wrap=True)
+        return
+    _execute(todo, settings, output, {"name": name, "config": str(config) if config else None}, previous=previous,
+             resume=resume)
+
+
+@click.command()
+@click.option("--variant", "-v", "variant_name", required=True, help="The variant to tune (one with a tuning space).")
+@click.option("--sizes", "-s", "sizes_spec", default="1024,2048,4096", show_default=True, metavar="SPEC",
+              help="Shapes to tune at; the best configuration is kept per size class (nearest power of two).")
+@click.option("--strategy", type=click.Choice(["brute", "random"]), default="random", show_default=True)
+@click.option("--budget", type=click.IntRange(min=1), help="Configurations to try (random; the defaults count).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random strategy.")
+@click.option("--runs", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True)
+@click.option("--cache", type=click.Choice(CACHE_MODES), default="cold", show_default=True)
+@click.option("--jobs", type=click.IntRange(min=1), default=8, show_default=True, help="Parallel nvcc processes.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              help="Tuning CSV: one row per configuration and shape (default results/tuning/tune-VARIANT-TIMESTAMP/tune-VARIANT-TIMESTAMP.csv).")
+@click.option("--tuning-cache", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
+@click.option("--dry-run", is_flag=True, help="Print the space and the configurations to try; needs no GPU.")
+@click.option("--replay", type=click.Path(dir_okay=False, path_type=Path),
+              help="No GPU: run the strategy against a recorded tuning CSV and fill the cache from it.")
+@click.option("--params", "pinned_text", metavar="K=V[/V],...", help="Pin parameters; search only the rest.")
+@click.option("--per-shape", is_flag=True,
+              help="Keep the best configuration of every shape, not of every size class; run uses it at that exact shape.")
+@click.option("--candidates", "candidates_from", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Search only configurations among the --top fastest at some shape of this tuning CSV (repeatable).")
+@click.option("--top", type=click.IntRange(min=1), default=4, show_default=True,
+              help="With --candidates: how many of the fastest per recorded shape.")
+def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, jobs, output, tuning_cache, dry_run,
+         replay, pinned_text, per_shape, candidates_from, top):
+    """Search a variant's parameter space: compile, verify and time every configuration tried,
+    record each as a row, and keep the best per size class (or per shape) in the tuning cache."""
+    from .. import source
+    from ..tune import TuneError, candidates, choose, describe
+
+    try:
+        variant = get_variant(variant_name)
+        shapes = tuple(get_op(variant.op).parse_sizes(sizes_spec))
+        pinned = _parse_params((pinned_text,) if pinned_text is not None else ())
+        narrowed = None
+        if candidates_from:
+            import pandas as pd
+
+            recorded = pd.concat([read_results(p) for p in candidates_from])
+            narrowed = candidates(recorded, variant, top)
+            if not narrowed:
+                raise TuneError(f"no verified configuration of {variant.name} in {', '.join(map(str, candidates_from))}")
+        configs = choose(variant, strategy, budget, seed, narrowed, pinned=pinned)
+    except (VariantError, SizeSpecError, TuneError, ResultsError) as exc:
+        raise InputError(str(exc)) from None
+    if replay:
+        _replay(variant, replay, strategy, budget, seed, tuning_cache)
+        return
+    if pinned_text:
+        console.print(f"pinned: {pinned_text}", soft_wrap=True)
+    space = len(tuning_space(variant))
+    console.print(f"{variant.name}: {space} configurations satisfy its constraints; trying {len(configs)} "
+                  f"({strategy}) at {len(shapes)} shape(s)", soft_wrap=True)
+    settings = Settings(runs=runs, warmup=warmup, cache=cache, seed=seed, skip_spills=True)
+    points = [Point(variant, p, s, cache) for s in shapes for p in configs]
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    output = output or run_csv(f"tune-{variant.name}-{stamp}", TUNING_DIR)
+    if dry_run:
+        for p in configs[:20]:
+            console.print(f"  {format_params(p)}", soft_wrap=True)
+        if len(configs) > 20:
+            console.print(f"  ... and {len(configs) - 20} more", soft_wrap=True)
+        console.print(f"output: {output}", soft_wrap=True)
+        return
+    workflow.check_output(output)
+    if output.exists() and output.stat().st_size > 0:
+        raise InputError(f"{output} already exists; choose another --output")
+    about = {"name": f"tune-{variant.name}", "tuning": {"variant": variant.name, "strategy": strategy, "budget": budget,
+                                                         "seed": seed, "space": space, "tried": len(configs),
+                                                         "per_shape": per_shape,
+                                                         "candidates": [str(p) for p in candidates_from], "top": top}}
+    _execute(points, settings, output, about, prepare=lambda r: r.gpu.precompile(variant, configs, jobs), strict=False)
+    best, device = workflow.record_tuning(output, variant, per_shape, tuning_cache)
+    for line in describe(best):
+        say(f"best {line}")
+    say(f"tuning cache: {tuning_cache} ({device.name}, {variant.name} source {source.source_hash(variant)})")
+
+
+def _replay(variant, recorded: Path, strategy: str, budget: int | None, seed: int, cache_path: Path) -> None:
+    from .. import source
+    from ..results import read_metadata
+    from ..tune import describe, record, recorded_source
+    from ..tune import replay as replay_strategy
+
+    try:
+        rows = read_results(recorded)
+    except ResultsError as exc:
+        raise InputError(str(exc)) from None
+    try:
+        device, measured_hash = recorded_source(read_metadata(recorded), variant.name)
+    except ResultsError as exc:
+        raise InputError(str(exc)) from None
+    current = source.source_hash(variant)
+    if not device or not measured_hash:
+        raise InputError(f"{recorded}: its metadata names no GPU or no {variant.name} kernel source hash")
+    if measured_hash != current:
+        raise InputError(f"{recorded} measured {variant.name} source {measured_hash}, but the kernel is now {current}: "
+                         f"its results would be stale; tune again")
+    best = replay_strategy(rows, variant, strategy, budget, seed)
+    if not best:
+        raise RunFailed(f"{recorded} has no configuration of {variant.name} verified at every shape of a class")
+    record(cache_path, device, variant.name, current, best, recorded)
+    for line in describe(best):
+        console.print(f"best {line}", soft_wrap=True)
+    console.print(f"tuning cache: {cache_path} ({device.name}, {variant.name} source {current}, replayed from {recorded})",
+                  soft_wrap=True)

@@ -1,0 +1,263 @@
+"""Run points into a results CSV with its metadata: the workflow that `mmbench run`, `mmbench tune`
+and the scripts share.
+
+No Click here. A refusal before anything is touched is ``RunRefused`` (the CLI exits 2 with its
+one line), a run that cannot go on is ``RunAborted`` (exit 1); messages go to a ``say`` callable.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Sequence
+
+from . import ceilings, environment
+from .results import (COLUMNS, LEGACY_COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, add_op_column, history,
+                      read_metadata, recorded_settings, scan, set_aside_torn, status_counts, write_metadata)
+from .sweep import Point, Runner, Selection, Settings
+from .variants import format_params
+
+DEFAULTS = {k: getattr(Settings(), k) for k in MEASUREMENT_SETTINGS}  # what a run measures with unless told
+Say = Callable[[str], None]
+
+
+class RunRefused(ValueError):
+    """Bad input found before anything was touched: one line naming the value and the choices."""
+
+
+class RunAborted(RuntimeError):
+    """The run could not start or go on (no GPU, interrupted)."""
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+# -- before anything runs ----------------------------------------------------------------------------
+def check_output(output: Path) -> None:
+    """Refuse an output that cannot be written, before anything runs or is touched."""
+    if output.is_dir():
+        raise RunRefused(f"--output {output} is a folder; name a CSV file")
+    if output.suffix != ".csv":
+        raise RunRefused(f"--output {output}: a results file ends in .csv")
+    ancestor = output.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise RunRefused(f"--output {output}: {ancestor} is not a folder")
+    target = output if output.exists() else ancestor
+    if not os.access(target, os.W_OK):  # root passes this anywhere; opening the file later says the rest
+        raise RunRefused(f"--output {output} cannot be written: no write permission in {target}")
+
+
+def resumable(output: Path):
+    """The file to continue, checked row by row (nothing is changed here); None when it is new."""
+    if not output.exists() or output.stat().st_size == 0:
+        return None
+    try:
+        found = scan(output)
+    except ResultsError as exc:
+        raise RunRefused(f"{output} cannot be resumed: {exc}") from None
+    if found.header not in (COLUMNS, LEGACY_COLUMNS):
+        missing = [c for c in COLUMNS if c not in found.header]
+        raise RunRefused(f"{output} cannot be resumed: its columns are not those this mmbench writes"
+                         + (f" (missing {', '.join(missing)})" if missing else ""))
+    return found
+
+
+def previous_metadata(output: Path, found, say: Say) -> dict:
+    """The metadata of the file to continue, checked now (before anything is touched); a file
+    without it is continued with the settings its rows show, and a warning says so."""
+    try:
+        previous = read_metadata(output)
+    except ResultsError as exc:
+        raise RunRefused(f"{output} cannot be resumed: {exc}") from None
+    if found and not previous:
+        say(f"warning: {output.with_suffix('.meta.json')} is missing: runs, warmup and cache are taken "
+            f"from the rows; threads and seed are this run's")
+    return previous
+
+
+def resolve_settings(given: dict, output: Path, previous: dict | None) -> dict:
+    """The run's measurement settings: those given (options or config), else on a resume
+    (previous: the file's metadata) the file's, else the defaults. A resume that asks for other
+    settings than the file has is refused: one file, one way of measuring."""
+    recorded = {}
+    if previous is not None:
+        try:
+            recorded = recorded_settings(output, previous)
+        except ResultsError as exc:
+            raise RunRefused(str(exc)) from None
+    clash = {k: (recorded[k], v) for k, v in given.items() if k in recorded and recorded[k] != v}
+    if clash:
+        then = ", ".join(f"{k}={a}" for k, (a, _) in clash.items())
+        now = ", ".join(f"{k}={b}" for k, (_, b) in clash.items())
+        raise RunRefused(f"{output} was measured with {then}; this resume asks for {now}: one file holds one way of "
+                         f"measuring, so resume with the file's settings (leave them out) or choose another --output")
+    return {**DEFAULTS, **{k: v for k, v in recorded.items() if k in DEFAULTS}, **given}
+
+
+def check_buildable(points: Sequence[Point]) -> None:
+    """Refuse a plan with a point no GPU can run (a broken constraint, too many threads a block):
+    known from the registry alone, so it is said before anything runs, dry runs included."""
+    for p in points:
+        problem = p.variant.problem(p.params)
+        if problem:
+            raise RunRefused(f"{p.variant.name} {format_params(p.params)}: {problem}")
+
+
+def with_tuned(sel: Selection, cache_path: Path, say: Say) -> Selection:
+    """Give each tunable variant whose parameters the user did not set its tuned parameters
+    for this GPU and kernel source (or, where this GPU has none, those of a GPU of the same
+    architecture and SM count), and say which."""
+    from . import source
+    from .device import device_identity
+    from .tune import TuneError, load_cache, lookup
+
+    tunable = [v for v in sel.variants if v.space and len(v.space) > 1 and not set(v.axes) & set(sel.overrides)]
+    if not tunable:
+        return sel
+    try:
+        cache = load_cache(cache_path)
+    except TuneError as exc:
+        raise RunRefused(str(exc)) from None
+    device = device_identity()
+    tuned = {}
+    for v in tunable:
+        found = ({shape: lookup(cache, device, v, source.source_hash(v), shape) for shape in sel.shapes(v)}
+                 if device else {})
+        found = {shape: t for shape, t in found.items() if t}
+        if found:
+            tuned.update({(v.name, shape): t.params for shape, t in found.items()})
+            kinds = sorted({format_params(t.params) for t in found.values()})
+            lender = next(iter(found.values()))
+            whose = (f"for {device.name}" if not lender.borrowed else
+                     f"of {lender.device}: {device.name} has no entry, and {lender.device} has the same "
+                     f"architecture ({device.arch}) and SM count ({device.sm_count})")
+            say(f"{v.name}: tuned parameters from {cache_path} {whose}: {'; '.join(kinds)}")
+        elif any(e.get("variant") == v.name for e in cache.values()):
+            say(f"{v.name}: the tuning cache has no entry for this GPU ({device or 'none found'}), nor for "
+                f"one of its architecture and SM count, with this kernel source; using defaults (run `mmbench tune`)")
+    return replace(sel, tuned={**sel.tuned, **tuned})
+
+
+# -- running -----------------------------------------------------------------------------------------
+def open_runner(settings: Settings, points: Sequence[Point]) -> Runner:
+    try:
+        return Runner(settings, points)
+    except Exception as exc:  # GpuUnavailable and the like: nothing can run
+        raise RunAborted(f"cannot open the GPU: {exc}") from None
+
+
+class Session:
+    """One results CSV being written from a runner: rows go in whole as they finish, and the
+    metadata (settings, GPU, software, kernels, every invocation) is kept current, so a crash
+    loses nothing. On resume, a torn last row is set aside first and the history is kept."""
+
+    def __init__(self, output: Path, settings: Settings, about: dict, command: list[str], runner: Runner, *,
+                 points_planned: int, resume: bool = False, previous: dict | None = None, say: Say = print):
+        previous = previous or {}
+        self.output, self.settings, self.runner, self.counts = output, settings, runner, {}
+        self.earlier = history(previous)
+        then, now = (previous.get("gpu") or {}).get("name"), runner.gpu.facts.name if runner.gpu else None
+        if then and now and then != now:
+            raise RunRefused(f"{output} was measured on {then}; this GPU is {now}: one file, one GPU, so choose "
+                             f"another --output")
+        notices = []
+        try:
+            if resume and output.exists():
+                notices = [n for n in (set_aside_torn(output, scan(output)), add_op_column(output, scan(output))) if n]
+            for notice in notices:
+                say(notice)
+            self.sink = CsvSink(output)
+        except ResultsError as exc:
+            raise RunRefused(str(exc)) from None
+        started_at = utc_now()
+        self.invocation = {"command": command, "started_at": started_at, "resumed": resume,
+                           "repaired": "; ".join(notices) or None, "points_planned": points_planned}
+        self.facts = environment.collect(runner.gpu)
+        first_start = (self.earlier[0].get("started_at") if self.earlier else None) or started_at
+        self.meta = {**about, "settings": {**settings.__dict__}, "started_at": first_start, **runner.library_meta(),
+                     **self.facts, "ceilings": ceilings.cached_for(self.facts["gpu"]) or previous.get("ceilings")}
+        self.kernels = dict(previous.get("kernels") or {})
+        self.started = time.perf_counter()
+        self._save("running")
+
+    def _save(self, state: str, **more) -> None:
+        self.invocation.update(state=state, git=self.facts["git"], **more)
+        write_metadata(self.output, {**self.meta, "state": state, "finished_at": self.invocation.get("finished_at"),
+                                     "status_counts": status_counts(self.output),
+                                     "kernels": {**self.kernels, **self.runner.kernels},
+                                     "invocations": [*self.earlier, self.invocation]})
+
+    def run(self, points: Sequence[Point], on_row: Callable[[dict], None] | None = None) -> None:
+        def write(row: dict) -> None:
+            self.sink.write(row)
+            self.counts[row["status"]] = self.counts.get(row["status"], 0) + 1
+            if on_row:
+                on_row(row)
+
+        self.runner.settings = self.settings  # sessions may share a runner, each with its own settings
+        self.runner.run(points, write)
+
+    def finish(self, state: str) -> None:
+        self.sink.close()
+        self._save(state, finished_at=utc_now(), wall_s=round(time.perf_counter() - self.started, 2),
+                   status_counts=self.counts)
+
+
+@dataclass
+class Outcome:
+    output: Path
+    state: str  # finished or interrupted
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def failures(self) -> dict[str, int]:
+        return {s: n for s, n in self.counts.items() if s in ("wrong", "failed")}
+
+
+def execute(points: Sequence[Point], settings: Settings, output: Path, about: dict, command: list[str], *,
+            prepare: Callable[[Runner], None] | None = None, resume: bool = False, previous: dict | None = None,
+            on_row: Callable[[dict], None] | None = None, say: Say = print) -> Outcome:
+    """Run points into output with metadata (`about` goes into it); prepare(runner) runs first
+    (the tuner compiles its configurations there). Ctrl-C ends the run as `interrupted`, with every
+    finished row kept."""
+    runner = open_runner(settings, points)
+    try:
+        if prepare:
+            prepare(runner)
+        session = Session(output, settings, about, command, runner, points_planned=len(points), resume=resume,
+                          previous=previous, say=say)
+    except BaseException:
+        runner.close()
+        raise
+    state = "finished"
+    try:
+        session.run(points, on_row)
+    except KeyboardInterrupt:
+        state = "interrupted"
+    finally:
+        runner.close()
+        session.finish(state)
+    return Outcome(output, state, session.counts)
+
+
+# -- tuning ------------------------------------------------------------------------------------------
+def record_tuning(output: Path, variant, per_shape: bool, cache_path: Path):
+    """After a tuning run: its best configuration per size class (or shape) into the cache, keyed
+    by the GPU its metadata names. Returns (best, device); RunAborted when none verified."""
+    from . import source
+    from .results import read_results
+    from .tune import DeviceId, best_per_class, record
+
+    best = best_per_class(read_results(output), variant.name, per_shape)
+    if not best:
+        raise RunAborted(f"no configuration of {variant.name} was verified at every shape; see {output}")
+    gpu = read_metadata(output).get("gpu") or {}  # the GPU the tuning ran on, as its metadata records
+    device = DeviceId(gpu.get("name") or "unknown GPU", gpu.get("arch"), gpu.get("sm_count"))
+    record(cache_path, device, variant.name, source.source_hash(variant), best, output)
+    return best, device

@@ -1,0 +1,60 @@
+"""The run workflow without the CLI (mmbench/runs.py), on the CPU: what scripts build on."""
+
+import json
+
+import pytest
+
+from mmbench import runs
+from mmbench.results import read_metadata, read_results
+from mmbench.sizes import parse_sizes
+from mmbench.sweep import Point, Settings
+from mmbench.variants import get_variant
+
+NUMPY = get_variant("blas")
+
+
+def points(spec: str) -> list[Point]:
+    return [Point(NUMPY, (), s, "hot") for s in parse_sizes(spec)]
+
+
+def test_sessions_sharing_one_runner_keep_their_own_settings_and_files(tmp_path):
+    one, five = Settings(runs=1, warmup=0, cache="hot"), Settings(runs=5, warmup=1, cache="hot")
+    runner = runs.open_runner(one, points("8"))
+    a = runs.Session(tmp_path / "a.csv", one, {"name": "a"}, ["test"], runner, points_planned=2)
+    b = runs.Session(tmp_path / "b.csv", five, {"name": "b"}, ["test"], runner, points_planned=1)
+    a.run(points("8"))
+    b.run(points("9"))
+    a.run(points("10"))
+    a.finish("finished")
+    b.finish("finished")
+    runner.close()
+    ra, rb = read_results(tmp_path / "a.csv"), read_results(tmp_path / "b.csv")
+    assert sorted(ra.n) == [8, 10] and (ra.runs == 1).all() and list(rb.n) == [9] and (rb.runs == 5).all()
+    meta = read_metadata(tmp_path / "b.csv")
+    assert meta["settings"]["runs"] == 5 and meta["state"] == "finished" and meta["status_counts"] == {"ok": 1}
+    assert meta["invocations"][0]["command"] == ["test"] and meta["invocations"][0]["finished_at"]
+
+
+def test_an_interrupted_execute_keeps_every_finished_row_and_says_so(tmp_path):
+    seen = []
+
+    def stop_after_two(row):
+        seen.append(row)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    out = tmp_path / "r.csv"
+    outcome = runs.execute(points("4,5,6,7"), Settings(runs=1, warmup=0, cache="hot"), out, {"name": "r"}, ["t"],
+                           on_row=stop_after_two)
+    assert outcome.state == "interrupted" and outcome.counts == {"ok": 2} and outcome.failures == {}
+    assert sorted(read_results(out).n) == [4, 5]
+    assert json.loads(out.with_suffix(".meta.json").read_text())["state"] == "interrupted"
+
+
+def test_refusals_name_the_bad_value(tmp_path):
+    with pytest.raises(runs.RunRefused, match="ends in .csv"):
+        runs.check_output(tmp_path / "r.txt")
+    with pytest.raises(runs.RunRefused, match="runs=3; this resume asks for runs=5"):
+        out = tmp_path / "r.csv"
+        runs.execute(points("4"), Settings(runs=3, warmup=0, cache="hot"), out, {}, ["t"])
+        runs.resolve_settings({"runs": 5}, out, read_metadata(out))
