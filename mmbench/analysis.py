@@ -10,9 +10,6 @@ import pandas as pd
 from .results import ResultsError
 from .variants import REGISTRY, parse_params, series_label
 
-ONE_OUTPUT = ("interleaved", "unroll_k2", "shared", "naive", "shared_uncoalesced")  # one output per thread
-FIG1_SIZES = (256, 512, 1024, 2048)  # the paper's block-size comparison (section 2.10)
-
 
 @dataclass(frozen=True)
 class Series:
@@ -69,37 +66,11 @@ def find(df: pd.DataFrame, variant: str, block: int | None = None) -> Series | N
     return None
 
 
-def best_series(df: pd.DataFrame) -> Series:
-    """CUDA-Best at its largest block (the paper's headline version)."""
-    candidates = [s for s in series_list(df) if s.variant == "best"]
-    if not candidates:
-        raise ResultsError("the results have no CUDA-Best ('best') rows")
-    return max(candidates, key=lambda s: s.block or 0)
-
-
 def ratio(df: pd.DataFrame, top: Series, bottom: Series) -> pd.Series:
     """top / bottom GFLOP/s at the square sizes both have."""
     a, b = curve(df, top), curve(df, bottom)
     both = a.index.intersection(b.index)
     return (a[both] / b[both]).dropna()
-
-
-def table1(df: pd.DataFrame, sizes: list[int]) -> pd.DataFrame:
-    """Table 1 of the paper (BLAS vs CUDA-Best GFLOP/s at chosen sizes) with cuBLAS added; the
-    columns the results hold (a CPU-only run gives the BLAS column alone)."""
-    best = next((s for s in sorted(series_list(df), key=lambda s: -(s.block or 0)) if s.variant == "best"), None)
-    cols = {"BLAS (multicore)": find(df, "blas"), best.label if best else "": best, "cuBLAS": find(df, "cublas")}
-    out = pd.DataFrame(index=pd.Index(sizes, name="n"))
-    for name, s in cols.items():
-        if s is not None:
-            out[name] = curve(df, s).reindex(sizes)
-    if out.columns.empty:
-        raise ResultsError("Table 1 needs BLAS, CUDA-Best ('best') or cuBLAS rows")
-    if best and "BLAS (multicore)" in out:
-        out[f"{best.label} / BLAS"] = out[best.label] / out["BLAS (multicore)"]
-    if best and "cuBLAS" in out:
-        out[f"{best.label} / cuBLAS"] = out[best.label] / out["cuBLAS"]
-    return out
 
 
 def algorithmic_intensity(m: int, n: int, k: int) -> float:
@@ -131,13 +102,13 @@ def percent_of(df: pd.DataFrame, reference: str = "cublas") -> pd.DataFrame:
     return out.sort_values(["_order", "n"]).drop(columns="_order").reset_index(drop=True)
 
 
-def target_summary(pct: pd.DataFrame, paper_sizes: list[int]) -> pd.DataFrame:
-    """Per series: % of the reference at 4096 and 2049, and the geometric mean over paper_sizes."""
+def target_summary(pct: pd.DataFrame, at: tuple[int, ...], over: list[int]) -> pd.DataFrame:
+    """Per series: % of the reference at each size of `at` (columns at_N), and the geometric mean
+    over the sizes `over` (a repeated point counts once, at its mean)."""
     rows = []
     for (variant, series), g in pct.groupby(["variant", "series"], sort=False):
-        by_n = g.groupby("n").percent.mean()  # a repeated point counts once, at its mean
-        on = by_n.reindex(paper_sizes).dropna()
-        rows.append({"variant": variant, "series": series, "at_4096": by_n.get(4096), "at_2049": by_n.get(2049),
-                     "geomean_paper_sizes": float(np.exp(np.log(on).mean())) if len(on) else None,
-                     "paper_sizes": len(on)})
+        by_n = g.groupby("n").percent.mean()
+        on = by_n.reindex(over).dropna()
+        rows.append({"variant": variant, "series": series, **{f"at_{n}": by_n.get(n) for n in at},
+                     "geomean": float(np.exp(np.log(on).mean())) if len(on) else None, "sizes": len(on)})
     return pd.DataFrame(rows)

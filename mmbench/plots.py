@@ -1,4 +1,5 @@
-"""Figures of the Zosa 2017 study from a results DataFrame. Never needs a GPU.
+"""Figures any study can use, from a results DataFrame: curves over size, the roofline, percent
+of a reference. Never needs a GPU. A study's own figures (and their titles) live in its module.
 
 Each function returns a matplotlib Figure; ``save`` writes it as PNG and SVG. A series keeps
 its colour in every figure (registry order), and its block size sets the line style.
@@ -31,7 +32,6 @@ COLOURS = {"best_const": "tab:blue", "best": "tab:orange", "interleaved": "tab:g
            "dbuf": "crimson"}
 FALLBACK = plt.get_cmap("tab20").colors
 LINESTYLE = {32: "-", 16: "--", 8: ":"}
-FIG1_SIZES = analysis.FIG1_SIZES
 
 
 def style(s: Series) -> dict:
@@ -52,31 +52,8 @@ def _log2_sizes(ax) -> None:
     ax.grid(True, which="major", alpha=0.3)
 
 
-def fig_block_sizes(df: pd.DataFrame, meta: dict) -> plt.Figure:
-    """Figure 1: CUDA-Best GFLOP/s at 256, 512, 1024, 2048 for each block size."""
-    ok = analysis.ok_rows(df)
-    series = sorted((s for s in analysis.series_list(ok) if s.variant == "best"), key=lambda s: s.block or 0)
-    if not series:
-        raise ResultsError("Figure 1 needs CUDA-Best ('best') rows")
-    fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
-    x = np.arange(len(FIG1_SIZES))
-    width = 0.8 / len(series)
-    for i, s in enumerate(series):
-        values = analysis.curve(ok, s).reindex(FIG1_SIZES)
-        bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, values, width, label=s.label,
-                      color=style(s)["color"], alpha=0.35 + 0.65 * (i + 1) / len(series), edgecolor="black", linewidth=0.5)
-        ax.bar_label(bars, fmt="%.0f", fontsize=7, padding=2)
-    ax.set_xticks(x, [str(n) for n in FIG1_SIZES])
-    ax.set_xlabel("matrix size n (n x n x n)")
-    ax.set_ylabel("GFLOP/s (mean of samples)")
-    ax.legend(title="block size")
-    ax.grid(True, axis="y", alpha=0.3)
-    _title(ax, "Figure 1: CUDA-Best by thread-block size", meta)
-    return fig
-
-
-def fig_gflops(df: pd.DataFrame, meta: dict) -> plt.Figure:
-    """Figure 2: GFLOP/s of every variant and baseline over all square sizes."""
+def fig_curves(df: pd.DataFrame, meta: dict, title: str) -> plt.Figure:
+    """GFLOP/s of every series over all square sizes."""
     ok = analysis.ok_rows(df)
     fig, ax = plt.subplots(figsize=(10, 6), layout="constrained")
     for s in analysis.series_list(ok):
@@ -86,33 +63,12 @@ def fig_gflops(df: pd.DataFrame, meta: dict) -> plt.Figure:
     _log2_sizes(ax)
     ax.set_ylabel("GFLOP/s (mean of samples)")
     ax.legend(fontsize=8, ncol=2, loc="upper left")
-    _title(ax, f"Figure 2: SGEMM performance over {square_count(ok)} sizes", meta)
+    _title(ax, title, meta)
     return fig
 
 
 def square_count(df: pd.DataFrame) -> int:
     return analysis.square(df).n.nunique()
-
-
-def fig_speedup(df: pd.DataFrame, meta: dict) -> plt.Figure:
-    """Figure 5: CUDA-Best over multicore BLAS, and cuBLAS over CUDA-Best, by size."""
-    ok = analysis.ok_rows(df)
-    best = analysis.best_series(ok)
-    blas, cublas = analysis.find(ok, "blas"), analysis.find(ok, "cublas")
-    panels = [(best, blas, f"{best.label} / BLAS (multicore)"), (cublas, best, f"cuBLAS / {best.label}")]
-    panels = [p for p in panels if p[0] is not None and p[1] is not None]
-    if not panels:
-        raise ResultsError("Figure 5 needs CUDA-Best with BLAS or cuBLAS rows")
-    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 3.4 * len(panels) + 0.6), layout="constrained", squeeze=False)
-    for ax, (top, bottom, label) in zip(axes[:, 0], panels):
-        r = analysis.ratio(ok, top, bottom)
-        ax.plot(r.index, r.values, marker=".", markersize=3, color=style(top)["color"], label=label)
-        ax.axhline(1.0, color="black", linewidth=0.8)
-        _log2_sizes(ax)
-        ax.set_ylabel("speed-up (ratio of GFLOP/s)")
-        ax.legend(loc="upper left")
-    _title(axes[0, 0], "Figure 5: speed-up ratios", meta)
-    return fig
 
 
 def roofline_points(df: pd.DataFrame, profile: pd.DataFrame | None, size: int) -> pd.DataFrame:
@@ -137,8 +93,9 @@ def roofline_points(df: pd.DataFrame, profile: pd.DataFrame | None, size: int) -
     return pd.DataFrame(rows)
 
 
-def fig_roofline(df: pd.DataFrame, meta: dict, profile: pd.DataFrame | None, size: int) -> plt.Figure:
-    """Figures 3 and 4 in one: datasheet and measured ceilings, each series at its intensity."""
+def fig_roofline(df: pd.DataFrame, meta: dict, profile: pd.DataFrame | None, size: int,
+                 title: str = "Roofline") -> plt.Figure:
+    """Datasheet and measured ceilings, each series at its intensity (measured where profiled)."""
     gpu = meta.get("gpu")
     if not gpu:
         raise ResultsError("the roofline needs a GPU run's metadata (no 'gpu' in the .meta.json)")
@@ -166,12 +123,12 @@ def fig_roofline(df: pd.DataFrame, meta: dict, profile: pd.DataFrame | None, siz
     how = ("measured DRAM traffic (Nsight Compute), filled markers" if points.measured.all() else
            "algorithmic minimum 2mnk / 4(mk+kn+mn), hollow markers" if not points.measured.any() else
            "measured DRAM traffic (filled) or algorithmic minimum (hollow)")
-    _title(ax, f"Figures 3-4: roofline at n = {size}\nintensity: {how}", meta)
+    _title(ax, f"{title} at n = {size}\nintensity: {how}", meta)
     return fig
 
 
 def fig_vs_cublas(df: pd.DataFrame, meta: dict) -> plt.Figure:
-    """Percent of cuBLAS (pure FP32) per size for every GPU variant."""
+    """Percent of cuBLAS (pure FP32) per size for every GPU variant, lines at 100, 95 and 90 %."""
     pct = analysis.percent_of(df, "cublas")
     fig, ax = plt.subplots(figsize=(10, 6), layout="constrained")
     for name, g in pct.groupby("series", sort=False):  # percent_of's order: the registry's, larger blocks first

@@ -4,6 +4,7 @@ import shutil
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -40,7 +41,7 @@ def test_series_in_registry_order_with_paper_labels(df):
 
 
 def test_figure1_bars_per_block_and_size(df, meta):
-    fig = plots.fig_block_sizes(df, meta)
+    fig = report.fig_block_sizes(df, meta)
     ax = fig.axes[0]
     assert len(ax.patches) == 3 * 4
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["CUDA-Best (8x8)", "CUDA-Best (16x16)", "CUDA-Best (32x32)"]
@@ -52,7 +53,7 @@ def test_figure1_bars_per_block_and_size(df, meta):
 
 
 def test_figure2_one_line_per_series_over_every_size(df, meta):
-    fig = plots.fig_gflops(df, meta)
+    fig = report.fig_gflops(df, meta)
     ax = fig.axes[0]
     assert [line.get_label() for line in ax.get_lines()] == SERIES
     assert all(len(line.get_xdata()) == 12 for line in ax.get_lines())
@@ -65,7 +66,7 @@ def test_figure2_one_line_per_series_over_every_size(df, meta):
 
 
 def test_same_colour_for_a_series_in_every_figure(df, meta):
-    f2, f5 = plots.fig_gflops(df, meta), plots.fig_speedup(df, meta)
+    f2, f5 = report.fig_gflops(df, meta), report.fig_speedup(df, meta)
     best_colour = {line.get_label(): line.get_color() for line in f2.axes[0].get_lines()}["CUDA-Best (32x32)"]
     assert f5.axes[0].get_lines()[0].get_color() == best_colour
     plt.close("all")
@@ -96,7 +97,7 @@ def test_roofline_without_profile_uses_algorithmic_intensity(df, meta):
 
 
 def test_speedup_panels(df, meta):
-    fig = plots.fig_speedup(df, meta)
+    fig = report.fig_speedup(df, meta)
     top, bottom = fig.axes
     assert top.get_lines()[0].get_label() == "CUDA-Best (32x32) / BLAS (multicore)"
     assert bottom.get_lines()[0].get_label() == "cuBLAS / CUDA-Best (32x32)"
@@ -106,7 +107,7 @@ def test_speedup_panels(df, meta):
 
 
 def test_table1_matches_rows(df):
-    t = analysis.table1(df, report.TABLE1_SIZES)
+    t = report.table1(df, report.TABLE1_SIZES)
     assert list(t.index) == report.TABLE1_SIZES
     best = df[(df.variant == "best") & (df.params == "BLOCK=32") & (df.n == 1024)].gflops_mean.iloc[0]
     assert t.loc[1024, "CUDA-Best (32x32)"] == best
@@ -207,10 +208,12 @@ def test_percent_of_cublas_and_targets():
     ours = df[(df.variant == "warptile") & (df.n == 4096)].gflops_mean.iloc[0]
     theirs = df[(df.variant == "cublas") & (df.n == 4096)].gflops_mean.iloc[0]
     assert row.percent == pytest.approx(100 * ours / theirs)
-    summary = analysis.target_summary(pct, [512, 513, 1023, 1024, 2047, 2048, 2049]).set_index("variant")
+    summary = analysis.target_summary(pct, (4096, 2049), [512, 513, 1023, 1024, 2047, 2048, 2049]).set_index("variant")
     assert summary.loc["warptile", "at_4096"] == pytest.approx(row.percent)
-    assert summary.loc["warptile", "paper_sizes"] == 7
-    assert 0 < summary.loc["pipelined", "geomean_paper_sizes"] < 100
+    assert summary.loc["warptile", "sizes"] == 7
+    on = pct[(pct.variant == "pipelined") & pct.n.isin([512, 513, 1023, 1024, 2047, 2048, 2049])].groupby("n").percent.mean()
+    assert summary.loc["pipelined", "geomean"] == pytest.approx(float(np.exp(np.log(on).mean())))  # the formula
+    assert 0 < summary.loc["pipelined", "geomean"] < 100
 
 
 def test_vs_cublas_figure(tmp_path):
@@ -283,3 +286,29 @@ def test_lab3_report_from_the_committed_h200_runs(tmp_path):
     assert "| 4096 | 176 | 0.75 | 0.0364 |" in text  # the lab's Naive CPU and memcpy, then our memcpy
     assert "| Padding A's tile slows the shared matmul |" in text and "**no** | padded time / unpadded time 0.25" in text
     assert "](fig-transpose-bandwidth.png)" in text and (tmp_path / "lab3" / "fig-matmul-time.png").exists()
+
+
+def test_every_studys_figures_are_plot_commands_and_titles_stay_the_papers(df, meta, profile):
+    from mmbench.studies import figure_families
+
+    families = figure_families()
+    assert {"gflops", "roofline", "speedup", "vs-cublas", "transpose-bandwidth", "matmul-time"} <= set(families)
+    result = invoke("plot", "--help")
+    assert all(name in result.output for name in families)
+    fig = report.fig_roofline(df, meta, profile, None)  # the study's default size: the largest profiled
+    assert fig.axes[0].get_title().startswith("Figures 3-4: roofline at n = 2048\n")
+    plt.close(fig)
+
+
+def test_limits_report_gives_the_targets_and_the_spread_over_the_paper_sizes(tmp_path):
+    cut = tmp_path / "limits.csv"
+    shutil.copy(LIMITS, cut)
+    shutil.copy(LIMITS.with_suffix(".meta.json"), cut.with_suffix(".meta.json"))
+    result = invoke("report", "--config", ZOSA.parent / "limits.toml", cut)
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "limits" / "REPORT.md").read_text()
+    df = read_results(LIMITS)
+    ours = df[(df.variant == "warptile") & (df.n == 4096)].gflops_mean.iloc[0]
+    theirs = df[(df.variant == "cublas") & (df.n == 4096)].gflops_mean.iloc[0]
+    assert f"| warptile | {100 * ours / theirs:.1f} % |" in text  # % of cuBLAS at 4096, same run
+    assert "![vs-cublas](vs-cublas.png)" in text and (tmp_path / "limits" / "vs-cublas.png").exists()

@@ -11,6 +11,7 @@ from .common import InputError, _results_arg, console
 from ..config import ConfigError, load_config
 from ..results import ResultsError, read_results
 from ..sizes import SizeSpecError, parse_sizes
+from ..studies.zosa2017 import TABLE1_SIZES
 
 COMMANDS = ("plot", "table", "report")  # registered on the main group by cli/__init__.py
 
@@ -57,48 +58,38 @@ def _save(fig_fn, out_dir: Path, stem: str) -> list[Path]:
     return paths
 
 
-FIGURES = {  # name -> (file stem, what it draws); `mmbench plot NAME` and the report share these
-    "gflops": (("fig1-block-sizes", "fig2-gflops"), "Figures 1 and 2: GFLOP/s by block size and over all sizes"),
-    "roofline": (("fig3-4-roofline",), "Figures 3 and 4: roofline with datasheet and measured ceilings"),
-    "speedup": (("fig5-speedup",), "Figure 5: CUDA-Best over BLAS, and cuBLAS over CUDA-Best"),
-    "vs-cublas": (("vs-cublas",), "Percent of cuBLAS per size per variant, with the targets' ratios printed"),
-}
+def _families() -> dict:
+    from ..studies import figure_families
+
+    return figure_families()
 
 
 def _figures(name: str, df, meta, profile_df, out_dir: Path, size: int | None) -> dict[str, Path]:
-    """Draw one figure family; returns {stem: png path}. A figure the data cannot make is left
-    out with one line saying what it lacks; when none can be made, that line is the error."""
-    from .. import analysis, plots
-
-    if name == "gflops":
-        makers = [lambda: plots.fig_block_sizes(df, meta), lambda: plots.fig_gflops(df, meta)]
-    elif name == "speedup":
-        makers = [lambda: plots.fig_speedup(df, meta)]
-    elif name == "vs-cublas":
-        makers = [lambda: plots.fig_vs_cublas(df, meta)]
-    else:
-        def roofline():
-            at = size
-            if at is None:
-                sizes = set(profile_df.n) if profile_df is not None else set(analysis.square(analysis.ok_rows(df)).n)
-                if not sizes:
-                    raise ResultsError("the roofline needs verified square-size rows")
-                at = max(sizes)
-            return plots.fig_roofline(df, meta, profile_df, at)
-
-        makers = [roofline]
+    """Draw one figure family of a study; returns {stem: png path}. A figure the data cannot make
+    is left out with one line saying what it lacks; when none can be made, that line is the error.
+    A family with a summary prints it after."""
+    family = _families()[name]
     drawn, missing = {}, []
-    for stem, make in zip(FIGURES[name][0], makers):
+    for figure in family.figures:
         try:
-            drawn[stem] = _save(make, out_dir, stem)[0]
+            drawn[figure.stem] = _save(lambda: figure.draw(df, meta, profile_df, size), out_dir, figure.stem)[0]
         except ResultsError as exc:
-            missing.append(f"{stem} not drawn: {exc} (the results hold {_holdings(df)})")
+            missing.append(f"{figure.stem} not drawn: {exc} (the results hold {_holdings(df)})")
     if not drawn:
         raise InputError("; ".join(missing))
     for line in missing:
         console.print(line, soft_wrap=True)
-    if name == "vs-cublas":
-        _print_targets(df)
+    if family.summary:
+        try:
+            title, columns, rows = family.summary(df)
+        except ResultsError as exc:
+            raise InputError(str(exc)) from None
+        table = Table(title=title)
+        for i, col in enumerate(columns):
+            table.add_column(col, justify="left" if i == 0 else "right")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
     return drawn
 
 
@@ -107,30 +98,13 @@ def _holdings(df) -> str:
     return ", ".join(dict.fromkeys(ok.variant)) + " rows" if len(ok) else "no verified rows"
 
 
-def _print_targets(df) -> None:
-    """The distance-to-cuBLAS ratios: at 4096, at 2049, geometric mean over the paper's sizes >= 512."""
-    from .. import analysis
-
-    try:
-        summary = analysis.target_summary(analysis.percent_of(df), [s.n for s in parse_sizes("512:2049")])
-    except ResultsError as exc:
-        raise InputError(str(exc)) from None
-    table = Table(title="GFLOP/s as % of cuBLAS")
-    for col in ("series", "n = 4096", "n = 2049", "geomean, paper sizes >= 512"):
-        table.add_column(col, justify="left" if col == "series" else "right")
-    fmt = lambda v: "-" if v is None or v != v else f"{v:.1f} %"  # noqa: E731
-    for r in summary.itertuples():
-        table.add_row(r.series, fmt(r.at_4096), fmt(r.at_2049), fmt(r.geomean_paper_sizes) + f" ({r.paper_sizes})")
-    console.print(table)
-
-
 @click.group()
 def plot():
     """Draw the paper's figures from a results CSV (PNG and SVG; no GPU needed)."""
 
 
-def _plot_command(name: str):
-    @plot.command(name, help=f"{FIGURES[name][1]}. RESULTS defaults to the newest CSV under results/.")
+def _plot_command(name: str, help_text: str):
+    @plot.command(name, help=f"{help_text}. RESULTS defaults to the newest CSV under results/.")
     @RESULTS_ARG
     @OUT_OPTION
     @click.option("--size", type=click.IntRange(min=1), help="Roofline only: the size n placed on it "
@@ -142,24 +116,25 @@ def _plot_command(name: str):
     return command
 
 
-for _name in FIGURES:
-    _plot_command(_name)
+for _name, _family in _families().items():  # every study's figures
+    _plot_command(_name, _family.help)
 
 
 @click.command()
 @RESULTS_ARG
 @OUT_OPTION
-@click.option("--sizes", "sizes_spec", default="256,512,768,1023,1024,1025,2047,2048,2049", show_default=True,
+@click.option("--sizes", "sizes_spec", default=",".join(map(str, TABLE1_SIZES)), show_default=True,
               help="Rows of the table (a size spec).")
 def table(results, out_dir, sizes_spec):
     """Table 1: multicore BLAS vs CUDA-Best GFLOP/s at chosen sizes, with cuBLAS (Markdown and CSV)."""
     from .. import analysis
     from ..studies.common import markdown_table
+    from ..studies.zosa2017 import table1
 
     path, df, _, _ = _load(results)
     try:
         sizes = [s.n for s in parse_sizes(sizes_spec) if s.is_square]
-        t = analysis.table1(analysis.ok_rows(df), sizes)
+        t = table1(analysis.ok_rows(df), sizes)
     except (SizeSpecError, ResultsError) as exc:
         raise InputError(str(exc)) from None
     out = _out_dir(path, out_dir)
@@ -188,7 +163,7 @@ def report(config, results, out_dir):
     path, df, meta, profile_df = _load(results)
     out = _out_dir(path, out_dir)
     figures = {}
-    for name in paper.FIGURE_FAMILIES:  # the paper's figures that `mmbench plot` draws, those the data can make
+    for name in paper.FIGURES:  # the study's figures (`mmbench plot NAME`), those the data can make
         try:
             figures.update(_figures(name, df, meta, profile_df, out, None))
         except InputError as exc:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from importlib import import_module
 from types import ModuleType
 
-STUDIES = {"zosa-gemm-shared-memory-ilp": "zosa2017", "lab3": "lab3"}  # config `paper` -> module
+STUDIES = {"zosa-gemm-shared-memory-ilp": "zosa2017", "limits": "limits", "lab3": "lab3"}  # config `paper` -> module
 
 
 def study(paper: str) -> ModuleType:
@@ -15,3 +15,13 @@ def study(paper: str) -> ModuleType:
         return import_module(f".{STUDIES[paper]}", __name__)
     except KeyError:
         raise ValueError(f"no study for paper '{paper}'; known: {', '.join(STUDIES)}") from None
+
+
+def figure_families() -> dict:
+    """Every study's figure families by name (`mmbench plot NAME`); names are unique across studies."""
+    families = {}
+    for module in dict.fromkeys(STUDIES.values()):
+        for name, family in import_module(f".{module}", __name__).FIGURES.items():
+            assert name not in families, f"figure family '{name}' is defined by two studies"
+            families[name] = family
+    return families

@@ -1,10 +1,32 @@
-"""What every study's report shares: a checked finding, and tables as Markdown."""
+"""What every study shares: its figure families (what `mmbench plot NAME` draws), a checked
+finding, and tables as Markdown."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
 
 import pandas as pd
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One file a study draws: draw(df, meta, profile or None, size or None) -> matplotlib Figure,
+    raising ResultsError (with what it lacks) when the results cannot make it."""
+
+    stem: str
+    draw: Callable
+
+
+@dataclass(frozen=True)
+class FigureFamily:
+    """`mmbench plot NAME`: its help, its figures, and optionally a summary table printed after them
+    (summary(df) -> (title, columns, rows of strings))."""
+
+    help: str
+    figures: tuple[Figure, ...]
+    summary: Callable | None = None
 
 
 @dataclass(frozen=True)
@@ -30,3 +52,16 @@ def markdown_table(df: pd.DataFrame) -> str:
 def verdict_table(verdicts: list[Verdict]) -> list[str]:
     return ["| finding | paper | holds here? | our numbers |", "|---|---|---|---|",
             *[f"| {v.finding} | {v.paper} | **{v.holds}** | {v.evidence} |" for v in verdicts]]
+
+
+def text_table(columns: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table of cells already formatted."""
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns), *["| " + " | ".join(r) + " |" for r in rows]]
+
+
+def save_report(out_dir: Path, lines: list[str], figures: dict[str, Path], alt: dict[str, str] | None = None) -> Path:
+    """REPORT.md: the lines, then a Figures section linking each figure drawn (alt text by stem)."""
+    lines = [*lines, "## Figures", "", *[f"![{(alt or {}).get(stem, stem)}]({path.name})\n" for stem, path in figures.items()]]
+    path = out_dir / "REPORT.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -16,9 +16,7 @@ from .. import plots
 from ..analysis import ok_rows
 from ..results import ResultsError
 from ..variants import REGISTRY
-from .common import Verdict, markdown_table, verdict_table
-
-FIGURE_FAMILIES = ()  # the study draws its own figures
+from .common import Figure, FigureFamily, Verdict, markdown_table, save_report, verdict_table
 
 TRANSPOSES = ("memcpy", "transpose_naive", "transpose_shmem", "transpose_shmem_unpadded", "transpose_optimized",
               "transpose_tiled", "transpose_vec", "numpy_transpose", "cpu_naive_transpose")
@@ -149,21 +147,38 @@ def _figure(df: pd.DataFrame, meta: dict, title: str, ylabel: str, dashed: str |
     return fig
 
 
+def fig_transpose_bandwidth(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+    bw = transpose_bandwidth(ok_rows(df))
+    if bw.empty:
+        raise ResultsError("the bandwidth figure needs transpose rows")
+    return _figure(bw, meta, "Lab 3: transpose bandwidth against the device copy", "GB/s (2 x 4 x n^2 bytes, median)",
+                   dashed=_label("memcpy"))
+
+
+def fig_matmul_time(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+    m = matmul_times(ok_rows(df))
+    if m.empty:
+        raise ResultsError("the time figure needs the lab's matmul rows")
+    fig = _figure(m, meta, "Lab 3: matrix multiplication time", "ms (median of samples), log scale")
+    fig.axes[0].set_yscale("log")
+    return fig
+
+
+FIGURES = {  # `mmbench plot NAME`; the report embeds them
+    "transpose-bandwidth": FigureFamily("Lab 3: transpose GB/s by size, the device copy dashed",
+                                        (Figure("fig-transpose-bandwidth", fig_transpose_bandwidth),)),
+    "matmul-time": FigureFamily("Lab 3: matrix multiplication time by size, log scale",
+                                (Figure("fig-matmul-time", fig_matmul_time),)),
+}
+ALT_TEXT = {"fig-transpose-bandwidth": "transpose bandwidth", "fig-matmul-time": "matmul time"}
+
+
 def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
                  profile: pd.DataFrame | None, results_path: Path) -> Path:
     ok = ok_rows(df)
     t, bw, m = transpose_times(ok), transpose_bandwidth(ok), matmul_times(ok)
     if t.empty and m.empty:
         raise ResultsError("the Lab 3 report needs transpose or matmul rows")
-    drawn = {}
-    if not bw.empty:
-        fig = _figure(bw, meta, "Lab 3: transpose bandwidth against the device copy", "GB/s (2 x 4 x n^2 bytes, median)",
-                      dashed=_label("memcpy"))
-        drawn["transpose bandwidth"] = plots.save(fig, out_dir, "fig-transpose-bandwidth")[0]
-    if not m.empty:
-        fig = _figure(m, meta, "Lab 3: matrix multiplication time", "ms (median of samples), log scale")
-        fig.axes[0].set_yscale("log")
-        drawn["matmul time"] = plots.save(fig, out_dir, "fig-matmul-time")[0]
     sizes = list(reference.get("sizes") or [])
     pct = (100 * bw.div(bw[_label("memcpy")], axis=0)).drop(columns=[_label("memcpy")]) if _label("memcpy") in bw else bw
     gpu = meta.get("gpu") or {}
@@ -202,11 +217,6 @@ def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, f
          if _label("cpu_naive_matmul") in m or _label("cpu_naive_transpose") in t else
          "The lab's Naive CPU column was not run in these results."),
         "",
-        "## Figures",
-        "",
-        *[f"![{name}]({path.name})\n" for name, path in drawn.items()],
     ]
-    path = out_dir / "REPORT.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return save_report(out_dir, lines, figures, ALT_TEXT)
 

@@ -9,13 +9,121 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
-from .. import analysis
-from ..analysis import ONE_OUTPUT
-from .common import Verdict, markdown_table
+from .. import analysis, plots
+from ..analysis import Series
+from ..results import ResultsError
+from .common import Figure, FigureFamily, Verdict, markdown_table
 
 TABLE1_SIZES = [256, 512, 768, 1023, 1024, 1025, 2047, 2048, 2049]
+ONE_OUTPUT = ("interleaved", "unroll_k2", "shared", "naive", "shared_uncoalesced")  # one output per thread
+FIG1_SIZES = (256, 512, 1024, 2048)  # the paper's block-size comparison (section 2.10)
+
+
+# -- the paper's series and Table 1 ------------------------------------------------------------------
+def best_series(df: pd.DataFrame) -> Series:
+    """CUDA-Best at its largest block (the paper's headline version)."""
+    candidates = [s for s in analysis.series_list(df) if s.variant == "best"]
+    if not candidates:
+        raise ResultsError("the results have no CUDA-Best ('best') rows")
+    return max(candidates, key=lambda s: s.block or 0)
+
+
+def table1(df: pd.DataFrame, sizes: list[int]) -> pd.DataFrame:
+    """Table 1 of the paper (BLAS vs CUDA-Best GFLOP/s at chosen sizes) with cuBLAS added; the
+    columns the results hold (a CPU-only run gives the BLAS column alone)."""
+    best = next((s for s in sorted(analysis.series_list(df), key=lambda s: -(s.block or 0)) if s.variant == "best"), None)
+    cols = {"BLAS (multicore)": analysis.find(df, "blas"), best.label if best else "": best, "cuBLAS": analysis.find(df, "cublas")}
+    out = pd.DataFrame(index=pd.Index(sizes, name="n"))
+    for name, s in cols.items():
+        if s is not None:
+            out[name] = analysis.curve(df, s).reindex(sizes)
+    if out.columns.empty:
+        raise ResultsError("Table 1 needs BLAS, CUDA-Best ('best') or cuBLAS rows")
+    if best and "BLAS (multicore)" in out:
+        out[f"{best.label} / BLAS"] = out[best.label] / out["BLAS (multicore)"]
+    if best and "cuBLAS" in out:
+        out[f"{best.label} / cuBLAS"] = out[best.label] / out["cuBLAS"]
+    return out
+
+
+
+# -- its figures -------------------------------------------------------------------------------------
+def fig_block_sizes(df: pd.DataFrame, meta: dict) -> plt.Figure:
+    """Figure 1: CUDA-Best GFLOP/s at 256, 512, 1024, 2048 for each block size."""
+    ok = analysis.ok_rows(df)
+    series = sorted((s for s in analysis.series_list(ok) if s.variant == "best"), key=lambda s: s.block or 0)
+    if not series:
+        raise ResultsError("Figure 1 needs CUDA-Best ('best') rows")
+    fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
+    x = np.arange(len(FIG1_SIZES))
+    width = 0.8 / len(series)
+    for i, s in enumerate(series):
+        values = analysis.curve(ok, s).reindex(FIG1_SIZES)
+        bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, values, width, label=s.label,
+                      color=plots.style(s)["color"], alpha=0.35 + 0.65 * (i + 1) / len(series), edgecolor="black", linewidth=0.5)
+        ax.bar_label(bars, fmt="%.0f", fontsize=7, padding=2)
+    ax.set_xticks(x, [str(n) for n in FIG1_SIZES])
+    ax.set_xlabel("matrix size n (n x n x n)")
+    ax.set_ylabel("GFLOP/s (mean of samples)")
+    ax.legend(title="block size")
+    ax.grid(True, axis="y", alpha=0.3)
+    plots._title(ax, "Figure 1: CUDA-Best by thread-block size", meta)
+    return fig
+
+
+def fig_gflops(df: pd.DataFrame, meta: dict) -> plt.Figure:
+    """Figure 2: GFLOP/s of every variant and baseline over all square sizes."""
+    sizes = analysis.square(analysis.ok_rows(df)).n.nunique()
+    return plots.fig_curves(df, meta, f"Figure 2: SGEMM performance over {sizes} sizes")
+
+
+def fig_speedup(df: pd.DataFrame, meta: dict) -> plt.Figure:
+    """Figure 5: CUDA-Best over multicore BLAS, and cuBLAS over CUDA-Best, by size."""
+    ok = analysis.ok_rows(df)
+    best = best_series(ok)
+    blas, cublas = analysis.find(ok, "blas"), analysis.find(ok, "cublas")
+    panels = [(best, blas, f"{best.label} / BLAS (multicore)"), (cublas, best, f"cuBLAS / {best.label}")]
+    panels = [p for p in panels if p[0] is not None and p[1] is not None]
+    if not panels:
+        raise ResultsError("Figure 5 needs CUDA-Best with BLAS or cuBLAS rows")
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 3.4 * len(panels) + 0.6), layout="constrained", squeeze=False)
+    for ax, (top, bottom, label) in zip(axes[:, 0], panels):
+        r = analysis.ratio(ok, top, bottom)
+        ax.plot(r.index, r.values, marker=".", markersize=3, color=plots.style(top)["color"], label=label)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        plots._log2_sizes(ax)
+        ax.set_ylabel("speed-up (ratio of GFLOP/s)")
+        ax.legend(loc="upper left")
+    plots._title(axes[0, 0], "Figure 5: speed-up ratios", meta)
+    return fig
+
+
+def fig_roofline(df: pd.DataFrame, meta: dict, profile: pd.DataFrame | None, size: int | None) -> plt.Figure:
+    """Figures 3 and 4 in one, at n = size (default: the largest profiled size, else the largest)."""
+    if size is None:
+        sizes = set(profile.n) if profile is not None else set(analysis.square(analysis.ok_rows(df)).n)
+        if not sizes:
+            raise ResultsError("the roofline needs verified square-size rows")
+        size = max(sizes)
+    return plots.fig_roofline(df, meta, profile, size, title="Figures 3-4: roofline")
+
+
+FIGURES = {  # `mmbench plot NAME`; the report embeds them all
+    "gflops": FigureFamily("Figures 1 and 2: GFLOP/s by block size and over all sizes",
+                           (Figure("fig1-block-sizes", lambda df, meta, profile, size: fig_block_sizes(df, meta)),
+                            Figure("fig2-gflops", lambda df, meta, profile, size: fig_gflops(df, meta)))),
+    "roofline": FigureFamily("Figures 3 and 4: roofline with datasheet and measured ceilings",
+                             (Figure("fig3-4-roofline", fig_roofline),)),
+    "speedup": FigureFamily("Figure 5: CUDA-Best over BLAS, and cuBLAS over CUDA-Best",
+                            (Figure("fig5-speedup", lambda df, meta, profile, size: fig_speedup(df, meta)),)),
+}
+
+
+# -- its findings ------------------------------------------------------------------------------------
 
 
 def needs(*variants: str):
@@ -37,7 +145,7 @@ def _gf(df, variant, block=None) -> pd.Series:
 
 @needs("best")
 def larger_blocks_faster(df) -> Verdict:
-    curves = {b: _gf(df, "best", b).reindex(list(analysis.FIG1_SIZES)) for b in (8, 16, 32)}
+    curves = {b: _gf(df, "best", b).reindex(list(FIG1_SIZES)) for b in (8, 16, 32)}
     ordered = (curves[8] < curves[16]) & (curves[16] < curves[32])
     detail = "; ".join(f"n={n}: {curves[8][n]:.0f} / {curves[16][n]:.0f} / {curves[32][n]:.0f}" for n in curves[8].index)
     holds = "yes" if ordered.all() else "no" if not ordered.any() else "partly"
@@ -106,7 +214,7 @@ def plateau_while_blas_rises(df) -> Verdict:
 
 @needs("best", "blas")
 def speedup_falls_with_size(df) -> Verdict:
-    r = analysis.ratio(df, analysis.best_series(df), analysis.find(df, "blas"))
+    r = analysis.ratio(df, best_series(df), analysis.find(df, "blas"))
     at = {n: r.get(n) for n in (256, 512, 768, 2048)}
     late = r[r.index >= 1024].median()
     holds = "yes" if at[256] > at[512] > late else "no"
@@ -136,7 +244,7 @@ def verdicts(df: pd.DataFrame) -> list[Verdict]:
 def table1_side_by_side(df: pd.DataFrame, reference: dict) -> pd.DataFrame:
     """Our Table 1 (with cuBLAS) next to the paper's K80 numbers."""
     sizes = list(reference.get("table_sizes") or TABLE1_SIZES)
-    ours = analysis.table1(analysis.ok_rows(df), sizes)
+    ours = table1(analysis.ok_rows(df), sizes)
     out = pd.DataFrame(index=ours.index)
     if "blas_gflops" in reference:
         out["paper BLAS"] = reference["blas_gflops"]
@@ -147,16 +255,13 @@ def table1_side_by_side(df: pd.DataFrame, reference: dict) -> pd.DataFrame:
     return out
 
 
-FIGURE_FAMILIES = ("gflops", "roofline", "speedup")  # drawn by `mmbench plot`, embedded in the report
-
-
 def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
                  profile: pd.DataFrame | None, results_path: Path) -> Path:
     gpu = meta.get("gpu") or {}
     ceilings = meta.get("ceilings") or {}
     vs = verdicts(df)
     table = table1_side_by_side(df, reference)
-    best = analysis.find(analysis.ok_rows(df), "best") and analysis.best_series(analysis.ok_rows(df))
+    best = analysis.find(analysis.ok_rows(df), "best") and best_series(analysis.ok_rows(df))
     lines = [
         "# Zosa 2017 on today's GPU: paper vs ours",
         "",
@@ -200,7 +305,7 @@ def _roofline_text(df, meta, ceilings, reference, profile) -> str:
         return "Ceilings were not measured for this run (`mmbench ceilings`)."
     if analysis.find(analysis.ok_rows(df), "best") is None:
         return "The results have no CUDA-Best rows to place under the roofs."
-    best = analysis.best_series(analysis.ok_rows(df))
+    best = best_series(analysis.ok_rows(df))
     top = analysis.curve(analysis.ok_rows(df), best)
     mine = None if profile is None else profile[(profile.variant == best.variant) & (profile.params == best.params)]
     # The largest size Nsight Compute profiled, else the largest size run.
