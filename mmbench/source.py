@@ -1,4 +1,9 @@
-"""Kernel sources: read kernels/<op>/<file>.cu, prepend the parameter #defines, compile with nvcc.
+"""Kernel sources: read kernels/<op>/<file>.cu, expand its `#include "common/..."` headers in
+place, prepend the parameter #defines, compile with nvcc.
+
+Headers are expanded here rather than found by nvcc through -I: the text SourceModule compiles
+(and PyCUDA caches by) is then the whole program, the same in a wheel, a checkout or a temporary
+folder, and the source hash that keys the tuning cache covers every header a kernel uses.
 
 The device path hands ``module_source`` to PyCUDA's SourceModule with ``NVCC_OPTIONS``;
 ``compile_report`` runs nvcc with the very same source text and the command line SourceModule
@@ -63,14 +68,55 @@ def header(params: Params, filename: str) -> str:
     return f'{defines}#line 1 "{filename}"\n'
 
 
+_INCLUDE = re.compile(r'^#include "([^"]+)"[ \t]*$', re.MULTILINE)
+
+
+def _header(name: str, variant: Variant) -> Path:
+    """A header named by an #include: beside the variant's own kernels/ first (another version of
+    the tree, scripts/ab_kernels.py), else in the package's."""
+    for root in dict.fromkeys((variant.source_dir or kernels_dir(), kernels_dir())):
+        if (root / name).is_file():
+            return root / name
+    raise CompileError(f"{source_path(variant).name}: #include \"{name}\" not found under kernels/")
+
+
+def expanded(variant: Variant) -> tuple[str, dict[str, Path]]:
+    """The kernel file with each `#include "..."` line replaced by that header's text (each header
+    once; headers may include others), and the headers used. #line directives keep nvcc's messages
+    on the real file and line."""
+    path = source_path(variant)
+    used: dict[str, Path] = {}  # as the #include names it -> the file
+
+    def expand(file: Path, label: str) -> str:
+        text, out, line, last = file.read_text(), [], 1, 0
+        for m in _INCLUDE.finditer(text):
+            out.append(text[last:m.start()])
+            line += text.count("\n", last, m.start())
+            header = _header(m.group(1), variant)
+            if m.group(1) not in used:
+                used[m.group(1)] = header
+                out.append(f'#line 1 "{m.group(1)}"\n' + expand(header, m.group(1)).rstrip("\n") + "\n")
+            out.append(f'#line {line + 1} "{label}"')
+            last = m.end()
+        out.append(text[last:])
+        return "".join(out)
+
+    return expand(path, path.name), used
+
+
 def module_source(variant: Variant, params: Params) -> str:
     path = source_path(variant)
-    return header(params, path.name) + path.read_text()
+    return header(params, path.name) + expanded(variant)[0]
 
 
 def source_hash(variant: Variant) -> str:
-    """sha256 of the kernel file, first 16 hex digits: changes whenever the kernel does."""
-    return hashlib.sha256(source_path(variant).read_bytes()).hexdigest()[:16]
+    """sha256 of the kernel file and of each header it includes, first 16 hex digits: changes
+    whenever any of them does. A kernel without headers hashes its own bytes alone (as before
+    headers existed, so the tuning entries of untouched kernels stand)."""
+    digest = hashlib.sha256(source_path(variant).read_bytes())
+    for name, header_path in expanded(variant)[1].items():
+        digest.update(b"\0" + name.encode() + b"\0" + header_path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def nvcc_path() -> str | None:

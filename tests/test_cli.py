@@ -255,7 +255,8 @@ def test_metadata_records_the_checkout_commit_and_kernel_hashes(tmp_path, monkey
     assert environment.git_info(repo)["commit"] == head and environment.git_info(repo)["checkout"] == str(repo)
     assert environment.git_info(tmp_path)["commit"] is None
     sources = environment.software_info()["kernel_sources"]
-    assert sources["gemm/dbuf.cu"] == source.source_hash(REGISTRY["dbuf"]) and "harness.cu" in sources
+    assert sources["gemm/naive.cu"] == source.source_hash(REGISTRY["naive"]) and "harness.cu" in sources
+    assert "common/unpack.cuh" in sources  # headers too: a kernel's hash covers those it includes
 
 
 def test_resume_with_damaged_metadata_is_refused_before_the_file_is_touched(tmp_path):

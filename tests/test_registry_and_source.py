@@ -175,6 +175,51 @@ def test_module_source_starts_with_header_then_the_file():
     assert text == '#define BLOCK 16\n#line 1 "shared.cu"\n' + source.source_path(v).read_text()
 
 
+def _copy_kernels(tmp_path, dbuf_extra: str = "", header_extra: str = ""):
+    """A copy of kernels/gemm/dbuf.cu and its headers under tmp_path (a second tree, as ab_kernels uses)."""
+    import dataclasses
+    import shutil
+
+    root = tmp_path / "kernels"
+    shutil.copytree(source.kernels_dir() / "common", root / "common")
+    (root / "gemm").mkdir()
+    (root / "gemm" / "dbuf.cu").write_text(source.source_path(REGISTRY["dbuf"]).read_text() + dbuf_extra)
+    header = root / "common" / "unpack.cuh"
+    header.write_text(header.read_text() + header_extra)
+    return dataclasses.replace(REGISTRY["dbuf"], source_dir=root)
+
+
+def test_headers_are_expanded_in_place_and_each_once():
+    v = REGISTRY["warptile"]  # includes unpack.cuh at the top and cp_async.cuh half way down
+    text = source.module_source(v, param_points(v)[0])
+    body, used = source.expanded(v)
+    assert set(used) == {"common/unpack.cuh", "common/cp_async.cuh"} and "#include" not in body
+    assert body.count("void cp_async16(") == 1 and body.count("#define UNPACK4(") == 1
+    assert '#line 1 "common/cp_async.cuh"' in text and text.startswith("#define ")
+    # after each header, the kernel's own lines carry their own numbers again
+    lines = source.source_path(v).read_text().splitlines()
+    at = next(i for i, line in enumerate(lines, 1) if line == '#include "common/cp_async.cuh"')
+    after = body.split('#line 1 "common/cp_async.cuh"\n', 1)[1]
+    assert f'#line {at + 1} "warptile.cu"\n{lines[at]}' in after
+
+
+def test_nvcc_errors_in_a_header_name_the_header_and_its_line(tmp_path):
+    v = _copy_kernels(tmp_path, header_extra="\nthis is not C++;\n")
+    with pytest.raises(source.CompileError, match=r"common/unpack.cuh\(\d+\)"):
+        source.compile_report(v, param_points(v)[0])
+
+
+def test_the_source_hash_covers_the_headers(tmp_path):
+    same = _copy_kernels(tmp_path / "a")
+    assert source.source_hash(same) == source.source_hash(REGISTRY["dbuf"])
+    changed = _copy_kernels(tmp_path / "b", header_extra="// a changed header\n")
+    assert source.source_hash(changed) != source.source_hash(REGISTRY["dbuf"])
+    plain = REGISTRY["naive"]  # no headers: its bytes alone, as before headers existed
+    import hashlib
+
+    assert source.source_hash(plain) == hashlib.sha256(source.source_path(plain).read_bytes()).hexdigest()[:16]
+
+
 def test_nvcc_command_matches_sourcemodule():
     # SourceModule runs: nvcc --cubin <options> -arch <arch> -I<pycuda include> kernel.cu
     assert source.nvcc_command("sm_90") == ["nvcc", "--cubin", *source.NVCC_OPTIONS, "-arch", "sm_90",

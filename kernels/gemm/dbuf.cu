@@ -22,6 +22,7 @@
 // register allocation must leave room for (__launch_bounds__); VEC4, how global loads go (fetch);
 // STAGE, how edge tiles store C; STRIP, the widest remainder sent to the strip kernels (0: none);
 // ORDER, the loop order of the products' FFMAs (products).
+#include "common/unpack.cuh"
 
 #define WMITER ((WM * WN) / (32 * TM * TN * WNITER))
 #define WSUBM (WM / WMITER)
@@ -168,15 +169,13 @@ __device__ __forceinline__ void products(const float (*As)[AS_LD], const float (
         for (int wm = 0; wm < WMITER; ++wm)
 #pragma unroll
             for (int i = 0; i < TM; i += 4) {
-                const float4 t = *reinterpret_cast<const float4*>(&As[kk][am + wm * WSUBM + i]);
-                ra[wm * TM + i] = t.x; ra[wm * TM + i + 1] = t.y; ra[wm * TM + i + 2] = t.z; ra[wm * TM + i + 3] = t.w;
+                UNPACK4(ra, wm * TM + i, &As[kk][am + wm * WSUBM + i]);
             }
 #pragma unroll
         for (int wn = 0; wn < WNITER; ++wn)
 #pragma unroll
             for (int j = 0; j < TN; j += 4) {
-                const float4 t = *reinterpret_cast<const float4*>(&Bs[kk][bn + wn * WSUBN + j]);
-                rb[wn * TN + j] = t.x; rb[wn * TN + j + 1] = t.y; rb[wn * TN + j + 2] = t.z; rb[wn * TN + j + 3] = t.w;
+                UNPACK4(rb, wn * TN + j, &Bs[kk][bn + wn * WSUBN + j]);
             }
 #if ORDER
 #pragma unroll

@@ -12,6 +12,7 @@
 // Borders: cp.async with a source size of 0 writes zeros and reads nothing. Rows that are not
 // 16-byte aligned (K or N not a multiple of 4) go element by element.
 // Tunable: BM, BN, BK, WM, WN, TM, TN, THREADS, STAGES, MINB (blocks per SM for __launch_bounds__).
+#include "common/unpack.cuh"
 
 #define AS_LD (BK + 4)
 #define LANE_ROWS (WM / TM)  // lanes along m in a warp; LANE_ROWS * LANE_COLS == 32
@@ -19,17 +20,7 @@
 #define A_STAGE (BM * AS_LD)  // floats of one stage
 #define B_STAGE (BK * BN)
 
-__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool ok)
-{
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(ok ? 4 : 0));
-}
-
-__device__ __forceinline__ void cp_async16(float* dst, const float* src, bool ok)
-{
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(ok ? 16 : 0));
-}
+#include "common/cp_async.cuh"
 
 // One k-tile into one stage: 16-byte chunks along k for A and along n for B, consecutive threads
 // on consecutive chunks (coalesced), or the same chunks element by element when rows are unaligned.
@@ -83,8 +74,7 @@ __device__ __forceinline__ void products(const float* As, const float* Bs, float
             float b[TN];
 #pragma unroll
             for (int j = 0; j < TN; j += 4) {
-                const float4 t = *reinterpret_cast<const float4*>(&Bs[(kq + kk) * BN + bn + j * LANE_COLS]);
-                b[j] = t.x; b[j + 1] = t.y; b[j + 2] = t.z; b[j + 3] = t.w;
+                UNPACK4(b, j, &Bs[(kq + kk) * BN + bn + j * LANE_COLS]);
             }
 #pragma unroll
             for (int i = 0; i < TM; ++i) {
@@ -113,16 +103,16 @@ __device__ __noinline__ void multistage_gemm(const float* __restrict__ A, const 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < tiles) load_tile<VEC>(A, B, As + s * A_STAGE, Bs + s * B_STAGE, row0, col0, s * BK, M, N, K);
-        asm volatile("cp.async.commit_group;\n" ::);  // empty groups keep the count uniform
+        cp_async_commit();  // empty groups keep the count uniform
     }
     for (int t = 0; t < tiles; ++t) {
-        asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
+        cp_async_wait<STAGES - 2>();
         // Tile t has landed for every thread, and every thread is done with tile t-1's stage,
         // which the load below refills.
         __syncthreads();
         const int next = t + STAGES - 1, s = next % STAGES;
         if (next < tiles) load_tile<VEC>(A, B, As + s * A_STAGE, Bs + s * B_STAGE, row0, col0, next * BK, M, N, K);
-        asm volatile("cp.async.commit_group;\n" ::);
+        cp_async_commit();
         products(As + (t % STAGES) * A_STAGE, Bs + (t % STAGES) * B_STAGE, acc, am, bn);
     }
     const bool fast = VEC && row0 + BM <= M && col0 + BN <= N;

@@ -2,6 +2,7 @@
 // (As[k][m]) so a thread reads its TM values of A, like its TN values of B, as float4s; global
 // loads are float4 too when every row starts 16-byte aligned (K and N multiples of 4), else
 // scalar. Interior tiles skip bounds tests. Tunable: BM, BN, BK, TM, TN (TM, TN multiples of 4).
+#include "common/unpack.cuh"
 #define THREADS ((BM / TM) * (BN / TN))
 
 template <bool VEC, bool GUARD>
@@ -70,13 +71,11 @@ __device__ __noinline__ void vec4_gemm(const float* __restrict__ A, const float*
             // Unpacked by value: taking a register array's address can send it to local memory.
 #pragma unroll
             for (int i = 0; i < TM; i += 4) {
-                const float4 t = *reinterpret_cast<const float4*>(&As[kk][ty * TM + i]);
-                ra[i] = t.x; ra[i + 1] = t.y; ra[i + 2] = t.z; ra[i + 3] = t.w;
+                UNPACK4(ra, i, &As[kk][ty * TM + i]);
             }
 #pragma unroll
             for (int j = 0; j < TN; j += 4) {
-                const float4 t = *reinterpret_cast<const float4*>(&Bs[kk][tx * TN + j]);
-                rb[j] = t.x; rb[j + 1] = t.y; rb[j + 2] = t.z; rb[j + 3] = t.w;
+                UNPACK4(rb, j, &Bs[kk][tx * TN + j]);
             }
 #pragma unroll
             for (int i = 0; i < TM; ++i)

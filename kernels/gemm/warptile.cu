@@ -10,6 +10,7 @@
 // pipelined keeps STAGES k-tiles in flight with cp.async: while the warps compute tile t, the
 // copy engine fills the stages of tiles t+1 .. t+STAGES-1, with one barrier per tile.
 // Tunable: BM, BN, BK, WM, WN, WNITER, TM, TN, THREADS (and STAGES for pipelined).
+#include "common/unpack.cuh"
 
 #ifndef STAGES
 #define STAGES 1
@@ -31,15 +32,13 @@ __device__ __forceinline__ void warp_tile_mma(const float (*As)[BM], const float
         for (int wm = 0; wm < WMITER; ++wm)
 #pragma unroll
             for (int i = 0; i < TM; i += 4) {
-                const float4 t = *reinterpret_cast<const float4*>(&As[kk][warp_row * WM + wm * WSUBM + lane_row * TM + i]);
-                ra[wm * TM + i] = t.x; ra[wm * TM + i + 1] = t.y; ra[wm * TM + i + 2] = t.z; ra[wm * TM + i + 3] = t.w;
+                UNPACK4(ra, wm * TM + i, &As[kk][warp_row * WM + wm * WSUBM + lane_row * TM + i]);
             }
 #pragma unroll
         for (int wn = 0; wn < WNITER; ++wn)
 #pragma unroll
             for (int j = 0; j < TN; j += 4) {
-                const float4 t = *reinterpret_cast<const float4*>(&Bs[kk][warp_col * WN + wn * WSUBN + lane_col * TN + j]);
-                rb[wn * TN + j] = t.x; rb[wn * TN + j + 1] = t.y; rb[wn * TN + j + 2] = t.z; rb[wn * TN + j + 3] = t.w;
+                UNPACK4(rb, wn * TN + j, &Bs[kk][warp_col * WN + wn * WSUBN + lane_col * TN + j]);
             }
 #pragma unroll
         for (int i = 0; i < WMITER * TM; ++i)
@@ -154,18 +153,7 @@ warptile(const float* __restrict__ A, const float* __restrict__ B, float* __rest
 }
 
 // ---- pipelined: cp.async stages -------------------------------------------------------------
-// A source size of 0 makes cp.async write zeros and read nothing: that is the border handling.
-__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool ok)
-{
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(ok ? 4 : 0));
-}
-
-__device__ __forceinline__ void cp_async16(float* dst, const float* src, bool ok)
-{
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(ok ? 16 : 0));
-}
+#include "common/cp_async.cuh"
 
 // A goes element by element (the copy engine cannot transpose 16-byte chunks); consecutive
 // lanes take consecutive rows so the shared-memory writes hit distinct banks. B goes in 16-byte
@@ -214,16 +202,16 @@ __device__ __noinline__ void pipelined_gemm(const float* __restrict__ A, const f
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < tiles) async_load<VEC>(A, B, As[s], Bs[s], row0, col0, s * BK, M, N, K);
-        asm volatile("cp.async.commit_group;\n" ::);  // empty groups keep the count uniform
+        cp_async_commit();  // empty groups keep the count uniform
     }
     for (int t = 0; t < tiles; ++t) {
-        asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
+        cp_async_wait<STAGES - 2>();
         // Tile t has landed for every thread, and every thread is done with tile t-1's stage,
         // which the load below refills.
         __syncthreads();
         const int next = t + STAGES - 1;
         if (next < tiles) async_load<VEC>(A, B, As[next % STAGES], Bs[next % STAGES], row0, col0, next * BK, M, N, K);
-        asm volatile("cp.async.commit_group;\n" ::);
+        cp_async_commit();
         warp_tile_mma(As[t % STAGES], Bs[t % STAGES], acc, warp_row, warp_col, lane_row, lane_col);
     }
     const bool inside = row0 + BM <= M && col0 + BN <= N;

@@ -1,0 +1,95 @@
+"""Did a change to kernel sources change the code? For every variant whose source hash differs
+between REV and the working tree, compile each parameter point that the tuning cache holds for it
+(at REV's hash) and its default point, from REV's kernels/ and from the tree's, to PTX
+(nvcc -ptx -arch sm_90, without -lineinfo, so moved lines do not count), and compare the text.
+Identical PTX means identical machine code: the tuned measurements still describe the kernel, and
+--rehash moves those cache entries to the new hash, recording the old one (`rehashed_from`).
+Needs nvcc only (no GPU).
+    usage: python3 scripts/same_code.py REV [--cache configs/tuning-cache.json] [--rehash]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import subprocess
+import sys
+import tarfile
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from io import BytesIO
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from mmbench import source  # noqa: E402
+from mmbench.variants import REGISTRY, param_points, parse_params  # noqa: E402
+
+
+def ptx(variant, params, arch: str = "sm_90") -> str:
+    with tempfile.TemporaryDirectory(prefix="same-code-") as tmp:
+        Path(tmp, "k.cu").write_text(source.module_source(variant, params))
+        proc = subprocess.run(["nvcc", "-ptx", "-arch", arch, "k.cu", "-o", "k.ptx"], cwd=tmp, capture_output=True, text=True)
+        if proc.returncode:
+            return f"nvcc failed: {proc.stderr.strip()[:300]}"
+        return Path(tmp, "k.ptx").read_text()
+
+
+def kernels_at(rev: str, into: Path) -> Path:
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, "kernels"], capture_output=True, check=True).stdout
+    tarfile.open(fileobj=BytesIO(archive)).extractall(into, filter="data")
+    return into / "kernels"
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("rev")
+    ap.add_argument("--cache", type=Path, default=REPO / "configs" / "tuning-cache.json")
+    ap.add_argument("--rehash", action="store_true", help="move the entries of variants whose PTX is unchanged")
+    args = ap.parse_args(argv)
+    cache = json.loads(args.cache.read_text())
+    rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", args.rev], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    with tempfile.TemporaryDirectory(prefix="same-code-rev-") as tmp:
+        old_root = kernels_at(args.rev, Path(tmp))
+        changed = {}
+        for name, v in REGISTRY.items():
+            if not v.family or not (old_root / f"{v.family}.cu").exists():
+                continue
+            old = dataclasses.replace(v, source_dir=old_root)
+            if source.source_hash(old) != source.source_hash(v):
+                changed[name] = (old, v)
+        hashes = {name: (source.source_hash(old), source.source_hash(new)) for name, (old, new) in changed.items()}
+        jobs = []
+        for name, (old, new) in changed.items():
+            was = hashes[name][0]
+            points = {tuple(parse_params(e["params"])) for e in cache.values() if e["variant"] == name and e["source_hash"] == was}
+            points.add(tuple(param_points(new)[0]))
+            jobs += [(name, p) for p in sorted(points)]
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            results = list(pool.map(lambda job: ptx(changed[job[0]][0], job[1]) == ptx(changed[job[0]][1], job[1]), jobs))
+    same = {name: all(ok for (n, _), ok in zip(jobs, results) if n == name) for name in changed}
+    for name in changed:
+        count = sum(1 for n, _ in jobs if n == name)
+        print(f"{name}: {hashes[name][0]} -> {hashes[name][1]}: {count} point(s), PTX "
+              + ("identical" if same[name] else "DIFFERS at " + ", ".join(
+                  ",".join(f"{k}={val}" for k, val in p) or "defaults" for (n, p), ok in zip(jobs, results) if n == name and not ok)))
+    if args.rehash:
+        moved = 0
+        for key in list(cache):
+            e = cache[key]
+            if same.get(e["variant"]) and e["source_hash"] == hashes[e["variant"]][0]:
+                new_hash = hashes[e["variant"]][1]
+                new_key = key.replace(f"|{e['source_hash']}|", f"|{new_hash}|")
+                cache[new_key] = {**cache.pop(key), "source_hash": new_hash, "rehashed_from": e["source_hash"],
+                                  "rehashed_because": f"kernel text changed since {rev}; PTX identical (scripts/same_code.py)"}
+                moved += 1
+        args.cache.write_text(json.dumps(cache, indent=2, sort_keys=True) + "\n")  # as mmbench tune writes it
+        print(f"rehashed {moved} entries in {args.cache}")
+    return 0 if all(same.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
