@@ -2,7 +2,7 @@
 
     python -m mmbench.launch_once VARIANT PARAMS SHAPE [VARIANT PARAMS SHAPE ...]
 
-PARAMS is "BLOCK=32" or "-" for none; SHAPE is "1024" or "MxNxK". Only the points' own kernels
+PARAMS is "BLOCK=32" or "-" for none; SHAPE is "MxNxK" (k = 0 for a transpose). Only the points' own kernels
 run on the GPU here (inputs arrive by host-to-device copies), so every kernel the profiler sees
 belongs to a point, in the order given.
 """
@@ -15,7 +15,7 @@ import numpy as np
 
 from .device import open_gpu
 from .ops import get_op
-from .sizes import parse_shape
+from .sizes import Shape
 from .variants import get_variant, parse_params
 
 
@@ -26,7 +26,7 @@ def main(argv: list[str]) -> int:
     gpu = open_gpu()
     libraries = {}
     for name, params_text, shape_text in zip(argv[0::3], argv[1::3], argv[2::3]):
-        variant, shape = get_variant(name), parse_shape(shape_text)
+        variant, shape = get_variant(name), Shape(*map(int, shape_text.split("x")))
         op = get_op(variant.op)
         params = parse_params("" if params_text == "-" else params_text)
         bufs = op.upload(gpu, op.make_inputs(shape, np.random.default_rng(0)))

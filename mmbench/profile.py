@@ -1,8 +1,10 @@
-"""Nsight Compute profiles of chosen points: DRAM bytes and FP32 operations per point.
+"""Nsight Compute profiles of chosen points: DRAM bytes, FP32 operations and shared-memory bank
+conflicts per point.
 
 Each point's kernels run once under ``ncu --clock-control none --cache-control all`` (caches
 flushed before the kernel, as in the harness's cold mode). The counts give the measured DRAM
-arithmetic intensity the roofline plots.
+arithmetic intensity the roofline plots, and the bank conflicts per shared-memory instruction
+that decide whether padding a tile removed a conflict (measured, not inferred from timing).
 """
 
 from __future__ import annotations
@@ -27,9 +29,16 @@ METRICS = {
     "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": "ffma",
     "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum": "fadd",
     "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum": "fmul",
+    # Extra shared-memory passes a warp's request needed because lanes hit one bank (ld: loads,
+    # st: stores), and the warp-level shared load and store instructions they came from.
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": "shared_ld_conflicts",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": "shared_st_conflicts",
+    "smsp__inst_executed_op_shared_ld.sum": "shared_ld_inst",
+    "smsp__inst_executed_op_shared_st.sum": "shared_st_inst",
 }
 COLUMNS = ("variant", "params", "m", "n", "k", "kernels", "gpu_time_ns", "dram_bytes_read", "dram_bytes_write",
-           "fp32_flops", "dram_intensity")
+           "fp32_flops", "dram_intensity", "shared_ld_inst", "shared_st_inst", "shared_ld_conflicts",
+           "shared_st_conflicts", "conflicts_per_shared_ld", "conflicts_per_shared_st")
 
 
 class ProfileError(RuntimeError):
@@ -74,7 +83,10 @@ def _row(point: Point, launches: list[dict]) -> dict:
     return {"variant": point.variant.name, "params": format_params(point.params), "m": s.m, "n": s.n, "k": s.k,
             "kernels": ";".join(sorted({la["kernel"] for la in launches})), "gpu_time_ns": total["gpu_time_ns"],
             "dram_bytes_read": total["dram_bytes_read"], "dram_bytes_write": total["dram_bytes_write"],
-            "fp32_flops": flops, "dram_intensity": flops / dram if dram else float("nan")}
+            "fp32_flops": flops, "dram_intensity": flops / dram if dram else float("nan"),
+            **{f"shared_{op}_{what}": total[f"shared_{op}_{what}"] for op in ("ld", "st") for what in ("inst", "conflicts")},
+            **{f"conflicts_per_shared_{op}": total[f"shared_{op}_conflicts"] / total[f"shared_{op}_inst"]
+               if total[f"shared_{op}_inst"] else float("nan") for op in ("ld", "st")}}
 
 
 def _run(args: list[str]) -> list[dict]:
@@ -87,7 +99,8 @@ def _run(args: list[str]) -> list[dict]:
 
 
 def _args(point: Point) -> list[str]:
-    return [point.variant.name, format_params(point.params) or "-", str(point.shape)]
+    s = point.shape  # written out in full: a transpose's 4096 is 4096 x 4096 x 0, a GEMM's 4096 x 4096 x 4096
+    return [point.variant.name, format_params(point.params) or "-", f"{s.m}x{s.n}x{s.k}"]
 
 
 def profile_points(points: Sequence[Point]) -> pd.DataFrame:

@@ -67,3 +67,29 @@ def test_ceilings_without_gpu_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(device, "open_gpu", refuse)
     result = CliRunner().invoke(main, ["ceilings"])
     assert result.exit_code == 1 and "cannot open the GPU: no driver (test)" in result.output
+
+
+CONFLICTS = '''"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","1","python3","h","transpose_shmem_unpadded","1","13","(32, 8, 1)","(128, 128, 1)","0","9.0","Command line profiler metrics","l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum","","4,063,232"
+"0","1","python3","h","transpose_shmem_unpadded","1","13","(32, 8, 1)","(128, 128, 1)","0","9.0","Command line profiler metrics","l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum","","0"
+"0","1","python3","h","transpose_shmem_unpadded","1","13","(32, 8, 1)","(128, 128, 1)","0","9.0","Command line profiler metrics","smsp__inst_executed_op_shared_ld.sum","inst","131,072"
+"0","1","python3","h","transpose_shmem_unpadded","1","13","(32, 8, 1)","(128, 128, 1)","0","9.0","Command line profiler metrics","smsp__inst_executed_op_shared_st.sum","inst","131,072"
+'''
+
+
+def test_bank_conflicts_per_shared_instruction():
+    """Made-up counts in ncu's format: 31 extra passes per load is a 32-way conflict."""
+    (launch,) = profile.parse_ncu_csv(CONFLICTS)
+    point = Point(REGISTRY["transpose_shmem_unpadded"], (), Shape(4096, 4096, 0), "cold")
+    row = profile._row(point, [launch])
+    assert row["shared_ld_conflicts"] == 4063232 and row["shared_ld_inst"] == 131072
+    assert row["conflicts_per_shared_ld"] == 4063232 / 131072 == 31  # the formula: conflicts / instructions
+    assert row["conflicts_per_shared_st"] == 0
+    assert set(row) == set(profile.COLUMNS)
+
+
+def test_launch_once_gets_a_transpose_shape_whole():
+    """A transpose's 4096 is 4096 x 4096 x 0: written out, so the profiled launch is the same shape."""
+    point = Point(REGISTRY["transpose_shmem"], (), Shape(4096, 4096, 0), "cold")
+    assert profile._args(point) == ["transpose_shmem", "-", "4096x4096x0"]
+    assert profile._args(Point(REGISTRY["best"], (("BLOCK", 32),), Shape(63, 63, 63), "cold"))[2] == "63x63x63"

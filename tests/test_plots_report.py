@@ -312,3 +312,21 @@ def test_limits_report_gives_the_targets_and_the_spread_over_the_paper_sizes(tmp
     theirs = df[(df.variant == "cublas") & (df.n == 4096)].gflops_mean.iloc[0]
     assert f"| warptile | {100 * ours / theirs:.1f} % |" in text  # % of cuBLAS at 4096, same run
     assert "![vs-cublas](vs-cublas.png)" in text and (tmp_path / "limits" / "vs-cublas.png").exists()
+
+
+def test_lab3_padding_verdict_reads_bank_conflicts_from_the_profile():
+    """Made-up profile counts: the verdict follows the measured conflicts, not the timing."""
+    from mmbench.studies import lab3
+
+    runs = Path(__file__).resolve().parent.parent / "results" / "tuning" / "lab3-h200"
+    ok = read_results(runs / "tr-sweep.csv")
+    ok = ok[ok.status == "ok"]
+    prof = pd.DataFrame([{"variant": v, "params": "", "n": 4096, "conflicts_per_shared_ld": ld, "conflicts_per_shared_st": 0.0}
+                         for v, ld in (("transpose_shmem_unpadded", 31.0), ("transpose_shmem", 0.0))])
+    (pad,) = [v for v in lab3.verdicts(ok, prof) if v.finding.startswith("Padding the tile")]
+    assert pad.holds == "yes" and "n=4096: 31.0 / 0.0" in pad.evidence
+    prof.loc[prof.variant == "transpose_shmem", "conflicts_per_shared_ld"] = 15.0  # padding did not help
+    (pad,) = [v for v in lab3.verdicts(ok, prof) if v.finding.startswith("Padding the tile")]
+    assert pad.holds == "no"
+    (pad,) = [v for v in lab3.verdicts(ok) if v.finding.startswith("Padding the tile")]
+    assert pad.holds == "not checked" and "no Nsight Compute profile" in pad.evidence

@@ -86,7 +86,7 @@ def ceilings(results):
 @click.option("--results", type=click.Path(dir_okay=False, path_type=Path),
               help="Results CSV the profile belongs to; written beside it as .profile.csv (default: the newest).")
 def profile(config, points_spec, variants, results):
-    """Run Nsight Compute on chosen points: DRAM bytes and FP32 operations for the roofline."""
+    """Run Nsight Compute on chosen points: DRAM bytes and FP32 operations (the roofline), bank conflicts."""
     from ..profile import ProfileError, profile_path, profile_points
 
     _, selections, cfg = _selections((), None, None, (), config)

@@ -87,7 +87,20 @@ def _span(r: pd.Series, fmt: str = "{:.2f}") -> str:
     return f"{fmt.format(r.min())} to {fmt.format(r.max())}" if len(r) else "-"
 
 
-def verdicts(ok: pd.DataFrame) -> list[Verdict]:
+CONFLICTED, CLEAN = 8.0, 0.5  # conflicts per shared instruction: a many-way conflict, and none to speak of
+
+
+def conflicts(profile: pd.DataFrame | None, variant: str, params: str = "") -> pd.Series:
+    """Bank conflicts per shared-memory instruction by size n, from a Nsight Compute profile
+    (`mmbench profile`): of loads or of stores, whichever conflicts more (a transpose conflicts
+    on one side only)."""
+    if profile is None or "conflicts_per_shared_ld" not in profile:
+        return pd.Series(dtype=float)
+    rows = profile[(profile.variant == variant) & (profile.params.fillna("") == params)]
+    return rows.set_index("n")[["conflicts_per_shared_ld", "conflicts_per_shared_st"]].max(axis=1).sort_index()
+
+
+def verdicts(ok: pd.DataFrame, profile: pd.DataFrame | None = None) -> list[Verdict]:
     """Each claim of the lab, checked on our numbers (times: median of samples)."""
     t = transpose_times(ok)
     m = matmul_times(ok)
@@ -112,15 +125,26 @@ def verdicts(ok: pd.DataFrame) -> list[Verdict]:
                        "not checked" if r.empty else "yes" if ((r > 0.95) & (r < 1.05)).all() else "no",
                        f"optimized time / shmem time {_span(r, '{:.3f}')}"))
     r = _ratio(col(t, _label("transpose_shmem_unpadded")), shmem)
-    out.append(Verdict("Padding the tile to [32][33] removes a 32-way bank conflict",
-                       "section \"Parameter choices\"", "partly" if len(r) else "not checked",
-                       f"unpadded time / padded time {_span(r)}; the conflict counts themselves are not profiled yet "
-                       "(Nsight Compute)"))
+    unpadded, padded = conflicts(profile, "transpose_shmem_unpadded"), conflicts(profile, "transpose_shmem")
+    both = unpadded.index.intersection(padded.index)
+    removed = (unpadded[both] >= CONFLICTED) & (padded[both] <= CLEAN)
+    out.append(Verdict("Padding the tile to [32][33] removes a 32-way bank conflict", "section \"Parameter choices\"",
+                       ("yes" if removed.all() else "no" if not removed.any() else "partly") if len(both) else
+                       "not checked",
+                       f"unpadded time / padded time {_span(r)}; "
+                       + ("Nsight Compute, bank conflicts per shared-memory instruction, unpadded / padded: "
+                          + "; ".join(f"n={n}: {unpadded[n]:.1f} / {padded[n]:.1f}" for n in both) if len(both) else
+                          "no Nsight Compute profile beside these results (`mmbench profile`), so the conflicts "
+                          "themselves are not counted")))
     pad0, pad1 = col(m, _label("matmul_shared", "PAD=0")), col(m, _label("matmul_shared", "PAD=1"))
     r = _ratio(pad1, pad0)
+    c0, c1 = conflicts(profile, "matmul_shared", "PAD=0"), conflicts(profile, "matmul_shared", "PAD=1")
+    at = c0.index.intersection(c1.index)
     out.append(Verdict("Padding A's tile slows the shared matmul", "\"the efficiency actually significantly decreases\"",
                        "not checked" if r.empty else "yes" if (r > 1).all() else "no" if (r < 1).all() else "partly",
-                       f"padded time / unpadded time {_span(r)}"))
+                       f"padded time / unpadded time {_span(r)}"
+                       + ("; bank conflicts per shared-memory instruction, unpadded / padded: "
+                          + "; ".join(f"n={n}: {c0[n]:.2f} / {c1[n]:.2f}" for n in at) if len(at) else "")))
     mnaive = col(m, _label("naive"))
     for name in ("matmul_cache", "matmul_shared_cache"):
         r = _ratio(col(m, _label(name)), mnaive)
@@ -192,7 +216,7 @@ def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, f
         "",
         "## The lab's claims, checked",
         "",
-        *verdict_table(verdicts(ok)),
+        *verdict_table(verdicts(ok, profile)),
         "",
         "## Transpose: computation time (ms), the lab's and ours",
         "",
