@@ -67,6 +67,19 @@ def test_ladder_sample_of_the_tuning_space_is_correct(gpu, name):
         assert [r["status"] for r in rows] == ["ok"] * 3, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
 
 
+@pytest.mark.parametrize("name", ["transpose_tiled", "transpose_vec", "transpose_swizzle"])
+def test_transpose_tuning_space_sample_is_correct(gpu, name):
+    """The transposes beyond the lab: a seeded sample of each space at the operation's awkward shapes."""
+    import random
+
+    variant = REGISTRY[name]
+    op = get_op(variant.op)
+    for params in random.Random(7).sample(tuning_space(variant), 3):
+        rows = _run(gpu, [variant], op.awkward, {k: (v,) for k, v in params})
+        assert all(r["status"] == "ok" for r in rows), [(r["params"], r["m"], r["n"], r["reason"]) for r in rows
+                                                       if r["status"] != "ok"]
+
+
 @pytest.mark.parametrize("splits,vec4", [(1, 0), (2, 1), (3, 0), (4, 1)])
 def test_split_k_is_correct_at_awkward_sizes(gpu, splits, vec4):
     """Layers that add into C: k shorter than the layers (some add nothing), odd k, borders;

@@ -19,7 +19,7 @@ from ..variants import REGISTRY
 from .common import Figure, FigureFamily, Verdict, markdown_table, save_report, verdict_table
 
 TRANSPOSES = ("memcpy", "transpose_naive", "transpose_shmem", "transpose_shmem_unpadded", "transpose_optimized",
-              "transpose_tiled", "transpose_vec", "numpy_transpose", "cpu_naive_transpose")
+              "transpose_tiled", "transpose_vec", "transpose_swizzle", "numpy_transpose", "cpu_naive_transpose")
 MATMULS = (("cpu_naive_matmul", ""), ("naive", ""), ("matmul_cache", ""), ("matmul_shared_cache", ""), ("matmul_shared", "PAD=0"),
            ("matmul_shared", "PAD=1"), ("cublas", ""))
 # Our series that stand for the lab's columns
