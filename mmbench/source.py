@@ -69,6 +69,7 @@ def header(params: Params, filename: str) -> str:
 
 
 _INCLUDE = re.compile(r'^#include "([^"]+)"[ \t]*$', re.MULTILINE)
+_PRAGMA_ONCE = re.compile(r"^#pragma once[ \t]*$", re.MULTILINE)
 
 
 def _header(name: str, variant: Variant) -> Path:
@@ -95,7 +96,10 @@ def expanded(variant: Variant) -> tuple[str, dict[str, Path]]:
             header = _header(m.group(1), variant)
             if m.group(1) not in used:
                 used[m.group(1)] = header
-                out.append(f'#line 1 "{m.group(1)}"\n' + expand(header, m.group(1)).rstrip("\n") + "\n")
+                # Each header is taken once already; its #pragma once would draw nvcc's warning
+                # about a pragma once in the main file (the line stays, blank, for numbering).
+                text_of = _PRAGMA_ONCE.sub("", expand(header, m.group(1)))
+                out.append(f'#line 1 "{m.group(1)}"\n' + text_of.rstrip("\n") + "\n")
             out.append(f'#line {line + 1} "{label}"')
             last = m.end()
         out.append(text[last:])

@@ -195,6 +195,7 @@ def test_headers_are_expanded_in_place_and_each_once():
     body, used = source.expanded(v)
     assert set(used) == {"common/unpack.cuh", "common/cp_async.cuh"} and "#include" not in body
     assert body.count("void cp_async16(") == 1 and body.count("#define UNPACK4(") == 1
+    assert "#pragma once" not in body  # taken once by the expansion; nvcc would warn of it in a main file
     assert '#line 1 "common/cp_async.cuh"' in text and text.startswith("#define ")
     # after each header, the kernel's own lines carry their own numbers again
     lines = source.source_path(v).read_text().splitlines()

@@ -9,8 +9,10 @@
 //   down a column.
 //   TR x TC  the tile (TR, TC multiples of 32; TC / 4 a power of two)
 //   ROWS     threads along y: a block has TC / 4 x ROWS threads
+//   GROUP    tile rows a column of blocks goes down before the next (common/block_order.cuh)
 // Rows of in that are not a multiple of 4 floats long, and the matrix's last partial granules,
 // go float by float. out (n x m) = in (m x n)^T, row-major, any m and n.
+#include "common/block_order.cuh"
 
 #define GRANULES (TC / 4)
 #define SWIZZLE(r) (((r) >> 2) & (GRANULES - 1))
@@ -19,7 +21,9 @@ extern "C" __global__ void __launch_bounds__(GRANULES * ROWS)
 transpose_swizzle(const float* __restrict__ in, float* __restrict__ out, int m, int n)
 {
     __shared__ float4 tile[TR][GRANULES];
-    const int r0 = blockIdx.y * TR, c0 = blockIdx.x * TC;
+    int by, bx;
+    tile_of_block(by, bx);
+    const int r0 = by * TR, c0 = bx * TC;
 
     const int c = c0 + 4 * threadIdx.x;
     const bool whole_in = n % 4 == 0 && c + 4 <= n;

@@ -5,7 +5,9 @@
 //            cross the matrix's edge, or rows not a multiple of VEC floats long, go float by float
 //   ROWS     threads along y: a block has TC / VEC x ROWS threads
 //   PAD      floats added to a row of the tile in shared memory
+//   GROUP    tile rows a column of blocks goes down before the next (common/block_order.cuh)
 // out (n x m) = in (m x n)^T, row-major, any m and n.
+#include "common/block_order.cuh"
 
 template <int V> struct VecOf;
 template <> struct VecOf<1> { typedef float T; };
@@ -17,7 +19,9 @@ extern "C" __global__ void __launch_bounds__(TC / VEC * ROWS)
 transpose_vec(const float* __restrict__ in, float* __restrict__ out, int m, int n)
 {
     __shared__ float tile[TR][TC + PAD];
-    const int r0 = blockIdx.y * TR, c0 = blockIdx.x * TC;
+    int by, bx;
+    tile_of_block(by, bx);
+    const int r0 = by * TR, c0 = bx * TC;
     const int threads = TC / VEC * ROWS, t = threadIdx.y * (TC / VEC) + threadIdx.x;
 
     // Rows of in into the tile: thread x takes VEC floats of each of its rows.
