@@ -2,7 +2,8 @@
 
     python -m mmbench.launch_once VARIANT PARAMS SHAPE [VARIANT PARAMS SHAPE ...]
 
-PARAMS is "BLOCK=32" or "-" for none; SHAPE is "MxNxK" (k = 0 for a transpose). Only the points' own kernels
+PARAMS is "BLOCK=32" or "-" for none; SHAPE is "MxNxK" (k = 0 for a transpose), or "N" for a square
+GEMM's N x N x N. Only the points' own kernels
 run on the GPU here (inputs arrive by host-to-device copies), so every kernel the profiler sees
 belongs to a point, in the order given.
 """
@@ -26,7 +27,8 @@ def main(argv: list[str]) -> int:
     gpu = open_gpu()
     libraries = {}
     for name, params_text, shape_text in zip(argv[0::3], argv[1::3], argv[2::3]):
-        variant, shape = get_variant(name), Shape(*map(int, shape_text.split("x")))
+        dims = [int(d) for d in shape_text.split("x")]
+        variant, shape = get_variant(name), Shape(*(dims * 3 if len(dims) == 1 else dims))
         op = get_op(variant.op)
         params = parse_params("" if params_text == "-" else params_text)
         bufs = op.upload(gpu, op.make_inputs(shape, np.random.default_rng(0)))

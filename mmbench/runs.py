@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 from . import ceilings, environment
 from .results import (COLUMNS, LEGACY_COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, add_op_column, history,
                       read_metadata, recorded_settings, scan, set_aside_torn, status_counts, write_metadata)
-from .sweep import Point, Runner, Selection, Settings
+from .sweep import Point, Runner, Selection, Settings, kernel_key
 from .variants import format_params
 
 DEFAULTS = {k: getattr(Settings(), k) for k in MEASUREMENT_SETTINGS}  # what a run measures with unless told
@@ -183,30 +183,58 @@ class Session:
         self.meta = {**about, "settings": {**settings.__dict__}, "started_at": first_start, **runner.library_meta(),
                      **self.facts, "ceilings": ceilings.cached_for(self.facts["gpu"]) or previous.get("ceilings")}
         self.kernels = dict(previous.get("kernels") or {})
+        self.kernel_keys: set[str] = set()  # the kernels of this file's points (a runner may serve several)
         self.started = time.perf_counter()
         self._save("running")
 
     def _save(self, state: str, **more) -> None:
         self.invocation.update(state=state, git=self.facts["git"], **more)
+        mine = {k: v for k, v in self.runner.kernels.items() if k in self.kernel_keys}
         write_metadata(self.output, {**self.meta, "state": state, "finished_at": self.invocation.get("finished_at"),
-                                     "status_counts": status_counts(self.output),
-                                     "kernels": {**self.kernels, **self.runner.kernels},
+                                     "status_counts": status_counts(self.output), "kernels": {**self.kernels, **mine},
                                      "invocations": [*self.earlier, self.invocation]})
 
-    def run(self, points: Sequence[Point], on_row: Callable[[dict], None] | None = None) -> None:
-        def write(row: dict) -> None:
-            self.sink.write(row)
-            self.counts[row["status"]] = self.counts.get(row["status"], 0) + 1
-            if on_row:
-                on_row(row)
+    def write(self, row: dict, point: Point) -> None:
+        """One finished point's row into the file, whole."""
+        self.sink.write(row)
+        self.counts[row["status"]] = self.counts.get(row["status"], 0) + 1
+        self.kernel_keys.add(kernel_key(point.variant, point.params))
 
-        self.runner.settings = self.settings  # sessions may share a runner, each with its own settings
-        self.runner.run(points, write)
+    def run(self, points: Sequence[Point], on_row: Callable[[dict], None] | None = None) -> None:
+        run_together(self.runner, [(self, p) for p in points], on_row)
 
     def finish(self, state: str) -> None:
         self.sink.close()
         self._save(state, finished_at=utc_now(), wall_s=round(time.perf_counter() - self.started, 2),
                    status_counts=self.counts)
+
+
+def run_together(runner: Runner, items: Sequence[tuple[Session, Point]],
+                 on_row: Callable[[dict], None] | None = None) -> None:
+    """Points of one or more sessions in one pass of the runner, each row into its own session's
+    file: the points of a shape share its inputs and float64 reference (scripts/ab_kernels.py
+    interleaves versions of a kernel this way). The sessions must measure alike."""
+    settings = {session.settings for session, _ in items}
+    if len(settings) > 1:
+        raise ValueError("sessions run together must have the same settings")
+    if not items:
+        return
+    runner.settings = settings.pop()  # sessions may share a runner, each with its own settings
+    # The runner takes a shape's points together (their inputs and reference are shared) and gives
+    # one row per point in that order: order the items the same way, then each row is its item's.
+    by_shape: dict[tuple, list] = {}
+    for session, point in items:
+        by_shape.setdefault((point.variant.op, point.shape), []).append((session, point))
+    ordered = [item for group in by_shape.values() for item in group]
+    queue = iter(ordered)
+
+    def route(row: dict) -> None:
+        session, point = next(queue)
+        session.write(row, point)
+        if on_row:
+            on_row(row)
+
+    runner.run([point for _, point in ordered], route)
 
 
 @dataclass

@@ -84,7 +84,8 @@ def _header(name: str, variant: Variant) -> Path:
 def expanded(variant: Variant) -> tuple[str, dict[str, Path]]:
     """The kernel file with each `#include "..."` line replaced by that header's text (each header
     once; headers may include others), and the headers used. #line directives keep nvcc's messages
-    on the real file and line."""
+    on the real file and line. Not a preprocessor: an include is a line that starts with it, taken
+    whatever #if surrounds it, so headers are included at the top level, unconditionally."""
     path = source_path(variant)
     used: dict[str, Path] = {}  # as the #include names it -> the file
 

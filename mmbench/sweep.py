@@ -143,6 +143,13 @@ def _first_line(exc: BaseException) -> str:
     return (errors or lines or [type(exc).__name__])[0][:300]
 
 
+def kernel_key(variant: Variant, params: Params) -> str:
+    """How the metadata names a compiled kernel: "name[params]", and the source hash of a kernel
+    file from another tree (scripts/ab_kernels.py), which is another kernel of the same name."""
+    key = f"{variant.name}[{format_params(params)}]"
+    return key + f"@{source.source_hash(variant)}" if variant.source_dir else key
+
+
 class Runner:
     """Runs points on the CPU and, when the plan needs it, on the GPU; what a point computes and
     how it is checked comes from its operation (ops/)."""
@@ -317,9 +324,7 @@ class Runner:
                     clock_sagged=sagged, **_timing_fields(point, times))
 
     def _record_kernel(self, variant: Variant, params: Params, fn) -> None:
-        key = f"{variant.name}[{format_params(params)}]"
-        if variant.source_dir:  # another version of the kernel file (scripts/ab_kernels.py): its own entry
-            key += f"@{source.source_hash(variant)}"
+        key = kernel_key(variant, params)
         if key in self.kernels:
             return
         entry = {"source": source.source_path(variant).name, "source_hash": source.source_hash(variant),

@@ -179,6 +179,14 @@ class Tuned:
     borrowed: bool  # True: another GPU of the same architecture and SM count
 
 
+def same_code_sources(cache: Mapping, variant: str, current: str) -> set[str]:
+    """The source hashes whose measurements still hold for the kernel now: its current hash, and
+    the hashes its cache entries were moved from because the PTX was shown identical
+    (scripts/same_code.py)."""
+    return {current} | {e["rehashed_from"] for e in cache.values()
+                        if e.get("variant") == variant and e.get("source_hash") == current and e.get("rehashed_from")}
+
+
 def lookup(cache: Mapping, device: DeviceId, variant: Variant, source_hash: str, shape: Shape) -> Tuned | None:
     """The tuned configuration for a shape on a device: the device's own entries first, else those
     of a GPU of the same architecture and SM count (the same kernel choices fit it). Within one

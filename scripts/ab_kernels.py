@@ -48,6 +48,8 @@ def main() -> None:
     points = [parse_params(p) for p in args.params]
     cublas = get_variant("cublas")
     sizes, checks = parse_sizes(args.sizes), parse_sizes(args.check)
+    if args.output.exists() and any(args.output.glob("*.csv")):
+        sys.exit(f"error: {args.output} already holds results files; choose another -o folder")
     args.output.mkdir(parents=True, exist_ok=True)
     about = {"name": "ab", "ab": {"variant": base.name, "sources": {n: str(v.source_dir or "kernels/") for n, v in sources.items()},
                                   "points": [format_params(p) for p in points], "rounds": args.rounds}}
@@ -64,26 +66,33 @@ def main() -> None:
     runner = runs.open_runner(check_settings, [Point(cublas, (), checks[0], "cold")])
     sessions: dict[str, runs.Session] = {}
 
-    def session(name: str, settings: Settings) -> runs.Session:
+    def session(name: str, settings: Settings, planned: int) -> runs.Session:
         if name not in sessions:
             sessions[name] = runs.Session(args.output / f"{name}.csv", settings, about, sys.argv, runner,
-                                          points_planned=0, say=say)
+                                          points_planned=planned, say=say)
         return sessions[name]
 
+    state = "failed"
     try:
         for name, v in sources.items():
             runner.gpu.precompile(v, points, jobs=16)
-            session(f"{name}-check", check_settings).run([Point(v, p, s, "cold") for p in points for s in checks], show)
+            session(f"{name}-check", check_settings, len(points) * len(checks)).run(
+                [Point(v, p, s, "cold") for p in points for s in checks], show)
         for r in range(args.rounds):
-            for s in sizes:  # one shape at a time across versions; the order flips every round
-                order = [("cublas", [Point(cublas, (), s, "cold")])]
-                order += [(name, [Point(v, p, s, "cold") for p in points]) for name, v in sources.items()]
-                for name, pts in order if r % 2 == 0 else order[::-1]:
-                    session(f"{name}-r{r}", timed).run(pts, show)
+            for s in sizes:  # one shape at a time across versions (its inputs and reference shared); the order flips every round
+                order = [(session(f"cublas-r{r}", timed, len(sizes)), Point(cublas, (), s, "cold"))]
+                order += [(session(f"{name}-r{r}", timed, len(points) * len(sizes)), Point(v, p, s, "cold"))
+                          for name, v in sources.items() for p in points]
+                runs.run_together(runner, order if r % 2 == 0 else order[::-1], show)
+        state = "finished"
+    except KeyboardInterrupt:
+        state = "interrupted"
     finally:
         runner.close()
         for s in sessions.values():
-            s.finish("finished")
+            s.finish(state)
+    if state != "finished":
+        sys.exit(f"{state}: what finished is in {args.output}/")
 
     frames = []
     for name, s in sessions.items():

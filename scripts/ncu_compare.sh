@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Nsight Compute on the GPU machine: cuBLAS and each dbuf parameter point at one square size, one
 # launch each (python3 -m mmbench.launch_once), with the issue, stall, pipe and shared-memory
-# metrics of results/dbuf-frag. Clocks are left alone (--clock-control none).
+# metrics of results/tuning/dbuf-frag. Clocks are left alone (--clock-control none).
 #   usage: bash scripts/ncu_compare.sh N PARAMS [PARAMS ...]
 set -euo pipefail
 n=${1:?usage: ncu_compare.sh N PARAMS ...}; shift
@@ -38,6 +38,6 @@ metrics=(
   smsp__inst_executed_op_shared_st.sum
   smsp__issue_active.avg.pct_of_peak_sustained_active
 )
-points=(cublas - "$n")
-for p in "$@"; do points+=(dbuf "$p" "$n"); done
+points=(cublas - "${n}x${n}x${n}")
+for p in "$@"; do points+=(dbuf "$p" "${n}x${n}x${n}"); done
 ncu --clock-control none --metrics "$(IFS=,; echo "${metrics[*]}")" python3 -m mmbench.launch_once "${points[@]}"

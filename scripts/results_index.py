@@ -1,6 +1,8 @@
 """Write the indexes of results/: results/README.md (reference runs and checks) and
 results/tuning/README.md (every tuning session, oldest first), from what the folders hold:
 each folder's README.md or REPORT.md title, and the metadata beside each CSV (GPU, date, commit).
+In a git checkout it indexes the files git tracks (`git add` a new folder first), so a run left
+lying in results/ does not change the committed index; elsewhere, every file.
 The cache column counts the entries of configs/tuning-cache.json that name a CSV of the folder.
 tests/test_results_index.py fails when a committed index differs from what this writes, so a
 new folder comes with its index line.
@@ -10,6 +12,7 @@ new folder comes with its index line.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -25,12 +28,25 @@ RESULTS = Path("results")
 GROUPS = ("checks", "tuning")  # folders of folders; every other folder under results/ is a reference run
 CACHE = Path("configs") / "tuning-cache.json"
 DERIVED = ("table1.csv",)  # tables drawn from a run, not runs
+FILES: set[Path] = set()  # what indexes() lists, relative to REPO
+
+
+def listed() -> list[Path]:
+    """The files under results/, relative to REPO: those git tracks (staged ones included), or all."""
+    proc = subprocess.run(["git", "-C", str(REPO), "ls-files", "results"], capture_output=True, text=True)
+    if proc.returncode == 0 and (REPO / ".git").exists():
+        return [Path(line) for line in proc.stdout.splitlines()]
+    return [p.relative_to(REPO) for p in (REPO / RESULTS).rglob("*") if p.is_file()]
+
+
+def within(folder: Path) -> list[Path]:
+    return [p for p in FILES if p.is_relative_to(folder)]
 
 
 def title(folder: Path) -> str:
     for name in ("README.md", "REPORT.md"):
         path = REPO / folder / name
-        if path.exists():
+        if folder / name in FILES and path.read_text().strip():
             first = path.read_text().splitlines()[0]
             return first.lstrip("# ").strip().replace("|", "/")
     return "(no README.md)"
@@ -38,19 +54,20 @@ def title(folder: Path) -> str:
 
 def runs(folder: Path) -> list[Path]:
     """The results CSVs of a folder and its subfolders: those with metadata beside them."""
-    return sorted(p.relative_to(REPO) for p in (REPO / folder).rglob("*.csv")
-                  if p.name not in DERIVED and metadata_path(p).exists())
+    return sorted(p for p in within(folder) if p.suffix == ".csv" and p.name not in DERIVED
+                  and metadata_path(p) in FILES)
 
 
 def summary(folder: Path, cache_counts: Counter) -> dict:
     found = []  # (finished, gpu, commit, rows, ok) per CSV
     for csv in runs(folder):
-        meta = read_metadata(REPO / csv)
-        gpu = meta.get("gpu")
         try:
+            meta = read_metadata(REPO / csv)
             df = read_results(REPO / csv)
-        except ResultsError:
+        except ResultsError as exc:  # listed, but not readable as results: say so in the index, not in a traceback
+            print(f"warning: {csv}: {exc}", file=sys.stderr)
             continue
+        gpu = meta.get("gpu")
         # a file whose metadata lacks times still has each row's own
         end = finished_at(meta) or (pd.to_datetime(df.finished_at, utc=True).max() if len(df) else None)
         found.append((end.isoformat() if end is not None else "", gpu.get("name") if isinstance(gpu, dict) else None,
@@ -84,7 +101,9 @@ def table(folders: list[Path], base: Path, cache_counts: Counter, with_cache: bo
 
 
 def subfolders(folder: Path) -> list[Path]:
-    return sorted(p.relative_to(REPO) for p in (REPO / folder).iterdir() if p.is_dir())
+    """The folders directly under folder that hold a listed file."""
+    depth = len(folder.parts)
+    return sorted({Path(*p.parts[:depth + 1]) for p in within(folder) if len(p.parts) > depth + 1})
 
 
 def top_index(cache_counts: Counter) -> str:
@@ -138,6 +157,8 @@ def tuning_index(cache_counts: Counter) -> str:
 
 
 def indexes() -> dict[Path, str]:
+    global FILES
+    FILES = set(listed())
     counts = cache_sources()
     return {RESULTS / "README.md": top_index(counts), RESULTS / "tuning" / "README.md": tuning_index(counts)}
 

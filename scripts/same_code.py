@@ -2,8 +2,10 @@
 between REV and the working tree, compile each parameter point that the tuning cache holds for it
 (at REV's hash) and its default point, from REV's kernels/ and from the tree's, to PTX
 (nvcc -ptx -arch sm_90, without -lineinfo, so moved lines do not count), and compare the text.
-Identical PTX means identical machine code: the tuned measurements still describe the kernel, and
---rehash moves those cache entries to the new hash, recording the old one (`rehashed_from`).
+A parameter the kernel gained since REV is compiled at its default for the tree's side (a switch
+whose default reproduces the old code). Identical PTX means identical machine code: the tuned
+measurements still describe the kernel, and --rehash moves those cache entries to the new hash,
+recording the old one (`rehashed_from`) and the defaults it added to their parameters.
 Needs nvcc only (no GPU).
     usage: python3 scripts/same_code.py REV [--cache configs/tuning-cache.json] [--rehash]
 """
@@ -28,18 +30,35 @@ from mmbench import source  # noqa: E402
 from mmbench.variants import REGISTRY, param_points, parse_params  # noqa: E402
 
 
-def ptx(variant, params, arch: str = "sm_90") -> str:
+def ptx(variant, params, arch: str = "sm_90") -> str | None:
+    """The PTX nvcc makes of one point; None when it does not compile (never equal to anything)."""
     with tempfile.TemporaryDirectory(prefix="same-code-") as tmp:
         Path(tmp, "k.cu").write_text(source.module_source(variant, params))
         proc = subprocess.run(["nvcc", "-ptx", "-arch", arch, "k.cu", "-o", "k.ptx"], cwd=tmp, capture_output=True, text=True)
         if proc.returncode:
-            return f"nvcc failed: {proc.stderr.strip()[:300]}"
+            print(f"{variant.name} {params}: nvcc failed: {proc.stderr.strip()[:300]}", file=sys.stderr)
+            return None
         return Path(tmp, "k.ptx").read_text()
+
+
+def same_ptx(old, new, params) -> bool:
+    before, after = ptx(old, params), ptx(new, completed(new, params))
+    return before is not None and before == after
+
+
+def completed(variant, params: tuple) -> tuple:
+    """params with the variant's axes they lack at their defaults (the first value of each)."""
+    have = dict(params)
+    return tuple(sorted({**{k: v[0] for k, v in variant.axes.items() if k not in have}, **have}.items()))
 
 
 def kernels_at(rev: str, into: Path) -> Path:
     archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, "kernels"], capture_output=True, check=True).stdout
-    tarfile.open(fileobj=BytesIO(archive)).extractall(into, filter="data")
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        try:
+            tar.extractall(into, filter="data")
+        except TypeError:  # a Python without extraction filters (before 3.10.12); git's own archive
+            tar.extractall(into)
     return into / "kernels"
 
 
@@ -69,7 +88,7 @@ def main(argv: list[str]) -> int:
             points.add(tuple(param_points(new)[0]))
             jobs += [(name, p) for p in sorted(points)]
         with ThreadPoolExecutor(max_workers=4) as pool:
-            results = list(pool.map(lambda job: ptx(changed[job[0]][0], job[1]) == ptx(changed[job[0]][1], job[1]), jobs))
+            results = list(pool.map(lambda job: same_ptx(*changed[job[0]], job[1]), jobs))
     same = {name: all(ok for (n, _), ok in zip(jobs, results) if n == name) for name in changed}
     for name in changed:
         count = sum(1 for n, _ in jobs if n == name)
@@ -83,8 +102,13 @@ def main(argv: list[str]) -> int:
             if same.get(e["variant"]) and e["source_hash"] == hashes[e["variant"]][0]:
                 new_hash = hashes[e["variant"]][1]
                 new_key = key.replace(f"|{e['source_hash']}|", f"|{new_hash}|")
+                recorded = tuple(parse_params(e["params"]))
+                params = completed(changed[e["variant"]][1], recorded)
+                added = ",".join(f"{k}={v}" for k, v in params if k not in dict(recorded))
                 cache[new_key] = {**cache.pop(key), "source_hash": new_hash, "rehashed_from": e["source_hash"],
-                                  "rehashed_because": f"kernel text changed since {rev}; PTX identical (scripts/same_code.py)"}
+                                  "params": ",".join(f"{k}={v}" for k, v in params),
+                                  "rehashed_because": f"kernel text changed since {rev}; PTX identical (scripts/same_code.py)"
+                                  + (f"; {added} added, the new parameter's default" if added else "")}
                 moved += 1
         args.cache.write_text(json.dumps(cache, indent=2, sort_keys=True) + "\n")  # as mmbench tune writes it
         print(f"rehashed {moved} entries in {args.cache}")

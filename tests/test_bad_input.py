@@ -104,7 +104,7 @@ def test_bad_input_is_one_line_exit_2_and_touches_nothing(workdir, monkeypatch, 
     monkeypatch.chdir(workdir)
     before = _snapshot(workdir)
     result = CliRunner().invoke(main, args)
-    lines = result.output.strip().splitlines()
+    lines = result.output.rstrip("\n").splitlines()  # nothing before the error line, a blank line included
     assert result.exit_code == 2, result.output
     assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
     assert needle in lines[0], lines[0]

@@ -330,3 +330,9 @@ def test_lab3_padding_verdict_reads_bank_conflicts_from_the_profile():
     assert pad.holds == "no"
     (pad,) = [v for v in lab3.verdicts(ok) if v.finding.startswith("Padding the tile")]
     assert pad.holds == "not checked" and "no Nsight Compute profile" in pad.evidence
+    twice = pd.concat([prof, prof.assign(conflicts_per_shared_ld=[30.0, 0.0])])  # a size profiled twice: the worst
+    (pad,) = [v for v in lab3.verdicts(ok, twice) if v.finding.startswith("Padding the tile")]
+    assert "n=4096: 31.0 / 15.0" in pad.evidence
+    other = prof.assign(variant="transpose_vec")
+    (pad,) = [v for v in lab3.verdicts(ok, other) if v.finding.startswith("Padding the tile")]
+    assert pad.holds == "not checked" and "has no rows of transpose_shmem_unpadded and transpose_shmem" in pad.evidence

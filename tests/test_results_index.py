@@ -32,18 +32,36 @@ def test_committed_indexes_are_what_the_folders_say():
 
 
 def test_the_index_check_fails_for_a_new_folder(tmp_path, monkeypatch):
-    """--check is not a rubber stamp: a folder the index does not list makes it fail."""
+    """--check is not a rubber stamp: a folder the index does not list makes it fail (on a copy of
+    results/ outside git, where every file counts; the repository is not touched)."""
     import importlib.util
+    import shutil
 
     spec = importlib.util.spec_from_file_location("results_index", INDEX)
     index = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(index)
-    texts = index.indexes()
-    new = RESULTS / "checks" / "zz-test-folder"
+    shutil.copytree(RESULTS, tmp_path / "results")
+    (tmp_path / "configs").mkdir()
+    shutil.copy(REPO / "configs" / "tuning-cache.json", tmp_path / "configs")
+    monkeypatch.setattr(index, "REPO", tmp_path)
+    assert index.main(["--check"]) == 0  # the copy, as committed
+    new = tmp_path / "results" / "checks" / "zz-new-check"
     new.mkdir()
+    (new / "README.md").write_text("# a check added without its index line\n")
+    assert index.main(["--check"]) == 1
+    index.main([])
+    assert "| [checks/zz-new-check/](checks/zz-new-check/) | a check added without its index line |" in \
+        (tmp_path / "results" / "README.md").read_text()
+
+
+def test_a_run_left_in_results_does_not_change_the_index(tmp_path):
+    """Only what git tracks is indexed: a folder a default `mmbench run` left behind is not."""
+    stray = RESULTS / "zz-untracked-run"
+    stray.mkdir()
     try:
-        (new / "README.md").write_text("# a check added without its index line\n")
-        assert index.indexes() != texts and index.main(["--check"]) == 1
+        (stray / "README.md").write_text("# not committed\n")
+        proc = subprocess.run([sys.executable, str(INDEX), "--check"], capture_output=True, text=True, cwd=REPO)
+        assert proc.returncode == 0, proc.stdout
     finally:
-        (new / "README.md").unlink()
-        new.rmdir()
+        (stray / "README.md").unlink()
+        stray.rmdir()

@@ -58,3 +58,21 @@ def test_refusals_name_the_bad_value(tmp_path):
         out = tmp_path / "r.csv"
         runs.execute(points("4"), Settings(runs=3, warmup=0, cache="hot"), out, {}, ["t"])
         runs.resolve_settings({"runs": 5}, out, read_metadata(out))
+
+
+def test_points_of_several_sessions_run_together_land_in_their_own_files(tmp_path):
+    """Mixed shapes in one pass: every row goes to the session its point came from."""
+    settings = Settings(runs=1, warmup=0, cache="hot")
+    items = points("8,9,10")
+    runner = runs.open_runner(settings, items)
+    a = runs.Session(tmp_path / "a.csv", settings, {}, ["t"], runner, points_planned=2)
+    b = runs.Session(tmp_path / "b.csv", settings, {}, ["t"], runner, points_planned=2)
+    # the runner takes both 8s first: rows routed in the order given would put an 8 in a twice
+    runs.run_together(runner, [(a, items[0]), (a, items[1]), (b, items[0]), (a, items[2])])
+    for s in (a, b):
+        s.finish("finished")
+    runner.close()
+    assert sorted(read_results(tmp_path / "a.csv").n) == [8, 9, 10] and list(read_results(tmp_path / "b.csv").n) == [8]
+    with pytest.raises(ValueError, match="same settings"):
+        c = runs.Session(tmp_path / "c.csv", Settings(runs=2, warmup=0, cache="hot"), {}, ["t"], runner, points_planned=1)
+        runs.run_together(runner, [(a, items[0]), (c, items[1])])

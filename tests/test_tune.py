@@ -158,13 +158,25 @@ def test_run_uses_the_tuning_cache_and_says_so(tmp_path, monkeypatch, recorded):
 def test_tune_replay_command(tmp_path):
     for suffix in (".csv", ".meta.json"):
         shutil.copy(RECORDED.with_suffix(suffix), tmp_path / f"rec{suffix}")
-    # The recorded run measured warptile.cu before its shared code moved into kernels/common/ (the
-    # same PTX, scripts/same_code.py): replayed as a run of today's source.
+    # The recorded run measured warptile.cu before its shared code moved into kernels/common/; the
+    # committed cache records that the PTX stayed the same (rehashed_from), so the run still counts.
+    cache = tmp_path / "cache.json"
+    shutil.copy(REPO / "configs" / "tuning-cache.json", cache)
+    before = len(json.loads(cache.read_text()))
+    result = CliRunner().invoke(main, ["tune", "-v", "pipelined", "--strategy", "brute", "--replay",
+                                       str(tmp_path / "rec.csv"), "--tuning-cache", str(cache)])
+    assert result.exit_code == 0, result.output
+    assert "the same PTX as today's" in result.output and "best n~2048u:" in result.output
+    assert len(json.loads(cache.read_text())) == before  # the same four classes, kept or replaced
+    without = tmp_path / "none.json"  # a cache that does not vouch for the old source: stale
+    result = CliRunner().invoke(main, ["tune", "-v", "pipelined", "--strategy", "brute", "--replay",
+                                       str(tmp_path / "rec.csv"), "--tuning-cache", str(without)])
+    assert result.exit_code == 2 and "would be stale" in result.output
     meta = json.loads((tmp_path / "rec.meta.json").read_text())
     for entry in meta["kernels"].values():
-        entry["source_hash"] = source.source_hash(PIPELINED)
+        entry["source_hash"] = source.source_hash(PIPELINED)  # as if measured on today's source
     (tmp_path / "rec.meta.json").write_text(json.dumps(meta))
-    cache = tmp_path / "cache.json"
+    cache = tmp_path / "cache2.json"
     result = CliRunner().invoke(main, ["tune", "-v", "pipelined", "--strategy", "brute", "--replay",
                                        str(tmp_path / "rec.csv"), "--tuning-cache", str(cache)])
     assert result.exit_code == 0, result.output

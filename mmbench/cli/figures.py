@@ -11,7 +11,6 @@ from .common import InputError, _results_arg, console
 from ..config import ConfigError, load_config
 from ..results import ResultsError, read_results
 from ..sizes import SizeSpecError, parse_sizes
-from ..studies.zosa2017 import TABLE1_SIZES
 
 COMMANDS = ("plot", "table", "report")  # registered on the main group by cli/__init__.py
 
@@ -98,13 +97,25 @@ def _holdings(df) -> str:
     return ", ".join(dict.fromkeys(ok.variant)) + " rows" if len(ok) else "no verified rows"
 
 
-@click.group()
+class StudyFigures(click.Group):
+    """`mmbench plot NAME`: a command per figure family of the studies, made when asked for (the
+    studies load matplotlib, which `mmbench list` or `run` need not wait for)."""
+
+    def list_commands(self, ctx):
+        return list(_families())
+
+    def get_command(self, ctx, name):
+        family = _families().get(name)
+        return _plot_command(name, family.help) if family else None
+
+
+@click.group(cls=StudyFigures)
 def plot():
-    """Draw the paper's figures from a results CSV (PNG and SVG; no GPU needed)."""
+    """Draw a study's figures from a results CSV (PNG and SVG; no GPU needed)."""
 
 
-def _plot_command(name: str, help_text: str):
-    @plot.command(name, help=f"{help_text}. RESULTS defaults to the newest CSV under results/.")
+def _plot_command(name: str, help_text: str) -> click.Command:
+    @click.command(name, help=f"{help_text}. RESULTS defaults to the newest CSV under results/.")
     @RESULTS_ARG
     @OUT_OPTION
     @click.option("--size", type=click.IntRange(min=1), help="Roofline only: the size n placed on it "
@@ -116,24 +127,20 @@ def _plot_command(name: str, help_text: str):
     return command
 
 
-for _name, _family in _families().items():  # every study's figures
-    _plot_command(_name, _family.help)
-
-
 @click.command()
 @RESULTS_ARG
 @OUT_OPTION
-@click.option("--sizes", "sizes_spec", default=",".join(map(str, TABLE1_SIZES)), show_default=True,
-              help="Rows of the table (a size spec).")
+@click.option("--sizes", "sizes_spec", metavar="SPEC",
+              help="Rows of the table (a size spec; default: the paper's Table 1 sizes, 256 to 2049).")
 def table(results, out_dir, sizes_spec):
     """Table 1: multicore BLAS vs CUDA-Best GFLOP/s at chosen sizes, with cuBLAS (Markdown and CSV)."""
     from .. import analysis
     from ..studies.common import markdown_table
-    from ..studies.zosa2017 import table1
+    from ..studies.zosa2017 import TABLE1_SIZES, table1
 
     path, df, _, _ = _load(results)
     try:
-        sizes = [s.n for s in parse_sizes(sizes_spec) if s.is_square]
+        sizes = [s.n for s in parse_sizes(sizes_spec) if s.is_square] if sizes_spec else TABLE1_SIZES
         t = table1(analysis.ok_rows(df), sizes)
     except (SizeSpecError, ResultsError) as exc:
         raise InputError(str(exc)) from None

@@ -50,7 +50,8 @@ def progress_bar(total: int):
     try:
         yield on_row
     finally:
-        progress.stop()
+        if task is not None:  # a bar never started prints nothing, not even the blank line stop() would
+            progress.stop()
 
 
 def _execute(points, settings, output, about, *, prepare=None, strict=True, resume=False, previous=None):
@@ -317,7 +318,7 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
 def _replay(variant, recorded: Path, strategy: str, budget: int | None, seed: int, cache_path: Path) -> None:
     from .. import source
     from ..results import read_metadata
-    from ..tune import describe, record, recorded_source
+    from ..tune import TuneError, describe, load_cache, record, recorded_source, same_code_sources
     from ..tune import replay as replay_strategy
 
     try:
@@ -331,9 +332,16 @@ def _replay(variant, recorded: Path, strategy: str, budget: int | None, seed: in
     current = source.source_hash(variant)
     if not device or not measured_hash:
         raise InputError(f"{recorded}: its metadata names no GPU or no {variant.name} kernel source hash")
-    if measured_hash != current:
+    try:
+        equivalent = same_code_sources(load_cache(cache_path), variant.name, current)
+    except TuneError as exc:
+        raise InputError(str(exc)) from None
+    if measured_hash not in equivalent:
         raise InputError(f"{recorded} measured {variant.name} source {measured_hash}, but the kernel is now {current}: "
                          f"its results would be stale; tune again")
+    if measured_hash != current:
+        say(f"{recorded} measured {variant.name} source {measured_hash}: the same PTX as today's {current} "
+            f"(scripts/same_code.py, as {cache_path} records)")
     best = replay_strategy(rows, variant, strategy, budget, seed)
     if not best:
         raise RunFailed(f"{recorded} has no configuration of {variant.name} verified at every shape of a class")

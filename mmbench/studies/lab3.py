@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import pandas as pd
 
 from .. import plots
@@ -17,6 +16,8 @@ from ..analysis import ok_rows
 from ..results import ResultsError
 from ..variants import REGISTRY
 from .common import Figure, FigureFamily, Verdict, markdown_table, save_report, verdict_table
+
+plt = plots.plt  # pyplot as plots loaded it, after choosing the Agg backend
 
 TRANSPOSES = ("memcpy", "transpose_naive", "transpose_shmem", "transpose_shmem_unpadded", "transpose_optimized",
               "transpose_tiled", "transpose_vec", "transpose_swizzle", "numpy_transpose", "cpu_naive_transpose")
@@ -97,7 +98,18 @@ def conflicts(profile: pd.DataFrame | None, variant: str, params: str = "") -> p
     if profile is None or "conflicts_per_shared_ld" not in profile:
         return pd.Series(dtype=float)
     rows = profile[(profile.variant == variant) & (profile.params.fillna("") == params)]
-    return rows.set_index("n")[["conflicts_per_shared_ld", "conflicts_per_shared_st"]].max(axis=1).sort_index()
+    # square sizes only (the lab's tables); one value per n, the worst if a shape was profiled twice
+    rows = rows[rows.m == rows.n] if "m" in rows else rows
+    return rows.groupby("n")[["conflicts_per_shared_ld", "conflicts_per_shared_st"]].max().max(axis=1).sort_index()
+
+
+def _unprofiled(profile: pd.DataFrame | None, *variants: str) -> str:
+    """Why a padding verdict has no conflict counts to go on."""
+    if profile is None:
+        return "no Nsight Compute profile beside these results (`mmbench profile`), so the conflicts themselves are not counted"
+    if "conflicts_per_shared_ld" not in profile:
+        return "the profile beside these results predates the bank-conflict counts (`mmbench profile` again)"
+    return f"the profile beside these results has no rows of {' and '.join(variants)} at a common size"
 
 
 def verdicts(ok: pd.DataFrame, profile: pd.DataFrame | None = None) -> list[Verdict]:
@@ -134,8 +146,7 @@ def verdicts(ok: pd.DataFrame, profile: pd.DataFrame | None = None) -> list[Verd
                        f"unpadded time / padded time {_span(r)}; "
                        + ("Nsight Compute, bank conflicts per shared-memory instruction, unpadded / padded: "
                           + "; ".join(f"n={n}: {unpadded[n]:.1f} / {padded[n]:.1f}" for n in both) if len(both) else
-                          "no Nsight Compute profile beside these results (`mmbench profile`), so the conflicts "
-                          "themselves are not counted")))
+                          _unprofiled(profile, "transpose_shmem_unpadded", "transpose_shmem"))))
     pad0, pad1 = col(m, _label("matmul_shared", "PAD=0")), col(m, _label("matmul_shared", "PAD=1"))
     r = _ratio(pad1, pad0)
     c0, c1 = conflicts(profile, "matmul_shared", "PAD=0"), conflicts(profile, "matmul_shared", "PAD=1")

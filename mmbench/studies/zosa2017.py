@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -17,6 +16,8 @@ from .. import analysis, plots
 from ..analysis import Series
 from ..results import ResultsError
 from .common import Figure, FigureFamily, Verdict, markdown_table
+
+plt = plots.plt  # pyplot as plots loaded it, after choosing the Agg backend
 
 TABLE1_SIZES = [256, 512, 768, 1023, 1024, 1025, 2047, 2048, 2049]
 ONE_OUTPUT = ("interleaved", "unroll_k2", "shared", "naive", "shared_uncoalesced")  # one output per thread
