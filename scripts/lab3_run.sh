@@ -40,10 +40,14 @@ case "$part" in
   study)
     name="lab3-2018-$tag"
     csv="results/$name/$name.csv"
+    if [ -e "$csv" ]; then echo "$csv exists: choose another TAG" | tee -a "$log"; exit 2; fi
     mkdir -p "results/$name"
     SECONDS=0
     mmbench run --config configs/lab3-2018.toml -o "$csv" 2>&1 | tee -a "$log" | tail -30
-    echo "config run: $SECONDS s" | tee -a "$log"
+    status=${PIPESTATUS[0]}
+    echo "config run: exit $status after $SECONDS s" | tee -a "$log"
+    # 0: all verified; 1: some point wrong or failed (rows say which; profile and report still tell)
+    if [ "$status" -gt 1 ] || [ ! -s "$csv" ]; then exit "$status"; fi
     mmbench profile --config configs/lab3-2018.toml --points 1024,4096 \
       -v transpose_shmem,transpose_shmem_unpadded,matmul_shared --results "$csv" 2>&1 | tee -a "$log" | tail -12
     mmbench report --config configs/lab3-2018.toml "$csv" 2>&1 | tee -a "$log" | tail -3
