@@ -7,7 +7,8 @@
 #                                         results/limits-h200 (results/checks/gemm-TAG/: no GEMM slower)
 #   bash scripts/lab3_run.sh TAG study    the config run (results/lab3-2018-TAG/), Nsight Compute's bank
 #                                         conflicts of the padded and unpadded kernels, and the report
-# Each call leaves $OUT/lab3-TAG-PART.tar.gz (the files to commit) and its log beside it.
+# Each call leaves $OUT/lab3-TAG-PART.tar.gz (the files to commit) and its log beside it. On a device
+# call of 10 minutes: CPU_BUDGET=15 RUN_LIMIT=420 bash scripts/lab3_run.sh TAG study.
 set -uo pipefail
 tag=${1:?usage: lab3_run.sh TAG tune|study}; part=${2:?usage: lab3_run.sh TAG tune|study}
 OUT=${OUT:-/tmp/mmbench-out}
@@ -43,7 +44,10 @@ case "$part" in
     if [ -e "$csv" ]; then echo "$csv exists: choose another TAG" | tee -a "$log"; exit 2; fi
     mkdir -p "results/$name"
     SECONDS=0
-    mmbench run --config configs/lab3-2018.toml -o "$csv" 2>&1 | tee -a "$log" | tail -30
+    # CPU_BUDGET: seconds a naive CPU point may take (longer ones are skipped rows with their estimate);
+    # RUN_LIMIT: the run is interrupted (Ctrl-C: its rows and metadata kept) after that many seconds.
+    timeout -s INT "${RUN_LIMIT:-900}" mmbench run --config configs/lab3-2018.toml --cpu-budget "${CPU_BUDGET:-120}" \
+      -o "$csv" 2>&1 | tee -a "$log" | tail -30
     status=${PIPESTATUS[0]}
     echo "config run: exit $status after $SECONDS s" | tee -a "$log"
     # 0: all verified; 1: some point wrong or failed (rows say which; profile and report still tell)
