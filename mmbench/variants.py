@@ -226,13 +226,15 @@ _ALL = (
     Variant(name="transpose_vec", backend="cuda", op="transpose", paper="lab3", family="transpose/vec",
             label="tiled + vectors", description="beyond the lab: TR x TC tiles moved by VEC-float loads and "
             "stores (float2, float4), TC / VEC x ROWS threads",
-            axes=MappingProxyType({"TR": (64,), "TC": (64,), "VEC": (4,), "ROWS": (4,), "PAD": (1,), "GROUP": (1,)}),
+            axes=MappingProxyType({"TR": (64,), "TC": (64,), "VEC": (4,), "ROWS": (4,), "PAD": (1,), "GROUP": (1,),
+                                   "STREAM": (0,)}),
             threads=("TC // VEC", "ROWS"), geometry=MappingProxyType({"tile": ("TR", "TC")}),
             constraints=("TC % VEC == 0", "TR % VEC == 0", "ROWS <= TR", "TC // VEC * ROWS <= 1024",
                          "TC // VEC * ROWS >= 32", "(TC // VEC * ROWS) % (TR // VEC) == 0",
                          "4 * TR * (TC + PAD) <= 48 * 1024"),
             space=MappingProxyType({"TR": (32, 64, 128), "TC": (32, 64, 128), "VEC": (1, 2, 4),
-                                    "ROWS": (1, 2, 4, 8, 16), "PAD": (0, 1), "GROUP": (1, 4, 16, 64)})),
+                                    "ROWS": (1, 2, 4, 8, 16), "PAD": (0, 1), "GROUP": (1, 4, 16, 64),
+                                    "STREAM": (0, 1)})),
     Variant(name="transpose_swizzle", backend="cuda", op="transpose", paper="lab3", family="transpose/swizzle",
             label="swizzled 4 x 4", description="beyond the lab: TR x TC tiles of float4 granules, "
             "XOR-swizzled so every 16-byte shared access is conflict-free; 4 x 4 blocks transposed in registers",

@@ -6,6 +6,8 @@
 //   ROWS     threads along y: a block has TC / VEC x ROWS threads
 //   PAD      floats added to a row of the tile in shared memory
 //   GROUP    tile rows a column of blocks goes down before the next (common/block_order.cuh)
+//   STREAM   1: vector loads and stores with the evict-first hint (__ldcs, __stcs): every byte is
+//            touched once, so it need not stay in L2
 // out (n x m) = in (m x n)^T, row-major, any m and n.
 #include "common/block_order.cuh"
 
@@ -14,6 +16,14 @@ template <> struct VecOf<1> { typedef float T; };
 template <> struct VecOf<2> { typedef float2 T; };
 template <> struct VecOf<4> { typedef float4 T; };
 typedef VecOf<VEC>::T vec_t;
+
+#if STREAM
+#define LOAD(p) __ldcs(p)
+#define STORE(p, v) __stcs(p, v)
+#else
+#define LOAD(p) (*(p))
+#define STORE(p, v) (*(p) = (v))
+#endif
 
 extern "C" __global__ void __launch_bounds__(TC / VEC * ROWS)
 transpose_vec(const float* __restrict__ in, float* __restrict__ out, int m, int n)
@@ -32,7 +42,7 @@ transpose_vec(const float* __restrict__ in, float* __restrict__ out, int m, int 
         const int r = r0 + j;
         if (r >= m) break;
         if (whole_in) {
-            const vec_t v = *reinterpret_cast<const vec_t*>(in + (size_t)r * n + c);
+            const vec_t v = LOAD(reinterpret_cast<const vec_t*>(in + (size_t)r * n + c));
             const float* f = reinterpret_cast<const float*>(&v);
 #pragma unroll
             for (int e = 0; e < VEC; ++e) tile[j][VEC * threadIdx.x + e] = f[e];
@@ -55,7 +65,7 @@ transpose_vec(const float* __restrict__ in, float* __restrict__ out, int m, int 
             float* f = reinterpret_cast<float*>(&v);
 #pragma unroll
             for (int e = 0; e < VEC; ++e) f[e] = tile[e0 + e][q];
-            *reinterpret_cast<vec_t*>(out + (size_t)orow * m + oc) = v;
+            STORE(reinterpret_cast<vec_t*>(out + (size_t)orow * m + oc), v);
         } else {
             for (int e = 0; e < VEC && oc + e < m; ++e) out[(size_t)orow * m + oc + e] = tile[e0 + e][q];
         }
