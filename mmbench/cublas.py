@@ -43,6 +43,11 @@ class Cublas:
         self._lib.sgemm(self.handle, _OP_N, _OP_N, n, m, k, self._alpha.ctypes.data, int(b), n,
                         int(a), k, self._beta.ctypes.data, int(c), n)
 
+    def sgemv(self, a, x, y, m: int, n: int) -> None:
+        """y (m) = A x, A column-major m x n (lda = m), no transposition."""
+        self._lib.sgemv(self.handle, _OP_N, m, n, self._alpha.ctypes.data, int(a), m, int(x), 1,
+                        self._beta.ctypes.data, int(y), 1)
+
     def meta(self) -> dict:
         """What a results file's metadata records of the library."""
         return {"version": self.version, "math_mode": self.math_mode,

@@ -158,6 +158,9 @@ def _ladder(name: str, label: str, description: str, defaults: dict, space: dict
                    geometry=MappingProxyType(geometry), space=MappingProxyType(space))
 
 
+# Sørensen's exhaustive space: BLOCKSIZE 32 to 256 by 32, WORKSIZE_M and WORKSIZE_N 1 to 8.
+GEMV_SPACE = {"BLOCKSIZE": tuple(range(32, 257, 32)), "WORKSIZE_M": tuple(range(1, 9)), "WORKSIZE_N": tuple(range(1, 9))}
+
 _ALL = (
     _cuda("best_const", "best", "CUDA-Best const",
           "four outputs per thread, block size fixed at compile time, no min() bounds", 2),
@@ -243,6 +246,26 @@ _ALL = (
             constraints=("TR % 32 == 0", "TC % 32 == 0", "(TC // 4) & (TC // 4 - 1) == 0", "ROWS <= TR",
                          "TC // 4 * ROWS <= 1024", "TC // 4 * ROWS >= 32", "4 * TR * TC <= 48 * 1024"),
             space=MappingProxyType({"TR": (32, 64, 128), "TC": (32, 64, 128), "ROWS": (2, 4, 8, 16, 32), "GROUP": (1, 4, 16, 64)})),
+    # -- Sørensen 2012's GEMV kernels (y = A x, A column-major): kernels/gemv/sorensen.cu ----------
+    *(Variant(name=name, backend="cuda", op="gemv", paper="sorensen2012", family="gemv/sorensen", label=label,
+              description=description, axes=MappingProxyType(axes), threads=("BLOCKSIZE",),
+              geometry=MappingProxyType({"tile": tile, "accumulates": "1" if tile[1] != "0" else "0"}),
+              space=MappingProxyType({k: GEMV_SPACE[k] for k in axes}))
+      for name, label, description, axes, tile in (
+          ("gemv_row", "one thread per row", "a thread per row of A over all columns, x staged in shared memory "
+           "(paper Fig. 2a)", {"BLOCKSIZE": (128,)}, ("BLOCKSIZE", "0")),
+          ("gemv_split", "several threads per row", "WORKSIZE_N x BLOCKSIZE columns of a row a thread, partial "
+           "sums added with atomicAdd (Fig. 2b)", {"BLOCKSIZE": (128,), "WORKSIZE_N": (4,)},
+           ("BLOCKSIZE", "BLOCKSIZE * WORKSIZE_N")),
+          ("gemv_rows", "several rows per thread", "WORKSIZE_M rows a thread, BLOCKSIZE apart, over all columns "
+           "(Fig. 2c)", {"BLOCKSIZE": (128,), "WORKSIZE_M": (2,)}, ("BLOCKSIZE * WORKSIZE_M", "0")),
+          ("gemv_versatile", "versatile", "WORKSIZE_M rows and WORKSIZE_N x BLOCKSIZE columns a thread: "
+           "contains the three above (Fig. 2d)", {"BLOCKSIZE": (128,), "WORKSIZE_M": (1,), "WORKSIZE_N": (4,)},
+           ("BLOCKSIZE * WORKSIZE_M", "BLOCKSIZE * WORKSIZE_N")))),
+    Variant(name="blas_gemv", backend="blas", op="gemv", paper="sorensen2012", label="BLAS sgemv (multicore)",
+            description="CPU BLAS sgemv through numpy (float32), threads recorded"),
+    Variant(name="cublas_gemv", backend="cublas", op="gemv", paper="sorensen2012", label="cuBLAS sgemv",
+            description="cuBLAS sgemv through CuPy on the same device buffers (column-major, no transposition)"),
     Variant(name="numpy_transpose", backend="numpy", op="transpose", paper="lab3", label="numpy (CPU)",
             description="numpy copy of the transposed view, float32 (the CPU baseline)"),
     *(Variant(name=f"cpu_naive_{op_name}", backend="cpu", op=op, paper="lab3", label="Naive CPU",

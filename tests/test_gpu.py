@@ -67,9 +67,10 @@ def test_ladder_sample_of_the_tuning_space_is_correct(gpu, name):
         assert [r["status"] for r in rows] == ["ok"] * 3, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
 
 
-@pytest.mark.parametrize("name", ["transpose_tiled", "transpose_vec", "transpose_swizzle"])
-def test_transpose_tuning_space_sample_is_correct(gpu, name):
-    """The transposes beyond the lab: a seeded sample of each space at the operation's awkward shapes."""
+@pytest.mark.parametrize("name", ["transpose_tiled", "transpose_vec", "transpose_swizzle", "gemv_split", "gemv_rows",
+                                  "gemv_versatile"])
+def test_tuning_space_sample_is_correct_at_awkward_shapes(gpu, name):
+    """Transposes and GEMVs: a seeded sample of each space at the operation's awkward shapes."""
     import random
 
     variant = REGISTRY[name]

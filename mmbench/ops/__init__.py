@@ -8,9 +8,10 @@ from types import MappingProxyType
 
 from .base import Check, DeviceBuffers, Operation
 from .gemm import GEMM
+from .gemv import GEMV
 from .transpose import COPY, TRANSPOSE
 
-OPERATIONS = MappingProxyType({op.name: op for op in (GEMM, TRANSPOSE, COPY)})
+OPERATIONS = MappingProxyType({op.name: op for op in (GEMM, GEMV, TRANSPOSE, COPY)})
 
 
 def get_op(name: str) -> Operation:

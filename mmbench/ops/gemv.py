@@ -1,0 +1,153 @@
+"""GEMV: y = A x, float32, A column-major m x n (as Sørensen's paper stores it), x of n, y of m.
+
+Work 2mn flops; each operand moved once, 4(mn + m + n) bytes; the rate is GFLOP/s with GB/s
+beside it. Every y element is a float32 sum of n products, checked by ``base.check_sums`` (the
+elementwise gamma_n bound holds for any summation order, the orders atomicAdd produces
+included). A kernel takes (A, x, y, m, n) and a 2-D grid: x over rows of A, y over column
+chunks; its variant's geometry gives the rows x columns one block covers (``tile``), and whether
+it adds into y with atomics (``accumulates``: y is then zeroed inside the timed launch, as split-K
+GEMM zeroes C).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..sizes import Shape
+from ..variants import Params, Variant, evaluate
+from .base import Check, DeviceBuffers, Operation, check_sums, gamma
+
+
+# The tuning mesh (Sørensen's Fig. 1 middle): MESH_CELLS x MESH_CELLS cells, logarithmic in m and n
+# from 1 to MESH_MAX each (the paper does not state its bounds; 2^20 takes single rows and columns
+# to the largest matrices a few GiB hold, which a memory cap then cuts, as the paper's black cells).
+MESH_CELLS = 24
+MESH_MAX = 2**20
+
+
+def mesh_cell(m: int, n: int) -> tuple[int, int]:
+    """The (row, column) cell of the mesh that a shape m x n falls in; sizes past MESH_MAX fall in
+    the last cell."""
+    def index(v: int) -> int:
+        return min(MESH_CELLS - 1, max(0, int(math.log(v) / math.log(MESH_MAX) * MESH_CELLS)))
+
+    return index(m), index(n)
+
+
+def cell_points(i: int, j: int) -> list[Shape]:
+    """The 3 x 3 logarithmically spaced shapes inside cell (i, j) whose mean scores it (as the
+    paper does), at 1/6, 3/6 and 5/6 of the cell in log scale; repeats, at the smallest cells, once."""
+    def at(k: int) -> list[int]:
+        low, high = math.ceil(MESH_MAX ** (k / MESH_CELLS)), math.ceil(MESH_MAX ** ((k + 1) / MESH_CELLS)) - 1
+        if mesh_cell(high, 1)[0] > k:  # an edge that is a whole number belongs to the cell above
+            high -= 1
+        return list(dict.fromkeys(min(high, max(low, round(MESH_MAX ** ((k + f) / MESH_CELLS))))
+                                  for f in (1 / 6, 3 / 6, 5 / 6)))
+
+    return list(dict.fromkeys(Shape(m, n, 0) for m in at(i) for n in at(j)))
+
+
+@dataclass(frozen=True)
+class GemvInputs:
+    """Host inputs of one GEMV check with their float64 reference and error bound."""
+
+    a: np.ndarray  # float32, n x m row-major: A (m x n) column-major
+    x: np.ndarray  # float32, n
+    reference: np.ndarray  # float64 A x, m
+    bound: np.ndarray  # gamma_n * (|A| |x|), m
+
+
+def make_gemv_inputs(shape: Shape, rng: np.random.Generator) -> GemvInputs:
+    """Random inputs in [-1, 1) (never zeros: they would hide unwritten outputs) and the reference."""
+    a = rng.uniform(-1.0, 1.0, size=(shape.n, shape.m)).astype(np.float32)  # column j of A is row j
+    x = rng.uniform(-1.0, 1.0, size=shape.n).astype(np.float32)
+    a64, x64 = a.astype(np.float64), x.astype(np.float64)
+    return GemvInputs(a, x, a64.T @ x64, gamma(shape.n) * (np.abs(a64).T @ np.abs(x64)))
+
+
+def launch_grid(variant: Variant, params: Params, shape: Shape) -> tuple[int, int, int]:
+    """x over the rows of A, y over chunks of its columns; a tile of 0 columns covers them all."""
+    rows, cols = (evaluate(e, params) for e in variant.geometry["tile"])
+    return math.ceil(shape.m / rows), math.ceil(shape.n / cols) if cols else 1, 1
+
+
+def adds_into_y(variant: Variant, params: Params, shape: Shape) -> bool:
+    """Whether the launch adds partial sums into y (so y is zeroed first): a kernel whose geometry
+    says it accumulates does, when its grid has more than one column of blocks."""
+    return evaluate(variant.geometry.get("accumulates", "0"), params) > 0 and launch_grid(variant, params, shape)[1] > 1
+
+
+class Gemv(Operation):
+    name = "gemv"
+    dims = ("m", "n")
+    rate = "gflops_mean"
+    score = "gflops_median"
+    # 1 x 1, single rows and columns, sizes either side of a block (32 ... 256 threads) and primes
+    awkward = "1,1x4097,4097x1,31,33,63,65,127,129,255,257,1000x37,37x1000,997x1009,2x3001,3001x3"
+
+    def flops(self, shape: Shape) -> float:
+        return 2.0 * shape.m * shape.n
+
+    def min_bytes(self, shape: Shape) -> float:
+        return 4.0 * (shape.m * shape.n + shape.m + shape.n)
+
+    def host_bytes(self, shape: Shape) -> int:
+        """A in float32, its float64 and absolute copies for the reference and bound (20 bytes an
+        element), and a few vectors."""
+        return 20 * shape.m * shape.n + 64 * (shape.m + shape.n)
+
+    def device_bytes(self, shape: Shape) -> int:
+        return 4 * (shape.m * shape.n + shape.m + shape.n)
+
+    def make_inputs(self, shape: Shape, rng: np.random.Generator) -> GemvInputs:
+        return make_gemv_inputs(shape, rng)
+
+    def output_shape(self, shape: Shape) -> tuple[int, ...]:
+        return (shape.m,)
+
+    def check(self, out: np.ndarray, inputs: GemvInputs) -> Check:
+        return check_sums(out, inputs.reference, inputs.bound, inputs.x.size)
+
+    def upload(self, gpu, inputs: GemvInputs) -> DeviceBuffers:
+        m = inputs.reference.size
+        return DeviceBuffers((gpu.upload(inputs.a), gpu.upload(inputs.x)), gpu.alloc(4 * m), m)
+
+    def kernel(self, gpu, variant: Variant, params: Params, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
+        grid = launch_grid(variant, params, shape)
+        fn, block = gpu.function(variant, params), variant.block_dims(params)
+        (a, x), y = bufs.inputs, bufs.output
+        m, n = np.int32(shape.m), np.int32(shape.n)
+        zero = adds_into_y(variant, params, shape)
+
+        def launch() -> None:
+            if zero:
+                gpu.zero_async(y, shape.m)
+            fn(a, x, y, m, n, block=block, grid=grid, stream=gpu.stream)
+
+        return launch
+
+    def cpu(self, variant: Variant, inputs: GemvInputs) -> tuple[Callable[[], None], np.ndarray]:
+        a_t, x = inputs.a.T, inputs.x  # A as an m x n view: numpy hands BLAS sgemv the transposed flag
+        y = np.full(a_t.shape[0], np.nan, dtype=np.float32)
+        return (lambda: np.matmul(a_t, x, out=y)), y
+
+    def library(self, variant: Variant, gpu):
+        from ..cublas import Cublas
+
+        return Cublas(gpu.stream.handle)
+
+    def library_call(self, handle, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
+        (a, x), y = bufs.inputs, bufs.output
+        return lambda: handle.sgemv(a, x, y, shape.m, shape.n)
+
+    def size_class(self, shape: Shape) -> str:
+        """The cell of the tuning mesh the shape falls in (mmbench/ops/gemv.py's MESH)."""
+        i, j = mesh_cell(shape.m, shape.n)
+        return f"cell{i:02d}x{j:02d}"
+
+
+GEMV = Gemv()

@@ -1,0 +1,61 @@
+"""GEMV on the CPU: the reference and its check, the work, the mesh, the launch grid."""
+
+import numpy as np
+import pytest
+
+from mmbench.ops import get_op
+from mmbench.ops.gemv import MESH_CELLS, MESH_MAX, adds_into_y, cell_points, launch_grid, mesh_cell
+from mmbench.sizes import Shape
+from mmbench.variants import REGISTRY, param_points
+
+GEMV = get_op("gemv")
+
+
+def test_work_pins_its_formulas():
+    s = Shape(1000, 37, 0)
+    assert GEMV.flops(s) == 2 * 1000 * 37 and GEMV.min_bytes(s) == 4 * (1000 * 37 + 1000 + 37)
+    assert GEMV.parse_sizes("1000x37") == [s] and GEMV.parse_sizes("33") == [Shape(33, 33, 0)]
+
+
+@pytest.mark.parametrize("m,n", [(1, 1), (1, 4097), (4097, 1), (33, 65), (997, 1009)])
+def test_a_float32_gemv_passes_and_one_wrong_element_fails(m, n):
+    inputs = GEMV.make_inputs(Shape(m, n, 0), np.random.default_rng(1))
+    assert inputs.a.shape == (n, m) and inputs.x.shape == (n,)  # A column-major: column j is row j
+    a = inputs.a.T  # A, m x n
+    y = np.zeros(m, np.float32)
+    for j in range(n):  # a float32 sum in another order than BLAS's
+        y += a[:, j] * inputs.x[j]
+    assert GEMV.check(y, inputs).ok
+    wrong = y.copy()
+    wrong[m // 2] += 2 * inputs.bound[m // 2] + 1e-6  # past the float32 bound of that element
+    assert not GEMV.check(wrong, inputs).ok
+    unwritten = y.copy()
+    unwritten[-1] = np.nan
+    check = GEMV.check(unwritten, inputs)
+    assert not check.ok and "not finite" in check.reason
+
+
+def test_reduced_precision_fails():
+    inputs = GEMV.make_inputs(Shape(512, 4096, 0), np.random.default_rng(2))
+    half = (inputs.a.T.astype(np.float16).astype(np.float64) @ inputs.x.astype(np.float16).astype(np.float64))
+    assert not GEMV.check(half.astype(np.float32), inputs).ok
+
+
+def test_mesh_cells_and_their_points():
+    assert mesh_cell(1, 1) == (0, 0) and mesh_cell(MESH_MAX, MESH_MAX) == (MESH_CELLS - 1, MESH_CELLS - 1)
+    for i in range(MESH_CELLS):
+        points = cell_points(i, MESH_CELLS - 1 - i)
+        assert 1 <= len(points) <= 9 and all(mesh_cell(p.m, p.n) == (i, MESH_CELLS - 1 - i) for p in points)
+    assert len(cell_points(12, 12)) == 9  # a 3 x 3 grid where the cell is wide enough
+    assert GEMV.size_class(Shape(1000, 37, 0)) == "cell11x06"
+
+
+def test_launch_grid_and_when_y_is_zeroed():
+    s = Shape(1000, 3000, 0)
+    row, split = REGISTRY["gemv_row"], REGISTRY["gemv_split"]
+    assert launch_grid(row, (("BLOCKSIZE", 128),), s) == (8, 1, 1) and not adds_into_y(row, (("BLOCKSIZE", 128),), s)
+    p = (("BLOCKSIZE", 128), ("WORKSIZE_N", 4))
+    assert launch_grid(split, p, s) == (8, 6, 1) and adds_into_y(split, p, s)
+    assert not adds_into_y(split, p, Shape(1000, 512, 0))  # one column of blocks: stored, not added
+    v = REGISTRY["gemv_versatile"]
+    assert launch_grid(v, param_points(v, {"WORKSIZE_M": (3,)})[0], s) == (3, 6, 1)
