@@ -59,3 +59,20 @@ def test_launch_grid_and_when_y_is_zeroed():
     assert not adds_into_y(split, p, Shape(1000, 512, 0))  # one column of blocks: stored, not added
     v = REGISTRY["gemv_versatile"]
     assert launch_grid(v, param_points(v, {"WORKSIZE_M": (3,)})[0], s) == (3, 6, 1)
+
+
+def test_gemv_size_specs_mesh_cells_and_families():
+    from mmbench.ops.gemv import mesh_shapes
+    from mmbench.sizes import SizeSpecError
+
+    assert GEMV.parse_sizes("cell:12x3") == cell_points(12, 3)
+    assert GEMV.parse_sizes("tall:10:40:x2,square:10,wide:10") == [Shape(1000, 10, 0), Shape(2000, 20, 0),
+                                                                    Shape(4000, 40, 0), Shape(100, 100, 0),
+                                                                    Shape(10, 1000, 0)]
+    whole, capped = GEMV.parse_sizes("mesh"), GEMV.parse_sizes("mesh:64")
+    assert whole == mesh_shapes() and set(capped) < set(whole)
+    assert max(4 * s.m * s.n for s in capped) <= 64 * 2**20 and max(4 * s.m * s.n for s in whole) <= 4096 * 2**20
+    assert {mesh_cell(s.m, s.n) for s in capped} < {mesh_cell(s.m, s.n) for s in whole}  # whole cells left out
+    for bad in ("cell:24x0", "cell:3", "mesh:0", "tall:", "bogus"):
+        with pytest.raises(SizeSpecError, match="size spec"):
+            GEMV.parse_sizes(bad)

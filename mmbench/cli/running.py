@@ -171,7 +171,7 @@ def _summary(csv_path: Path) -> Table:
 @click.option("--sizes", "-s", metavar="SPEC",
               help=f"Sizes to sweep (default {PAPER_SWEEP}, the paper's 189 sizes). Forms: {FORMS}. "
                    "A:B is every n in [A, B] within 1 of a multiple of 32; e.g. 256,512  64:4096:+64  "
-                   "512:8192:x2  1000x37x2049 (M x N x K).")
+                   "512:8192:x2  1000x37x2049 (M x N x K). GEMV also: mesh, mesh:MIB, cell:IxJ, tall:/square:/wide:SPEC.")
 @click.option("--block", "blocks", metavar="B[,B...]", help="Block sizes to sweep (the BLOCK parameter), e.g. 8,16,32.")
 @click.option("--params", "params", multiple=True, metavar="K=V[/V],...",
               help="Set kernel parameters, e.g. BM=128,BK=8/16 (a/b sweeps both); overrides the tuning cache.")

@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..sizes import Shape
+from ..sizes import Shape, SizeSpecError, parse_sizes
 from ..variants import Params, Variant, evaluate
 from .base import Check, DeviceBuffers, Operation, check_sums, gamma
 
@@ -49,6 +49,49 @@ def cell_points(i: int, j: int) -> list[Shape]:
                                   for f in (1 / 6, 3 / 6, 5 / 6)))
 
     return list(dict.fromkeys(Shape(m, n, 0) for m in at(i) for n in at(j)))
+
+
+MESH_CAP_MIB = 4096  # the largest matrix the mesh holds by default (cells past it are left out)
+FAMILIES = {"tall": (100, 1), "square": (10, 10), "wide": (1, 100)}  # the paper's Fig. 4: m, n per N
+GEMV_FORMS = ("mesh (every cell's 3 x 3 shapes, matrices up to 4096 MiB), mesh:MIB (another cap), "
+              "cell:IxJ (one cell, I and J from 0 to 23), tall:SPEC, square:SPEC, wide:SPEC (100N x N, "
+              "10N x 10N, N x 100N for each N of a size spec such as 10:10000:x2)")
+
+
+def mesh_shapes(cap_mib: int = MESH_CAP_MIB) -> list[Shape]:
+    """Every cell's shapes, the cells whose largest matrix fits the cap (the paper's black cells
+    are those that do not)."""
+    cap = cap_mib * 2**20
+    out = []
+    for i in range(MESH_CELLS):
+        for j in range(MESH_CELLS):
+            points = cell_points(i, j)
+            if max(4 * p.m * p.n for p in points) <= cap:
+                out += points
+    return out
+
+
+def _gemv_item(item: str) -> list[Shape] | None:
+    """The shapes of one GEMV-only size spec item; None when the item is a common one."""
+    head, _, rest = item.partition(":")
+    try:
+        if head == "mesh":
+            cap = int(rest) if rest else MESH_CAP_MIB
+            if cap < 1:
+                raise ValueError
+            return mesh_shapes(cap)
+        if head == "cell":
+            i, j = (int(v) for v in rest.split("x"))
+            if not (0 <= i < MESH_CELLS and 0 <= j < MESH_CELLS):
+                raise ValueError
+            return cell_points(i, j)
+    except ValueError:
+        raise SizeSpecError(f"size spec '{item}'; GEMV forms: {GEMV_FORMS}") from None
+    if head in FAMILIES:
+        fm, fn = FAMILIES[head]
+        return [Shape(fm * s.m, fn * s.m, 0) for s in parse_sizes(rest, 2)] if rest else \
+            parse_sizes("", 2)  # an empty spec: the common error
+    return None
 
 
 @dataclass(frozen=True)
@@ -88,6 +131,20 @@ class Gemv(Operation):
     score = "gflops_median"
     # 1 x 1, single rows and columns, sizes either side of a block (32 ... 256 threads) and primes
     awkward = "1,1x4097,4097x1,31,33,63,65,127,129,255,257,1000x37,37x1000,997x1009,2x3001,3001x3"
+
+    def parse_sizes(self, spec: str) -> list[Shape]:
+        """The common forms (1000x37, 4096, ranges) and GEMV's own: the mesh, one cell, the paper's
+        tall, square and wide families (GEMV_FORMS)."""
+        shapes: dict[Shape, None] = {}
+        for item in spec.replace(" ", "").split(","):
+            own = _gemv_item(item)
+            try:
+                found = own if own is not None else parse_sizes(item, 2)
+            except SizeSpecError as exc:
+                raise SizeSpecError(f"{exc}; for GEMV also {GEMV_FORMS}") from None
+            for shape in found:
+                shapes.setdefault(shape, None)
+        return list(shapes)
 
     def flops(self, shape: Shape) -> float:
         return 2.0 * shape.m * shape.n
