@@ -261,7 +261,16 @@ _ALL = (
            "(Fig. 2c)", {"BLOCKSIZE": (128,), "WORKSIZE_M": (2,)}, ("BLOCKSIZE * WORKSIZE_M", "0")),
           ("gemv_versatile", "versatile", "WORKSIZE_M rows and WORKSIZE_N x BLOCKSIZE columns a thread: "
            "contains the three above (Fig. 2d)", {"BLOCKSIZE": (128,), "WORKSIZE_M": (1,), "WORKSIZE_N": (4,)},
-           ("BLOCKSIZE * WORKSIZE_M", "BLOCKSIZE * WORKSIZE_N")))),
+           ("BLOCKSIZE * WORKSIZE_M", "BLOCKSIZE * WORKSIZE_N")),
+          ("gemv_columns", "threads along columns", "threads along the column-major storage, "
+           "BLOCKSIZE / m whole columns at once for short A, atomicAdd (Fig. 2e)",
+           {"BLOCKSIZE": (128,), "WORKSIZE_N": (4,)}, ("0", "BLOCKSIZE * WORKSIZE_N")))),
+    Variant(name="gemv_wide", backend="cuda", op="gemv", paper="sorensen2012", family="gemv/sorensen",
+            label="wide, no atomics", description="beyond the paper: each column of blocks writes partial sums "
+            "into a workspace, a second kernel adds them in a fixed order",
+            axes=MappingProxyType({"BLOCKSIZE": (128,), "WORKSIZE_M": (1,), "WORKSIZE_N": (4,)}), threads=("BLOCKSIZE",),
+            geometry=MappingProxyType({"tile": ("BLOCKSIZE * WORKSIZE_M", "BLOCKSIZE * WORKSIZE_N"), "workspace": "1"}),
+            space=MappingProxyType(GEMV_SPACE)),
     Variant(name="blas_gemv", backend="blas", op="gemv", paper="sorensen2012", label="BLAS sgemv (multicore)",
             description="CPU BLAS sgemv through numpy (float32), threads recorded"),
     Variant(name="cublas_gemv", backend="cublas", op="gemv", paper="sorensen2012", label="cuBLAS sgemv",

@@ -76,3 +76,16 @@ def test_gemv_size_specs_mesh_cells_and_families():
     for bad in ("cell:24x0", "cell:3", "mesh:0", "tall:", "bogus"):
         with pytest.raises(SizeSpecError, match="size spec"):
             GEMV.parse_sizes(bad)
+
+
+def test_columns_and_wide_kernels_launch_model():
+    from mmbench.ops.gemv import uses_workspace
+
+    s = Shape(20, 5000, 0)
+    cols, wide = REGISTRY["gemv_columns"], REGISTRY["gemv_wide"]
+    p = (("BLOCKSIZE", 128), ("WORKSIZE_N", 4))
+    assert launch_grid(cols, p, s) == (1, 10, 1) and adds_into_y(cols, p, s)  # one block row covers all rows
+    assert GEMV.entries(cols) == ("gemv_columns",) and not uses_workspace(cols)
+    q = param_points(wide)[0]
+    assert uses_workspace(wide) and GEMV.entries(wide) == ("gemv_wide", "gemv_wide_reduce")
+    assert not adds_into_y(wide, q, s)  # partial sums go to the workspace, not into y

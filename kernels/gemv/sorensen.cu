@@ -85,3 +85,66 @@ gemv_versatile(const float* __restrict__ A, const float* __restrict__ x, float* 
     gemv_part<WORKSIZE_M>(A, x, y, m, blockIdx.x * (BLOCKSIZE * WORKSIZE_M), c0,
                           min(n, c0 + BLOCKSIZE * WORKSIZE_N), gridDim.y > 1);
 }
+
+// Several threads, several columns (Fig. 2e): for short A (m < BLOCKSIZE) the block's threads lie
+// along the column-major storage, BLOCKSIZE / m whole columns at a time, so none idles; a block
+// takes BLOCKSIZE * WORKSIZE_N columns. Threads of one row add in shared memory, then once per
+// block into y. Taller A (m > BLOCKSIZE) falls back to a thread per row over the block's columns.
+extern "C" __global__ void __launch_bounds__(BLOCKSIZE)
+gemv_columns(const float* __restrict__ A, const float* __restrict__ x, float* __restrict__ y, int m, int n)
+{
+    __shared__ float xs[BLOCKSIZE * WORKSIZE_N];  // the block's part of x
+    __shared__ float ys[BLOCKSIZE];               // a row's sum over the block's threads
+    const int c0 = blockIdx.y * (BLOCKSIZE * WORKSIZE_N), c1 = min(n, c0 + BLOCKSIZE * WORKSIZE_N);
+    const bool add = gridDim.y > 1;
+    for (int i = threadIdx.x; i < c1 - c0; i += BLOCKSIZE) xs[i] = x[c0 + i];
+    if (m <= BLOCKSIZE) {
+        const int per_step = BLOCKSIZE / m;  // whole columns the block reads at once
+        const int q = threadIdx.x / m, r = threadIdx.x % m;
+        if (threadIdx.x < m) ys[threadIdx.x] = 0.0f;
+        __syncthreads();
+        if (q < per_step) {
+            float s = 0.0f;  // consecutive threads read consecutive floats of A
+            for (int c = c0 + q; c < c1; c += per_step) s = fmaf(A[(size_t)c * m + r], xs[c - c0], s);
+            atomicAdd(&ys[r], s);
+        }
+        __syncthreads();
+        if (threadIdx.x < m) {
+            if (add)
+                atomicAdd(&y[threadIdx.x], ys[threadIdx.x]);
+            else
+                y[threadIdx.x] = ys[threadIdx.x];
+        }
+    } else {
+        __syncthreads();
+        for (int r = threadIdx.x; r < m; r += BLOCKSIZE) {
+            float s = 0.0f;
+            for (int c = c0; c < c1; ++c) s = fmaf(A[(size_t)c * m + r], xs[c - c0], s);
+            if (add)
+                atomicAdd(&y[r], s);
+            else
+                y[r] = s;
+        }
+    }
+}
+
+// Beyond the paper, for wide A without atomics: each column of blocks writes its partial sums of
+// y into its own row of a workspace W (gridDim.y x m), then gemv_wide_reduce adds W's rows in a
+// fixed order, so the result is the same from run to run.
+extern "C" __global__ void __launch_bounds__(BLOCKSIZE)
+gemv_wide(const float* __restrict__ A, const float* __restrict__ x, float* __restrict__ W, int m, int n)
+{
+    const int c0 = blockIdx.y * (BLOCKSIZE * WORKSIZE_N);
+    gemv_part<WORKSIZE_M>(A, x, W + (size_t)blockIdx.y * m, m, blockIdx.x * (BLOCKSIZE * WORKSIZE_M), c0,
+                          min(n, c0 + BLOCKSIZE * WORKSIZE_N), false);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCKSIZE)
+gemv_wide_reduce(const float* __restrict__ W, float* __restrict__ y, int m, int parts)
+{
+    const int r = blockIdx.x * BLOCKSIZE + threadIdx.x;
+    if (r >= m) return;
+    float s = 0.0f;
+    for (int p = 0; p < parts; ++p) s += W[(size_t)p * m + r];
+    y[r] = s;
+}

@@ -113,9 +113,15 @@ def make_gemv_inputs(shape: Shape, rng: np.random.Generator) -> GemvInputs:
 
 
 def launch_grid(variant: Variant, params: Params, shape: Shape) -> tuple[int, int, int]:
-    """x over the rows of A, y over chunks of its columns; a tile of 0 columns covers them all."""
+    """x over the rows of A, y over chunks of its columns; a tile of 0 rows (columns) covers them all."""
     rows, cols = (evaluate(e, params) for e in variant.geometry["tile"])
-    return math.ceil(shape.m / rows), math.ceil(shape.n / cols) if cols else 1, 1
+    return math.ceil(shape.m / rows) if rows else 1, math.ceil(shape.n / cols) if cols else 1, 1
+
+
+def uses_workspace(variant: Variant) -> bool:
+    """A kernel that writes each column of blocks' partial sums into a workspace, then reduces them
+    with its <name>_reduce kernel (no atomics)."""
+    return variant.geometry.get("workspace", "0") == "1"
 
 
 def adds_into_y(variant: Variant, params: Params, shape: Shape) -> bool:
@@ -158,7 +164,8 @@ class Gemv(Operation):
         return 20 * shape.m * shape.n + 64 * (shape.m + shape.n)
 
     def device_bytes(self, shape: Shape) -> int:
-        return 4 * (shape.m * shape.n + shape.m + shape.n)
+        """A, x and y, and a workspace kernel's partial sums (at most as many as A has elements / 32)."""
+        return 4 * (shape.m * shape.n + shape.m + shape.n) + 4 * (shape.m * shape.n // 32 + shape.m)
 
     def make_inputs(self, shape: Shape, rng: np.random.Generator) -> GemvInputs:
         return make_gemv_inputs(shape, rng)
@@ -173,11 +180,25 @@ class Gemv(Operation):
         m = inputs.reference.size
         return DeviceBuffers((gpu.upload(inputs.a), gpu.upload(inputs.x)), gpu.alloc(4 * m), m)
 
+    def entries(self, variant: Variant) -> tuple[str, ...]:
+        return (variant.name, f"{variant.name}_reduce") if uses_workspace(variant) else (variant.name,)
+
     def kernel(self, gpu, variant: Variant, params: Params, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
         grid = launch_grid(variant, params, shape)
         fn, block = gpu.function(variant, params), variant.block_dims(params)
         (a, x), y = bufs.inputs, bufs.output
         m, n = np.int32(shape.m), np.int32(shape.n)
+        if uses_workspace(variant):
+            parts = grid[1]
+            work = gpu.alloc(4 * parts * shape.m)  # once a point, outside the timed launches
+            reduce = gpu.function(variant, params, f"{variant.name}_reduce")
+            rgrid = (math.ceil(shape.m / block[0]), 1, 1)
+
+            def launch_two() -> None:
+                fn(a, x, work, m, n, block=block, grid=grid, stream=gpu.stream)
+                reduce(work, y, m, np.int32(parts), block=block, grid=rgrid, stream=gpu.stream)
+
+            return launch_two
         zero = adds_into_y(variant, params, shape)
 
         def launch() -> None:
