@@ -34,3 +34,38 @@ extern "C" __global__ void fma_peak(float* out, int iters, float seed)
     const float s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
     if (s == 1234.5f) out[0] = s;
 }
+
+// check_sums: the verification rule of mmbench/ops/base.py's check_sums, on the GPU, for the
+// batched tuner (millions of checks: the outputs never cross to the host). For out (float32) against
+// the float64 reference and bound, it adds into result: [0] the count of outputs that are not
+// finite, [1] the largest |out - ref| / bound as float bits (atomicMax on the bits orders
+// non-negative floats), and as a double at result + 2 the sum of (out - ref)^2 over finite outputs.
+// result starts zeroed. One thread an output; a warp reduces before its one atomic of each kind.
+extern "C" __global__ void check_sums(const float* __restrict__ out, const double* __restrict__ ref,
+                                      const double* __restrict__ bound, int count, unsigned int* result)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned int bad = 0;
+    float ratio = 0.0f;
+    double sq = 0.0;
+    if (i < count) {
+        const double o = (double)out[i];
+        if (!isfinite(o)) {
+            bad = 1;
+        } else {
+            const double d = fabs(o - ref[i]);
+            ratio = (float)(d / fmax(bound[i], 2.2250738585072014e-308));
+            sq = d * d;
+        }
+    }
+    for (int s = 16; s > 0; s >>= 1) {
+        bad += __shfl_down_sync(0xffffffffu, bad, s);
+        ratio = fmaxf(ratio, __shfl_down_sync(0xffffffffu, ratio, s));
+        sq += __shfl_down_sync(0xffffffffu, sq, s);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        if (bad) atomicAdd(&result[0], bad);
+        atomicMax(&result[1], __float_as_uint(ratio));
+        if (sq > 0.0) atomicAdd(reinterpret_cast<double*>(result + 2), sq);
+    }
+}

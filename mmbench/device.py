@@ -221,6 +221,10 @@ class Gpu:
     def poison(self, buf, count: int) -> None:
         self.drv.memset_d32(buf, NAN_BITS, count)
 
+    def poison_async(self, buf, count: int) -> None:
+        """poison() on the stream, for work enqueued behind a hold (the batched tuner)."""
+        self.drv.memset_d32_async(buf, NAN_BITS, count, self.stream)
+
     def zero_async(self, buf, count: int) -> None:
         self.drv.memset_d32_async(buf, 0, count, self.stream)
 

@@ -289,3 +289,73 @@ def record_tuning(output: Path, variant, per_shape: bool, cache_path: Path):
     device = DeviceId(gpu.get("name") or "unknown GPU", gpu.get("arch"), gpu.get("sm_count"))
     record(cache_path, device, variant.name, source.source_hash(variant), best, output)
     return best, device
+
+
+def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed: int, jobs: int, output: Path,
+                 cache_path: Path, about: dict, command: list[str], *, resume: bool = False, say: Say = print):
+    """The batched tuner (batched.py) into output, resumable by whole size class, then the best
+    configuration per class into the tuning cache. Returns (best, device, counts)."""
+    from . import batched, source
+    from .tune import DeviceId, record
+
+    try:
+        done, notice = batched.done_classes(output, len(configs)) if resume else (set(), None)
+    except batched.BatchError as exc:
+        raise RunRefused(str(exc)) from None
+    previous = read_metadata(output) if resume else {}
+    if resume and previous.get("settings", {}).get("cache") not in (None, cache):
+        raise RunRefused(f"{output} was measured with cache={previous['settings']['cache']}; this resume asks for cache={cache}")
+    if resume and previous.get("tuning", {}).get("tried") not in (None, len(configs)):
+        raise RunRefused(f"{output} was measured over {previous['tuning']['tried']} configurations; this resume asks "
+                         f"for {len(configs)}")
+    if notice:
+        say(notice)
+    from .device import open_gpu
+
+    try:
+        gpu = open_gpu()
+    except Exception as exc:  # GpuUnavailable and the like: nothing can run
+        raise RunAborted(f"cannot open the GPU: {exc}") from None
+    then = (previous.get("gpu") or {}).get("name")
+    if then and then != gpu.facts.name:
+        raise RunRefused(f"{output} was measured on {then}; this GPU is {gpu.facts.name}: one file, one GPU")
+    t0 = time.perf_counter()
+    gpu.precompile(variant, list(configs), jobs)
+    compile_s = round(time.perf_counter() - t0, 1)
+    tuner = batched.BatchedTuner(gpu, variant, configs, cache)
+    say(f"compiled and loaded {len(configs)} configurations in {time.perf_counter() - t0:.0f} s "
+        f"({len(tuner.problems)} cannot run)")
+    facts = environment.collect(gpu)
+    invocation = {"command": command, "started_at": utc_now(), "resumed": resume, "repaired": notice,
+                  "classes_done_before": len(done), "compile_s": compile_s}
+    meta = {**about, "engine": "batched", "settings": {"runs": 1, "warmup": 0, "cache": cache, "seed": seed},
+            "started_at": previous.get("started_at") or invocation["started_at"], **facts,
+            "kernels": {**(previous.get("kernels") or {}), **tuner.kernels}}
+    earlier = history(previous)
+
+    def save(state: str, **more) -> None:
+        invocation.update(state=state, git=facts["git"], **more)
+        write_metadata(output, {**meta, "state": state, "invocations": [*earlier, invocation]})
+
+    save("running")
+
+    def progress(cls: str, i: int, total: int) -> None:
+        if i == total or i % 10 == 0:
+            say(f"  {i}/{total} classes ({cls}), {time.perf_counter() - t0:.0f} s")
+
+    state = "finished"
+    try:
+        counts = batched.run(tuner, shapes, output, seed, done, progress)
+    except KeyboardInterrupt:
+        state, counts = "interrupted", {}
+    save(state, finished_at=utc_now(), wall_s=round(time.perf_counter() - t0, 1), status_counts=counts)
+    if state != "finished":
+        raise RunAborted(f"interrupted: the finished classes are in {output}; rerun with --output {output} --resume")
+    rows = batched.read_rows(output)
+    best = batched.best_per_class(rows)
+    if not best:
+        raise RunAborted(f"no configuration of {variant.name} was verified at every shape of a class; see {output}")
+    final = batched.compress(output)
+    device = DeviceId(gpu.facts.name, gpu.facts.arch, gpu.facts.sm_count)
+    record(cache_path, device, variant.name, source.source_hash(variant), best, final)
+    return best, device, counts

@@ -14,6 +14,7 @@ import itertools
 import json
 import math
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -45,10 +46,21 @@ def shape_class(shape: Shape) -> str:
 
 
 def _class_size(cls: str) -> int:
-    if "x" in cls:  # an exact shape: its geometric-mean dimension
+    """The size a class stands for: GEMM's "2048u" -> 2048, an exact shape's geometric-mean
+    dimension; 0 for classes that are not sizes (GEMV's mesh cells)."""
+    if re.fullmatch(r"\d+x\d+x\d+", cls):  # an exact shape
         m, n, k = (int(d) for d in cls.split("x"))
         return round((m * n * k) ** (1 / 3))
-    return int(cls.rstrip("u"))
+    digits = cls.rstrip("u")
+    return int(digits) if digits.isdigit() else 0
+
+
+def class_distance(wanted: str, cls: str) -> tuple:
+    """How far a tuned size class is from the one wanted, for classes that are sizes (GEMM,
+    transpose): the same alignment first, then the nearest size, then the larger one."""
+    aligned = not wanted.endswith("u")
+    return (str(cls).endswith("u") == aligned, abs(math.log2(max(_class_size(cls), 1)) - math.log2(max(_class_size(wanted), 1))),
+            -_class_size(cls))
 
 
 def choose(variant: Variant, strategy: str, budget: int | None, seed: int = 0,
@@ -207,15 +219,12 @@ def lookup(cache: Mapping, device: DeviceId, variant: Variant, source_hash: str,
 
 def _nearest(entries: list[dict], variant: Variant, shape: Shape, device: str, borrowed: bool) -> Tuned | None:
     exact = [e for e in entries if e["size_class"] == shape_class(shape)]
-    entries = exact or [e for e in entries if "x" not in str(e["size_class"])]
+    entries = exact or [e for e in entries if not re.fullmatch(r"\d+x\d+x\d+", str(e["size_class"]))]
     if not entries:
         return None
-    cls = size_class(variant, shape)
-    want, aligned = math.log2(_class_size(cls)), not cls.endswith("u")
-    # The same alignment first, then the nearest size, then the larger one.
-    nearest = min(entries, key=lambda e: (str(e["size_class"]).endswith("u") == aligned,
-                                          abs(math.log2(_class_size(str(e["size_class"]))) - want),
-                                          -_class_size(str(e["size_class"]))))
+    op = get_op(variant.op)
+    wanted = op.size_class(shape)
+    nearest = min(entries, key=lambda e: op.class_distance(wanted, str(e["size_class"])))
     params = parse_params(nearest["params"])
     return None if variant.violated(params) else Tuned(params, device, borrowed)
 

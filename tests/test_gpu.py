@@ -68,7 +68,7 @@ def test_ladder_sample_of_the_tuning_space_is_correct(gpu, name):
 
 
 @pytest.mark.parametrize("name", ["transpose_tiled", "transpose_vec", "transpose_swizzle", "gemv_split", "gemv_rows",
-                                  "gemv_versatile"])
+                                  "gemv_versatile", "gemv_columns", "gemv_wide", "gemv_tuned"])
 def test_tuning_space_sample_is_correct_at_awkward_shapes(gpu, name):
     """Transposes and GEMVs: a seeded sample of each space at the operation's awkward shapes."""
     import random
@@ -200,3 +200,65 @@ def test_cli_resume_on_the_gpu_keeps_history_and_refuses_other_settings(tmp_path
     meta = json.loads(out.with_suffix(".meta.json").read_text())
     assert [i["status_counts"] for i in meta["invocations"]] == [{"ok": 6}, {"ok": 4}]
     assert meta["status_counts"] == {"ok": 9} and meta["gpu"]["sm_count"] > 0
+
+
+def test_batched_tuner_verifies_on_the_gpu_and_catches_a_wrong_kernel(gpu, tmp_path):
+    """The batched engine at awkward GEMV shapes: every design of gemv_tuned is verified by the GPU
+    check at every shape, with a positive time; a copy of the kernel that leaves y's last row
+    unwritten is caught (not finite), as one that adds a wrong term is (over the error bound)."""
+    import dataclasses
+
+    from mmbench import batched
+    from mmbench.ops.gemv import make_gemv_inputs
+    from mmbench.sizes import Shape
+    import numpy as np
+
+    tuned = REGISTRY["gemv_tuned"]
+    configs = [tuple(sorted({"KERNEL": k, "BLOCKSIZE": b, "WORKSIZE_M": wm, "WORKSIZE_N": wn}.items()))
+               for k in (0, 1, 2) for b, wm, wn in ((32, 1, 1), (64, 3, 2), (256, 8, 8))]
+    shapes = [Shape(1, 1, 0), Shape(1, 4097, 0), Shape(4097, 1, 0), Shape(63, 65, 0), Shape(257, 3001, 0),
+              Shape(3001, 3, 0), Shape(997, 1009, 0)]
+    tuner = batched.BatchedTuner(gpu, tuned, configs, "cold")
+    for s in shapes:
+        got = tuner.shape(s, make_gemv_inputs(s, np.random.default_rng(1)))
+        assert [g.status for g in got] == ["ok"] * len(configs), [(s, c, g.reason) for c, g in zip(configs, got) if g.status != "ok"]
+        assert all(g.time_ms > 0 and 0 <= g.err_bound_ratio <= 1 for g in got)
+    (tmp_path / "gemv").mkdir()
+    text = (Path(__file__).parents[1] / "kernels/gemv/tuned.cu").read_text()
+    for bug, status_reason in (("if (m > 1) m -= 1;", "not finite"), ("if (threadIdx.x == 0 && blockIdx.x == 0) x += 1;",
+                                                                         "error bound")):
+        faulty = text.replace("{\n#if KERNEL == 0", "{\n    " + bug + "\n#if KERNEL == 0")
+        assert faulty != text
+        (tmp_path / "gemv" / "tuned.cu").write_text(faulty)
+        variant = dataclasses.replace(tuned, source_dir=tmp_path)
+        tuner = batched.BatchedTuner(gpu, variant, configs[:3], "hot")
+        got = tuner.shape(Shape(300, 500, 0), make_gemv_inputs(Shape(300, 500, 0), np.random.default_rng(2)))
+        assert [g.status for g in got] == ["wrong"] * 3 and all(status_reason in g.reason for g in got), got
+
+
+def test_cli_batched_tune_fills_the_cache_by_cell_and_run_picks_each_shapes_cell(tmp_path):
+    """mmbench tune --engine batched over two cells: a row per configuration and cell in the CSV.gz,
+    one cache entry per cell; mmbench run -v gemv_tuned then takes each shape's own cell's entry
+    (and the nearest cell's for a shape outside them), verified."""
+    import gzip
+
+    cache = tmp_path / "cache.json"
+    out = tmp_path / "t" / "t.csv"
+    result = CliRunner().invoke(main, ["tune", "-v", "gemv_tuned", "-s", "cell:3x14,cell:14x3", "--strategy", "random",
+                                       "--budget", "12", "-o", str(out), "--tuning-cache", str(cache)])
+    assert result.exit_code == 0, result.output
+    assert not out.exists() and (tmp_path / "t" / "t.csv.gz").exists()
+    with gzip.open(tmp_path / "t" / "t.csv.gz", "rt") as f:
+        lines = f.read().splitlines()
+    assert len(lines) == 1 + 2 * 12
+    entries = json.loads(cache.read_text())
+    assert sorted(e["size_class"] for e in entries.values()) == ["cell03x14", "cell14x3"]
+    run_out = tmp_path / "r.csv"
+    result = CliRunner().invoke(main, ["run", "-v", "gemv_tuned", "-s", "8x4000,4000x8,20x20", "-o", str(run_out),
+                                       "--tuning-cache", str(cache), "--runs", "2"])
+    assert result.exit_code == 0, result.output
+    rows = read_results(run_out)
+    by_cell = {e["size_class"]: e["params"] for e in entries.values()}
+    assert set(rows.status) == {"ok"}
+    assert rows[rows.m == 8].params.iloc[0] == by_cell["cell03x14"]
+    assert rows[rows.m == 4000].params.iloc[0] == by_cell["cell14x3"]

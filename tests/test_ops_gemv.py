@@ -85,7 +85,26 @@ def test_columns_and_wide_kernels_launch_model():
     cols, wide = REGISTRY["gemv_columns"], REGISTRY["gemv_wide"]
     p = (("BLOCKSIZE", 128), ("WORKSIZE_N", 4))
     assert launch_grid(cols, p, s) == (1, 10, 1) and adds_into_y(cols, p, s)  # one block row covers all rows
-    assert GEMV.entries(cols) == ("gemv_columns",) and not uses_workspace(cols)
+    assert GEMV.entries(cols) == ("gemv_columns",) and not uses_workspace(cols, p)
     q = param_points(wide)[0]
-    assert uses_workspace(wide) and GEMV.entries(wide) == ("gemv_wide", "gemv_wide_reduce")
+    assert uses_workspace(wide, q) and GEMV.entries(wide) == ("gemv_wide", "gemv_wide_reduce")
     assert not adds_into_y(wide, q, s)  # partial sums go to the workspace, not into y
+
+
+def test_the_tuned_kernel_takes_each_designs_launch_model():
+    """gemv_tuned's KERNEL picks versatile (0), columns (1) or wide (2): each with that kernel's grid,
+    zeroing and workspace; the tuner's space is the paper's 3 x 8 x 8 x 8 = 1536 kernels."""
+    from mmbench.ops.gemv import uses_workspace
+    from mmbench.variants import tuning_space
+
+    tuned, s = REGISTRY["gemv_tuned"], Shape(1000, 5000, 0)
+    base = {"BLOCKSIZE": 128, "WORKSIZE_M": 2, "WORKSIZE_N": 4}
+    for kernel, twin in ((0, "gemv_versatile"), (1, "gemv_columns"), (2, "gemv_wide")):
+        p = tuple(sorted({**base, "KERNEL": kernel}.items()))
+        q = tuple(sorted((k, v) for k, v in base.items() if k in REGISTRY[twin].space))
+        assert launch_grid(tuned, p, s) == launch_grid(REGISTRY[twin], q, s)
+        assert adds_into_y(tuned, p, s) == adds_into_y(REGISTRY[twin], q, s)
+        assert uses_workspace(tuned, p) == (kernel == 2)
+    assert launch_grid(tuned, (("BLOCKSIZE", 128), ("KERNEL", 1), ("WORKSIZE_M", 2), ("WORKSIZE_N", 4)), s) == (1, 10, 1)
+    assert GEMV.entries(tuned) == ("gemv_tuned", "gemv_tuned_reduce")
+    assert len(tuning_space(tuned)) == 1536

@@ -22,6 +22,7 @@ from ..variants import REGISTRY, VariantError, format_params, get_variant, tunin
 from .common import ARGV, InputError, RunFailed, _int_list, _split, console
 
 COMMANDS = ("run", "tune")
+ENGINES = ("auto", "points", "batched")
 PAPER_SWEEP = "63:2049"
 DEFAULTS = workflow.DEFAULTS
 
@@ -243,9 +244,15 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
 @click.option("--strategy", type=click.Choice(["brute", "random"]), default="random", show_default=True)
 @click.option("--budget", type=click.IntRange(min=1), help="Configurations to try (random; the defaults count).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random strategy.")
-@click.option("--runs", type=click.IntRange(min=1), default=5, show_default=True)
-@click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True)
+@click.option("--runs", type=click.IntRange(min=1), help="Timed samples per point (points engine; default 5).")
+@click.option("--warmup", type=click.IntRange(min=0), help="Untimed launches per point (points engine; default 2).")
 @click.option("--cache", type=click.Choice(CACHE_MODES), default="cold", show_default=True)
+@click.option("--engine", type=click.Choice(ENGINES), default="auto", show_default=True,
+              help="points: every configuration and shape a sweep point with its own row and samples; batched: "
+                   "one timed launch each, checked on the GPU, a row per configuration and size class (for "
+                   "millions of points, as GEMV's mesh); auto: batched for operations that check sums, "
+                   "GEMV, else points.")
+@click.option("--resume", is_flag=True, help="Batched engine: continue --output after its last whole size class.")
 @click.option("--jobs", type=click.IntRange(min=1), default=8, show_default=True, help="Parallel nvcc processes.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
               help="Tuning CSV: one row per configuration and shape (default results/tuning/tune-VARIANT-TIMESTAMP/tune-VARIANT-TIMESTAMP.csv).")
@@ -260,8 +267,8 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
               help="Search only configurations among the --top fastest at some shape of this tuning CSV (repeatable).")
 @click.option("--top", type=click.IntRange(min=1), default=4, show_default=True,
               help="With --candidates: how many of the fastest per recorded shape.")
-def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, jobs, output, tuning_cache, dry_run,
-         replay, pinned_text, per_shape, candidates_from, top):
+def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, engine, resume, jobs, output,
+         tuning_cache, dry_run, replay, pinned_text, per_shape, candidates_from, top):
     """Search a variant's parameter space: compile, verify and time every configuration tried,
     record each as a row, and keep the best per size class (or per shape) in the tuning cache."""
     from .. import source
@@ -290,7 +297,13 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     space = len(tuning_space(variant))
     console.print(f"{variant.name}: {space} configurations satisfy its constraints; trying {len(configs)} "
                   f"({strategy}) at {len(shapes)} shape(s)", soft_wrap=True)
-    settings = Settings(runs=runs, warmup=warmup, cache=cache, seed=seed, skip_spills=True)
+    engine = engine if engine != "auto" else get_op(variant.op).tune_engine
+    if engine == "batched" and (runs is not None or warmup is not None or per_shape):
+        raise InputError("the batched engine times one launch per configuration and shape, a size class at a time; "
+                         "--runs, --warmup and --per-shape are for --engine points")
+    if resume and (engine != "batched" or output is None):
+        raise InputError("--resume continues a batched tuning file: give --engine batched (or auto) and --output")
+    settings = Settings(runs=runs or 5, warmup=2 if warmup is None else warmup, cache=cache, seed=seed, skip_spills=True)
     points = [Point(variant, p, s, cache) for s in shapes for p in configs]
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     output = output or run_csv(f"tune-{variant.name}-{stamp}", TUNING_DIR)
@@ -302,12 +315,24 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
         console.print(f"output: {output}", soft_wrap=True)
         return
     workflow.check_output(output)
-    if output.exists() and output.stat().st_size > 0:
-        raise InputError(f"{output} already exists; choose another --output")
+    if not resume and (output.exists() and output.stat().st_size > 0 or output.with_name(output.name + ".gz").exists()):
+        raise InputError(f"{output} already exists; choose another --output{' or --resume' if engine == 'batched' else ''}")
     about = {"name": f"tune-{variant.name}", "tuning": {"variant": variant.name, "strategy": strategy, "budget": budget,
                                                          "seed": seed, "space": space, "tried": len(configs),
                                                          "per_shape": per_shape,
                                                          "candidates": [str(p) for p in candidates_from], "top": top}}
+    if engine == "batched":
+        classes = len({get_op(variant.op).size_class(s) for s in shapes})
+        say(f"batched: {len(configs)} configurations x {len(shapes)} shapes in {classes} size classes, "
+            f"one timed launch each ({cache} cache)")
+        best, device, counts = workflow.tune_batched(variant, configs, shapes, cache, seed, jobs, output, tuning_cache,
+                                                     {**about, "tuning": {**about["tuning"], "engine": "batched"}},
+                                                     list(ARGV), resume=resume, say=say)
+        say(f"rows: {', '.join(f'{n} {k}' for k, n in counts.items() if k != 'wall_s')}; "
+            f"{counts.get('wall_s', 0):.0f} s measuring")
+        say(f"best configuration in {len(best)} size classes; tuning cache: {tuning_cache} ({device.name}, "
+            f"{variant.name} source {source.source_hash(variant)})")
+        return
     _execute(points, settings, output, about, prepare=lambda r: r.gpu.precompile(variant, configs, jobs), strict=False)
     best, device = workflow.record_tuning(output, variant, per_shape, tuning_cache)
     for line in describe(best):

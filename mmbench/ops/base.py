@@ -94,10 +94,11 @@ class DeviceBuffers:
     inputs: tuple[Any, ...]
     output: Any
     output_count: int  # float32 elements of the output (what poisoning fills with NaN)
+    scratch: tuple[Any, ...] = ()  # workspaces some kernels need, allocated with the shape's buffers
 
     @property
     def all(self) -> tuple[Any, ...]:
-        return (*self.inputs, self.output)
+        return (*self.inputs, self.output, *self.scratch)
 
     def free(self) -> None:
         for buf in self.all:
@@ -112,6 +113,7 @@ class Operation:
     score: str  # the column tuning ranks configurations by (a median: robust to one slow sample)
     dims: tuple[str, ...]  # the CSV's shape columns this operation uses
     awkward: str  # size spec of the shapes every variant of it is tested at on the GPU
+    tune_engine = "points"  # what `mmbench tune --engine auto` uses for it (batched.py: millions of points)
 
     def parse_sizes(self, spec: str) -> list[Shape]:
         """A size spec read as this operation's shapes ("1024": n x n x n for GEMM, n x n for transpose)."""
@@ -143,6 +145,11 @@ class Operation:
     def upload(self, gpu, inputs: Any) -> DeviceBuffers:
         raise NotImplementedError
 
+    def sum_check(self, inputs: Any) -> tuple[np.ndarray, np.ndarray, int]:
+        """(float64 reference, error bound, terms) of an operation whose outputs are sums of products
+        checked by check_sums: what the batched tuner checks on the GPU. Others cannot be batched."""
+        raise NotImplementedError(f"{self.name} has no sums check the batched tuner can run on the GPU")
+
     def entries(self, variant: Variant) -> tuple[str, ...]:
         """The entry functions a CUDA variant's kernel file defines: its own name by default."""
         return (variant.name,)
@@ -165,3 +172,10 @@ class Operation:
     def size_class(self, shape: Shape) -> str:
         """The key under which tuning keeps one configuration for shapes like this one."""
         raise NotImplementedError
+
+    def class_distance(self, wanted: str, cls: str) -> tuple:
+        """How far a tuned class is from the class wanted (a run borrows the nearest when its own
+        class was not tuned); sizes by default (tune.class_distance)."""
+        from ..tune import class_distance
+
+        return class_distance(wanted, cls)

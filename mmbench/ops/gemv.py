@@ -12,6 +12,7 @@ GEMM zeroes C).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -36,6 +37,16 @@ def mesh_cell(m: int, n: int) -> tuple[int, int]:
         return min(MESH_CELLS - 1, max(0, int(math.log(v) / math.log(MESH_MAX) * MESH_CELLS)))
 
     return index(m), index(n)
+
+
+def cell_name(i: int, j: int) -> str:
+    return f"cell{i:02d}x{j:02d}"
+
+
+def parse_cell(name: str) -> tuple[int, int]:
+    """The inverse of cell_name ("cell05x07" -> (5, 7)); (-99, -99) for what is no cell (never nearest)."""
+    m = re.fullmatch(r"cell(\d+)x(\d+)", name)
+    return (int(m[1]), int(m[2])) if m else (-99, -99)
 
 
 def cell_points(i: int, j: int) -> list[Shape]:
@@ -118,10 +129,10 @@ def launch_grid(variant: Variant, params: Params, shape: Shape) -> tuple[int, in
     return math.ceil(shape.m / rows) if rows else 1, math.ceil(shape.n / cols) if cols else 1, 1
 
 
-def uses_workspace(variant: Variant) -> bool:
+def uses_workspace(variant: Variant, params: Params) -> bool:
     """A kernel that writes each column of blocks' partial sums into a workspace, then reduces them
-    with its <name>_reduce kernel (no atomics)."""
-    return variant.geometry.get("workspace", "0") == "1"
+    with its <name>_reduce kernel (no atomics); the geometry's "workspace" says when."""
+    return bool(evaluate(variant.geometry.get("workspace", "0"), params))
 
 
 def adds_into_y(variant: Variant, params: Params, shape: Shape) -> bool:
@@ -135,6 +146,7 @@ class Gemv(Operation):
     dims = ("m", "n")
     rate = "gflops_mean"
     score = "gflops_median"
+    tune_engine = "batched"  # the mesh: 1536 kernels at some 4000 shapes
     # 1 x 1, single rows and columns, sizes either side of a block (32 ... 256 threads) and primes
     awkward = "1,1x4097,4097x1,31,33,63,65,127,129,255,257,1000x37,37x1000,997x1009,2x3001,3001x3"
 
@@ -165,7 +177,7 @@ class Gemv(Operation):
 
     def device_bytes(self, shape: Shape) -> int:
         """A, x and y, and a workspace kernel's partial sums (at most as many as A has elements / 32)."""
-        return 4 * (shape.m * shape.n + shape.m + shape.n) + 4 * (shape.m * shape.n // 32 + shape.m)
+        return 4 * (shape.m * shape.n + shape.m + shape.n) + 4 * shape.m * math.ceil(shape.n / 32)
 
     def make_inputs(self, shape: Shape, rng: np.random.Generator) -> GemvInputs:
         return make_gemv_inputs(shape, rng)
@@ -177,26 +189,33 @@ class Gemv(Operation):
         return check_sums(out, inputs.reference, inputs.bound, inputs.x.size)
 
     def upload(self, gpu, inputs: GemvInputs) -> DeviceBuffers:
-        m = inputs.reference.size
-        return DeviceBuffers((gpu.upload(inputs.a), gpu.upload(inputs.x)), gpu.alloc(4 * m), m)
+        """A, x, y, and the workspace of the kernels that write partial sums (one row of m for each
+        column of blocks: at most ceil(n / 32), as a block covers at least 32 columns)."""
+        n, m = inputs.a.shape
+        return DeviceBuffers((gpu.upload(inputs.a), gpu.upload(inputs.x)), gpu.alloc(4 * m), m,
+                             (gpu.alloc(4 * m * math.ceil(n / 32)),))
+
+    def sum_check(self, inputs: GemvInputs) -> tuple[np.ndarray, np.ndarray, int]:
+        return inputs.reference, inputs.bound, inputs.x.size
 
     def entries(self, variant: Variant) -> tuple[str, ...]:
-        return (variant.name, f"{variant.name}_reduce") if uses_workspace(variant) else (variant.name,)
+        return (variant.name, f"{variant.name}_reduce") if "workspace" in variant.geometry else (variant.name,)
 
     def kernel(self, gpu, variant: Variant, params: Params, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
+        """Prepared launches (a few microseconds of Python each: the batched tuner makes millions)."""
         grid = launch_grid(variant, params, shape)
-        fn, block = gpu.function(variant, params), variant.block_dims(params)
-        (a, x), y = bufs.inputs, bufs.output
+        block = variant.block_dims(params)
+        fn = _prepared(gpu.function(variant, params), "PPPii")
+        (a, x), y = (int(b) for b in bufs.inputs), bufs.output  # device pointers, as the prepared calls pack them
         m, n = np.int32(shape.m), np.int32(shape.n)
-        if uses_workspace(variant):
-            parts = grid[1]
-            work = gpu.alloc(4 * parts * shape.m)  # once a point, outside the timed launches
-            reduce = gpu.function(variant, params, f"{variant.name}_reduce")
-            rgrid = (math.ceil(shape.m / block[0]), 1, 1)
+        if uses_workspace(variant, params):
+            parts, work = grid[1], int(bufs.scratch[0])
+            reduce = _prepared(gpu.function(variant, params, f"{variant.name}_reduce"), "PPii")
+            rgrid = (math.ceil(shape.m / block[0]), 1)
 
             def launch_two() -> None:
-                fn(a, x, work, m, n, block=block, grid=grid, stream=gpu.stream)
-                reduce(work, y, m, np.int32(parts), block=block, grid=rgrid, stream=gpu.stream)
+                fn.prepared_async_call(grid[:2], block, gpu.stream, a, x, work, m, n)
+                reduce.prepared_async_call(rgrid, block, gpu.stream, work, int(y), m, np.int32(parts))
 
             return launch_two
         zero = adds_into_y(variant, params, shape)
@@ -204,7 +223,7 @@ class Gemv(Operation):
         def launch() -> None:
             if zero:
                 gpu.zero_async(y, shape.m)
-            fn(a, x, y, m, n, block=block, grid=grid, stream=gpu.stream)
+            fn.prepared_async_call(grid[:2], block, gpu.stream, a, x, int(y), m, n)
 
         return launch
 
@@ -223,9 +242,21 @@ class Gemv(Operation):
         return lambda: handle.sgemv(a, x, y, shape.m, shape.n)
 
     def size_class(self, shape: Shape) -> str:
-        """The cell of the tuning mesh the shape falls in (mmbench/ops/gemv.py's MESH)."""
-        i, j = mesh_cell(shape.m, shape.n)
-        return f"cell{i:02d}x{j:02d}"
+        """The cell of the tuning mesh the shape falls in: "cell05x07"."""
+        return cell_name(*mesh_cell(shape.m, shape.n))
+
+    def class_distance(self, wanted: str, cls: str) -> tuple:
+        """The nearest tuned cell of the mesh (a shape past the tuned cells takes the nearest one);
+        ties go to the larger cell."""
+        (i, j), (p, q) = parse_cell(wanted), parse_cell(cls)
+        return ((i - p) ** 2 + (j - q) ** 2, -(p + q))
+
+
+def _prepared(fn, arg_format: str):
+    """A PyCUDA function prepared once for prepared_async_call (cheaper than a plain call)."""
+    if getattr(fn, "arg_format", None) != arg_format:
+        fn.prepare(arg_format)
+    return fn
 
 
 GEMV = Gemv()

@@ -1,0 +1,310 @@
+"""Batched tuning: every configuration of a variant at every shape of many size classes, in minutes
+(Sørensen's GEMV mesh: 1536 kernels at 3 x 3 shapes in each of some 500 cells, millions of points).
+
+Per shape, the inputs, the float64 reference and the error bound are made and uploaded once. Per
+configuration at that shape: the output is poisoned with NaN, one launch sequence is timed by an
+event pair, and the output is checked on the GPU (harness.cu's check_sums: the three rules of
+ops/base.py's check_sums, so the outputs never cross to the host). Configurations are enqueued in
+batches behind the hold kernel, so no sample holds host latency and no Python runs between
+samples; the host reads a batch's times and checks once. In cold mode the L2 is flushed before each
+sample of a shape smaller than twice the L2 (a larger one evicts itself); in hot mode the shape's
+buffers stay cached, as for a sweep's hot points.
+
+A class's configurations are scored by the mean GFLOP/s over its shapes (the paper's rule), and
+written as one row per (class, configuration) when the class is done: a crash loses at most the
+class in progress, and a resume continues after the last whole class. When all classes are done the
+CSV is compressed to CSV.gz (hundreds of thousands of rows).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import math
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .ops import get_op
+from .sizes import Shape
+from .variants import Params, Variant, format_params
+
+BATCH = 16  # configurations behind one hold: about 100 commands, far from a full launch queue
+COLUMNS = ("size_class", "params", "status", "reason", "shapes", "gflops", "time_ms_min", "time_ms_max",
+           "err_bound_ratio")
+HARNESS = Variant(name="check_sums", backend="cuda", label="", description="", family="harness")
+
+
+class BatchError(ValueError):
+    """A batched tuning request that cannot be met; the message says why."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One configuration at one shape."""
+
+    status: str  # ok, wrong, failed, skipped
+    reason: str
+    time_ms: float
+    err_bound_ratio: float
+
+
+# -- the file --------------------------------------------------------------------------------------
+def gz_path(path: Path) -> Path:
+    return path.with_name(path.name + ".gz")
+
+
+def read_rows(path: Path) -> pd.DataFrame:
+    """A batched tuning file's rows, from the CSV being written or its finished CSV.gz."""
+    for candidate in (path, gz_path(path)):
+        if candidate.exists():
+            return pd.read_csv(candidate, dtype={"size_class": str, "params": str, "reason": str},
+                               keep_default_na=False, na_values={"gflops": [""], "time_ms_min": [""],
+                                                                 "time_ms_max": [""], "err_bound_ratio": [""]})
+    raise BatchError(f"{path} does not exist (nor {gz_path(path).name})")
+
+
+def done_classes(path: Path, configs: int) -> tuple[set[str], str | None]:
+    """The classes a file holds whole (a row for every configuration), after cutting off any class
+    left partial by a crash; returns them with a notice of what was cut (None when nothing was)."""
+    if not path.exists() and gz_path(path).exists():
+        with gzip.open(gz_path(path), "rb") as src, open(path, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        gz_path(path).unlink()
+    if not path.exists() or path.stat().st_size == 0:
+        return set(), None
+    lines = path.read_bytes().split(b"\n")
+    torn = lines[-1] != b""  # a whole file ends with a newline
+    body = [ln for ln in lines[1:] if ln] if not torn else [ln for ln in lines[1:-1] if ln]
+    if lines[0].decode().strip().split(",") != list(COLUMNS):
+        raise BatchError(f"{path} is not a batched tuning file of this mmbench (other columns); choose another --output")
+    counts: dict[str, int] = {}
+    for ln in body:
+        cls = ln.split(b",", 1)[0].decode()
+        counts[cls] = counts.get(cls, 0) + 1
+    whole = {c for c, n in counts.items() if n == configs}
+    keep = [ln for ln in body if ln.split(b",", 1)[0].decode() in whole]
+    cut = len(body) - len(keep) + (1 if torn else 0)
+    if not cut:
+        return whole, None
+    path.write_bytes(b"\n".join([lines[0], *keep]) + b"\n")
+    partial = sorted(set(counts) - whole)
+    return whole, (f"{path}: {cut} line(s) of the unfinished class(es) {', '.join(partial) or '(a torn line)'} cut off; "
+                   f"they are measured again")
+
+
+class ClassWriter:
+    """Appends a finished class's rows in one write and flush."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = not path.exists() or path.stat().st_size == 0
+        self._file = open(path, "a", newline="")
+        self._csv = csv.writer(self._file, lineterminator="\n")
+        if fresh:
+            self._csv.writerow(COLUMNS)
+            self._file.flush()
+
+    def write(self, rows: Sequence[dict]) -> None:
+        for row in rows:
+            self._csv.writerow(["" if row.get(c) is None else row[c] for c in COLUMNS])
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def compress(path: Path) -> Path:
+    """The finished CSV into CSV.gz (the plain file removed): what is committed."""
+    with open(path, "rb") as src, gzip.open(gz_path(path), "wb", compresslevel=9) as dst:
+        shutil.copyfileobj(src, dst)
+    path.unlink()
+    return gz_path(path)
+
+
+# -- scoring ---------------------------------------------------------------------------------------
+def class_rows(cls: str, configs: Sequence[Params], shapes: Sequence[Shape], results: Sequence[Sequence[Measured]],
+               flops: Callable[[Shape], float]) -> list[dict]:
+    """One row per configuration of a finished class: ok with the mean GFLOP/s over the class's
+    shapes when it was verified at all of them, else the first shape's failure."""
+    rows = []
+    for c, params in enumerate(configs):
+        got = [r[c] for r in results]
+        bad = next((g for g in got if g.status != "ok"), None)
+        times = [g.time_ms for g in got]
+        row = {"size_class": cls, "params": format_params(params), "shapes": len(shapes),
+               "err_bound_ratio": max((g.err_bound_ratio for g in got if not math.isnan(g.err_bound_ratio)), default=None)}
+        if bad is not None:
+            where = shapes[got.index(bad)]
+            rows.append({**row, "status": bad.status, "reason": f"{where.m}x{where.n}: {bad.reason}"})
+            continue
+        gflops = float(np.mean([flops(s) / (t * 1e6) for s, t in zip(shapes, times)]))
+        rows.append({**row, "status": "ok", "reason": "", "gflops": round(gflops, 6),
+                     "time_ms_min": min(times), "time_ms_max": max(times)})
+    return rows
+
+
+def best_per_class(rows: pd.DataFrame) -> dict[str, dict]:
+    """The tuning cache's entries: per class, the configuration with the highest mean GFLOP/s."""
+    ok = rows[rows.status == "ok"]
+    best = {}
+    for cls, group in ok.groupby("size_class"):
+        top = group.loc[group.gflops.idxmax()]
+        best[str(cls)] = {"params": top.params, "gflops": float(top.gflops), "shapes": int(top.shapes),
+                          "tried": int(len(rows[rows.size_class == cls]))}
+    return best
+
+
+def verdict(words: np.ndarray, count: int, norm: float, terms: int) -> tuple[str, str, float]:
+    """check_sums' three rules from the GPU's words (not finite, worst ratio bits, sum of squares)."""
+    from .ops.base import frobenius_tolerance
+
+    bad, worst = int(words[0]), float(np.array([words[1]], dtype=np.uint32).view(np.float32)[0])
+    sq = float(np.array(words[2:4], dtype=np.uint32).view(np.float64)[0])
+    if bad:
+        return "wrong", f"{bad} of {count} outputs not finite (unwritten?)", float("nan")
+    if worst > 1.0:
+        return "wrong", f"outputs exceed the float32 error bound, worst {worst:.3g}x", worst
+    rel = math.sqrt(sq) / norm if norm else 0.0
+    if rel > frobenius_tolerance(terms):
+        return "wrong", f"relative error {rel:.3g} exceeds the float32 tolerance", worst
+    return "ok", "", worst
+
+
+# -- measuring -------------------------------------------------------------------------------------
+class BatchedTuner:
+    """Measures configurations of one variant shape by shape on an open Gpu."""
+
+    def __init__(self, gpu, variant: Variant, configs: Sequence[Params], cache: str, skip_spills: bool = True):
+        self.gpu, self.variant, self.configs, self.cache = gpu, variant, list(configs), cache
+        self.op = get_op(variant.op)
+        self.problems: dict[Params, tuple[str, str]] = {}  # config -> (status, reason) known before running
+        self.kernels: dict[str, dict] = {}
+        self._check = gpu.function(HARNESS, ())
+        self._check.prepare("PPPiP")
+        self._events = [(gpu.event(), gpu.event()) for _ in range(BATCH)]
+        self._warm: set[Params] = set()
+        for params in self.configs:
+            self._load(params)
+
+    def _load(self, params: Params) -> None:
+        problem = self.variant.problem(params)
+        if problem:
+            self.problems[params] = ("skipped", problem)
+            return
+        try:
+            fns = [self.gpu.function(self.variant, params, entry) for entry in self.op.entries(self.variant)]
+        except Exception as exc:
+            self.problems[params] = ("failed", f"compile: {str(exc).strip().splitlines()[-1][:200]}")
+            return
+        fn = fns[0]
+        if fn.local_size_bytes:
+            self.problems[params] = ("skipped", f"{fn.local_size_bytes} bytes of local memory a thread (registers spill)")
+        self.kernels[f"{self.variant.name}[{format_params(params)}]"] = self.gpu.resources(fn)
+
+    def shape(self, shape: Shape, inputs) -> list[Measured]:
+        """Every configuration at one shape: verified on the GPU, one timed launch sequence each."""
+        gpu, op = self.gpu, self.op
+        reference, bound, terms = op.sum_check(inputs)
+        bufs = op.upload(gpu, inputs)
+        ref_d, bound_d = gpu.upload(reference.astype(np.float64)), gpu.upload(bound.astype(np.float64))
+        words_d = gpu.alloc(16 * len(self.configs))
+        try:
+            gpu.drv.memset_d32(words_d, 0, 4 * len(self.configs))
+            flush = self.cache == "cold" and op.device_bytes(shape) < 2 * gpu.facts.l2_bytes
+            runnable = [c for c, p in enumerate(self.configs) if p not in self.problems]
+            launches = {}
+            for c in runnable:
+                try:
+                    launches[c] = op.kernel(gpu, self.variant, self.configs[c], shape, bufs)
+                except Exception as exc:  # a launch that cannot be set up at this shape
+                    launches[c] = exc
+            cold_start = [c for c in runnable if self.configs[c] not in self._warm and not isinstance(launches[c], Exception)]
+            for c in cold_start:  # the first launch of a loaded module pays for its loading: untimed
+                launches[c]()
+                self._warm.add(self.configs[c])
+            gpu.synchronize()
+            times: dict[int, float] = {}
+            count, grid = reference.size, (math.ceil(reference.size / 256), 1)
+            todo = [c for c in runnable if not isinstance(launches[c], Exception)]
+            for first in range(0, len(todo), BATCH):
+                batch = todo[first:first + BATCH]
+                for attempt in (1, 2):
+                    gpu.hold()
+                    try:
+                        for (start, end), c in zip(self._events, batch):
+                            gpu.poison_async(bufs.output, bufs.output_count)
+                            if flush:
+                                gpu.flush_l2()
+                            start.record(gpu.stream)
+                            launches[c]()
+                            end.record(gpu.stream)
+                            self._check.prepared_async_call(grid, (256, 1, 1), gpu.stream, int(bufs.output), int(ref_d),
+                                                            int(bound_d), np.int32(count), int(words_d) + 16 * c)
+                    finally:
+                        gpu.release()
+                    gpu.synchronize()
+                    if gpu.held_ok():
+                        break
+                    if attempt == 2:
+                        raise RuntimeError("the stream hold expired twice while a batch was enqueued")
+                    gpu.drv.memset_d32(int(words_d) + 16 * batch[0], 0, 4 * len(batch))
+                for (start, end), c in zip(self._events, batch):
+                    times[c] = end.time_since(start)
+            words = np.empty(4 * len(self.configs), dtype=np.uint32)
+            gpu.drv.memcpy_dtoh(words, words_d)
+        finally:
+            for buf in (ref_d, bound_d, words_d):
+                buf.free()
+            bufs.free()
+        norm = float(np.linalg.norm(reference))
+        out = []
+        for c, params in enumerate(self.configs):
+            if params in self.problems:
+                status, reason = self.problems[params]
+                out.append(Measured(status, reason, float("nan"), float("nan")))
+            elif isinstance(launches.get(c), Exception):
+                out.append(Measured("failed", f"launch: {launches[c]}", float("nan"), float("nan")))
+            else:
+                status, reason, worst = verdict(words[4 * c:4 * c + 4], reference.size, norm, terms)
+                out.append(Measured(status, reason, times[c], worst))
+        return out
+
+
+def by_class(op, shapes: Sequence[Shape]) -> Iterator[tuple[str, list[Shape]]]:
+    """Shapes grouped by their size class, classes in the order they first appear."""
+    groups: dict[str, list[Shape]] = {}
+    for s in shapes:
+        groups.setdefault(op.size_class(s), []).append(s)
+    yield from groups.items()
+
+
+def run(tuner: BatchedTuner, shapes: Sequence[Shape], output: Path, seed: int, skip: set[str],
+        on_class: Callable[[str, int, int], None] | None = None) -> dict:
+    """Measure every class not in skip, writing each class's rows when it is done; returns counts."""
+    op = tuner.op
+    writer = ClassWriter(output)
+    counts: dict[str, int] = {}
+    classes = [(cls, group) for cls, group in by_class(op, shapes) if cls not in skip]
+    started = time.perf_counter()
+    try:
+        for i, (cls, group) in enumerate(classes):
+            results = []
+            for s in group:
+                rng = np.random.default_rng([seed, s.m, s.n, s.k])
+                results.append(tuner.shape(s, op.make_inputs(s, rng)))
+            rows = class_rows(cls, tuner.configs, group, results, op.flops)
+            writer.write(rows)
+            for r in rows:
+                counts[r["status"]] = counts.get(r["status"], 0) + 1
+            if on_class:
+                on_class(cls, i + 1, len(classes))
+    finally:
+        writer.close()
+    counts["wall_s"] = round(time.perf_counter() - started, 1)
+    return counts

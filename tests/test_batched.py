@@ -1,0 +1,96 @@
+"""The batched tuner's bookkeeping, on the CPU: scoring a class, reading the GPU check's words,
+cutting a class a crash left partial, and the tuning cache's cells."""
+
+from __future__ import annotations
+
+import gzip
+import math
+
+import numpy as np
+import pytest
+
+from mmbench import batched
+from mmbench.batched import Measured, class_rows, done_classes, verdict
+from mmbench.ops import get_op
+from mmbench.sizes import Shape
+from mmbench.tune import DeviceId, lookup
+from mmbench.variants import REGISTRY
+
+GEMV = get_op("gemv")
+
+
+def _words(bad: int, worst: float, sq: float) -> np.ndarray:
+    return np.concatenate([np.array([bad], np.uint32), np.array([worst], np.float32).view(np.uint32),
+                           np.array([sq], np.float64).view(np.uint32)])
+
+
+def test_verdict_reads_the_gpu_checks_words_with_check_sums_rules():
+    assert verdict(_words(0, 0.5, 1e-12), 100, 1.0, 64)[:2] == ("ok", "")
+    status, reason, _ = verdict(_words(3, 0.0, 0.0), 100, 1.0, 64)
+    assert status == "wrong" and reason.startswith("3 of 100 outputs not finite")
+    status, reason, worst = verdict(_words(0, 2.5, 0.0), 100, 1.0, 64)
+    assert status == "wrong" and "error bound" in reason and worst == 2.5
+    # rule 3: relative Frobenius error over 8 u sqrt(k)
+    tol = 8 * 2.0**-24 * math.sqrt(64)
+    assert verdict(_words(0, 0.5, (0.9 * tol) ** 2), 100, 1.0, 64)[0] == "ok"
+    assert verdict(_words(0, 0.5, (1.1 * tol) ** 2), 100, 1.0, 64)[0] == "wrong"
+
+
+def test_class_rows_score_by_the_mean_gflops_over_the_shapes_and_fail_whole():
+    shapes = [Shape(100, 200, 0), Shape(300, 400, 0)]
+    configs = [(("BLOCKSIZE", 32),), (("BLOCKSIZE", 64),)]
+    results = [[Measured("ok", "", 0.01, 0.1), Measured("ok", "", 0.02, 0.2)],
+               [Measured("ok", "", 0.03, 0.3), Measured("wrong", "1 of 300 outputs not finite", 0.04, math.nan)]]
+    rows = class_rows("cell01x02", configs, shapes, results, GEMV.flops)
+    mean = (2 * 100 * 200 / (0.01 * 1e6) + 2 * 300 * 400 / (0.03 * 1e6)) / 2
+    assert rows[0]["status"] == "ok" and rows[0]["gflops"] == pytest.approx(mean)
+    assert rows[0]["time_ms_min"] == 0.01 and rows[0]["time_ms_max"] == 0.03 and rows[0]["err_bound_ratio"] == 0.3
+    assert rows[1]["status"] == "wrong" and rows[1]["reason"] == "300x400: 1 of 300 outputs not finite"
+    assert "gflops" not in rows[1]
+
+
+def test_a_resume_cuts_the_class_a_crash_left_partial_and_reads_a_finished_gz(tmp_path):
+    path = tmp_path / "t.csv"
+    writer = batched.ClassWriter(path)
+    row = {"params": "BLOCKSIZE=32", "status": "ok", "reason": "", "shapes": 9, "gflops": 1.5}
+    writer.write([{**row, "size_class": "cell00x00"}, {**row, "size_class": "cell00x00", "params": "BLOCKSIZE=64"}])
+    writer.write([{**row, "size_class": "cell00x01"}])  # the crash came before the class's second row
+    writer.close()
+    with open(path, "a") as f:
+        f.write("cell00x01,BLOCKSIZE=64,o")  # and a torn line
+    done, notice = done_classes(path, configs=2)
+    assert done == {"cell00x00"} and "cell00x01" in notice and "measured again" in notice
+    assert [ln.split(",")[0] for ln in path.read_text().splitlines()] == ["size_class", "cell00x00", "cell00x00"]
+    assert path.read_text().endswith("\n")
+    assert done_classes(path, configs=2) == ({"cell00x00"}, None)  # whole now: nothing more to cut
+    gz = batched.compress(path)
+    assert not path.exists() and gz.name == "t.csv.gz"
+    assert list(batched.read_rows(path).size_class) == ["cell00x00", "cell00x00"]
+    assert done_classes(path, configs=2) == ({"cell00x00"}, None) and path.exists()  # a resume unpacks it
+
+
+def test_a_file_of_other_columns_is_refused(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("op,variant\nx,y\n")
+    with pytest.raises(batched.BatchError, match="other columns"):
+        done_classes(path, configs=1)
+
+
+def test_best_per_class_takes_the_highest_mean_among_the_verified():
+    import pandas as pd
+
+    rows = pd.DataFrame({"size_class": ["cell01x01"] * 3 + ["cell02x02"], "params": ["A=1", "A=2", "A=3", "A=1"],
+                         "status": ["ok", "ok", "wrong", "wrong"], "shapes": [9] * 4, "gflops": [5.0, 7.0, None, None]})
+    assert batched.best_per_class(rows) == {"cell01x01": {"params": "A=2", "gflops": 7.0, "shapes": 9, "tried": 3}}
+
+
+def test_a_run_takes_its_shapes_cell_else_the_nearest_tuned_cell():
+    tuned = REGISTRY["gemv_tuned"]
+    entry = lambda cls, p: {"device": "G", "variant": "gemv_tuned", "source_hash": "h", "size_class": cls, "params": p}  # noqa: E731
+    cache = {"a": entry("cell03x14", "BLOCKSIZE=64,KERNEL=1,WORKSIZE_M=1,WORKSIZE_N=2"),
+             "b": entry("cell14x03", "BLOCKSIZE=256,KERNEL=0,WORKSIZE_M=2,WORKSIZE_N=1")}
+    device = DeviceId("G")
+    assert dict(lookup(cache, device, tuned, "h", Shape(8, 4000, 0)).params)["KERNEL"] == 1
+    assert dict(lookup(cache, device, tuned, "h", Shape(4000, 8, 0)).params)["BLOCKSIZE"] == 256
+    assert dict(lookup(cache, device, tuned, "h", Shape(9000, 3, 0)).params)["BLOCKSIZE"] == 256  # cell 15x2: nearest
+    assert GEMV.class_distance("cell05x05", "cell05x06") < GEMV.class_distance("cell05x05", "cell07x05")
