@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 from . import ceilings, environment
 from .results import (COLUMNS, LEGACY_COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, add_op_column, history,
                       read_metadata, recorded_settings, scan, set_aside_torn, status_counts, write_metadata)
+from .ops import get_op
 from .sweep import Point, Runner, Selection, Settings, kernel_key
 from .variants import format_params
 
@@ -133,6 +134,8 @@ def with_tuned(sel: Selection, cache_path: Path, say: Say) -> Selection:
         if found:
             tuned.update({(v.name, shape): t.params for shape, t in found.items()})
             kinds = sorted({format_params(t.params) for t in found.values()})
+            if len(kinds) > 4:  # a mesh of cells: say how many, not each
+                kinds = [f"{len(kinds)} configurations over {len({get_op(v.op).size_class(s) for s in found})} size classes"]
             lender = next(iter(found.values()))
             whose = (f"for {device.name}" if not lender.borrowed else
                      f"of {lender.device}: {device.name} has no entry, and {lender.device} has the same "
@@ -337,6 +340,7 @@ def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed:
         invocation.update(state=state, git=facts["git"], **more)
         write_metadata(output, {**meta, "state": state, "invocations": [*earlier, invocation]})
 
+    output.parent.mkdir(parents=True, exist_ok=True)
     save("running")
 
     def progress(cls: str, i: int, total: int) -> None:

@@ -10,39 +10,50 @@
 #define WORKSIZE_N 1
 #endif
 
-// Rows r0 + threadIdx.x + w * BLOCKSIZE (w < WM) of y, over columns [c0, c1).
+// Rows r0 + threadIdx.x + w * BLOCKSIZE (w < WM) of y, over columns [c0, c1). Column by column, a
+// thread's WM rows are WM independent sums (loads in flight together); rows past m are guarded, not
+// left by a break (a break makes acc[] an indexed array in local memory).
 template <int WM>
 __device__ __forceinline__ void gemv_part(const float* __restrict__ A, const float* __restrict__ x,
                                           float* __restrict__ y, int m, int r0, int c0, int c1, bool add)
 {
     __shared__ float xs[BLOCKSIZE];
     float acc[WM];
+    bool live[WM];
 #pragma unroll
-    for (int w = 0; w < WM; ++w) acc[w] = 0.0f;
+    for (int w = 0; w < WM; ++w) {
+        acc[w] = 0.0f;
+        live[w] = r0 + threadIdx.x + w * BLOCKSIZE < m;
+    }
+    const float* a = A + r0 + threadIdx.x;
     for (int c = c0; c < c1; c += BLOCKSIZE) {
         const int len = min(BLOCKSIZE, c1 - c);
         __syncthreads();  // the previous chunk's reads of xs are done
         if (threadIdx.x < len) xs[threadIdx.x] = x[c + threadIdx.x];
         __syncthreads();
-#pragma unroll
-        for (int w = 0; w < WM; ++w) {
-            const int r = r0 + threadIdx.x + w * BLOCKSIZE;
-            if (r >= m) break;
-            const float* col = A + (size_t)c * m + r;
-            float s = 0.0f;
-            if (len == BLOCKSIZE) {  // the fully tiled part
+        if (len == BLOCKSIZE) {  // the fully tiled part (the paper's device kernel 1)
 #pragma unroll 8
-                for (int k = 0; k < BLOCKSIZE; ++k) s = fmaf(col[(size_t)k * m], xs[k], s);
-            } else {  // the right rest
-                for (int k = 0; k < len; ++k) s = fmaf(col[(size_t)k * m], xs[k], s);
+            for (int k = 0; k < BLOCKSIZE; ++k) {
+                const float xv = xs[k];
+                const float* col = a + (size_t)(c + k) * m;
+#pragma unroll
+                for (int w = 0; w < WM; ++w)
+                    if (live[w]) acc[w] = fmaf(col[w * BLOCKSIZE], xv, acc[w]);
             }
-            acc[w] += s;
+        } else {  // the right rest (device kernel 2)
+            for (int k = 0; k < len; ++k) {
+                const float xv = xs[k];
+                const float* col = a + (size_t)(c + k) * m;
+#pragma unroll
+                for (int w = 0; w < WM; ++w)
+                    if (live[w]) acc[w] = fmaf(col[w * BLOCKSIZE], xv, acc[w]);
+            }
         }
     }
 #pragma unroll
     for (int w = 0; w < WM; ++w) {
+        if (!live[w]) continue;
         const int r = r0 + threadIdx.x + w * BLOCKSIZE;
-        if (r >= m) break;
         if (add)
             atomicAdd(&y[r], acc[w]);
         else

@@ -12,6 +12,7 @@ GEMM zeroes C).
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -115,12 +116,41 @@ class GemvInputs:
     bound: np.ndarray  # gamma_n * (|A| |x|), m
 
 
+POOL = 1_000_003  # a prime: A's elements repeat this far apart (a matrix this small is wholly random)
+CHUNK = 1 << 22  # elements of A converted to float64 at a time for the reference
+
+
 def make_gemv_inputs(shape: Shape, rng: np.random.Generator) -> GemvInputs:
-    """Random inputs in [-1, 1) (never zeros: they would hide unwritten outputs) and the reference."""
-    a = rng.uniform(-1.0, 1.0, size=(shape.n, shape.m)).astype(np.float32)  # column j of A is row j
+    """Random inputs in [-1, 1) and the float64 reference A x with its bound gamma_n |A| |x|.
+
+    The mesh holds hundreds of GiB of matrices, so the host work is kept to a few passes: A is a
+    pool of POOL random floats repeated (element (i, j) is pool[(i + j m) mod POOL]: a kernel that
+    reads the wrong element reads another value unless it is a multiple of POOL away), and the
+    reference is summed in float64 over chunks of columns in parallel threads (BLAS releases the
+    GIL), the chunks' partial sums added in a fixed order."""
+    pool = rng.uniform(-1.0, 1.0, size=min(POOL, shape.m * shape.n)).astype(np.float32)
+    pool[pool == 0] = 0.5  # never zeros: they would hide unwritten outputs
+    a = np.resize(pool, shape.m * shape.n).reshape(shape.n, shape.m)  # column j of A is row j
     x = rng.uniform(-1.0, 1.0, size=shape.n).astype(np.float32)
-    a64, x64 = a.astype(np.float64), x.astype(np.float64)
-    return GemvInputs(a, x, a64.T @ x64, gamma(shape.n) * (np.abs(a64).T @ np.abs(x64)))
+    x64 = x.astype(np.float64)
+    step = max(1, CHUNK // shape.m)
+
+    def part(j0: int) -> tuple[np.ndarray, np.ndarray]:
+        a64 = a[j0:j0 + step].astype(np.float64)
+        return a64.T @ x64[j0:j0 + step], np.abs(a64).T @ np.abs(x64[j0:j0 + step])
+
+    starts = range(0, shape.n, step)
+    if len(starts) == 1:
+        parts = [part(0)]
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(len(starts), os.cpu_count() or 1)) as pool_:
+            parts = list(pool_.map(part, starts))
+    reference, magnitude = parts[0]
+    for r, mag in parts[1:]:
+        reference, magnitude = reference + r, magnitude + mag
+    return GemvInputs(a, x, reference, gamma(shape.n) * magnitude)
 
 
 def launch_grid(variant: Variant, params: Params, shape: Shape) -> tuple[int, int, int]:
