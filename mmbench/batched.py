@@ -31,7 +31,9 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
+from .device import HOLD_SLOTS
 from .ops import get_op
+from .ops.base import frobenius_scale, frobenius_tolerance
 from .sizes import Shape
 from .variants import Params, Variant, format_params
 
@@ -163,7 +165,6 @@ def best_per_class(rows: pd.DataFrame) -> dict[str, dict]:
 
 def verdict(words: np.ndarray, count: int, norm: float, terms: int) -> tuple[str, str, float]:
     """check_sums' three rules from the GPU's words (not finite, worst ratio bits, sum of squares)."""
-    from .ops.base import frobenius_tolerance
 
     bad, worst = int(words[0]), float(np.array([words[1]], dtype=np.uint32).view(np.float32)[0])
     sq = float(np.array(words[2:4], dtype=np.uint32).view(np.float64)[0])
@@ -181,14 +182,14 @@ def verdict(words: np.ndarray, count: int, norm: float, terms: int) -> tuple[str
 class BatchedTuner:
     """Measures configurations of one variant shape by shape on an open Gpu."""
 
-    def __init__(self, gpu, variant: Variant, configs: Sequence[Params], cache: str, skip_spills: bool = True):
+    def __init__(self, gpu, variant: Variant, configs: Sequence[Params], cache: str):
         self.gpu, self.variant, self.configs, self.cache = gpu, variant, list(configs), cache
         self.op = get_op(variant.op)
         self.problems: dict[Params, tuple[str, str]] = {}  # config -> (status, reason) known before running
         self.kernels: dict[str, dict] = {}
         self._check = gpu.function(HARNESS, ())
         self._check.prepare("PPPiP")
-        self._events = [(gpu.event(), gpu.event()) for _ in range(BATCH)]
+        self._events = [[(gpu.event(), gpu.event()) for _ in range(BATCH)] for _ in range(HOLD_SLOTS)]
         self._warm: set[Params] = set()
         for params in self.configs:
             self._load(params)
@@ -233,37 +234,53 @@ class BatchedTuner:
             times: dict[int, float] = {}
             count, grid = reference.size, (math.ceil(reference.size / 256), 1)
             todo = [c for c in runnable if not isinstance(launches[c], Exception)]
-            for first in range(0, len(todo), BATCH):
-                batch = todo[first:first + BATCH]
-                for attempt in (1, 2):
-                    gpu.hold()
-                    try:
-                        for (start, end), c in zip(self._events, batch):
-                            gpu.poison_async(bufs.output, bufs.output_count)
-                            if flush:
-                                gpu.flush_l2()
-                            start.record(gpu.stream)
-                            launches[c]()
-                            end.record(gpu.stream)
-                            self._check.prepared_async_call(grid, (256, 1, 1), gpu.stream, int(bufs.output), int(ref_d),
-                                                            int(bound_d), np.int32(count), int(words_d) + 16 * c)
-                    finally:
-                        gpu.release()
+
+            def enqueue(batch: list[int], slot: int) -> None:
+                """A batch behind the hold of its slot: poison, (flush,) timed launch, check, per config."""
+                gpu.hold(slot)
+                try:
+                    for (start, end), c in zip(self._events[slot], batch):
+                        gpu.poison_async(bufs.output, bufs.output_count)
+                        if flush:
+                            gpu.flush_l2()
+                        start.record(gpu.stream)
+                        launches[c]()
+                        end.record(gpu.stream)
+                        self._check.prepared_async_call(grid, (256, 1, 1), gpu.stream, out_ptr, ref_ptr, bound_ptr,
+                                                        np.int32(count), words_ptr + 16 * c)
+                finally:
+                    gpu.release(slot)
+
+            def collect(batch: list[int], slot: int) -> None:
+                """A batch's times once it has run; a batch whose hold expired (its samples could hold
+                host latency) is measured again alone, its checks zeroed first."""
+                self._events[slot][len(batch) - 1][1].synchronize()
+                if not gpu.held_ok(slot):
                     gpu.synchronize()
-                    if gpu.held_ok():
-                        break
-                    if attempt == 2:
+                    gpu.drv.memset_d32(words_ptr + 16 * batch[0], 0, 4 * len(batch))  # a batch's configs are consecutive
+                    enqueue(batch, slot)
+                    gpu.synchronize()
+                    if not gpu.held_ok(slot):
                         raise RuntimeError("the stream hold expired twice while a batch was enqueued")
-                    gpu.drv.memset_d32(int(words_d) + 16 * batch[0], 0, 4 * len(batch))
-                for (start, end), c in zip(self._events, batch):
+                for (start, end), c in zip(self._events[slot], batch):
                     times[c] = end.time_since(start)
+
+            out_ptr, ref_ptr, bound_ptr, words_ptr = int(bufs.output), int(ref_d), int(bound_d), int(words_d)
+            batches = [todo[i:i + BATCH] for i in range(0, len(todo), BATCH)]
+            # Two batches in flight: the GPU runs one while the host enqueues the next behind its own hold.
+            for i, batch in enumerate(batches):
+                if i >= HOLD_SLOTS:
+                    collect(batches[i - HOLD_SLOTS], (i - HOLD_SLOTS) % HOLD_SLOTS)
+                enqueue(batch, i % HOLD_SLOTS)
+            for i in range(max(0, len(batches) - HOLD_SLOTS), len(batches)):
+                collect(batches[i], i % HOLD_SLOTS)
             words = np.empty(4 * len(self.configs), dtype=np.uint32)
             gpu.drv.memcpy_dtoh(words, words_d)
         finally:
             for buf in (ref_d, bound_d, words_d):
                 buf.free()
             bufs.free()
-        norm = float(np.linalg.norm(reference))
+        norm = frobenius_scale(reference, bound, terms)
         out = []
         for c, params in enumerate(self.configs):
             if params in self.problems:

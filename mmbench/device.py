@@ -16,6 +16,7 @@ from .variants import Params, Variant
 
 NAN_BITS = 0x7FC00000  # a quiet float32 NaN: poisons outputs before every verification launch
 HOLD_TIMEOUT_NS = 2_000_000_000  # hold_stream gives up after this; a batch enqueues in well under
+HOLD_SLOTS = 2
 
 
 class GpuUnavailable(RuntimeError):
@@ -157,8 +158,9 @@ class Gpu:
         # Cold-cache samples write a buffer twice the L2 size before each launch.
         self._flush_words = 2 * self.facts.l2_bytes // 4
         self._flush_buf = drv.mem_alloc(self._flush_words * 4)
-        # Host-mapped flags for hold_stream: [0] release, [1] timed out.
-        self._flags = drv.pagelocked_zeros((2,), np.int32, mem_flags=drv.host_alloc_flags.DEVICEMAP)
+        # Host-mapped flags for hold_stream, a pair per slot: [0] release, [1] timed out. Two slots let
+        # the batched tuner enqueue one held batch while the GPU runs the one before.
+        self._flags = drv.pagelocked_zeros((2 * HOLD_SLOTS,), np.int32, mem_flags=drv.host_alloc_flags.DEVICEMAP)
         self._flags_dev = np.intp(self._flags.base.get_device_pointer())
         hold_variant = Variant(name="hold_stream", backend="cuda", label="", description="", family="harness")
         self._hold = self.function(hold_variant, ())
@@ -257,17 +259,19 @@ class Gpu:
         """Write a buffer twice the L2 size on the stream, evicting everything the kernel used."""
         self.drv.memset_d32_async(self._flush_buf, 0, self._flush_words, self.stream)
 
-    def hold(self) -> None:
-        """Block the stream until release(): work enqueued meanwhile starts back to back."""
-        self._flags[:] = 0
-        self._hold(self._flags_dev, np.uint64(HOLD_TIMEOUT_NS), block=(1, 1, 1), grid=(1, 1), stream=self.stream)
+    def hold(self, slot: int = 0) -> None:
+        """Block the stream until release(slot): work enqueued meanwhile starts back to back. A slot
+        may be held again only once its previous hold has run (the caller synchronized past it)."""
+        self._flags[2 * slot:2 * slot + 2] = 0
+        self._hold(np.intp(self._flags_dev + 8 * slot), np.uint64(HOLD_TIMEOUT_NS), block=(1, 1, 1), grid=(1, 1),
+                   stream=self.stream)
 
-    def release(self) -> None:
+    def release(self, slot: int = 0) -> None:
         """Let the held stream run; after synchronizing, held_ok() says whether the hold lasted."""
-        self._flags[0] = 1
+        self._flags[2 * slot] = 1
 
-    def held_ok(self) -> bool:
-        return int(self._flags[1]) == 0
+    def held_ok(self, slot: int = 0) -> bool:
+        return int(self._flags[2 * slot + 1]) == 0
 
     def event(self):
         return self.drv.Event()

@@ -91,6 +91,7 @@ def _compiled(expression: str):
     return compile(expression, "<constraint>", "eval")
 
 
+@lru_cache(maxsize=1 << 16)  # a batched tuning asks the same few millions of times
 def evaluate(expression: str, params: Params) -> int:
     """An integer expression over parameter names, e.g. "(BM // TM) * (BN // TN)"."""
     return eval(_compiled(expression), {"__builtins__": {}}, dict(params))  # registry text, never user input

@@ -252,7 +252,7 @@ def test_cli_batched_tune_fills_the_cache_by_cell_and_run_picks_each_shapes_cell
         lines = f.read().splitlines()
     assert len(lines) == 1 + 2 * 12
     entries = json.loads(cache.read_text())
-    assert sorted(e["size_class"] for e in entries.values()) == ["cell03x14", "cell14x3"]
+    assert sorted(e["size_class"] for e in entries.values()) == ["cell03x14", "cell14x03"]
     run_out = tmp_path / "r.csv"
     result = CliRunner().invoke(main, ["run", "-v", "gemv_tuned", "-s", "8x4000,4000x8,20x20", "-o", str(run_out),
                                        "--tuning-cache", str(cache), "--runs", "2"])
@@ -261,4 +261,4 @@ def test_cli_batched_tune_fills_the_cache_by_cell_and_run_picks_each_shapes_cell
     by_cell = {e["size_class"]: e["params"] for e in entries.values()}
     assert set(rows.status) == {"ok"}
     assert rows[rows.m == 8].params.iloc[0] == by_cell["cell03x14"]
-    assert rows[rows.m == 4000].params.iloc[0] == by_cell["cell14x3"]
+    assert rows[rows.m == 4000].params.iloc[0] == by_cell["cell14x03"]
