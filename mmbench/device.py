@@ -65,6 +65,7 @@ class DeviceFacts:
     memory_bytes: int
     l2_bytes: int
     max_threads_per_block: int
+    max_threads_per_sm: int  # resident threads an SM holds (Sørensen's occupancy line: SMs x this)
     max_shared_per_block: int
     max_shared_per_block_optin: int
     clock_khz: int
@@ -138,6 +139,7 @@ class Gpu:
             memory_bytes=dev.total_memory(),
             l2_bytes=dev.get_attribute(attr.L2_CACHE_SIZE),
             max_threads_per_block=dev.get_attribute(attr.MAX_THREADS_PER_BLOCK),
+            max_threads_per_sm=dev.get_attribute(attr.MAX_THREADS_PER_MULTIPROCESSOR),
             max_shared_per_block=dev.get_attribute(attr.MAX_SHARED_MEMORY_PER_BLOCK),
             max_shared_per_block_optin=dev.get_attribute(attr.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
             clock_khz=dev.get_attribute(attr.CLOCK_RATE),
