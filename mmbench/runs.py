@@ -298,8 +298,8 @@ def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed:
                  cache_path: Path, about: dict, command: list[str], *, resume: bool = False, say: Say = print):
     """The batched tuner (batched.py) into output, resumable by whole size class, then the best
     configuration per class into the tuning cache. Returns (best, device, counts)."""
-    from . import batched, source
-    from .tune import DeviceId, record
+    from . import batched
+    from .tune import DeviceId
 
     try:
         done, notice = batched.done_classes(output, len(configs)) if resume else (set(), None)
@@ -353,13 +353,25 @@ def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed:
     except KeyboardInterrupt:
         state, counts = "interrupted", {}
     save(state, finished_at=utc_now(), wall_s=round(time.perf_counter() - t0, 1), status_counts=counts)
+    device = DeviceId(gpu.facts.name, gpu.facts.arch, gpu.facts.sm_count)
+    best = record_batched(output, variant, device, cache_path)
     if state != "finished":
-        raise RunAborted(f"interrupted: the finished classes are in {output}; rerun with --output {output} --resume")
-    rows = batched.read_rows(output)
-    best = batched.best_per_class(rows)
+        raise RunAborted(f"interrupted: the {len(best)} finished classes are in {batched.gz_path(output)} and their best "
+                         f"configurations in {cache_path}; rerun with --output {output} --resume")
     if not best:
         raise RunAborted(f"no configuration of {variant.name} was verified at every shape of a class; see {output}")
-    final = batched.compress(output)
-    device = DeviceId(gpu.facts.name, gpu.facts.arch, gpu.facts.sm_count)
-    record(cache_path, device, variant.name, source.source_hash(variant), best, final)
     return best, device, counts
+
+
+def record_batched(output: Path, variant, device, cache_path: Path) -> dict:
+    """A batched tuning file's whole classes: compressed to CSV.gz (a resume unpacks it), and the
+    best configuration of each into the tuning cache (also when interrupted: a class is whole)."""
+    from . import batched, source
+    from .tune import record
+
+    rows = batched.read_rows(output)
+    best = batched.best_per_class(rows)
+    final = batched.compress(output) if output.exists() else batched.gz_path(output)
+    if best:
+        record(cache_path, device, variant.name, source.source_hash(variant), best, final)
+    return best

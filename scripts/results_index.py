@@ -22,6 +22,7 @@ sys.path.insert(0, str(REPO))
 
 import pandas as pd  # noqa: E402
 
+from mmbench import batched  # noqa: E402
 from mmbench.results import ResultsError, finished_at, metadata_path, read_metadata, read_results  # noqa: E402
 
 RESULTS = Path("results")
@@ -52,24 +53,30 @@ def title(folder: Path) -> str:
     return "(no README.md)"
 
 
+def plain(path: Path) -> Path:
+    """X.csv for a batched tuning file's X.csv.gz (its metadata is X.meta.json); the path itself otherwise."""
+    return path.with_name(path.name[:-3]) if path.name.endswith(".csv.gz") else path
+
+
 def runs(folder: Path) -> list[Path]:
-    """The results CSVs of a folder and its subfolders: those with metadata beside them."""
-    return sorted(p for p in within(folder) if p.suffix == ".csv" and p.name not in DERIVED
-                  and metadata_path(p) in FILES)
+    """The results CSVs of a folder and its subfolders, and batched tuning files (X.csv.gz): those
+    with metadata beside them."""
+    return sorted(p for p in within(folder) if (p.suffix == ".csv" or p.name.endswith(".csv.gz"))
+                  and p.name not in DERIVED and metadata_path(plain(p)) in FILES)
 
 
 def summary(folder: Path, cache_counts: Counter) -> dict:
     found = []  # (finished, gpu, commit, rows, ok) per CSV
     for csv in runs(folder):
         try:
-            meta = read_metadata(REPO / csv)
-            df = read_results(REPO / csv)
+            meta = read_metadata(REPO / plain(csv))
+            df = batched.read_rows(REPO / plain(csv)) if csv != plain(csv) else read_results(REPO / csv)
         except ResultsError as exc:  # listed, but not readable as results: say so in the index, not in a traceback
             print(f"warning: {csv}: {exc}", file=sys.stderr)
             continue
         gpu = meta.get("gpu")
         # a file whose metadata lacks times still has each row's own
-        end = finished_at(meta) or (pd.to_datetime(df.finished_at, utc=True).max() if len(df) else None)
+        end = finished_at(meta) or (pd.to_datetime(df.finished_at, utc=True).max() if len(df) and "finished_at" in df else None)
         found.append((end.isoformat() if end is not None else "", gpu.get("name") if isinstance(gpu, dict) else None,
                       ((meta.get("git") or {}).get("commit") or "")[:7], len(df), int((df.status == "ok").sum())))
     found.sort()
