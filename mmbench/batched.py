@@ -303,11 +303,12 @@ def by_class(op, shapes: Sequence[Shape]) -> Iterator[tuple[str, list[Shape]]]:
 
 
 def run(tuner: BatchedTuner, shapes: Sequence[Shape], output: Path, seed: int, skip: set[str],
-        on_class: Callable[[str, int, int], None] | None = None) -> dict:
-    """Measure every class not in skip, writing each class's rows when it is done; returns counts."""
+        on_class: Callable[[str, int, int], None] | None = None, counts: dict | None = None) -> dict:
+    """Measure every class not in skip, writing each class's rows when it is done; returns the
+    counts of rows by status (kept in `counts` as they grow, so an interruption still has them)."""
     op = tuner.op
     writer = ClassWriter(output)
-    counts: dict[str, int] = {}
+    counts = {} if counts is None else counts
     classes = [(cls, group) for cls, group in by_class(op, shapes) if cls not in skip]
     started = time.perf_counter()
     order = [s for _, group in classes for s in group]

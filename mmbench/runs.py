@@ -347,11 +347,11 @@ def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed:
         if i == total or i % 10 == 0:
             say(f"  {i}/{total} classes ({cls}), {time.perf_counter() - t0:.0f} s")
 
-    state = "finished"
+    state, counts = "finished", {}
     try:
-        counts = batched.run(tuner, shapes, output, seed, done, progress)
+        batched.run(tuner, shapes, output, seed, done, progress, counts)
     except KeyboardInterrupt:
-        state, counts = "interrupted", {}
+        state = "interrupted"
     save(state, finished_at=utc_now(), wall_s=round(time.perf_counter() - t0, 1), status_counts=counts)
     device = DeviceId(gpu.facts.name, gpu.facts.arch, gpu.facts.sm_count)
     best = record_batched(output, variant, device, cache_path)

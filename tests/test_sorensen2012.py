@@ -1,0 +1,107 @@
+"""The Sørensen study on the CPU, from a cut of the real H100 run (tests/data): mesh cells scored
+by the mean of their 3 x 3 shapes, the tuned configuration per cell, the families against the copy,
+the targets, the findings, the figures and the report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from mmbench.cli import main
+from mmbench.ops.gemv import cell_points
+from mmbench.results import read_metadata, read_results
+from mmbench.studies import sorensen2012 as study
+
+DATA = Path(__file__).parent / "data"
+CUT = DATA / "sorensen2012-h100-cut.csv"
+CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sorensen2012.toml"
+
+
+@pytest.fixture(scope="module")
+def ok():
+    return read_results(CUT).query("status == 'ok'")
+
+
+@pytest.fixture(scope="module")
+def meta():
+    return read_metadata(CUT)
+
+
+def test_a_cell_is_the_mean_of_its_shapes_and_unmeasured_cells_are_empty(ok):
+    values = study.mesh_values(ok, "gemv_tuned", "gflops_mean")
+    rows = ok[ok.variant == "gemv_tuned"].set_index(["m", "n"]).gflops_mean
+    expect = np.mean([rows[(p.m, p.n)] for p in cell_points(10, 10)])
+    assert values.iloc[10, 10] == pytest.approx(expect)
+    assert np.isnan(values.iloc[0, 0]) and int((~np.isnan(values.to_numpy())).sum()) == 5
+
+
+def test_the_tuned_configuration_per_cell_is_what_the_run_used(ok):
+    params = study.mesh_params(ok)
+    row = ok[(ok.variant == "gemv_tuned") & (ok.m == cell_points(2, 20)[0].m) & (ok.n == cell_points(2, 20)[0].n)]
+    used = dict(p.split("=") for p in row.params.iloc[0].split(","))
+    assert params["KERNEL"].iloc[2, 20] == int(used["KERNEL"]) and params["BLOCKSIZE"].iloc[2, 20] == int(used["BLOCKSIZE"])
+
+
+def test_the_occupancy_line_is_sms_times_resident_threads(meta):
+    assert study.occupancy_rows(meta) == 132 * 2048
+    legacy = {"gpu": {"sm_count": 14, "arch": "sm_20"}}  # no max_threads_per_sm recorded: CUDA's table
+    assert study.occupancy_rows(legacy) == 21504  # the paper's line on a C2050
+
+
+def test_families_against_the_copy_at_the_same_footprint(ok, meta):
+    fam = study.families(ok, study.family_shapes(meta))
+    assert sorted(fam.family.unique()) == ["square", "tall", "wide"] and len(fam) == 3 * 14
+    row = fam[(fam.family == "square") & (fam.N == 1638)].iloc[0]
+    tuned = ok[(ok.variant == "gemv_tuned") & (ok.m == 16380) & (ok.n == 16380)].gbytes_per_s.iloc[0]
+    copy = ok[(ok.variant == "memcpy") & (ok.m == 16380)].gbytes_per_s.iloc[0]
+    assert row.footprint == 4 * 16380 * 16380 and row["gbytes_per_s_gemv_tuned"] == tuned and row.copy_gbytes_per_s == copy
+
+
+def test_targets_report_the_worst_family_and_the_cells(ok, meta):
+    rows = study.targets(ok, study.family_shapes(meta))
+    assert [r[2] in ("yes", "no") for r in rows] == [True] * 3
+    assert rows[0][1].startswith("square ") and "tall " in rows[0][1] and "wide " in rows[0][1]
+    assert "(2 cells)" in rows[1][0] and "5 measured cells" in rows[2][0]  # cells (2, 20) and (20, 2) are >= 1 MiB
+
+
+def test_the_atomics_finding_reads_the_tuning_rows(ok, meta, tmp_path):
+    """The tuning file is found through the tuning cache's entries for the run's GPU."""
+    tune = tmp_path / "t" / "tune.csv.gz"
+    tune.parent.mkdir()
+    shutil.copy(DATA / "sorensen2012-h100-tune-cut.csv.gz", tune)
+    (tmp_path / "t" / "tune.meta.json").write_text(json.dumps({"invocations": [{"wall_s": 100.0, "compile_s": 10.0}]}))
+    cache = tmp_path / "cache.json"
+    cache.write_text(json.dumps({"k": {"variant": "gemv_tuned", "device": meta["gpu"]["name"], "results": str(tune)}}))
+    rows, tmeta = study.tuning_rows(meta, cache)
+    assert sorted(rows.size_class.unique()) == ["cell02x20", "cell04x14", "cell10x10"]
+    (atomics,) = [v for v in study.verdicts(ok, meta, rows) if v.finding == "Atomics cost the wide shapes"]
+    assert atomics.holds == "no" and "in 2 wide cells" in atomics.evidence
+    assert study.tuning_rows({"gpu": {"name": "another GPU"}}, cache) == (None, {})
+
+
+@pytest.mark.parametrize("name", ["gemv-kernels", "gemv-families", "gemv-mesh"])
+def test_each_figure_draws_from_the_cut(ok, meta, name):
+    from mmbench.studies import figure_families
+
+    for figure in figure_families()[name].figures:
+        fig = figure.draw(read_results(CUT), meta)
+        assert fig.axes and "Sørensen" in (fig._suptitle.get_text() if fig._suptitle else fig.axes[0].get_title())
+        plt.close(fig)
+
+
+def test_report_from_the_cut(tmp_path):
+    cut = tmp_path / "s.csv"
+    shutil.copy(CUT, cut)
+    shutil.copy(CUT.with_suffix(".meta.json"), cut.with_suffix(".meta.json"))
+    result = CliRunner().invoke(main, ["report", "--config", str(CONFIG), str(cut)])
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "s" / "REPORT.md").read_text()
+    assert "## Targets" in text and "| tuned >= 90 % of the copy" in text
+    for stem in ("fig1-best-kernel", "fig3-best-params", "fig4-families", "fig5-mesh"):
+        assert f"]({stem}.png)" in text and (tmp_path / "s" / f"{stem}.png").exists()
