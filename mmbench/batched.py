@@ -43,6 +43,13 @@ COLUMNS = ("size_class", "params", "status", "reason", "shapes", "gflops", "time
 HARNESS = Variant(name="check_sums", backend="cuda", label="", description="", family="harness")
 
 
+@dataclass(frozen=True)
+class Skip:
+    """A configuration the operation leaves untimed at a shape (Operation.tuning_skip)."""
+
+    reason: str
+
+
 class BatchError(ValueError):
     """A batched tuning request that cannot be met; the message says why."""
 
@@ -222,18 +229,22 @@ class BatchedTuner:
             runnable = [c for c, p in enumerate(self.configs) if p not in self.problems]
             launches = {}
             for c in runnable:
+                why = op.tuning_skip(self.variant, self.configs[c], shape)
+                if why:  # left untimed: a skipped row for its class
+                    launches[c] = Skip(why)
+                    continue
                 try:
                     launches[c] = op.kernel(gpu, self.variant, self.configs[c], shape, bufs)
                 except Exception as exc:  # a launch that cannot be set up at this shape
                     launches[c] = exc
-            cold_start = [c for c in runnable if self.configs[c] not in self._warm and not isinstance(launches[c], Exception)]
+            cold_start = [c for c in runnable if self.configs[c] not in self._warm and callable(launches[c])]
             for c in cold_start:  # the first launch of a loaded module pays for its loading: untimed
                 launches[c]()
                 self._warm.add(self.configs[c])
             gpu.synchronize()
             times: dict[int, float] = {}
             count, grid = reference.size, (math.ceil(reference.size / 256), 1)
-            todo = [c for c in runnable if not isinstance(launches[c], Exception)]
+            todo = [c for c in runnable if callable(launches[c])]
 
             def enqueue(batch: list[int], slot: int) -> None:
                 """A batch behind the hold of its slot: poison, (flush,) timed launch, check, per config."""
@@ -286,6 +297,8 @@ class BatchedTuner:
             if params in self.problems:
                 status, reason = self.problems[params]
                 out.append(Measured(status, reason, float("nan"), float("nan")))
+            elif isinstance(launches.get(c), Skip):
+                out.append(Measured("skipped", launches[c].reason, float("nan"), float("nan")))
             elif isinstance(launches.get(c), Exception):
                 out.append(Measured("failed", f"launch: {launches[c]}", float("nan"), float("nan")))
             else:

@@ -108,3 +108,15 @@ def test_the_tuned_kernel_takes_each_designs_launch_model():
     assert launch_grid(tuned, (("BLOCKSIZE", 128), ("KERNEL", 1), ("WORKSIZE_M", 2), ("WORKSIZE_N", 4)), s) == (1, 10, 1)
     assert GEMV.entries(tuned) == ("gemv_tuned", "gemv_tuned_reduce")
     assert len(tuning_space(tuned)) == 1536
+
+
+def test_the_tuner_leaves_fig_2e_untimed_where_m_exceeds_blocksize():
+    """Threads along columns (KERNEL 1, the paper's Fig. 2e) is the design for m <= BLOCKSIZE: the
+    batched tuner skips it on taller A, and times every other design everywhere."""
+    tuned = REGISTRY["gemv_tuned"]
+    p = lambda kernel, bs: (("BLOCKSIZE", bs), ("KERNEL", kernel), ("WORKSIZE_M", 1), ("WORKSIZE_N", 4))  # noqa: E731
+    assert GEMV.tuning_skip(tuned, p(1, 128), Shape(128, 5000, 0)) is None
+    assert "m <= BLOCKSIZE" in GEMV.tuning_skip(tuned, p(1, 128), Shape(129, 5000, 0))
+    assert GEMV.tuning_skip(tuned, p(0, 32), Shape(100000, 10, 0)) is None
+    assert GEMV.tuning_skip(tuned, p(2, 32), Shape(100000, 10, 0)) is None
+    assert GEMV.tuning_skip(REGISTRY["gemv_columns"], (("BLOCKSIZE", 32), ("WORKSIZE_N", 1)), Shape(9999, 9, 0)) is None

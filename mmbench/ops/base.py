@@ -182,6 +182,11 @@ class Operation:
         """The key under which tuning keeps one configuration for shapes like this one."""
         raise NotImplementedError
 
+    def tuning_skip(self, variant: Variant, params: Params, shape: Shape) -> str | None:
+        """Why the tuner leaves a configuration untimed at a shape (its design is not meant for
+        it), or None; every configuration is timed everywhere by default."""
+        return None
+
     def class_distance(self, wanted: str, cls: str) -> tuple:
         """How far a tuned class is from the class wanted (a run borrows the nearest when its own
         class was not tuned); sizes by default (tune.class_distance)."""

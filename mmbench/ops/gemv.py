@@ -275,6 +275,15 @@ class Gemv(Operation):
         """The cell of the tuning mesh the shape falls in: "cell05x07"."""
         return cell_name(*mesh_cell(shape.m, shape.n))
 
+    def tuning_skip(self, variant: Variant, params: Params, shape: Shape) -> str | None:
+        """The geometry's "tuned_where", an expression over the parameters and m, n: false where
+        the configuration's design is not meant to run (gemv_tuned's threads-along-columns design,
+        the paper's Fig. 2e, is for m <= BLOCKSIZE)."""
+        rule = variant.geometry.get("tuned_where")
+        if rule is None or evaluate(rule, (*params, ("m", shape.m), ("n", shape.n))):
+            return None
+        return f"not this design's shapes ({rule} does not hold at m = {shape.m})"
+
     def class_distance(self, wanted: str, cls: str) -> tuple:
         """The nearest tuned cell of the mesh (a shape past the tuned cells takes the nearest one);
         ties go to the larger cell."""
