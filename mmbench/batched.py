@@ -33,7 +33,7 @@ import pandas as pd
 
 from .device import HOLD_SLOTS
 from .ops import get_op
-from .ops.base import frobenius_scale, frobenius_tolerance
+from .ops.base import frobenius_scale, sums_verdict
 from .sizes import Shape
 from .variants import Params, Variant, format_params
 
@@ -171,18 +171,12 @@ def best_per_class(rows: pd.DataFrame) -> dict[str, dict]:
 
 
 def verdict(words: np.ndarray, count: int, norm: float, terms: int) -> tuple[str, str, float]:
-    """check_sums' three rules from the GPU's words (not finite, worst ratio bits, sum of squares)."""
-
+    """check_sums' three rules (ops/base.py's sums_verdict) from the GPU's words: outputs not
+    finite, the worst ratio's float bits, the sum of squared errors as a double."""
     bad, worst = int(words[0]), float(np.array([words[1]], dtype=np.uint32).view(np.float32)[0])
     sq = float(np.array(words[2:4], dtype=np.uint32).view(np.float64)[0])
-    if bad:
-        return "wrong", f"{bad} of {count} outputs not finite (unwritten?)", float("nan")
-    if worst > 1.0:
-        return "wrong", f"outputs exceed the float32 error bound, worst {worst:.3g}x", worst
-    rel = math.sqrt(sq) / norm if norm else 0.0
-    if rel > frobenius_tolerance(terms):
-        return "wrong", f"relative error {rel:.3g} exceeds the float32 tolerance", worst
-    return "ok", "", worst
+    check = sums_verdict(bad, count, worst, math.sqrt(sq) / norm if norm else float("nan"), terms)
+    return ("ok" if check.ok else "wrong"), check.reason, check.err_bound_ratio
 
 
 # -- measuring -------------------------------------------------------------------------------------
@@ -268,7 +262,8 @@ class BatchedTuner:
                 self._events[slot][len(batch) - 1][1].synchronize()
                 if not gpu.held_ok(slot):
                     gpu.synchronize()
-                    gpu.drv.memset_d32(words_ptr + 16 * batch[0], 0, 4 * len(batch))  # a batch's configs are consecutive
+                    for c in batch:  # its checks start again (not its neighbours': skipped configs leave gaps)
+                        gpu.drv.memset_d32(words_ptr + 16 * c, 0, 4)
                     enqueue(batch, slot)
                     gpu.synchronize()
                     if not gpu.held_ok(slot):

@@ -78,17 +78,28 @@ def check_sums(out: np.ndarray, reference: np.ndarray, bound: np.ndarray, terms:
     norm = frobenius_scale(reference, bound, terms)
     rel_err = float(np.linalg.norm(np.where(finite, diff, 0.0))) / norm if norm else float("nan")
     if not finite.all():
-        bad = int((~finite).sum())
-        first = np.argwhere(~finite)[0]
-        return Check(False, float("nan"), float("nan"),
-                     f"{bad} of {out.size} outputs not finite (unwritten?), first at {tuple(int(i) for i in first)}")
+        first = tuple(int(i) for i in np.argwhere(~finite)[0])
+        return sums_verdict(int((~finite).sum()), out.size, float("nan"), float("nan"), terms, f"first at {first}")
     ratio = diff / np.maximum(bound, np.finfo(np.float64).tiny)
     worst = float(ratio.max())
+    where = ""
     if worst > 1.0:
-        where = tuple(int(i) for i in np.unravel_index(int(ratio.argmax()), ratio.shape))
-        over = int((ratio > 1.0).sum())
-        return Check(False, rel_err, worst,
-                     f"{over} of {out.size} outputs exceed the float32 error bound, worst {worst:.3g}x at {where}")
+        at = tuple(int(i) for i in np.unravel_index(int(ratio.argmax()), ratio.shape))
+        where = f"{int((ratio > 1.0).sum())} of {out.size}|at {at}"
+    return sums_verdict(0, out.size, worst, rel_err, terms, where)
+
+
+def sums_verdict(not_finite: int, count: int, worst: float, rel_err: float, terms: int, detail: str = "") -> Check:
+    """Rules 1 to 3 of check_sums from their measures: outputs not finite, the worst ratio to the
+    bound, the relative error (measured by the host, or by harness.cu's check_sums on the GPU for the
+    batched tuner). detail says where, when known: "first at (i,)" for rule 1, "N of M|at (i,)" for 2."""
+    if not_finite:
+        return Check(False, float("nan"), float("nan"), f"{not_finite} of {count} outputs not finite (unwritten?)"
+                     + (f", {detail}" if detail else ""))
+    if worst > 1.0:
+        over, _, at = detail.partition("|")
+        return Check(False, rel_err, worst, (f"{over} " if over else "") + f"outputs exceed the float32 error bound, "
+                     f"worst {worst:.3g}x" + (f" {at}" if at else ""))
     tol = frobenius_tolerance(terms)
     if rel_err > tol:
         return Check(False, rel_err, worst, f"relative error {rel_err:.3g} exceeds the float32 tolerance "

@@ -20,7 +20,7 @@ import pandas as pd
 
 from .. import plots
 from ..analysis import ok_rows
-from ..ops.gemv import FAMILIES, MESH_CELLS, MESH_MAX, cell_points, mesh_cell
+from ..ops.gemv import FAMILIES, MESH_CELLS, MESH_MAX, cell_name, cell_points, mesh_cell, parse_cell
 from ..results import ResultsError
 from ..variants import parse_params
 from .common import Figure, FigureFamily, Verdict, markdown_table, save_report, text_table, verdict_table
@@ -79,7 +79,7 @@ def mesh_params(ok: pd.DataFrame) -> dict[str, pd.DataFrame]:
 def run_cells(ok: pd.DataFrame) -> set[str]:
     """The mesh cells whose 3 x 3 shapes the run measured for the tuned kernel."""
     values = mesh_values(ok, TUNED, "gflops_mean").to_numpy()
-    return {f"cell{i:02d}x{j:02d}" for (i, j), v in np.ndenumerate(values) if not np.isnan(v)}
+    return {cell_name(i, j) for (i, j), v in np.ndenumerate(values) if not np.isnan(v)}
 
 
 def copy_bandwidth(ok: pd.DataFrame) -> float:
@@ -157,8 +157,7 @@ def targets(ok: pd.DataFrame, shapes: set[tuple[int, int]] | None = None) -> lis
     t1 = bool(len(worst) == 3 and (worst >= 90).all())
     tuned, lib = mesh_values(ok, TUNED, "gflops_mean"), mesh_values(ok, LIBRARY, "gflops_mean")
     ratio = (tuned / lib).to_numpy()
-    big_cells = np.array([[min(4 * p.m * p.n for p in cell_points(i, j)) >= LIBRARY_CELL_BYTES for j in range(MESH_CELLS)]
-                          for i in range(MESH_CELLS)])
+    big_cells = big_matrix(list(range(MESH_CELLS)))
     measured = ~np.isnan(ratio)
     share = float((ratio[measured & big_cells] >= 1.0).mean()) if (measured & big_cells).any() else float("nan")
     geo = float(np.exp(np.log(ratio[measured]).mean())) if measured.any() else float("nan")
@@ -224,7 +223,7 @@ def verdicts(ok: pd.DataFrame, meta: dict, tuning: pd.DataFrame | None) -> list[
         ok_t = tuning[tuning.status == "ok"].copy()
         ok_t["KERNEL"] = [dict(parse_params(p))["KERNEL"] for p in ok_t.params]
         best = ok_t.groupby(["size_class", "KERNEL"]).gflops.max().unstack()
-        wide = [c for c in best.index if _cell(c)[1] >= _cell(c)[0] + 8]
+        wide = [c for c in best.index if parse_cell(c)[1] >= parse_cell(c)[0] + 8]
         if wide and 2 in best:
             atomic = best.loc[wide, [k for k in (0, 1) if k in best]].max(axis=1)
             gain = best.loc[wide, 2] / atomic
@@ -244,9 +243,6 @@ def big_matrix(rows: list[int]) -> np.ndarray:
     return np.array([[min(4 * p.m * p.n for p in cell_points(i, j)) >= LIBRARY_CELL_BYTES for j in range(MESH_CELLS)]
                      for i in rows], dtype=bool)
 
-
-def _cell(name: str) -> tuple[int, int]:
-    return int(name[4:6]), int(name[7:9])
 
 
 # -- the figures ------------------------------------------------------------------------------------------
