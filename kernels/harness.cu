@@ -16,6 +16,22 @@ extern "C" __global__ void hold_stream(volatile int* flags, unsigned long long t
     flags[1] = 1;
 }
 
+// flush_l2_read empties the L2 for a cold sample by reading a buffer twice its size (zeroed once):
+// the L2 is left holding clean lines of that buffer, so the sample pays for its own misses only.
+// A write (a memset) evicts as well but leaves the L2 full of dirty lines, which the sample then
+// writes back to DRAM: about 10 us of a 100 us GEMV on an H100. The store never happens (the
+// buffer is zero), but the compiler cannot know it, so the loads stay.
+extern "C" __global__ void flush_l2_read(const uint4* __restrict__ buf, unsigned long long n, unsigned* sink)
+{
+    unsigned acc = 0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const uint4 v = buf[i];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x9e3779b9u) sink[0] = acc;
+}
+
 // fma_peak measures the FP32 FMA ceiling: eight independent chains per thread (enough to hide
 // FMA latency at full occupancy), nothing but FMAs in the loop, the result kept alive by a store
 // that never happens. FLOPs = 2 * 8 * 16 * iters * threads.

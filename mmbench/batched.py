@@ -7,10 +7,16 @@ event pair, and the output is checked on the GPU (harness.cu's check_sums: the t
 ops/base.py's check_sums, so the outputs never cross to the host). Configurations are enqueued in
 batches behind the hold kernel, so no sample holds host latency and no Python runs between
 samples; the host reads a batch's times and checks once. In cold mode the L2 is flushed before each
-sample of a shape smaller than twice the L2 (a larger one evicts itself); in hot mode the shape's
+sample of a shape smaller than twice the L2 (by a read, as the sweep's cold samples; a larger shape
+evicts itself); in hot mode the shape's
 buffers stay cached, as for a sweep's hot points.
 
-A class's configurations are scored by the mean GFLOP/s over its shapes (the paper's rule), and
+A class's configurations are scored by the mean GFLOP/s over its shapes (the paper's rule). With
+pruning (`prune` > 0), every configuration is first timed and checked at the class's pivot shape
+(its median footprint); one slower there than `prune` times the best's speed is not timed at the
+other shapes (a `pruned` row with its pivot speed), nor is one that failed there: a configuration
+under half the best's speed at the pivot would have to be over twice as fast at the neighbouring
+shapes of the same cell to win, and the exhaustive tuning of 382 cells saw none. Rows are
 written as one row per (class, configuration) when the class is done: a crash loses at most the
 class in progress, and a resume continues after the last whole class. When all classes are done the
 CSV is compressed to CSV.gz (hundreds of thousands of rows).
@@ -44,9 +50,11 @@ HARNESS = Variant(name="check_sums", backend="cuda", label="", description="", f
 
 
 @dataclass(frozen=True)
-class Skip:
-    """A configuration the operation leaves untimed at a shape (Operation.tuning_skip)."""
+class Untimed:
+    """A configuration left untimed at a shape: skipped by the operation (Operation.tuning_skip), or
+    pruned after the class's pivot shape."""
 
+    status: str
     reason: str
 
 
@@ -141,20 +149,28 @@ def compress(path: Path) -> Path:
 def class_rows(cls: str, configs: Sequence[Params], shapes: Sequence[Shape], results: Sequence[Sequence[Measured]],
                flops: Callable[[Shape], float]) -> list[dict]:
     """One row per configuration of a finished class: ok with the mean GFLOP/s over the class's
-    shapes when it was verified at all of them, else the first shape's failure."""
+    shapes when it was verified at all of them; pruned with its speed at the first shape (the
+    pivot) when it was timed there only; else the first shape's failure."""
     rows = []
     for c, params in enumerate(configs):
         got = [r[c] for r in results]
         bad = next((g for g in got if g.status != "ok"), None)
         times = [g.time_ms for g in got]
+        worst = max((g.err_bound_ratio for g in got if not math.isnan(g.err_bound_ratio)), default=None)
+        times = [round(t, 6) for t in times]  # ms to the nanosecond: events resolve half a microsecond
         row = {"size_class": cls, "params": format_params(params), "shapes": len(shapes),
-               "err_bound_ratio": max((g.err_bound_ratio for g in got if not math.isnan(g.err_bound_ratio)), default=None)}
+               "err_bound_ratio": None if worst is None else float(f"{worst:.4g}")}
+        if bad is not None and bad.status == "pruned":  # timed at the pivot (the first shape) only
+            rows.append({**row, "status": "pruned", "reason": bad.reason, "shapes": 1,
+                         "gflops": float(f"{flops(shapes[0]) / (times[0] * 1e6):.6g}"), "time_ms_min": times[0],
+                         "time_ms_max": times[0]})
+            continue
         if bad is not None:
             where = shapes[got.index(bad)]
             rows.append({**row, "status": bad.status, "reason": f"{where.m}x{where.n}: {bad.reason}"})
             continue
         gflops = float(np.mean([flops(s) / (t * 1e6) for s, t in zip(shapes, times)]))
-        rows.append({**row, "status": "ok", "reason": "", "gflops": round(gflops, 6),
+        rows.append({**row, "status": "ok", "reason": "", "gflops": float(f"{gflops:.6g}"),
                      "time_ms_min": min(times), "time_ms_max": max(times)})
     return rows
 
@@ -183,8 +199,8 @@ def verdict(words: np.ndarray, count: int, norm: float, terms: int) -> tuple[str
 class BatchedTuner:
     """Measures configurations of one variant shape by shape on an open Gpu."""
 
-    def __init__(self, gpu, variant: Variant, configs: Sequence[Params], cache: str):
-        self.gpu, self.variant, self.configs, self.cache = gpu, variant, list(configs), cache
+    def __init__(self, gpu, variant: Variant, configs: Sequence[Params], cache: str, l2_flush: str = "read"):
+        self.gpu, self.variant, self.configs, self.cache, self.l2_flush = gpu, variant, list(configs), cache, l2_flush
         self.op = get_op(variant.op)
         self.problems: dict[Params, tuple[str, str]] = {}  # config -> (status, reason) known before running
         self.kernels: dict[str, dict] = {}
@@ -210,8 +226,9 @@ class BatchedTuner:
             self.problems[params] = ("skipped", f"{fn.local_size_bytes} bytes of local memory a thread (registers spill)")
         self.kernels[f"{self.variant.name}[{format_params(params)}]"] = self.gpu.resources(fn)
 
-    def shape(self, shape: Shape, inputs) -> list[Measured]:
-        """Every configuration at one shape: verified on the GPU, one timed launch sequence each."""
+    def shape(self, shape: Shape, inputs, untimed: dict[int, Untimed] | None = None) -> list[Measured]:
+        """Every configuration at one shape (but those in `untimed`, by index): verified on the GPU,
+        one timed launch sequence each."""
         gpu, op = self.gpu, self.op
         reference, bound, terms = op.sum_check(inputs)
         bufs = op.upload(gpu, inputs)
@@ -224,8 +241,11 @@ class BatchedTuner:
             launches = {}
             for c in runnable:
                 why = op.tuning_skip(self.variant, self.configs[c], shape)
+                if c in (untimed or {}):
+                    launches[c] = untimed[c]
+                    continue
                 if why:  # left untimed: a skipped row for its class
-                    launches[c] = Skip(why)
+                    launches[c] = Untimed("skipped", why)
                     continue
                 try:
                     launches[c] = op.kernel(gpu, self.variant, self.configs[c], shape, bufs)
@@ -247,7 +267,7 @@ class BatchedTuner:
                     for (start, end), c in zip(self._events[slot], batch):
                         gpu.poison_async(bufs.output, bufs.output_count)
                         if flush:
-                            gpu.flush_l2()
+                            gpu.flush_l2(self.l2_flush)
                         start.record(gpu.stream)
                         launches[c]()
                         end.record(gpu.stream)
@@ -292,8 +312,8 @@ class BatchedTuner:
             if params in self.problems:
                 status, reason = self.problems[params]
                 out.append(Measured(status, reason, float("nan"), float("nan")))
-            elif isinstance(launches.get(c), Skip):
-                out.append(Measured("skipped", launches[c].reason, float("nan"), float("nan")))
+            elif isinstance(launches.get(c), Untimed):
+                out.append(Measured(launches[c].status, launches[c].reason, float("nan"), float("nan")))
             elif isinstance(launches.get(c), Exception):
                 out.append(Measured("failed", f"launch: {launches[c]}", float("nan"), float("nan")))
             else:
@@ -303,17 +323,40 @@ class BatchedTuner:
 
 
 def by_class(op, shapes: Sequence[Shape]) -> Iterator[tuple[str, list[Shape]]]:
-    """Shapes grouped by their size class, classes in the order they first appear."""
+    """Shapes grouped by their size class, classes in the order they first appear, each class's
+    pivot (its shape of median footprint, the first of two) first and the rest in their order."""
     groups: dict[str, list[Shape]] = {}
     for s in shapes:
         groups.setdefault(op.size_class(s), []).append(s)
-    yield from groups.items()
+    for cls, group in groups.items():
+        by_size = sorted(group, key=op.device_bytes)
+        pivot = by_size[(len(by_size) - 1) // 2]
+        yield cls, [pivot, *(s for s in group if s is not pivot)]
+
+
+def pruned_after_pivot(measured: Sequence[Measured], prune: float, pivot: Shape, flops: Callable[[Shape], float]
+                       ) -> dict[int, Untimed]:
+    """The configurations (by index) not to time at a class's other shapes: those that failed at the
+    pivot (their row is that failure), and those slower there than prune times the best's speed."""
+    ok = [g.time_ms for g in measured if g.status == "ok"]
+    best = min(ok) if ok else math.nan
+    out = {}
+    for c, g in enumerate(measured):
+        if g.status != "ok":
+            out[c] = Untimed(g.status, g.reason)
+        elif prune > 0 and g.time_ms * prune > best:
+            top = flops(pivot) / (best * 1e6)  # the row keeps this configuration's own speed there
+            out[c] = Untimed("pruned", f"under {prune:g} of the best's {top:.4g} GFLOP/s at the pivot {pivot.m}x{pivot.n}")
+    return out
 
 
 def run(tuner: BatchedTuner, shapes: Sequence[Shape], output: Path, seed: int, skip: set[str],
-        on_class: Callable[[str, int, int], None] | None = None, counts: dict | None = None) -> dict:
+        on_class: Callable[[str, int, int], None] | None = None, counts: dict | None = None,
+        prune: float = 0.0) -> dict:
     """Measure every class not in skip, writing each class's rows when it is done; returns the
-    counts of rows by status (kept in `counts` as they grow, so an interruption still has them)."""
+    counts of rows by status (kept in `counts` as they grow, so an interruption still has them).
+    prune > 0: the configurations slower at a class's pivot than prune times the best's speed are
+    not timed at its other shapes."""
     op = tuner.op
     writer = ClassWriter(output)
     counts = {} if counts is None else counts
@@ -327,13 +370,15 @@ def run(tuner: BatchedTuner, shapes: Sequence[Shape], output: Path, seed: int, s
     at = 0
     try:
         for i, (cls, group) in enumerate(classes):
-            results = []
+            results, untimed = [], None
             for s in group:
                 inputs = coming.result()
                 at += 1
                 coming = prefetch.submit(make, order[at]) if at < len(order) else None
-                results.append(tuner.shape(s, inputs))
+                results.append(tuner.shape(s, inputs, untimed))
                 del inputs
+                if untimed is None:  # the pivot is measured: who goes on
+                    untimed = pruned_after_pivot(results[0], prune, s, op.flops)
             rows = class_rows(cls, tuner.configs, group, results, op.flops)
             writer.write(rows)
             for r in rows:

@@ -157,15 +157,21 @@ class Gpu:
         # kernel, as scripts/ab_kernels.py compares) and parameters.
         self._modules: dict[tuple, Any] = {}
         self._functions: dict[tuple, Any] = {}
-        # Cold-cache samples write a buffer twice the L2 size before each launch.
-        self._flush_words = 2 * self.facts.l2_bytes // 4
+        # Cold-cache samples read (or, as files measured before it ask, write) a buffer twice the L2
+        # size before each launch; zeroed once, so the read kernel never stores.
+        self._flush_words = 2 * self.facts.l2_bytes // 16 * 4
         self._flush_buf = drv.mem_alloc(self._flush_words * 4)
+        drv.memset_d32(self._flush_buf, 0, self._flush_words)
+        self._flush_sink = drv.mem_alloc(4)
         # Host-mapped flags for hold_stream, a pair per slot: [0] release, [1] timed out. Two slots let
         # the batched tuner enqueue one held batch while the GPU runs the one before.
         self._flags = drv.pagelocked_zeros((2 * HOLD_SLOTS,), np.int32, mem_flags=drv.host_alloc_flags.DEVICEMAP)
         self._flags_dev = np.intp(self._flags.base.get_device_pointer())
         hold_variant = Variant(name="hold_stream", backend="cuda", label="", description="", family="harness")
         self._hold = self.function(hold_variant, ())
+        self._flush_read = self.function(Variant(name="flush_l2_read", backend="cuda", label="", description="",
+                                                 family="harness"), ())
+        self._flush_read.prepare("PQP")
 
     # -- compiling ---------------------------------------------------------------------------
     def function(self, variant: Variant, params: Params, entry: str | None = None):
@@ -257,9 +263,15 @@ class Gpu:
         self.stream.synchronize()
 
     # -- timing helpers ------------------------------------------------------------------------
-    def flush_l2(self) -> None:
-        """Write a buffer twice the L2 size on the stream, evicting everything the kernel used."""
-        self.drv.memset_d32_async(self._flush_buf, 0, self._flush_words, self.stream)
+    def flush_l2(self, method: str = "read") -> None:
+        """Evict everything the kernel used, on the stream: "read" a buffer twice the L2 size (the L2
+        is left clean), or "write" it (mmbench's method before: the L2 is left dirty, and the next
+        sample pays for writing it back; kept for resuming files measured so)."""
+        if method == "write":
+            self.drv.memset_d32_async(self._flush_buf, 0, self._flush_words, self.stream)
+            return
+        self._flush_read.prepared_async_call((4 * self.facts.sm_count, 1), (512, 1, 1), self.stream,
+                                             self._flush_buf, np.uint64(self._flush_words // 4), self._flush_sink)
 
     def hold(self, slot: int = 0) -> None:
         """Block the stream until release(slot): work enqueued meanwhile starts back to back. A slot

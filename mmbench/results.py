@@ -426,7 +426,9 @@ def _count(value, least: int | None) -> bool:
 INVOCATION_KEYS = ("command", "started_at", "finished_at", "state", "wall_s", "points_planned", "status_counts",
                    "git", "repaired")
 # Settings every row of one file must share: a resume may not change them.
-MEASUREMENT_SETTINGS = ("runs", "warmup", "cache", "threads", "seed")
+MEASUREMENT_SETTINGS = ("runs", "warmup", "cache", "threads", "seed", "l2_flush")
+# Files whose settings do not say how the L2 was flushed were flushed by a write (before 2026-11-24).
+L2_FLUSH_BEFORE = "write"
 
 
 def history(meta: Mapping) -> list[dict]:
@@ -446,7 +448,7 @@ def recorded_settings(csv_path: Path, meta: Mapping | None = None) -> dict:
     beside it), else from its rows (runs, warmup and the GPU rows' cache mode); {} for a new file."""
     settings = (read_metadata(csv_path) if meta is None else meta).get("settings")
     if settings:
-        return {k: settings[k] for k in MEASUREMENT_SETTINGS if k in settings}
+        return {"l2_flush": L2_FLUSH_BEFORE} | {k: settings[k] for k in MEASUREMENT_SETTINGS if k in settings}
     if not csv_path.exists() or csv_path.stat().st_size == 0:
         return {}
     rows = scan(csv_path).rows
@@ -458,6 +460,8 @@ def recorded_settings(csv_path: Path, meta: Mapping | None = None) -> dict:
     caches = {r["cache"] for r in rows if r.get("backend") != "blas"}
     if len(caches) == 1:
         out["cache"] = caches.pop()
+    if rows:
+        out["l2_flush"] = L2_FLUSH_BEFORE
     return out
 
 

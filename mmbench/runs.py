@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import ceilings, environment
-from .results import (COLUMNS, LEGACY_COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, add_op_column, history,
+from .results import (COLUMNS, L2_FLUSH_BEFORE, LEGACY_COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, add_op_column, history,
                       read_metadata, recorded_settings, scan, set_aside_torn, status_counts, write_metadata)
 from .ops import get_op
 from .sweep import Point, Runner, Selection, Settings, kernel_key
@@ -294,23 +294,41 @@ def record_tuning(output: Path, variant, per_shape: bool, cache_path: Path):
     return best, device
 
 
+def refuse_batched_resume(output: Path, configs: int, cache: str, prune: float, resume: bool) -> None:
+    """RunRefused when a resumed batched tuning file was measured under other settings (before
+    anything is read into it or repaired)."""
+    if not resume:
+        return
+    try:
+        meta = read_metadata(output)
+    except ResultsError as exc:
+        raise RunRefused(str(exc)) from None
+    settings, tried = meta.get("settings", {}), meta.get("tuning", {}).get("tried")
+    if settings.get("cache") not in (None, cache):
+        raise RunRefused(f"{output} was measured with cache={settings['cache']}; this resume asks for cache={cache}")
+    was = settings.get("prune", 0.0)  # files from before pruning timed every configuration at every shape
+    if was != prune:
+        raise RunRefused(f"{output} was measured with prune={was:g}; this resume asks for prune={prune:g} (one file, one rule)")
+    if tried not in (None, configs):
+        raise RunRefused(f"{output} was measured over {tried} configurations; this resume asks for {configs}")
+
+
 def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed: int, jobs: int, output: Path,
-                 cache_path: Path, about: dict, command: list[str], *, resume: bool = False, say: Say = print):
+                 cache_path: Path, about: dict, command: list[str], *, resume: bool = False, prune: float = 0.0,
+                 say: Say = print):
     """The batched tuner (batched.py) into output, resumable by whole size class, then the best
     configuration per class into the tuning cache. Returns (best, device, counts)."""
     from . import batched
     from .tune import DeviceId
 
+    refuse_batched_resume(output, len(configs), cache, prune, resume)
     try:
         done, notice = batched.done_classes(output, len(configs)) if resume else (set(), None)
     except batched.BatchError as exc:
         raise RunRefused(str(exc)) from None
     previous = read_metadata(output) if resume else {}
-    if resume and previous.get("settings", {}).get("cache") not in (None, cache):
-        raise RunRefused(f"{output} was measured with cache={previous['settings']['cache']}; this resume asks for cache={cache}")
-    if resume and previous.get("tuning", {}).get("tried") not in (None, len(configs)):
-        raise RunRefused(f"{output} was measured over {previous['tuning']['tried']} configurations; this resume asks "
-                         f"for {len(configs)}")
+    # a resumed file goes on flushing as it was measured (files before the read flush wrote)
+    l2_flush = previous.get("settings", {}).get("l2_flush", L2_FLUSH_BEFORE) if previous else Settings().l2_flush
     if notice:
         say(notice)
     from .device import open_gpu
@@ -325,13 +343,14 @@ def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed:
     t0 = time.perf_counter()
     gpu.precompile(variant, list(configs), jobs)
     compile_s = round(time.perf_counter() - t0, 1)
-    tuner = batched.BatchedTuner(gpu, variant, configs, cache)
+    tuner = batched.BatchedTuner(gpu, variant, configs, cache, l2_flush)
     say(f"compiled and loaded {len(configs)} configurations in {time.perf_counter() - t0:.0f} s "
         f"({len(tuner.problems)} cannot run)")
     facts = environment.collect(gpu)
     invocation = {"command": command, "started_at": utc_now(), "resumed": resume, "repaired": notice,
                   "classes_done_before": len(done), "compile_s": compile_s}
-    meta = {**about, "engine": "batched", "settings": {"runs": 1, "warmup": 0, "cache": cache, "seed": seed},
+    meta = {**about, "engine": "batched", "settings": {"runs": 1, "warmup": 0, "cache": cache, "seed": seed, "prune": prune,
+                                             "l2_flush": l2_flush},
             "started_at": previous.get("started_at") or invocation["started_at"], **facts,
             "kernels": {**(previous.get("kernels") or {}), **tuner.kernels}}
     earlier = history(previous)
@@ -349,7 +368,7 @@ def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed:
 
     state, counts = "finished", {}
     try:
-        batched.run(tuner, shapes, output, seed, done, progress, counts)
+        batched.run(tuner, shapes, output, seed, done, progress, counts, prune)
     except KeyboardInterrupt:
         state = "interrupted"
     save(state, finished_at=utc_now(), wall_s=round(time.perf_counter() - t0, 1), status_counts=counts)

@@ -71,6 +71,10 @@ class Settings:
     cache: str = "cold"
     threads: int | None = None  # CPU BLAS threads; None leaves the library's default
     seed: int = 2017
+    # How a cold sample's L2 is emptied (Gpu.flush_l2): "read" a buffer of twice its size, leaving
+    # clean lines; "write" was the method before (dirty lines the sample wrote back), kept so a
+    # resumed file goes on as it was measured.
+    l2_flush: str = "read"
     clock_sag: float = 0.9  # flag a point whose SM clock fell below this share of the maximum
     # The tuner's rule: a configuration whose registers spill to local memory is not a candidate.
     skip_spills: bool = False
@@ -317,7 +321,7 @@ class Runner:
         if not check.ok:
             return _row(point, settings, "wrong", check.reason, **fields)
         before = gpu.clock.current_mhz()
-        times = time_gpu(gpu, launch, settings.runs, settings.warmup, point.cache)
+        times = time_gpu(gpu, launch, settings.runs, settings.warmup, point.cache, settings.l2_flush)
         after = gpu.clock.current_mhz()
         sagged = clock_sagged((before, after), gpu.clock.max_mhz(), settings.clock_sag)
         return _row(point, settings, "ok", **fields, sm_clock_mhz_before=before, sm_clock_mhz_after=after,

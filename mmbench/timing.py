@@ -3,8 +3,9 @@
 GPU samples are CUDA event pairs around the kernel alone. Each batch of samples is enqueued
 behind ``hold_stream`` (nvbench's blocking kernel), so the GPU runs flush, start event, kernel
 and end event back to back and no sample contains host launch latency. In ``cold`` mode each
-sample is preceded by a write of a buffer twice the L2 size; in ``hot`` mode the kernel runs
-again on the same, cached buffers.
+sample is preceded by a read of a buffer twice the L2 size (which leaves the L2 clean: a write
+would leave dirty lines for the sample to write back); in ``hot`` mode the kernel runs again on
+the same, cached buffers.
 """
 
 from __future__ import annotations
@@ -41,12 +42,13 @@ def summarize(times_ms: Sequence[float]) -> Stats:
                  std / mean if mean > 0 else float("nan"))
 
 
-def time_gpu(gpu, launch: Callable[[], None], runs: int, warmup: int, cache: str) -> list[float]:
-    """Milliseconds of `runs` launches, each between its own event pair, after `warmup` launches."""
+def time_gpu(gpu, launch: Callable[[], None], runs: int, warmup: int, cache: str, flush: str = "read") -> list[float]:
+    """Milliseconds of `runs` launches, each between its own event pair, after `warmup` launches
+    (cold: each after Gpu.flush_l2(flush))."""
     cold = cache == "cold"
     for _ in range(warmup):
         if cold:
-            gpu.flush_l2()
+            gpu.flush_l2(flush)
         launch()
     gpu.synchronize()
     times: list[float] = []
@@ -56,7 +58,7 @@ def time_gpu(gpu, launch: Callable[[], None], runs: int, warmup: int, cache: str
         try:
             for start, end in pairs:
                 if cold:
-                    gpu.flush_l2()
+                    gpu.flush_l2(flush)
                 start.record(gpu.stream)
                 launch()
                 end.record(gpu.stream)

@@ -9,7 +9,8 @@
 #                                            (stopped after RUN_S seconds, default 450; --resume next time)
 # PYCUDA_CACHE_DIR is .pycuda-cache/ (git-ignored); .device/pycuda-cache.tar.xz, when there, fills it
 # (each call leaves the cache as $OUT/pycuda-cache.tar.xz: carry it back, 1536 configurations load in
-# about 45 s instead of compiling in 120 s). $OUT/sorensen-TAG-PART.tar.gz holds the files to commit.
+# about 45 s instead of compiling in 120 s). $OUT/sorensen-TAG-PART.tar.gz holds the files to commit
+# (the tuning's in pieces, sorensen-TAG-tune.tar.gz.00, .01 ...: cat them | tar xz).
 set -uo pipefail
 tag=${1:?usage: sorensen_run.sh TAG tune|study}; part=${2:?usage: sorensen_run.sh TAG tune|study}
 OUT=${OUT:-/tmp/mmbench-out}
@@ -26,7 +27,8 @@ case "$part" in
     resume=(); [ -f "$file.gz" ] && resume=(--resume)
     timeout -s INT "${TUNE_S:-470}" mmbench tune -v gemv_tuned -s mesh:1024 --strategy brute --jobs 16 \
       -o "$file" "${resume[@]}" 2>&1 | tee "$log" | tail -20
-    tar czf "$OUT/sorensen-$tag-tune.tar.gz" "$dir" configs/tuning-cache.json
+    # in pieces of 15 MiB (a device call returns files of at most 16 MiB): cat them | tar xz
+    tar czf - "$dir" configs/tuning-cache.json | split -b 15M -d - "$OUT/sorensen-$tag-tune.tar.gz."
     ;;
   study)
     dir="results/sorensen2012-$tag"; file="$dir/sorensen2012-$tag.csv"

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from mmbench import batched
 from mmbench.cli import main
+from mmbench.results import write_metadata
 
 ZOSA = str(Path(__file__).resolve().parent.parent / "configs" / "zosa2017.toml")
 
@@ -71,6 +73,13 @@ CASES = [
     (["tune", "-v", "pipelined", "--strategy", "annealing"], "'--strategy': 'annealing' is not one of 'brute', 'random'"),
     (["tune", "-v", "pipelined", "-s", "0", "--dry-run"], "size spec '0': sizes must be positive"),
     (["tune", "-v", "pipelined", "--params", "BLOCK=8", "--dry-run"], "'pipelined' has no parameter BLOCK"),
+    (["tune", "-v", "pipelined", "--strategy", "brute", "--prune", "0.5", "--dry-run"],
+     "--prune 0.5 is for the batched engine (this tuning uses --engine points)"),
+    (["tune", "-v", "gemv_tuned", "--prune", "1"], "'--prune': 1.0 is not in the range 0<=x<1"),
+    (["tune", "-v", "gemv_tuned", "-s", "cell:3x3", "--strategy", "brute", "-o", "t.csv", "--resume"],
+     "t.csv was measured with prune=0; this resume asks for prune=0.5 (one file, one rule)"),
+    (["tune", "-v", "gemv_tuned", "-s", "cell:3x3", "--strategy", "brute", "-o", "t.csv", "--resume", "--prune", "0",
+      "--cache", "hot"], "t.csv was measured with cache=cold; this resume asks for cache=hot"),
 ]
 
 
@@ -92,6 +101,9 @@ def workdir(tmp_path_factory):
         Path("binary.csv").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
         Path("folder").mkdir()
         Path("bad.toml").write_text("name = [unclosed\n")
+        Path("t.csv").write_text(",".join(batched.COLUMNS) + "\n")  # a batched tuning from before pruning
+        write_metadata(Path("t.csv"), {"settings": {"runs": 1, "warmup": 0, "cache": "cold", "seed": 0},
+                                       "tuning": {"tried": 1536}})
         return Path(here)
 
 

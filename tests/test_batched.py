@@ -49,6 +49,37 @@ def test_class_rows_score_by_the_mean_gflops_over_the_shapes_and_fail_whole():
     assert "gflops" not in rows[1]
 
 
+def test_a_pruned_configuration_keeps_its_pivot_speed_and_reason():
+    shapes = [Shape(100, 200, 0), Shape(300, 400, 0)]
+    configs = [(("BLOCKSIZE", 32),), (("BLOCKSIZE", 64),)]
+    results = [[Measured("ok", "", 0.01, 0.1), Measured("ok", "", 0.04, 0.2)],
+               [Measured("ok", "", 0.03, 0.3), Measured("pruned", "100x200: slow", math.nan, math.nan)]]
+    rows = class_rows("cell01x02", configs, shapes, results, GEMV.flops)
+    assert rows[1]["status"] == "pruned" and rows[1]["reason"] == "100x200: slow" and rows[1]["shapes"] == 1
+    assert rows[1]["gflops"] == pytest.approx(2 * 100 * 200 / (0.04 * 1e6)) and rows[1]["time_ms_max"] == 0.04
+    assert rows[0]["status"] == "ok" and rows[0]["shapes"] == 2
+
+
+def test_after_the_pivot_the_slow_and_the_failed_are_left_untimed():
+    pivot = Shape(100, 200, 0)
+    measured = [Measured("ok", "", 0.010, 0.1), Measured("ok", "", 0.019, 0.1), Measured("ok", "", 0.021, 0.1),
+                Measured("wrong", "2 of 100 outputs not finite", 0.01, math.nan), Measured("skipped", "spills", math.nan, math.nan)]
+    untimed = batched.pruned_after_pivot(measured, 0.5, pivot, GEMV.flops)
+    assert sorted(untimed) == [2, 3, 4]  # 0.021 ms is slower than the best's 0.010 / 0.5; 0.019 is not
+    assert untimed[2].status == "pruned" and untimed[2].reason == "under 0.5 of the best's 4 GFLOP/s at the pivot 100x200"
+    assert (untimed[3].status, untimed[3].reason) == ("wrong", "2 of 100 outputs not finite")
+    assert untimed[4].status == "skipped"
+    assert sorted(batched.pruned_after_pivot(measured, 0.0, pivot, GEMV.flops)) == [3, 4]  # 0: no pruning
+
+
+def test_a_class_starts_at_its_pivot_the_shape_of_median_footprint():
+    cell = GEMV.parse_sizes("cell:10x12")
+    [(cls, group)] = list(batched.by_class(GEMV, cell))
+    sizes = sorted(GEMV.device_bytes(s) for s in cell)
+    assert cls == "cell10x12" and len(group) == 9 and set(group) == set(cell)
+    assert GEMV.device_bytes(group[0]) == sizes[4] and group[1:] == [s for s in cell if s != group[0]]
+
+
 def test_a_resume_cuts_the_class_a_crash_left_partial_and_reads_a_finished_gz(tmp_path):
     path = tmp_path / "t.csv"
     writer = batched.ClassWriter(path)

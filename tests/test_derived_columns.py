@@ -82,6 +82,7 @@ class FakeGpu:
         self.samples, self.clocks, self.stream = iter(samples_ms), iter(clocks_mhz), None
         self.clock = self
         self._max = max_mhz
+        self.flushes = []
 
     def current_mhz(self):
         return next(self.clocks)
@@ -107,7 +108,10 @@ class FakeGpu:
 
         return Event()
 
-    synchronize = flush_l2 = hold = release = lambda self: None
+    synchronize = hold = release = lambda self: None
+
+    def flush_l2(self, method="read"):
+        self.flushes.append(method)
 
     def held_ok(self):
         return True
@@ -135,3 +139,4 @@ def test_a_gpu_row_carries_the_timing_fields_and_the_clock_flag(clocks, sagged):
     assert row["gflops_mean"] == pytest.approx(2 * 512 / (4.0e-3 * 1e9), rel=1e-15)
     assert row["gflops_median"] == pytest.approx(2 * 512 / (2.5e-3 * 1e9), rel=1e-15)
     assert row["time_ms_samples"] == "1.0;2.0;3.0;10.0" and row["runs"] == 4
+    assert runner.gpu.flushes == ["read"] * 4  # cold: an L2 emptied by reading, before each sample

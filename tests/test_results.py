@@ -197,10 +197,15 @@ def test_recorded_settings_from_metadata_else_from_rows(tmp_path):
     path = tmp_path / "r.csv"
     assert recorded_settings(path) == {}
     written(path, 64, 96)
-    assert recorded_settings(path) == {"runs": 2, "warmup": 1, "cache": "cold"}
+    # a file that does not say how its L2 was flushed is from before the read flush: it was written
+    assert recorded_settings(path) == {"runs": 2, "warmup": 1, "cache": "cold", "l2_flush": "write"}
     write_metadata(path, {"settings": {"runs": 5, "warmup": 0, "cache": "hot", "threads": None, "seed": 1,
                                        "clock_sag": 0.9}})
-    assert recorded_settings(path) == {"runs": 5, "warmup": 0, "cache": "hot", "threads": None, "seed": 1}
+    assert recorded_settings(path) == {"runs": 5, "warmup": 0, "cache": "hot", "threads": None, "seed": 1,
+                                       "l2_flush": "write"}
+    write_metadata(path, {"settings": {"runs": 5, "warmup": 0, "cache": "cold", "threads": None, "seed": 1,
+                                       "l2_flush": "read"}})
+    assert recorded_settings(path)["l2_flush"] == "read"
 
 
 def test_a_file_ending_in_a_bare_carriage_return_is_ended_before_appending(tmp_path):

@@ -23,6 +23,7 @@ from .common import ARGV, InputError, RunFailed, _int_list, _split, console
 
 COMMANDS = ("run", "tune")
 ENGINES = ("auto", "points", "batched")
+PRUNE = 0.5  # the batched tuner's default: see batched.py
 PAPER_SWEEP = "63:2049"
 DEFAULTS = workflow.DEFAULTS
 
@@ -253,6 +254,9 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
                    "millions of points, as GEMV's mesh); auto: batched for operations that check sums, "
                    "GEMV, else points.")
 @click.option("--resume", is_flag=True, help="Batched engine: continue --output after its last whole size class.")
+@click.option("--prune", type=click.FloatRange(0, 1, max_open=True), metavar="FRACTION",
+              help=f"Batched engine: a configuration slower at a size class's pivot shape than FRACTION of the best's "
+                   f"speed is not timed at the class's other shapes (a pruned row); 0 times all (default {PRUNE}).")
 @click.option("--jobs", type=click.IntRange(min=1), default=8, show_default=True, help="Parallel nvcc processes.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
               help="Tuning CSV: one row per configuration and shape (default results/tuning/tune-VARIANT-TIMESTAMP/tune-VARIANT-TIMESTAMP.csv).")
@@ -267,7 +271,7 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
               help="Search only configurations among the --top fastest at some shape of this tuning CSV (repeatable).")
 @click.option("--top", type=click.IntRange(min=1), default=4, show_default=True,
               help="With --candidates: how many of the fastest per recorded shape.")
-def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, engine, resume, jobs, output,
+def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, engine, resume, prune, jobs, output,
          tuning_cache, dry_run, replay, pinned_text, per_shape, candidates_from, top):
     """Search a variant's parameter space: compile, verify and time every configuration tried,
     record each as a row, and keep the best per size class (or per shape) in the tuning cache."""
@@ -292,22 +296,27 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     if replay:
         _replay(variant, replay, strategy, budget, seed, tuning_cache)
         return
-    if pinned_text:
-        console.print(f"pinned: {pinned_text}", soft_wrap=True)
     space = len(tuning_space(variant))
-    console.print(f"{variant.name}: {space} configurations satisfy its constraints; trying {len(configs)} "
-                  f"({strategy}) at {len(shapes)} shape(s)", soft_wrap=True)
     engine = engine if engine != "auto" else get_op(variant.op).tune_engine
     if engine == "batched" and (runs is not None or warmup is not None or per_shape):
         raise InputError("the batched engine times one launch per configuration and shape, a size class at a time; "
                          "--runs, --warmup and --per-shape are for --engine points")
+    if prune is not None and engine != "batched":
+        raise InputError(f"--prune {prune:g} is for the batched engine (this tuning uses --engine {engine})")
     if resume and (engine != "batched" or output is None):
         raise InputError("--resume continues a batched tuning file: give --engine batched (or auto) and --output")
     settings = Settings(runs=runs or 5, warmup=2 if warmup is None else warmup, cache=cache, seed=seed, skip_spills=True)
     points = [Point(variant, p, s, cache) for s in shapes for p in configs]
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     output = output or run_csv(f"tune-{variant.name}-{stamp}", TUNING_DIR)
+    def announce() -> None:
+        if pinned_text:
+            console.print(f"pinned: {pinned_text}", soft_wrap=True)
+        console.print(f"{variant.name}: {space} configurations satisfy its constraints; trying {len(configs)} "
+                      f"({strategy}) at {len(shapes)} shape(s)", soft_wrap=True)
+
     if dry_run:
+        announce()
         for p in configs[:20]:
             console.print(f"  {format_params(p)}", soft_wrap=True)
         if len(configs) > 20:
@@ -317,6 +326,9 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     workflow.check_output(output)
     if not resume and (output.exists() and output.stat().st_size > 0 or output.with_name(output.name + ".gz").exists()):
         raise InputError(f"{output} already exists; choose another --output{' or --resume' if engine == 'batched' else ''}")
+    if engine == "batched":
+        workflow.refuse_batched_resume(output, len(configs), cache, PRUNE if prune is None else prune, resume)
+    announce()  # after every refusal: a bad input is one line
     about = {"name": f"tune-{variant.name}", "tuning": {"variant": variant.name, "strategy": strategy, "budget": budget,
                                                          "seed": seed, "space": space, "tried": len(configs),
                                                          "per_shape": per_shape,
@@ -324,10 +336,12 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     if engine == "batched":
         classes = len({get_op(variant.op).size_class(s) for s in shapes})
         say(f"batched: {len(configs)} configurations x {len(shapes)} shapes in {classes} size classes, "
-            f"one timed launch each ({cache} cache)")
+            f"one timed launch each ({cache} cache"
+            f"{'' if prune == 0 else f'; pruned under {PRUNE if prune is None else prune:g} of the best at each pivot'})")
         best, device, counts = workflow.tune_batched(variant, configs, shapes, cache, seed, jobs, output, tuning_cache,
                                                      {**about, "tuning": {**about["tuning"], "engine": "batched"}},
-                                                     list(ARGV), resume=resume, say=say)
+                                                     list(ARGV), resume=resume,
+                                                     prune=PRUNE if prune is None else prune, say=say)
         say(f"rows: {', '.join(f'{n} {k}' for k, n in counts.items() if k != 'wall_s')}; "
             f"{counts.get('wall_s', 0):.0f} s measuring")
         say(f"best configuration in {len(best)} size classes; tuning cache: {tuning_cache} ({device.name}, "

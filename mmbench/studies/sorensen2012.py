@@ -220,7 +220,9 @@ def verdicts(ok: pd.DataFrame, meta: dict, tuning: pd.DataFrame | None) -> list[
                        "WORKSIZE_n appear in Fig. 3", "yes" if all(len(used[k]) == full[k] for k in PARAMS) else "partly",
                        "; ".join(f"{k}: {len(used[k])} of {full[k]} values ({', '.join(map(str, used[k]))})" for k in PARAMS)))
     if tuning is not None:
-        ok_t = tuning[tuning.status == "ok"].copy()
+        # a pruned configuration keeps its speed at the cell's pivot: a design whose every configuration
+        # was pruned there still has its (slow) best
+        ok_t = tuning[tuning.status.isin(["ok", "pruned"])].copy()
         ok_t["KERNEL"] = [dict(parse_params(p))["KERNEL"] for p in ok_t.params]
         best = ok_t.groupby(["size_class", "KERNEL"]).gflops.max().unstack()
         wide = [c for c in best.index if parse_cell(c)[1] >= parse_cell(c)[0] + 8]
@@ -399,12 +401,15 @@ def _tuning_lines(tuning: pd.DataFrame, meta: dict, run_cells: set[str]) -> list
     wall = sum(float(r.get("wall_s") or 0) for r in runs)
     compiling = sum(float(r.get("compile_s") or 0) for r in runs)
     counts = tuning.status.value_counts().to_dict()
+    prune = (meta.get("settings") or {}).get("prune")
     tuned = set(tuning.size_class)
     lines = [f"{len(tuned)} cells x {tuning.params.nunique()} configurations = {len(tuning)} rows "
              f"({', '.join(f'{n} {s}' for s, n in counts.items())}), each the mean of one timed launch at each of the "
              f"cell's shapes, checked on the GPU; {len(runs)} device call(s), {wall:.0f} s in all, of which "
              f"{compiling:.0f} s compiling and loading the kernels (the paper's tuner: 1.8 h on a C2050). Skipped "
-             "configurations spill registers (the tuner's rule)."]
+             "configurations spill registers (the tuner's rule) or are a design not meant for the shape (threads along "
+             "columns where m > BLOCKSIZE)" + (f"; pruned ones were under {prune:g} of the best's speed at the cell's "
+                                                "pivot shape and were not timed at its other shapes." if prune else ".")]
     untuned = sorted(run_cells - tuned)
     if untuned:
         lines.append(f"{len(untuned)} of the run's {len(run_cells)} cells were not tuned (the tuning was not finished: "
