@@ -274,11 +274,12 @@ _ALL = (
             space=MappingProxyType(GEMV_SPACE)),
     Variant(name="gemv_tuned", backend="cuda", op="gemv", paper="sorensen2012", family="gemv/tuned",
             label="auto-tuned", description="the tuner's kernel: KERNEL picks the design (0 versatile, 1 threads "
-            "along columns, 2 wide without atomics), as the paper's tuner picks among its 3 implementations",
+            "along columns, 2 wide without atomics in one launch: the last block of each row of blocks adds the "
+            "workspace's partial sums), as the paper's tuner picks among its 3 implementations",
             axes=MappingProxyType({"KERNEL": (0,), "BLOCKSIZE": (128,), "WORKSIZE_M": (1,), "WORKSIZE_N": (4,)}),
             threads=("BLOCKSIZE",),
             geometry=MappingProxyType({"tile": ("BLOCKSIZE * WORKSIZE_M * (KERNEL != 1)", "BLOCKSIZE * WORKSIZE_N"),
-                                       "accumulates": "KERNEL != 2", "workspace": "KERNEL == 2",
+                                       "accumulates": "KERNEL != 2", "workspace_arg": "1",
                                        # Fig. 2e is the design for m <= BLOCKSIZE (taller A falls back to a
                                        # few blocks): the tuner does not time it where it is not meant to run
                                        "tuned_where": "KERNEL != 1 or m <= BLOCKSIZE"}),

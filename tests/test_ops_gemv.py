@@ -92,9 +92,10 @@ def test_columns_and_wide_kernels_launch_model():
 
 
 def test_the_tuned_kernel_takes_each_designs_launch_model():
-    """gemv_tuned's KERNEL picks versatile (0), columns (1) or wide (2): each with that kernel's grid,
-    zeroing and workspace; the tuner's space is the paper's 3 x 8 x 8 x 8 = 1536 kernels."""
-    from mmbench.ops.gemv import uses_workspace
+    """gemv_tuned's KERNEL picks versatile (0), columns (1) or wide (2): each with that kernel's grid
+    and zeroing; wide reduces in the same launch (the workspace is its last argument, no second
+    kernel); the tuner's space is the paper's 3 x 8 x 8 x 8 = 1536 kernels."""
+    from mmbench.ops.gemv import uses_workspace, workspace_words
     from mmbench.variants import tuning_space
 
     tuned, s = REGISTRY["gemv_tuned"], Shape(1000, 5000, 0)
@@ -104,9 +105,10 @@ def test_the_tuned_kernel_takes_each_designs_launch_model():
         q = tuple(sorted((k, v) for k, v in base.items() if k in REGISTRY[twin].space))
         assert launch_grid(tuned, p, s) == launch_grid(REGISTRY[twin], q, s)
         assert adds_into_y(tuned, p, s) == adds_into_y(REGISTRY[twin], q, s)
-        assert uses_workspace(tuned, p) == (kernel == 2)
+        assert not uses_workspace(tuned, p)
     assert launch_grid(tuned, (("BLOCKSIZE", 128), ("KERNEL", 1), ("WORKSIZE_M", 2), ("WORKSIZE_N", 4)), s) == (1, 10, 1)
-    assert GEMV.entries(tuned) == ("gemv_tuned", "gemv_tuned_reduce")
+    assert GEMV.entries(tuned) == ("gemv_tuned",) and "workspace_arg" in tuned.geometry
+    assert workspace_words(1000, 5000) == 1000 * 157 + 32  # partial sums of 32-column blocks, then counts
     assert len(tuning_space(tuned)) == 1536
 
 

@@ -1,8 +1,9 @@
 // The tuner's GEMV kernel: KERNEL chooses the design among the three the mesh tuning explores, as
 // Sørensen's tuner chooses among its 3 implementations (0: the versatile kernel of Fig. 2d, which
-// contains Fig. 2a-c; 1: several threads, several columns, Fig. 2e; 2: wide without atomics, a
-// workspace then gemv_tuned_reduce), with BLOCKSIZE, WORKSIZE_M and WORKSIZE_N. Its own file, so a
-// configuration compiles only these two entries (1536 of them are built for a mesh).
+// contains Fig. 2a-c; 1: several threads, several columns, Fig. 2e; 2: wide without atomics, partial
+// sums in the workspace W added by the last block of each row of blocks, in one launch), with
+// BLOCKSIZE, WORKSIZE_M and WORKSIZE_N. Its own file, so a configuration compiles only this entry
+// (1536 of them are built for a mesh).
 
 #ifndef KERNEL
 #define KERNEL 0
@@ -10,15 +11,13 @@
 
 #include "common/gemv.cuh"
 
-extern "C" __global__ void __launch_bounds__(BLOCKSIZE) gemv_tuned(GEMV_ARGS)
+extern "C" __global__ void __launch_bounds__(BLOCKSIZE) gemv_tuned(GEMV_WORK_ARGS)
 {
 #if KERNEL == 0
     versatile(A, x, y, m, n);
 #elif KERNEL == 1
     columns(A, x, y, m, n);
 #else
-    wide(A, x, y, m, n);
+    wide_onepass(A, x, y, W, m, n);
 #endif
 }
-
-extern "C" __global__ void __launch_bounds__(BLOCKSIZE) gemv_tuned_reduce(REDUCE_ARGS) { reduce_parts(W, y, m, parts); }

@@ -161,8 +161,15 @@ def launch_grid(variant: Variant, params: Params, shape: Shape) -> tuple[int, in
 
 def uses_workspace(variant: Variant, params: Params) -> bool:
     """A kernel that writes each column of blocks' partial sums into a workspace, then reduces them
-    with its <name>_reduce kernel (no atomics); the geometry's "workspace" says when."""
+    with its <name>_reduce kernel (no atomics); the geometry's "workspace" says when. (A kernel whose
+    geometry has "workspace_arg" takes the workspace as its last argument and reduces in one launch.)"""
     return bool(evaluate(variant.geometry.get("workspace", "0"), params))
+
+
+def workspace_words(m: int, n: int) -> int:
+    """Partial sums, one row of m per column of blocks (at most ceil(n / 32)), then one arrival count
+    per row of blocks (at most ceil(m / 32)): kernels/common/gemv.cuh's wide_onepass."""
+    return m * math.ceil(n / 32) + math.ceil(m / 32)
 
 
 def adds_into_y(variant: Variant, params: Params, shape: Shape) -> bool:
@@ -206,8 +213,9 @@ class Gemv(Operation):
         return 20 * shape.m * shape.n + 64 * (shape.m + shape.n)
 
     def device_bytes(self, shape: Shape) -> int:
-        """A, x and y, and a workspace kernel's partial sums (at most as many as A has elements / 32)."""
-        return 4 * (shape.m * shape.n + shape.m + shape.n) + 4 * shape.m * math.ceil(shape.n / 32)
+        """A, x and y, and the workspace: partial sums (at most as many as A has elements / 32) and
+        the one-pass kernel's arrival counts (one per 32 rows at most)."""
+        return 4 * (shape.m * shape.n + shape.m + shape.n) + 4 * workspace_words(shape.m, shape.n)
 
     def make_inputs(self, shape: Shape, rng: np.random.Generator) -> GemvInputs:
         return make_gemv_inputs(shape, rng)
@@ -220,10 +228,13 @@ class Gemv(Operation):
 
     def upload(self, gpu, inputs: GemvInputs) -> DeviceBuffers:
         """A, x, y, and the workspace of the kernels that write partial sums (one row of m for each
-        column of blocks: at most ceil(n / 32), as a block covers at least 32 columns)."""
+        column of blocks: at most ceil(n / 32), as a block covers at least 32 columns), zeroed once:
+        the one-pass kernel's arrival counts start at zero and each launch leaves them so."""
         n, m = inputs.a.shape
-        return DeviceBuffers((gpu.upload(inputs.a), gpu.upload(inputs.x)), gpu.alloc(4 * m), m,
-                             (gpu.alloc(4 * m * math.ceil(n / 32)),))
+        words = workspace_words(m, n)
+        work = gpu.alloc(4 * words)
+        gpu.drv.memset_d32(work, 0, words)
+        return DeviceBuffers((gpu.upload(inputs.a), gpu.upload(inputs.x)), gpu.alloc(4 * m), m, (work,))
 
     def sum_check(self, inputs: GemvInputs) -> tuple[np.ndarray, np.ndarray, int]:
         return inputs.reference, inputs.bound, inputs.x.size
@@ -235,9 +246,19 @@ class Gemv(Operation):
         """Prepared launches (a few microseconds of Python each: the batched tuner makes millions)."""
         grid = launch_grid(variant, params, shape)
         block = variant.block_dims(params)
-        fn = _prepared(gpu.function(variant, params), "PPPii")
         (a, x), y = (int(b) for b in bufs.inputs), bufs.output  # device pointers, as the prepared calls pack them
         m, n = np.int32(shape.m), np.int32(shape.n)
+        zero = adds_into_y(variant, params, shape)
+        if "workspace_arg" in variant.geometry:  # (A, x, y, m, n, W): one launch whatever the design
+            fn, work = _prepared(gpu.function(variant, params), "PPPiiP"), int(bufs.scratch[0])
+
+            def launch_with_workspace() -> None:
+                if zero:
+                    gpu.zero_async(y, shape.m)
+                fn.prepared_async_call(grid[:2], block, gpu.stream, a, x, int(y), m, n, work)
+
+            return launch_with_workspace
+        fn = _prepared(gpu.function(variant, params), "PPPii")
         if uses_workspace(variant, params):
             parts, work = grid[1], int(bufs.scratch[0])
             reduce = _prepared(gpu.function(variant, params, f"{variant.name}_reduce"), "PPii")
@@ -248,7 +269,6 @@ class Gemv(Operation):
                 reduce.prepared_async_call(rgrid, block, gpu.stream, work, int(y), m, np.int32(parts))
 
             return launch_two
-        zero = adds_into_y(variant, params, shape)
 
         def launch() -> None:
             if zero:
