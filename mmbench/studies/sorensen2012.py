@@ -231,7 +231,8 @@ def verdicts(ok: pd.DataFrame, meta: dict, tuning: pd.DataFrame | None) -> list[
             gain = best.loc[wide, 2] / atomic
             out.append(Verdict("Atomics cost the wide shapes", "the several-threads-per-row kernel's atomicAdd stalls "
                                "threads of one row", "yes" if (gain > 1).mean() >= 0.5 else "no",
-                               f"in {len(wide)} wide cells the best kernel without atomics (workspace and a second pass) "
+                               f"in {len(wide)} wide cells the best kernel without atomics (a workspace that the last block "
+                               "of each row of blocks adds up) "
                                f"is faster than the best with atomics in {100 * (gain > 1).mean():.0f} % of them (median "
                                f"{gain.median():.2f} x)"))
     else:
