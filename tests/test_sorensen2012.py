@@ -19,7 +19,7 @@ from mmbench.results import read_metadata, read_results
 from mmbench.studies import sorensen2012 as study
 
 DATA = Path(__file__).parent / "data"
-CUT = DATA / "sorensen2012-h100-cut.csv"
+CUT = DATA / "sorensen2012-h100c-cut.csv"
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sorensen2012.toml"
 
 
@@ -74,7 +74,7 @@ def test_the_atomics_finding_reads_the_tuning_rows(ok, meta, tmp_path):
     """The tuning file is found through the tuning cache's entries for the run's GPU."""
     tune = tmp_path / "t" / "tune.csv.gz"
     tune.parent.mkdir()
-    shutil.copy(DATA / "sorensen2012-h100-tune-cut.csv.gz", tune)
+    shutil.copy(DATA / "sorensen2012-h100c-tune-cut.csv.gz", tune)
     (tmp_path / "t" / "tune.meta.json").write_text(json.dumps({"invocations": [{"wall_s": 100.0, "compile_s": 10.0}]}))
     cache = tmp_path / "cache.json"
     cache.write_text(json.dumps({"k": {"variant": "gemv_tuned", "device": meta["gpu"]["name"], "results": str(tune)}}))
@@ -83,6 +83,23 @@ def test_the_atomics_finding_reads_the_tuning_rows(ok, meta, tmp_path):
     (atomics,) = [v for v in study.verdicts(ok, meta, rows) if v.finding == "Atomics cost the wide shapes"]
     assert atomics.holds == "no" and "in 2 wide cells" in atomics.evidence
     assert study.tuning_rows({"gpu": {"name": "another GPU"}}, cache) == (None, {})
+
+
+def test_the_tuning_of_another_kernel_source_is_not_this_runs(meta, tmp_path):
+    """A run reads the tuning of the kernel source it measured (its metadata's source hash), not a
+    later tuning of a changed kernel that the cache also holds."""
+    cache, entries = tmp_path / "cache.json", {}
+    for folder, digest in (("a", "measured"), ("b", "changed later")):
+        (tmp_path / folder).mkdir()
+        shutil.copy(DATA / "sorensen2012-h100c-tune-cut.csv.gz", tmp_path / folder / "tune.csv.gz")
+        entries[folder] = {"variant": "gemv_tuned", "device": meta["gpu"]["name"], "source_hash": digest,
+                           "results": str(tmp_path / folder / "tune.csv.gz")}
+    cache.write_text(json.dumps(entries))
+    (tmp_path / "a" / "tune.meta.json").write_text(json.dumps({"name": "a"}))
+    (tmp_path / "b" / "tune.meta.json").write_text(json.dumps({"name": "b"}))
+    run = {**meta, "kernels": {"gemv_tuned[BLOCKSIZE=32,KERNEL=0,WORKSIZE_M=1,WORKSIZE_N=1]": {"source_hash": "measured"}}}
+    assert study.tuning_rows(run, cache)[1]["name"] == "a"
+    assert study.tuning_rows({**meta, "kernels": {}}, cache)[1]["name"] == "b"  # no hash recorded: the newest file
 
 
 @pytest.mark.parametrize("name", ["gemv-kernels", "gemv-families", "gemv-mesh"])

@@ -130,14 +130,17 @@ def families(ok: pd.DataFrame, shapes: set[tuple[int, int]] | None = None) -> pd
 
 
 def tuning_rows(meta: dict, cache_path: Path | None = None) -> tuple[pd.DataFrame | None, dict]:
-    """The batched tuning rows of gemv_tuned on this run's GPU (the file its tuning-cache entries
-    name) and that file's metadata; (None, {}) where there are none."""
+    """The batched tuning rows of gemv_tuned on this run's GPU and kernel source (the file its
+    tuning-cache entries name) and that file's metadata; (None, {}) where there are none."""
     from .. import batched
     from ..results import read_metadata
     from ..tune import DEFAULT_CACHE, load_cache
 
     gpu = (meta.get("gpu") or {}).get("name")
-    entries = [e for e in load_cache(cache_path or DEFAULT_CACHE).values() if e.get("variant") == TUNED and e.get("device") == gpu]
+    # the source the run measured: a tuning of another version of the kernel is not this run's
+    hashes = {k.get("source_hash") for name, k in (meta.get("kernels") or {}).items() if name.startswith(f"{TUNED}[")}
+    entries = [e for e in load_cache(cache_path or DEFAULT_CACHE).values() if e.get("variant") == TUNED
+               and e.get("device") == gpu and (not hashes or e.get("source_hash") in hashes)]
     files = sorted({e["results"] for e in entries if str(e.get("results", "")).endswith(".csv.gz")})
     for name in reversed(files):
         path = Path(name)
