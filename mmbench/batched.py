@@ -87,6 +87,20 @@ def read_rows(path: Path) -> pd.DataFrame:
     raise BatchError(f"{path} does not exist (nor {gz_path(path).name})")
 
 
+def check_columns(path: Path) -> None:
+    """BatchError when the file (or its CSV.gz) exists with another header than a batched tuning's."""
+    for candidate, opener in ((path, open), (gz_path(path), gzip.open)):
+        if candidate.exists() and candidate.stat().st_size:
+            try:
+                with opener(candidate, "rt", errors="replace") as f:
+                    header = f.readline()
+            except (OSError, EOFError):
+                header = ""
+            if header.strip().split(",") != list(COLUMNS):
+                raise BatchError(f"{path} is not a batched tuning file of this mmbench (other columns); choose another --output")
+            return
+
+
 def done_classes(path: Path, configs: int) -> tuple[set[str], str | None]:
     """The classes a file holds whole (a row for every configuration), after cutting off any class
     left partial by a crash; returns them with a notice of what was cut (None when nothing was)."""
@@ -99,8 +113,7 @@ def done_classes(path: Path, configs: int) -> tuple[set[str], str | None]:
     lines = path.read_bytes().split(b"\n")
     torn = lines[-1] != b""  # a whole file ends with a newline
     body = [ln for ln in lines[1:] if ln] if not torn else [ln for ln in lines[1:-1] if ln]
-    if lines[0].decode().strip().split(",") != list(COLUMNS):
-        raise BatchError(f"{path} is not a batched tuning file of this mmbench (other columns); choose another --output")
+    check_columns(path)
     counts: dict[str, int] = {}
     for ln in body:
         cls = ln.split(b",", 1)[0].decode()
@@ -227,8 +240,9 @@ class BatchedTuner:
         self.kernels[f"{self.variant.name}[{format_params(params)}]"] = self.gpu.resources(fn)
 
     def shape(self, shape: Shape, inputs, untimed: dict[int, Untimed] | None = None) -> list[Measured]:
-        """Every configuration at one shape (but those in `untimed`, by index): verified on the GPU,
-        one timed launch sequence each."""
+        """Every configuration at one shape: verified on the GPU, one timed launch sequence each.
+        Given `untimed` (by index, the operation's skips included: see skipped_in_class), those are
+        left untimed; else the operation's tuning_skip decides at this shape."""
         gpu, op = self.gpu, self.op
         reference, bound, terms = op.sum_check(inputs)
         bufs = op.upload(gpu, inputs)
@@ -240,10 +254,10 @@ class BatchedTuner:
             runnable = [c for c, p in enumerate(self.configs) if p not in self.problems]
             launches = {}
             for c in runnable:
-                why = op.tuning_skip(self.variant, self.configs[c], shape)
-                if c in (untimed or {}):
+                if untimed is not None and c in untimed:
                     launches[c] = untimed[c]
                     continue
+                why = None if untimed is not None else op.tuning_skip(self.variant, self.configs[c], shape)
                 if why:  # left untimed: a skipped row for its class
                     launches[c] = Untimed("skipped", why)
                     continue
@@ -334,6 +348,19 @@ def by_class(op, shapes: Sequence[Shape]) -> Iterator[tuple[str, list[Shape]]]:
         yield cls, [pivot, *(s for s in group if s is not pivot)]
 
 
+def skipped_in_class(op, variant: Variant, configs: Sequence[Params], group: Sequence[Shape]) -> dict[int, Untimed]:
+    """The configurations (by index) that the operation skips at some shape of a class: their row is
+    skipped whatever they do elsewhere, so they are timed nowhere in it (nor set the pivot's best)."""
+    out = {}
+    for c, params in enumerate(configs):
+        for s in group:
+            why = op.tuning_skip(variant, params, s)
+            if why:
+                out[c] = Untimed("skipped", why)
+                break
+    return out
+
+
 def pruned_after_pivot(measured: Sequence[Measured], prune: float, pivot: Shape, flops: Callable[[Shape], float]
                        ) -> dict[int, Untimed]:
     """The configurations (by index) not to time at a class's other shapes: those that failed at the
@@ -370,15 +397,16 @@ def run(tuner: BatchedTuner, shapes: Sequence[Shape], output: Path, seed: int, s
     at = 0
     try:
         for i, (cls, group) in enumerate(classes):
-            results, untimed = [], None
+            skipped = skipped_in_class(op, tuner.variant, tuner.configs, group)
+            results, untimed = [], skipped
             for s in group:
                 inputs = coming.result()
                 at += 1
                 coming = prefetch.submit(make, order[at]) if at < len(order) else None
                 results.append(tuner.shape(s, inputs, untimed))
                 del inputs
-                if untimed is None:  # the pivot is measured: who goes on
-                    untimed = pruned_after_pivot(results[0], prune, s, op.flops)
+                if len(results) == 1:  # the pivot is measured: who goes on
+                    untimed = {**skipped, **pruned_after_pivot(results[0], prune, s, op.flops)}
             rows = class_rows(cls, tuner.configs, group, results, op.flops)
             writer.write(rows)
             for r in rows:

@@ -270,6 +270,8 @@ class Gpu:
         if method == "write":
             self.drv.memset_d32_async(self._flush_buf, 0, self._flush_words, self.stream)
             return
+        if method != "read":
+            raise ValueError(f"L2 flush '{method}'; choose from: read, write")
         self._flush_read.prepared_async_call((4 * self.facts.sm_count, 1), (512, 1, 1), self.stream,
                                              self._flush_buf, np.uint64(self._flush_words // 4), self._flush_sink)
 

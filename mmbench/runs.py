@@ -294,23 +294,35 @@ def record_tuning(output: Path, variant, per_shape: bool, cache_path: Path):
     return best, device
 
 
-def refuse_batched_resume(output: Path, configs: int, cache: str, prune: float, resume: bool) -> None:
-    """RunRefused when a resumed batched tuning file was measured under other settings (before
-    anything is read into it or repaired)."""
+def refuse_batched_resume(output: Path, configs: int, cache: str, prune: float, resume: bool, source_hash: str) -> None:
+    """RunRefused when a resumed batched tuning file is not one, has no metadata, or was measured
+    under other settings or another version of the kernel (before anything is read into it or
+    repaired)."""
+    from . import batched
+
     if not resume:
         return
     try:
+        batched.check_columns(output)
         meta = read_metadata(output)
-    except ResultsError as exc:
+    except (batched.BatchError, ResultsError) as exc:
         raise RunRefused(str(exc)) from None
-    settings, tried = meta.get("settings", {}), meta.get("tuning", {}).get("tried")
+    if not meta and (output.exists() or batched.gz_path(output).exists()):
+        raise RunRefused(f"{output} has no metadata beside it: how it was measured is unknown; choose another --output")
+    if not meta:
+        return  # nothing to resume: a fresh file
+    settings, tuning = meta.get("settings", {}), meta.get("tuning", {})
     if settings.get("cache") not in (None, cache):
         raise RunRefused(f"{output} was measured with cache={settings['cache']}; this resume asks for cache={cache}")
     was = settings.get("prune", 0.0)  # files from before pruning timed every configuration at every shape
     if was != prune:
         raise RunRefused(f"{output} was measured with prune={was:g}; this resume asks for prune={prune:g} (one file, one rule)")
-    if tried not in (None, configs):
-        raise RunRefused(f"{output} was measured over {tried} configurations; this resume asks for {configs}")
+    if tuning.get("tried") not in (None, configs):
+        raise RunRefused(f"{output} was measured over {tuning['tried']} configurations; this resume asks for {configs}")
+    if tuning.get("source_hash") != source_hash:
+        then = tuning.get("source_hash") or "a source it does not record"
+        raise RunRefused(f"{output} was measured with the kernel at {then}; the kernel is now at {source_hash}: one file, "
+                         f"one kernel; choose another --output")
 
 
 def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed: int, jobs: int, output: Path,
@@ -321,7 +333,9 @@ def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed:
     from . import batched
     from .tune import DeviceId
 
-    refuse_batched_resume(output, len(configs), cache, prune, resume)
+    from . import source
+
+    refuse_batched_resume(output, len(configs), cache, prune, resume, source.source_hash(variant))
     try:
         done, notice = batched.done_classes(output, len(configs)) if resume else (set(), None)
     except batched.BatchError as exc:
@@ -349,6 +363,7 @@ def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed:
     facts = environment.collect(gpu)
     invocation = {"command": command, "started_at": utc_now(), "resumed": resume, "repaired": notice,
                   "classes_done_before": len(done), "compile_s": compile_s}
+    about = {**about, "tuning": {**about.get("tuning", {}), "source_hash": source.source_hash(variant)}}
     meta = {**about, "engine": "batched", "settings": {"runs": 1, "warmup": 0, "cache": cache, "seed": seed, "prune": prune,
                                              "l2_flush": l2_flush},
             "started_at": previous.get("started_at") or invocation["started_at"], **facts,

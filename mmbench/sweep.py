@@ -85,6 +85,8 @@ class Settings:
     def __post_init__(self):
         if self.cache not in CACHE_MODES:
             raise ValueError(f"cache mode '{self.cache}'; choose from: {', '.join(CACHE_MODES)}")
+        if self.l2_flush not in ("read", "write"):
+            raise ValueError(f"L2 flush '{self.l2_flush}'; choose from: read, write")
 
 
 def plan(selections: Iterable[Selection], cache: str) -> list[Point]:

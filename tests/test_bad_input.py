@@ -80,6 +80,12 @@ CASES = [
      "t.csv was measured with prune=0; this resume asks for prune=0.5 (one file, one rule)"),
     (["tune", "-v", "gemv_tuned", "-s", "cell:3x3", "--strategy", "brute", "-o", "t.csv", "--resume", "--prune", "0",
       "--cache", "hot"], "t.csv was measured with cache=cold; this resume asks for cache=hot"),
+    (["tune", "-v", "gemv_tuned", "-s", "cell:3x3", "--strategy", "brute", "-o", "t.csv", "--resume", "--prune", "0"],
+     "t.csv was measured with the kernel at a source it does not record; the kernel is now at "),
+    (["tune", "-v", "gemv_tuned", "-s", "cell:3x3", "--strategy", "brute", "-o", "r.csv", "--resume"],
+     "r.csv is not a batched tuning file of this mmbench (other columns)"),
+    (["tune", "-v", "gemv_tuned", "-s", "cell:3x3", "--strategy", "brute", "-o", "bare.csv", "--resume"],
+     "bare.csv has no metadata beside it: how it was measured is unknown"),
 ]
 
 
@@ -102,6 +108,7 @@ def workdir(tmp_path_factory):
         Path("folder").mkdir()
         Path("bad.toml").write_text("name = [unclosed\n")
         Path("t.csv").write_text(",".join(batched.COLUMNS) + "\n")  # a batched tuning from before pruning
+        Path("bare.csv").write_text(",".join(batched.COLUMNS) + "\n")  # one whose metadata is lost
         write_metadata(Path("t.csv"), {"settings": {"runs": 1, "warmup": 0, "cache": "cold", "seed": 0},
                                        "tuning": {"tried": 1536}})
         return Path(here)

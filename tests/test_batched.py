@@ -72,6 +72,19 @@ def test_after_the_pivot_the_slow_and_the_failed_are_left_untimed():
     assert sorted(batched.pruned_after_pivot(measured, 0.0, pivot, GEMV.flops)) == [3, 4]  # 0: no pruning
 
 
+def test_a_design_skipped_at_some_shape_of_a_class_is_timed_nowhere_in_it():
+    """Threads along columns (KERNEL 1) at BLOCKSIZE 64 runs at m = 63 but not at 76 or 92: its row
+    is skipped, so it is not timed even at the pivot, where it could otherwise set the best speed
+    that prunes the others."""
+    tuned = REGISTRY["gemv_tuned"]
+    group = [s for _, g in batched.by_class(GEMV, GEMV.parse_sizes("cell:7x7")) for s in g]
+    assert sorted({s.m for s in group}) == [63, 76, 92] and group[0].m == 63  # the pivot: it runs there
+    p = lambda kernel, bs: (("BLOCKSIZE", bs), ("KERNEL", kernel), ("WORKSIZE_M", 1), ("WORKSIZE_N", 1))  # noqa: E731
+    configs = [p(1, 64), p(1, 128), p(0, 32), p(2, 64)]
+    skipped = batched.skipped_in_class(GEMV, tuned, configs, group)
+    assert list(skipped) == [0] and skipped[0].status == "skipped" and "m = 76" in skipped[0].reason
+
+
 def test_a_class_starts_at_its_pivot_the_shape_of_median_footprint():
     cell = GEMV.parse_sizes("cell:10x12")
     [(cls, group)] = list(batched.by_class(GEMV, cell))

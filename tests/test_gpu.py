@@ -241,6 +241,43 @@ def test_batched_tuner_verifies_on_the_gpu_and_catches_a_wrong_kernel(gpu, tmp_p
         assert all("not finite" in g.reason or "error bound" in g.reason for g in got), got
 
 
+def test_the_one_pass_wide_kernel_adds_this_launchs_partial_sums_and_leaves_its_counts_at_zero(gpu):
+    """gemv_tuned's KERNEL 2: before each launch the workspace's partial sums are poisoned with NaN
+    (its arrival counts left as the last launch left them), so y is right only if each row of
+    blocks' last block read the sums this launch wrote; after each launch every count is zero."""
+    import math
+
+    import numpy as np
+
+    from mmbench.device import NAN_BITS
+    from mmbench.ops.gemv import make_gemv_inputs
+    from mmbench.sizes import Shape
+
+    op, tuned = get_op("gemv"), REGISTRY["gemv_tuned"]
+    configs = [tuple(sorted({"KERNEL": 2, "BLOCKSIZE": b, "WORKSIZE_M": wm, "WORKSIZE_N": wn}.items()))
+               for b, wm, wn in ((32, 1, 1), (64, 3, 2), (256, 8, 8))]
+    for shape in (Shape(997, 5003, 0), Shape(33, 100003, 0), Shape(4097, 257, 0), Shape(1, 70000, 0)):
+        inputs = make_gemv_inputs(shape, np.random.default_rng(3))
+        bufs = op.upload(gpu, inputs)
+        parts, counts = shape.m * math.ceil(shape.n / 32), math.ceil(shape.m / 32)
+        work = bufs.scratch[0]
+        try:
+            for params in configs:
+                launch = op.kernel(gpu, tuned, params, shape, bufs)
+                for _ in range(3):
+                    gpu.drv.memset_d32(work, NAN_BITS, parts)
+                    gpu.poison(bufs.output, shape.m)
+                    launch()
+                    gpu.synchronize()
+                    check = op.check(gpu.download(bufs.output, (shape.m,)), inputs)
+                    assert check.ok, (shape, params, check.reason)
+                    left = np.empty(counts, np.uint32)
+                    gpu.drv.memcpy_dtoh(left, int(work) + 4 * parts)
+                    assert not left.any(), (shape, params, left[left != 0][:5])
+        finally:
+            bufs.free()
+
+
 def test_cli_batched_tune_fills_the_cache_by_cell_and_run_picks_each_shapes_cell(tmp_path):
     """mmbench tune --engine batched over two cells: a row per configuration and cell in the CSV.gz,
     one cache entry per cell; mmbench run -v gemv_tuned then takes each shape's own cell's entry

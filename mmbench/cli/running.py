@@ -327,7 +327,8 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     if not resume and (output.exists() and output.stat().st_size > 0 or output.with_name(output.name + ".gz").exists()):
         raise InputError(f"{output} already exists; choose another --output{' or --resume' if engine == 'batched' else ''}")
     if engine == "batched":
-        workflow.refuse_batched_resume(output, len(configs), cache, PRUNE if prune is None else prune, resume)
+        workflow.refuse_batched_resume(output, len(configs), cache, PRUNE if prune is None else prune, resume,
+                                       source.source_hash(variant))
     announce()  # after every refusal: a bad input is one line
     about = {"name": f"tune-{variant.name}", "tuning": {"variant": variant.name, "strategy": strategy, "budget": budget,
                                                          "seed": seed, "space": space, "tried": len(configs),

@@ -140,7 +140,7 @@ def tuning_rows(meta: dict, cache_path: Path | None = None) -> tuple[pd.DataFram
     # the source the run measured: a tuning of another version of the kernel is not this run's
     hashes = {k.get("source_hash") for name, k in (meta.get("kernels") or {}).items() if name.startswith(f"{TUNED}[")}
     entries = [e for e in load_cache(cache_path or DEFAULT_CACHE).values() if e.get("variant") == TUNED
-               and e.get("device") == gpu and (not hashes or e.get("source_hash") in hashes)]
+               and e.get("device") == gpu and (not hashes or {e.get("source_hash"), e.get("rehashed_from")} & hashes)]
     files = sorted({e["results"] for e in entries if str(e.get("results", "")).endswith(".csv.gz")})
     for name in reversed(files):
         path = Path(name)
