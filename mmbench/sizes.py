@@ -10,6 +10,10 @@ Accepted forms, joined by commas in any mix:
 - ``MxNxK``        one rectangular shape of an operation with three dimensions (GEMM:
                    C (M x N) = A (M x K) . B (K x N))
 - ``MxN``          one rectangular shape of an operation with two (transpose: M x N)
+- ``[S]x[S]x[S]``  a grid of rectangular shapes: every M of the first list, then every N of the
+                   second, then every K of the third, where a dimension is a number or a 1-D spec
+                   in brackets (numbers and ranges joined by commas), e.g. ``[16:4096:x2]x[31,32,33]x32``
+                   (Lameski's hA x wB at k = 32); ``[S]x[S]`` for two dimensions
 
 How many dimensions a shape has is the operation's (``Operation.dims``); a shape of two has k = 0.
 
@@ -21,7 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-FORMS = "N, A:B (paper sweep), A:B:+S, A:B:xF, MxNxK (or MxN for two dimensions), joined by commas"
+FORMS = ("N, A:B (paper sweep), A:B:+S, A:B:xF, MxNxK (or MxN for two dimensions), grids such as [16:4096:x2]x[31,33]x32 "
+         "(a number or a bracketed list of sizes a dimension), joined by commas")
 
 # The paper's sweep steps by 32 and takes each multiple with its two neighbours.
 PAPER_STEP = 32
@@ -93,6 +98,8 @@ def _at_most(item: str, count: int) -> None:
 
 
 def _parse_item(item: str, dims: int) -> list[Shape]:
+    if "[" in item:
+        return _grid_item(item, dims)
     two = _SHAPE2.match(item)
     if (m := _SQUARE.match(item)) is not None:
         sides = [int(m.group(1))]
@@ -121,6 +128,50 @@ def _parse_item(item: str, dims: int) -> list[Shape]:
     return [Shape(s, s, s if dims == 3 else 0) for s in sides]
 
 
+def split_items(spec: str) -> list[str]:
+    """A spec's items: split at the commas outside brackets (a grid's lists hold commas)."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(spec):
+        if ch in "[]":
+            depth += 1 if ch == "[" else -1
+            if depth not in (0, 1):
+                raise SizeSpecError(f"size spec '{spec}': brackets do not pair (a grid's dimension is one [list])")
+        elif ch == "," and depth == 0:
+            items.append(spec[start:i])
+            start = i + 1
+    if depth:
+        raise SizeSpecError(f"size spec '{spec}': a '[' is not closed")
+    return [*items, spec[start:]]
+
+
+def _grid_item(item: str, dims: int) -> list[Shape]:
+    """[S]x[S]x[S]: every combination, the first dimension slowest."""
+    parts = re.findall(r"\[[^\]]*\]|\d+", item)
+    if "x".join(parts) != item or len(parts) != dims:
+        want = "x".join(["[S]"] * dims)
+        raise SizeSpecError(f"size spec '{item}': a grid is {want}, each dimension a number or a bracketed list "
+                            f"(this operation's shapes have {dims} dimensions)")
+    lists = []
+    for part in parts:
+        inner = part[1:-1] if part.startswith("[") else part
+        if not inner:
+            raise SizeSpecError(f"size spec '{item}': an empty list [] in a grid")
+        if any(not _SQUARE.match(x) and not _RANGE.match(x) for x in inner.split(",")):
+            raise SizeSpecError(f"size spec '{item}': a grid's list holds numbers and ranges only, not '{inner}'")
+        try:
+            lists.append([s.m for s in parse_sizes(inner, dims)])
+        except SizeSpecError as exc:
+            raise SizeSpecError(f"{exc} (in the grid '{item}')") from None
+    count = 1
+    for sides in lists:
+        count *= len(sides)
+    _at_most(item, count)
+    grid = [()]
+    for sides in lists:
+        grid = [(*g, s) for g in grid for s in sides]
+    return [Shape(*g) if dims == 3 else Shape(*g, 0) for g in grid]
+
+
 def parse_sizes(spec: str, dims: int = 3) -> list[Shape]:
     """Parse a size spec into shapes of `dims` dimensions (3: m x n x k, 2: m x n), in order,
     without duplicates."""
@@ -128,7 +179,7 @@ def parse_sizes(spec: str, dims: int = 3) -> list[Shape]:
     if not text:
         raise SizeSpecError(f"empty size spec; accepted forms: {FORMS}")
     shapes: dict[Shape, None] = {}
-    for item in text.split(","):
+    for item in split_items(text):
         if not item:
             raise SizeSpecError(f"malformed size spec '{spec}' (empty item); accepted forms: {FORMS}")
         for shape in _parse_item(item, dims):

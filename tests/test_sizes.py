@@ -50,6 +50,16 @@ def test_rectangular_shapes():
     ("0x5x5", "must be positive"),
     ("5x5", "malformed size spec '5x5'"),
     ("64:128:*2", "malformed size spec '64:128:*2'"),
+    # grids
+    ("[1,2]x[3]", "a grid is [S]x[S]x[S]"),
+    ("[1,2]x3x4x5", "a grid is [S]x[S]x[S]"),
+    ("[1,2", "a '[' is not closed"),
+    ("1,2]x3x4", "brackets do not pair"),
+    ("[[1]]x1x1", "brackets do not pair"),
+    ("[]x1x1", "an empty list [] in a grid"),
+    ("[1x2]x1x1", "holds numbers and ranges only, not '1x2'"),
+    ("[0,1]x1x1", "must be positive (in the grid '[0,1]x1x1')"),
+    ("[1:100000:+1]x[1:100000:+1]x1", "more than 100000"),
 ])
 def test_bad_specs_name_the_spec_and_forms(spec, needle):
     with pytest.raises(SizeSpecError) as err:
@@ -96,7 +106,7 @@ def test_shapes_round_trip(dims):
     assert [parse_shape(str(s)) for s in shapes] == shapes
 
 
-@given(st.text(alphabet="0123456789:,x+- ab", max_size=20))
+@given(st.text(alphabet="0123456789:,x+- ab[]", max_size=20))
 def test_any_text_parses_or_raises_a_size_spec_error(text):
     try:
         shapes = parse_sizes(text)
@@ -114,3 +124,21 @@ def test_two_dimensional_shapes():
         parse_sizes("5x5x5", dims=2)
     with pytest.raises(SizeSpecError, match="shapes have three dimensions, MxNxK"):
         parse_sizes("5x5")
+
+
+def test_a_grid_is_every_m_then_every_n_then_every_k():
+    """Lameski's experiment: hA and wB varied over aligned and unaligned values at a fixed k."""
+    assert parse_sizes("[32,64]x[100,200]x32") == [Shape(32, 100, 32), Shape(32, 200, 32), Shape(64, 100, 32),
+                                                    Shape(64, 200, 32)]
+    grid = parse_sizes("[16:4096:x2] x [31,32,33] x 64")
+    assert len(grid) == 9 * 3 and grid[:3] == [Shape(16, n, 64) for n in (31, 32, 33)] and grid[-1] == Shape(4096, 33, 64)
+    assert parse_sizes("[63:65]x[1:3:+1]", dims=2) == [Shape(m, n, 0) for m in (63, 64, 65) for n in (1, 2, 3)]
+    assert parse_sizes("1024,[1,2]x7x[3]") == [Shape(1024, 1024, 1024), Shape(1, 7, 3), Shape(2, 7, 3)]
+    assert parse_sizes("[5,5,6]x[5]x5") == [Shape(5, 5, 5), Shape(6, 5, 5)]  # duplicates dropped, order kept
+
+
+def test_gemv_reads_grids_beside_its_own_forms():
+    from mmbench.ops import get_op
+
+    assert get_op("gemv").parse_sizes("[1,2]x[3,4],cell:0x0")[:4] == [Shape(1, 3, 0), Shape(1, 4, 0), Shape(2, 3, 0),
+                                                                      Shape(2, 4, 0)]

@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..sizes import Shape, SizeSpecError, parse_sizes
+from ..sizes import Shape, SizeSpecError, parse_sizes, split_items
 from ..variants import Params, Variant, evaluate
 from .base import Check, DeviceBuffers, Operation, check_sums, gamma
 
@@ -191,7 +191,7 @@ class Gemv(Operation):
         """The common forms (1000x37, 4096, ranges) and GEMV's own: the mesh, one cell, the paper's
         tall, square and wide families (GEMV_FORMS)."""
         shapes: dict[Shape, None] = {}
-        for item in spec.replace(" ", "").split(","):
+        for item in split_items(spec.replace(" ", "")):
             own = _gemv_item(item)
             try:
                 found = own if own is not None else parse_sizes(item, 2)
