@@ -66,13 +66,20 @@ def runs(folder: Path) -> list[Path]:
 
 
 def summary(folder: Path, cache_counts: Counter) -> dict:
-    found = []  # (finished, gpu, commit, rows, ok) per CSV
+    found, probes = [], 0  # (finished, gpu, commit, rows, ok) per CSV; rows of timing probes (no check column)
     for csv in runs(folder):
         try:
             meta = read_metadata(REPO / plain(csv))
             df = batched.read_rows(REPO / plain(csv)) if csv != plain(csv) else read_results(REPO / csv)
         except ResultsError as exc:  # listed, but not readable as results: say so in the index, not in a traceback
-            print(f"warning: {csv}: {exc}", file=sys.stderr)
+            if "not an mmbench results CSV" not in str(exc) or not meta:
+                print(f"warning: {csv}: {exc}", file=sys.stderr)
+                continue
+            # a probe's table (scripts/l2_flush_probe.py): its metadata says where and when, its rows are not checked
+            probes += len(pd.read_csv(REPO / csv))
+            gpu, end = meta.get("gpu"), finished_at(meta)
+            found.append((end.isoformat() if end is not None else "", gpu.get("name") if isinstance(gpu, dict) else None,
+                          ((meta.get("git") or {}).get("commit") or "")[:7], 0, 0))
             continue
         gpu = meta.get("gpu")
         # a file whose metadata lacks times still has each row's own
@@ -86,7 +93,8 @@ def summary(folder: Path, cache_counts: Counter) -> dict:
     cache = sum(n for path, n in cache_counts.items() if Path(path).is_relative_to(folder))
     return {"gpu": ", ".join(sorted({f[1] for f in found if f[1]})) or "?", "dates": span,
             "first": next((f[0] for f in found if f[0]), ""), "commits": ", ".join(commits) or "?", "csvs": len(found),
-            "rows": f"{sum(f[4] for f in found)} / {sum(f[3] for f in found)}", "cache": cache}
+            "rows": f"{sum(f[4] for f in found)} / {sum(f[3] for f in found)}" + (f" (and {probes} probe rows)" if probes else ""),
+            "cache": cache}
 
 
 def cache_sources() -> Counter:
