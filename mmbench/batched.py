@@ -8,15 +8,15 @@ ops/base.py's check_sums, so the outputs never cross to the host). Configuration
 batches behind the hold kernel, so no sample holds host latency and no Python runs between
 samples; the host reads a batch's times and checks once. In cold mode the L2 is flushed before each
 sample of a shape smaller than twice the L2 (by a read, as the sweep's cold samples; a larger shape
-evicts itself); in hot mode the shape's
-buffers stay cached, as for a sweep's hot points.
+evicts itself); in hot mode the shape's buffers stay cached, as for a sweep's hot points.
 
 A class's configurations are scored by the mean GFLOP/s over its shapes (the paper's rule). With
 pruning (`prune` > 0), every configuration is first timed and checked at the class's pivot shape
 (its median footprint); one slower there than `prune` times the best's speed is not timed at the
-other shapes (a `pruned` row with its pivot speed), nor is one that failed there: a configuration
-under half the best's speed at the pivot would have to be over twice as fast at the neighbouring
-shapes of the same cell to win, and the exhaustive tuning of 382 cells saw none. Rows are
+other shapes (a `pruned` row with its pivot speed), nor is one that failed there, nor one the
+operation skips at some shape of the class: a configuration under half the best's speed at the
+pivot would have to be over twice as fast at the neighbouring shapes of the same cell to win
+(results/checks/prune-h100: in 10 cells tuned both ways, the exhaustive best was never pruned). Rows are
 written as one row per (class, configuration) when the class is done: a crash loses at most the
 class in progress, and a resume continues after the last whole class. When all classes are done the
 CSV is compressed to CSV.gz (hundreds of thousands of rows).
