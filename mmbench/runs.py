@@ -330,10 +330,8 @@ def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed:
                  say: Say = print):
     """The batched tuner (batched.py) into output, resumable by whole size class, then the best
     configuration per class into the tuning cache. Returns (best, device, counts)."""
-    from . import batched
+    from . import batched, source
     from .tune import DeviceId
-
-    from . import source
 
     refuse_batched_resume(output, len(configs), cache, prune, resume, source.source_hash(variant))
     try:
