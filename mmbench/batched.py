@@ -212,7 +212,7 @@ def verdict(words: np.ndarray, count: int, norm: float, terms: int) -> tuple[str
 class BatchedTuner:
     """Measures configurations of one variant shape by shape on an open Gpu."""
 
-    def __init__(self, gpu, variant: Variant, configs: Sequence[Params], cache: str, l2_flush: str = "read"):
+    def __init__(self, gpu, variant: Variant, configs: Sequence[Params], cache: str, l2_flush: str):
         self.gpu, self.variant, self.configs, self.cache, self.l2_flush = gpu, variant, list(configs), cache, l2_flush
         self.op = get_op(variant.op)
         self.problems: dict[Params, tuple[str, str]] = {}  # config -> (status, reason) known before running

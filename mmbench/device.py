@@ -263,7 +263,7 @@ class Gpu:
         self.stream.synchronize()
 
     # -- timing helpers ------------------------------------------------------------------------
-    def flush_l2(self, method: str = "read") -> None:
+    def flush_l2(self, method: str) -> None:
         """Evict everything the kernel used, on the stream: "read" a buffer twice the L2 size (the L2
         is left clean), or "write" it (mmbench's method before: the L2 is left dirty, and the next
         sample pays for writing it back; kept for resuming files measured so)."""

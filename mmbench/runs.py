@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import ceilings, environment
-from .results import (COLUMNS, L2_FLUSH_BEFORE, LEGACY_COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, add_op_column, history,
+from .results import (COLUMNS, LEGACY_COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, add_op_column, history,
                       read_metadata, recorded_settings, scan, set_aside_torn, status_counts, write_metadata)
 from .ops import get_op
 from .sweep import Point, Runner, Selection, Settings, kernel_key
@@ -340,7 +340,7 @@ def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed:
         raise RunRefused(str(exc)) from None
     previous = read_metadata(output) if resume else {}
     # a resumed file goes on flushing as it was measured (files before the read flush wrote)
-    l2_flush = previous.get("settings", {}).get("l2_flush", L2_FLUSH_BEFORE) if previous else Settings().l2_flush
+    l2_flush = recorded_settings(output, previous).get("l2_flush", Settings().l2_flush) if previous else Settings().l2_flush
     if notice:
         say(notice)
     from .device import open_gpu

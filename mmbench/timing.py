@@ -42,7 +42,7 @@ def summarize(times_ms: Sequence[float]) -> Stats:
                  std / mean if mean > 0 else float("nan"))
 
 
-def time_gpu(gpu, launch: Callable[[], None], runs: int, warmup: int, cache: str, flush: str = "read") -> list[float]:
+def time_gpu(gpu, launch: Callable[[], None], runs: int, warmup: int, cache: str, flush: str) -> list[float]:
     """Milliseconds of `runs` launches, each between its own event pair, after `warmup` launches
     (cold: each after Gpu.flush_l2(flush))."""
     cold = cache == "cold"

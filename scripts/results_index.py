@@ -70,17 +70,18 @@ def summary(folder: Path, cache_counts: Counter) -> dict:
     for csv in runs(folder):
         try:
             meta = read_metadata(REPO / plain(csv))
+        except ResultsError as exc:  # listed, but not readable: say so in the index, not in a traceback
+            print(f"warning: {csv}: {exc}", file=sys.stderr)
+            continue
+        try:
             df = batched.read_rows(REPO / plain(csv)) if csv != plain(csv) else read_results(REPO / csv)
-        except ResultsError as exc:  # listed, but not readable as results: say so in the index, not in a traceback
+        except ResultsError as exc:
             if "not an mmbench results CSV" not in str(exc) or not meta:
                 print(f"warning: {csv}: {exc}", file=sys.stderr)
                 continue
             # a probe's table (scripts/l2_flush_probe.py): its metadata says where and when, its rows are not checked
             probes += len(pd.read_csv(REPO / csv))
-            gpu, end = meta.get("gpu"), finished_at(meta)
-            found.append((end.isoformat() if end is not None else "", gpu.get("name") if isinstance(gpu, dict) else None,
-                          ((meta.get("git") or {}).get("commit") or "")[:7], 0, 0))
-            continue
+            df = pd.DataFrame({"status": []})
         gpu = meta.get("gpu")
         # a file whose metadata lacks times still has each row's own
         end = finished_at(meta) or (pd.to_datetime(df.finished_at, utc=True).max() if len(df) and "finished_at" in df else None)

@@ -220,7 +220,7 @@ def test_batched_tuner_verifies_on_the_gpu_and_catches_a_wrong_kernel(gpu, tmp_p
                for k in (0, 1, 2) for b, wm, wn in ((32, 1, 1), (64, 3, 2), (256, 8, 8))]
     shapes = [Shape(1, 1, 0), Shape(1, 4097, 0), Shape(4097, 1, 0), Shape(63, 65, 0), Shape(257, 3001, 0),
               Shape(3001, 3, 0), Shape(997, 1009, 0)]
-    tuner = batched.BatchedTuner(gpu, tuned, configs, "cold")
+    tuner = batched.BatchedTuner(gpu, tuned, configs, "cold", "read")
     for s in shapes:
         got = tuner.shape(s, make_gemv_inputs(s, np.random.default_rng(1)))
         expected = ["skipped" if get_op("gemv").tuning_skip(tuned, c, s) else "ok" for c in configs]
@@ -235,7 +235,7 @@ def test_batched_tuner_verifies_on_the_gpu_and_catches_a_wrong_kernel(gpu, tmp_p
         assert faulty != text
         (tmp_path / "gemv" / "tuned.cu").write_text(faulty)
         variant = dataclasses.replace(tuned, source_dir=tmp_path)
-        tuner = batched.BatchedTuner(gpu, variant, configs[:3], "hot")
+        tuner = batched.BatchedTuner(gpu, variant, configs[:3], "hot", "read")
         got = tuner.shape(Shape(300, 500, 0), make_gemv_inputs(Shape(300, 500, 0), np.random.default_rng(2)))
         assert [g.status for g in got] == ["wrong"] * 3, got
         assert all("not finite" in g.reason or "error bound" in g.reason for g in got), got

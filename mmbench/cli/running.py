@@ -303,6 +303,7 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
                          "--runs, --warmup and --per-shape are for --engine points")
     if prune is not None and engine != "batched":
         raise InputError(f"--prune {prune:g} is for the batched engine (this tuning uses --engine {engine})")
+    prune = PRUNE if prune is None else prune
     if resume and (engine != "batched" or output is None):
         raise InputError("--resume continues a batched tuning file: give --engine batched (or auto) and --output")
     settings = Settings(runs=runs or 5, warmup=2 if warmup is None else warmup, cache=cache, seed=seed, skip_spills=True)
@@ -327,8 +328,7 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     if not resume and (output.exists() and output.stat().st_size > 0 or output.with_name(output.name + ".gz").exists()):
         raise InputError(f"{output} already exists; choose another --output{' or --resume' if engine == 'batched' else ''}")
     if engine == "batched":
-        workflow.refuse_batched_resume(output, len(configs), cache, PRUNE if prune is None else prune, resume,
-                                       source.source_hash(variant))
+        workflow.refuse_batched_resume(output, len(configs), cache, prune, resume, source.source_hash(variant))
     announce()  # after every refusal: a bad input is one line
     about = {"name": f"tune-{variant.name}", "tuning": {"variant": variant.name, "strategy": strategy, "budget": budget,
                                                          "seed": seed, "space": space, "tried": len(configs),
@@ -338,11 +338,10 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
         classes = len({get_op(variant.op).size_class(s) for s in shapes})
         say(f"batched: {len(configs)} configurations x {len(shapes)} shapes in {classes} size classes, "
             f"one timed launch each ({cache} cache"
-            f"{'' if prune == 0 else f'; pruned under {PRUNE if prune is None else prune:g} of the best at each pivot'})")
+            f"{'' if prune == 0 else f'; pruned under {prune:g} of the best at each pivot'})")
         best, device, counts = workflow.tune_batched(variant, configs, shapes, cache, seed, jobs, output, tuning_cache,
                                                      {**about, "tuning": {**about["tuning"], "engine": "batched"}},
-                                                     list(ARGV), resume=resume,
-                                                     prune=PRUNE if prune is None else prune, say=say)
+                                                     list(ARGV), resume=resume, prune=prune, say=say)
         say(f"rows: {', '.join(f'{n} {k}' for k, n in counts.items() if k != 'wall_s')}; "
             f"{counts.get('wall_s', 0):.0f} s measuring")
         say(f"best configuration in {len(best)} size classes; tuning cache: {tuning_cache} ({device.name}, "

@@ -249,16 +249,9 @@ class Gemv(Operation):
         (a, x), y = (int(b) for b in bufs.inputs), bufs.output  # device pointers, as the prepared calls pack them
         m, n = np.int32(shape.m), np.int32(shape.n)
         zero = adds_into_y(variant, params, shape)
-        if "workspace_arg" in variant.geometry:  # (A, x, y, m, n, W): one launch whatever the design
-            fn, work = _prepared(gpu.function(variant, params), "PPPiiP"), int(bufs.scratch[0])
-
-            def launch_with_workspace() -> None:
-                if zero:
-                    gpu.zero_async(y, shape.m)
-                fn.prepared_async_call(grid[:2], block, gpu.stream, a, x, int(y), m, n, work)
-
-            return launch_with_workspace
-        fn = _prepared(gpu.function(variant, params), "PPPii")
+        # (A, x, y, m, n) or, for a kernel that reduces in one launch, (A, x, y, m, n, W)
+        extra = (int(bufs.scratch[0]),) if "workspace_arg" in variant.geometry else ()
+        fn = _prepared(gpu.function(variant, params), "PPPii" + "P" * len(extra))
         if uses_workspace(variant, params):
             parts, work = grid[1], int(bufs.scratch[0])
             reduce = _prepared(gpu.function(variant, params, f"{variant.name}_reduce"), "PPii")
@@ -273,7 +266,7 @@ class Gemv(Operation):
         def launch() -> None:
             if zero:
                 gpu.zero_async(y, shape.m)
-            fn.prepared_async_call(grid[:2], block, gpu.stream, a, x, int(y), m, n)
+            fn.prepared_async_call(grid[:2], block, gpu.stream, a, x, int(y), m, n, *extra)
 
         return launch
 
