@@ -40,8 +40,50 @@ def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
     return ok
 
 
+def plain(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows of the kernel alone on its inputs as given (not padded, not another scope): what the
+    curves of every paper before issue 15 plot."""
+    scope = df.scope if "scope" in df else "kernel"
+    pad = df.pad if "pad" in df else 0
+    return df[(scope == "kernel") & (pad == 0)]
+
+
 def square(df: pd.DataFrame) -> pd.DataFrame:
+    """Square shapes (m = n = k) of plain rows."""
+    df = plain(df)
     return df[(df.m == df.n) & (df.n == df.k)]
+
+
+# -- rectangular rows ---------------------------------------------------------------------------------
+SHAPE = ["m", "n", "k"]
+
+
+def by_shape(df: pd.DataFrame, column: str = "time_ms_median", **where) -> pd.Series:
+    """column of the verified rows whose columns equal `where` (variant="shared", scope="device",
+    pad=1, params="BLOCK=32" ...), one value per shape: a Series indexed by (m, n, k), the
+    rectangular counterpart of curve(). Several rows of one shape (other parameters) average."""
+    rows = df[df.status == "ok"]
+    for column_name, value in where.items():
+        rows = rows[rows[column_name] == value]
+    return rows.groupby(SHAPE)[column].mean().sort_index()
+
+
+def shape_ratio(top: pd.Series, bottom: pd.Series) -> pd.Series:
+    """top / bottom at the shapes both have (Series from by_shape)."""
+    both = top.index.intersection(bottom.index)
+    return (top[both] / bottom[both]).dropna().sort_index()
+
+
+def along(values: pd.Series, dim: str, **fixed: int) -> pd.Series:
+    """A by_shape Series cut to the shapes whose other dimensions are `fixed` (dim varies):
+    along(s, "m", n=1024, k=1024) -> values by m. With no fixed, the square shapes by n."""
+    frame = values.reset_index()
+    if fixed:
+        for name, value in fixed.items():
+            frame = frame[frame[name] == value]
+    else:
+        frame = frame[(frame.m == frame.n) & (frame.n == frame.k)]
+    return frame.set_index(dim)[frame.columns[-1]].sort_index()
 
 
 def series_list(df: pd.DataFrame) -> list[Series]:

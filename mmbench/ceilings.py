@@ -87,17 +87,9 @@ def _copy_bandwidth(gpu) -> tuple[float, list[float]]:
 
 def _timed(gpu, launch) -> list[float]:
     """Event-timed samples of a launch that runs milliseconds (no hold needed at that length)."""
-    launch()
-    gpu.synchronize()
-    times = []
-    for _ in range(SAMPLES):
-        start, end = gpu.event(), gpu.event()
-        start.record(gpu.stream)
-        launch()
-        end.record(gpu.stream)
-        end.synchronize()
-        times.append(end.time_since(start))
-    return times
+    from .timing import time_gpu
+
+    return time_gpu(gpu, launch, SAMPLES, 1, "hot", "read", held=False)
 
 
 def measure(gpu, gpu_facts: dict) -> dict:

@@ -17,6 +17,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from .ops import get_op
+from .ops.base import SCOPES
 from .sizes import SizeSpecError
 from .sweep import Selection
 from .timing import CACHE_MODES
@@ -24,7 +25,7 @@ from .variants import Variant, VariantError, get_variant, param_points
 
 TOP_KEYS = {"name", "description", "paper", "run", "sweep", "reference"}
 RUN_KEYS = {"runs", "warmup", "cache", "threads"}
-SWEEP_KEYS = {"name", "description", "variants", "sizes", "params"}
+SWEEP_KEYS = {"name", "description", "variants", "sizes", "params", "scopes", "pad"}
 
 
 class ConfigError(ValueError):
@@ -38,9 +39,11 @@ class SweepConfig:
     variants: tuple[Variant, ...]
     sizes: str  # a size spec; each variant's operation reads it as its shapes
     params: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    scopes: tuple[str, ...] = ("kernel",)  # what the samples cover (ops.base.SCOPES)
+    pads: tuple[bool, ...] = (False,)  # pad = [false, true] runs both
 
     def selection(self) -> Selection:
-        return Selection(self.variants, self.sizes, self.params)
+        return Selection(self.variants, self.sizes, self.params, scopes=self.scopes, pads=self.pads)
 
 
 @dataclass(frozen=True)
@@ -104,8 +107,30 @@ def _sweep(where: str, table: Any) -> SweepConfig:
             param_points(v, params)
     except VariantError as exc:
         raise ConfigError(f"{where}.params: {exc}") from None
+    scopes, pads = _scopes(where, table, variants)
     return SweepConfig(str(table["name"]), str(table.get("description", "")), variants,
-                       str(table["sizes"]), MappingProxyType(params))
+                       str(table["sizes"]), MappingProxyType(params), scopes, pads)
+
+
+def _scopes(where: str, table: Mapping, variants: tuple[Variant, ...]) -> tuple[tuple[str, ...], tuple[bool, ...]]:
+    """A sweep's scopes = [...] and pad = true | false | [false, true], checked against its variants' operations."""
+    scopes = table.get("scopes", ["kernel"])
+    if not isinstance(scopes, list) or not scopes or not all(isinstance(x, str) for x in scopes):
+        raise ConfigError(f"{where}.scopes: expected a non-empty list such as [\"kernel\", \"end_to_end\"]")
+    pads = table.get("pad", False)
+    pads = pads if isinstance(pads, list) else [pads]
+    if not pads or not all(isinstance(x, bool) for x in pads):
+        raise ConfigError(f"{where}.pad: expected true, false or [false, true]")
+    for scope in scopes:
+        if scope not in SCOPES:
+            raise ConfigError(f"{where}.scopes: '{scope}'; choose from: {', '.join(SCOPES)}")
+        for v in variants:
+            if scope not in get_op(v.op).scopes:
+                raise ConfigError(f"{where}.scopes: {v.name} is a {v.op}, timed only as {', '.join(get_op(v.op).scopes)}")
+    if any(pads) and not all(get_op(v.op).can_pad for v in variants):
+        bad = next(v for v in variants if not get_op(v.op).can_pad)
+        raise ConfigError(f"{where}.pad: {bad.name} is a {bad.op}, which has no padding (only GEMM kernels pad)")
+    return tuple(dict.fromkeys(scopes)), tuple(dict.fromkeys(pads))
 
 
 def load_config(path: Path | str) -> ExperimentConfig:

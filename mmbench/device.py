@@ -224,6 +224,26 @@ class Gpu:
         self.drv.memcpy_dtoh(out, buf)
         return out
 
+    def pinned(self, shape: tuple[int, ...], dtype=np.float32) -> np.ndarray:
+        """A page-locked host array (what asynchronous copies need to overlap and run at full speed)."""
+        return self.drv.pagelocked_empty(shape, dtype)
+
+    def htod_async(self, buf, host: np.ndarray) -> None:
+        self.drv.memcpy_htod_async(buf, host, self.stream)
+
+    def dtoh_async(self, host: np.ndarray, buf) -> None:
+        self.drv.memcpy_dtoh_async(host, buf, self.stream)
+
+    def copy2d_async(self, dst, dst_cols: int, src, src_cols: int, rows: int, cols: int) -> None:
+        """Copy a rows x cols float32 block between row-major device matrices of dst_cols and src_cols
+        columns (top-left corners), on the stream."""
+        copy = self.drv.Memcpy2D()
+        copy.set_src_device(src)
+        copy.set_dst_device(dst)
+        copy.src_pitch, copy.dst_pitch = 4 * src_cols, 4 * dst_cols
+        copy.width_in_bytes, copy.height = 4 * cols, rows
+        copy(self.stream)
+
     def free_memory(self) -> int:
         """Bytes of device memory free now."""
         return self.drv.mem_get_info()[0]

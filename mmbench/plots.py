@@ -148,6 +148,29 @@ def fig_vs_cublas(df: pd.DataFrame, meta: dict) -> plt.Figure:
     return fig
 
 
+def heatmap(ax, table: pd.DataFrame, label: str, center: float | None = None, fmt: str = "{:.2f}") -> None:
+    """A table (index down, columns across) as a grid of coloured cells, each value written in its
+    cell; center: a value drawn white, above it red and below it blue (a ratio's 1.0)."""
+    values = table.to_numpy(dtype=float)
+    if center is None:
+        image = ax.imshow(values, cmap="viridis", aspect="auto", origin="lower")
+    else:
+        from matplotlib.colors import TwoSlopeNorm
+
+        finite = values[np.isfinite(values)]
+        low, high = (min(finite.min(), center * 0.999), max(finite.max(), center * 1.001)) if finite.size else (0, 2)
+        image = ax.imshow(values, cmap="RdBu_r", aspect="auto", origin="lower",
+                          norm=TwoSlopeNorm(vcenter=center, vmin=low, vmax=high))
+    ax.set_xticks(range(len(table.columns)), [str(c) for c in table.columns], fontsize=7, rotation=45)
+    ax.set_yticks(range(len(table.index)), [str(i) for i in table.index], fontsize=7)
+    ax.set_xlabel(str(table.columns.name or ""))
+    ax.set_ylabel(str(table.index.name or ""))
+    for (i, j), v in np.ndenumerate(values):
+        if np.isfinite(v):
+            ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=6)
+    ax.figure.colorbar(image, ax=ax, label=label, shrink=0.8)
+
+
 def save(fig: plt.Figure, out_dir: Path, stem: str) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.svg"]

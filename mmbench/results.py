@@ -26,7 +26,7 @@ import pandas as pd
 
 # Units live in the column names; values stay raw.
 COLUMNS = (
-    "op", "variant", "label", "backend", "params", "m", "n", "k", "cache",
+    "op", "variant", "label", "backend", "params", "m", "n", "k", "cache", "scope", "pad", "padded_shape",
     "status", "reason",
     "rel_err", "err_bound_ratio",
     "runs", "warmup",
@@ -35,12 +35,13 @@ COLUMNS = (
     "sm_clock_mhz_before", "sm_clock_mhz_after", "clock_sagged",
     "threads", "time_ms_samples", "finished_at",
 )
-KEY = ("op", "variant", "params", "m", "n", "k", "cache")  # one row per point; --resume skips these
-# Files written before operations existed lack the op column: every row of theirs is a GEMM.
-LEGACY_COLUMNS = COLUMNS[1:]
-LEGACY_OP = "gemm"
+KEY = ("op", "variant", "params", "m", "n", "k", "cache", "scope", "pad")  # one row per point; --resume skips these
+# Columns added since the first files, with the value every row of an older file has: files written
+# before operations existed are all GEMM; before scopes and padding, every time was the kernel's alone
+# on the matrices as given.
+ADDED_COLUMNS = {"op": "gemm", "scope": "kernel", "pad": "0", "padded_shape": ""}
 STATUSES = ("ok", "wrong", "failed", "skipped")
-_INTS = ("m", "n", "k", "runs", "warmup")
+_INTS = ("m", "n", "k", "runs", "warmup", "pad")
 _FLOATS = ("threads", "sm_clock_mhz_before", "sm_clock_mhz_after", "rel_err", "err_bound_ratio", "time_ms_mean", "time_ms_median", "time_ms_min", "time_ms_max",
            "time_ms_std", "cv", "gflops_mean", "gflops_median", "gbytes_per_s")
 _REQUIRED = ("variant", "m", "n", "k", "cache", "status", "runs", "finished_at")  # never empty
@@ -77,7 +78,14 @@ def torn_path(csv_path: Path) -> Path:
 
 
 def row_key(row: Mapping) -> tuple:
-    return (str(row.get("op") or LEGACY_OP), str(row["variant"]), str(row["params"] or ""), int(row["m"]), int(row["n"]), int(row["k"]), str(row["cache"]))
+    return (str(row.get("op") or ADDED_COLUMNS["op"]), str(row["variant"]), str(row["params"] or ""), int(row["m"]), int(row["n"]),
+            int(row["k"]), str(row["cache"]), str(row.get("scope") or ADDED_COLUMNS["scope"]), int(row.get("pad") or 0))
+
+
+def older_columns(header: tuple[str, ...]) -> bool:
+    """Whether a header is this mmbench's columns less some added since (an older file it can bring up to date)."""
+    missing = [c for c in COLUMNS if c not in header]
+    return bool(missing) and all(c in ADDED_COLUMNS for c in missing) and [c for c in COLUMNS if c in header] == list(header)
 
 
 # -- checking rows ---------------------------------------------------------------------------------
@@ -178,7 +186,7 @@ def scan(path: Path) -> Scan:
         header = tuple(next(csv.reader([first])))
     except csv.Error:
         header = ()
-    missing = [c for c in KEY + ("status",) if c not in header and c != "op"]
+    missing = [c for c in KEY + ("status",) if c not in header and c not in ADDED_COLUMNS]
     if missing:
         shown = ", ".join(header[:8]) + (", ..." if len(header) > 8 else "")
         raise ResultsError(f"{path} is not an mmbench results CSV: it has no column {', '.join(missing)} "
@@ -226,18 +234,21 @@ def set_aside_torn(path: Path, found: Scan) -> str | None:
     return torn_message(path, found.torn, f"set aside in {torn_path(path)}; its point, if planned, is measured again")
 
 
-def add_op_column(path: Path, found: Scan) -> str | None:
-    """Give a file written before operations existed its op column (every row a GEMM), so that
-    rows appended now match it; returns the one-line notice, or None when it has the column."""
-    if found.header != LEGACY_COLUMNS:
+def add_columns(path: Path, found: Scan) -> str | None:
+    """Give a file written before some columns existed those columns, each with the value every
+    row of such a file has (ADDED_COLUMNS), so that rows appended now match it; returns the
+    one-line notice, or None when it has them all."""
+    if not older_columns(found.header):
         return None
+    missing = [c for c in COLUMNS if c not in found.header]
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\r\n")
     writer.writerow(COLUMNS)
     for row in found.rows:
-        writer.writerow([LEGACY_OP] + [row[c] for c in LEGACY_COLUMNS])
+        writer.writerow([row[c] if c in row else ADDED_COLUMNS[c] for c in COLUMNS])
     _rewrite(path, buf.getvalue())
-    return f"{path}: written before operations existed; its {len(found.rows)} rows now name their operation ({LEGACY_OP})"
+    return (f"{path}: written before the columns {', '.join(missing)} existed; its {len(found.rows)} rows now have them ("
+            + ", ".join(f"{c} = {ADDED_COLUMNS[c] or 'empty'}" for c in missing) + ")")
 
 
 def _rewrite(path: Path, text: str) -> None:
@@ -304,12 +315,15 @@ def read_results(path: Path) -> pd.DataFrame:
     found = scan(path)
     if not found.complete_text:
         raise ResultsError(f"{path} holds nothing but a header cut short")
-    df = pd.read_csv(io.StringIO(found.complete_text), dtype={"params": str, "reason": str, "time_ms_samples": str})
-    for col in ("params", "reason", "time_ms_samples"):
+    df = pd.read_csv(io.StringIO(found.complete_text), dtype={"params": str, "reason": str, "time_ms_samples": str,
+                                                                 "padded_shape": str})
+    for col in ("params", "reason", "time_ms_samples", "padded_shape"):
         if col in df:
             df[col] = df[col].fillna("")
-    if "op" not in df:
-        df.insert(0, "op", LEGACY_OP)
+    for position, column in enumerate(COLUMNS):
+        if column in ADDED_COLUMNS and column not in df:
+            default = ADDED_COLUMNS[column]
+            df.insert(min(position, len(df.columns)), column, int(default) if column == "pad" else default)
     if found.torn:
         df.attrs["warning"] = torn_message(path, found.torn, "left out")
     return df
@@ -353,7 +367,7 @@ def _is_results_csv(path: Path) -> bool:
             header = next(csv.reader(f), [])
     except (OSError, UnicodeDecodeError, csv.Error):
         return False
-    return all(c in header for c in KEY + ("status",) if c != "op")
+    return all(c in header for c in KEY + ("status",) if c not in ADDED_COLUMNS)
 
 
 def latest_results(root: Path = RESULTS_DIR) -> Path:

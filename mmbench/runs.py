@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import ceilings, environment
-from .results import (COLUMNS, LEGACY_COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, add_op_column, history,
+from .results import (COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, add_columns, older_columns, history,
                       read_metadata, recorded_settings, scan, set_aside_torn, status_counts, write_metadata)
 from .ops import get_op
 from .sweep import Point, Runner, Selection, Settings, kernel_key
@@ -62,7 +62,7 @@ def resumable(output: Path):
         found = scan(output)
     except ResultsError as exc:
         raise RunRefused(f"{output} cannot be resumed: {exc}") from None
-    if found.header not in (COLUMNS, LEGACY_COLUMNS):
+    if found.header != COLUMNS and not older_columns(found.header):
         missing = [c for c in COLUMNS if c not in found.header]
         raise RunRefused(f"{output} cannot be resumed: its columns are not those this mmbench writes"
                          + (f" (missing {', '.join(missing)})" if missing else ""))
@@ -172,7 +172,7 @@ class Session:
         notices = []
         try:
             if resume and output.exists():
-                notices = [n for n in (set_aside_torn(output, scan(output)), add_op_column(output, scan(output))) if n]
+                notices = [n for n in (set_aside_torn(output, scan(output)), add_columns(output, scan(output))) if n]
             for notice in notices:
                 say(notice)
             self.sink = CsvSink(output)

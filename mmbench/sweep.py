@@ -18,6 +18,7 @@ import numpy as np
 
 from . import environment, source
 from .ops import DeviceBuffers, Operation, get_op
+from .ops.base import ScopeError, Timed
 from .results import join_samples
 from .sizes import Shape
 from .timing import CACHE_MODES, summarize, time_cpu, time_gpu
@@ -30,6 +31,8 @@ class Point:
     params: Params
     shape: Shape
     cache: str  # what the sample saw: GPU points "cold" or "hot"; CPU BLAS always "hot"
+    scope: str = "kernel"  # what a sample covers (ops.base.SCOPES)
+    pad: bool = False  # whether the kernel ran on inputs padded to its tile multiple
 
     @property
     def op(self) -> Operation:
@@ -38,11 +41,18 @@ class Point:
     @property
     def key(self) -> tuple:
         s = self.shape
-        return (self.variant.op, self.variant.name, format_params(self.params), s.m, s.n, s.k, self.cache)
+        return (self.variant.op, self.variant.name, format_params(self.params), s.m, s.n, s.k, self.cache, self.scope,
+                int(self.pad))
 
     def __str__(self) -> str:
         p = format_params(self.params)
-        return f"{self.variant.name}{'[' + p + ']' if p else ''} @ {self.shape}"
+        return scoped_name(f"{self.variant.name}{'[' + p + ']' if p else ''}", self.scope, self.pad) + f" @ {self.shape}"
+
+
+def scoped_name(name: str, scope: str, pad) -> str:
+    """A variant's name, with its scope and padding when it is not the kernel alone on its inputs as given."""
+    extra = [x for x in (scope if scope != "kernel" else "", "padded" if int(pad) else "") if x]
+    return f"{name} ({', '.join(extra)})" if extra else name
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,8 @@ class Selection:
     spec: str
     overrides: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     tuned: Mapping[tuple[str, Shape], Params] = field(default_factory=dict)  # from the tuning cache
+    scopes: tuple[str, ...] = ("kernel",)  # what the samples cover (ops.base.SCOPES), each its own points
+    pads: tuple[bool, ...] = (False,)  # run on the inputs as given, padded to each kernel's tile multiple, or both
 
     def shapes(self, variant: Variant) -> tuple[Shape, ...]:
         return _shapes(variant.op, self.spec)
@@ -98,9 +110,15 @@ def plan(selections: Iterable[Selection], cache: str) -> list[Point]:
             for shape in sel.shapes(variant):
                 bucket = by_shape.setdefault(shape, {})
                 tuned = sel.tuned.get((variant.name, shape))
+                op = get_op(variant.op)
+                # A kernel without border checks is always padded; a CPU point has no scope but its own.
+                pads = (True,) if op.must_pad(variant) else sel.pads if variant.on_gpu else (False,)
+                scopes = sel.scopes if variant.on_gpu else ("kernel",)
                 for params in [tuned] if tuned else param_points(variant, sel.overrides):
-                    point = Point(variant, params, shape, point_cache)
-                    bucket.setdefault(point.key, point)
+                    for scope in scopes:
+                        for pad in dict.fromkeys(pads):
+                            point = Point(variant, params, shape, point_cache, scope, pad)
+                            bucket.setdefault(point.key, point)
     shapes = sorted(by_shape, key=lambda s: (s.m * s.n * max(s.k, 1), s.m, s.n, s.k))
     return [p for shape in shapes for p in by_shape[shape].values()]
 
@@ -113,8 +131,18 @@ def _row(point: Point, settings: Settings, status: str, reason: str = "", **fiel
     s = point.shape
     return {"op": point.variant.op, "variant": point.variant.name, "label": point.variant.label, "backend": point.variant.backend,
             "params": format_params(point.params), "m": s.m, "n": s.n, "k": s.k, "cache": point.cache,
-            "status": status, "reason": reason, "runs": settings.runs, "warmup": settings.warmup,
+            "scope": point.scope, "pad": int(point.pad), "padded_shape": _padded_shape(point), "status": status, "reason": reason, "runs": settings.runs, "warmup": settings.warmup,
             "finished_at": _now(), **fields}
+
+
+def _padded_shape(point: Point) -> str:
+    """"MxNxK" of the shape a padded point's kernel ran at ("" unpadded, or when it cannot pad)."""
+    if not point.pad:
+        return ""
+    try:
+        return str(point.op.padded_shape(point.variant, point.params, point.shape))
+    except ScopeError:
+        return ""
 
 
 def _timing_fields(point: Point, times_ms: Sequence[float]) -> dict:
@@ -285,7 +313,7 @@ class Runner:
         if handle is None:
             return _row(point, self.settings, "skipped",
                         f"{point.variant.label} unavailable: {self.library_errors.get(point.variant.name, 'not opened')}")
-        return self._verify_and_time(point, inputs, buffers, point.op.library_call(handle, point.shape, buffers))
+        return self._verify_and_time(point, inputs, buffers, lambda shape, bufs: point.op.library_call(handle, shape, bufs))
 
     def _run_kernel(self, point: Point, inputs, buffers: DeviceBuffers) -> dict:
         gpu, variant, params = self.gpu, point.variant, point.params
@@ -311,19 +339,36 @@ class Runner:
         if shared > limit:
             return _row(point, self.settings, "skipped",
                         f"{shared} bytes of shared memory exceed the device limit of {limit}")
-        return self._verify_and_time(point, inputs, buffers, point.op.kernel(gpu, variant, params, point.shape, buffers))
+        return self._verify_and_time(point, inputs, buffers,
+                                     lambda shape, bufs: point.op.kernel(gpu, variant, params, shape, bufs))
 
-    def _verify_and_time(self, point: Point, inputs, buffers: DeviceBuffers, launch: Callable[[], None]) -> dict:
+    def _verify_and_time(self, point: Point, inputs, buffers: DeviceBuffers,
+                         compute: Callable[[Shape, DeviceBuffers], Callable[[], None]]) -> dict:
+        """Verify, then time, what the point's scope covers: compute(shape, buffers) launches the
+        variant on buffers of a shape (the point's own, or padded ones)."""
         gpu, settings, op = self.gpu, self.settings, point.op
-        gpu.poison(buffers.output, buffers.output_count)
-        launch()
+        try:
+            timed = op.timed(gpu, point.variant, point.params, point.shape, point.scope, point.pad, buffers, inputs,
+                             compute)
+        except ScopeError as exc:
+            return _row(point, settings, "skipped", str(exc))
+        try:
+            return self._verify_and_time_sequence(point, inputs, timed)
+        finally:
+            timed.release()
+
+    def _verify_and_time_sequence(self, point: Point, inputs, timed: Timed) -> dict:
+        gpu, settings, op = self.gpu, self.settings, point.op
+        timed.poison()
+        timed.launch()
         gpu.synchronize()
-        check = op.check(gpu.download(buffers.output, op.output_shape(point.shape)), inputs)
+        check = op.check(timed.result(), inputs)
         fields = {"rel_err": check.rel_err, "err_bound_ratio": check.err_bound_ratio}
         if not check.ok:
             return _row(point, settings, "wrong", check.reason, **fields)
         before = gpu.clock.current_mhz()
-        times = time_gpu(gpu, launch, settings.runs, settings.warmup, point.cache, settings.l2_flush)
+        times = time_gpu(gpu, timed.launch, settings.runs, settings.warmup, point.cache, settings.l2_flush,
+                         held=not timed.host_work)
         after = gpu.clock.current_mhz()
         sagged = clock_sagged((before, after), gpu.clock.max_mhz(), settings.clock_sag)
         return _row(point, settings, "ok", **fields, sm_clock_mhz_before=before, sm_clock_mhz_after=after,

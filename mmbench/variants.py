@@ -97,11 +97,14 @@ def evaluate(expression: str, params: Params) -> int:
     return eval(_compiled(expression), {"__builtins__": {}}, dict(params))  # registry text, never user input
 
 
-def _cuda(name: str, family: str, label: str, description: str, outputs_per_thread: int = 1) -> Variant:
-    """A kernel of the paper: a BLOCK x BLOCK thread block, each thread outputs_per_thread^2 outputs."""
+def _cuda(name: str, family: str, label: str, description: str, outputs_per_thread: int = 1,
+          paper: str = "zosa2017", unchecked: bool = False) -> Variant:
+    """A kernel of the paper: a BLOCK x BLOCK thread block, each thread outputs_per_thread^2 outputs,
+    k-tiles of BLOCK; unchecked: no border checks (it runs on inputs padded to its tiles)."""
     span = "BLOCK" if outputs_per_thread == 1 else f"{outputs_per_thread} * BLOCK"
+    geometry = {"tile": (span, span), "k_tile": "BLOCK", **({"unchecked": "1"} if unchecked else {})}
     return Variant(name=name, backend="cuda", label=label, description=description, family=f"gemm/{family}",
-                   axes=MappingProxyType({"BLOCK": (32,)}), geometry=MappingProxyType({"tile": (span, span)}),
+                   paper=paper, axes=MappingProxyType({"BLOCK": (32,)}), geometry=MappingProxyType(geometry),
                    space=MappingProxyType({"BLOCK": (8, 16, 32)}))
 
 
@@ -159,6 +162,17 @@ def _ladder(name: str, label: str, description: str, defaults: dict, space: dict
                    geometry=MappingProxyType(geometry), space=MappingProxyType(space))
 
 
+# register_tiling (the AMD tutorial): its values, its block tile and the rules its even loads need
+_REG_DEFAULT = {"TM": (4,), "TN": (4,), "WTN": (4,), "BWM": (2,), "BWN": (2,), "KT": (16,), "APAD": (4,), "WARP": (32,)}
+_REG_THREADS = "WARP * BWM * BWN"
+_REG_TILE = ("BWM * (WARP // WTN) * TM", "BWN * WTN * TN")
+_REG_RULES = ("WARP % WTN == 0", f"({_REG_TILE[0]} * KT) % ({_REG_THREADS}) == 0",
+              f"(KT * {_REG_TILE[1]}) % ({_REG_THREADS}) == 0", f"{_REG_THREADS} <= 1024",
+              f"4 * ({_REG_TILE[0]} * (KT + APAD) + KT * {_REG_TILE[1]}) <= 48 * 1024",
+              "TM * TN <= 64")  # accumulators: more would spill
+_REG_SPACE = {"TM": (2, 4, 8), "TN": (2, 4, 8), "WTN": (2, 4, 8), "BWM": (1, 2, 4), "BWN": (1, 2, 4),
+              "KT": (8, 16, 32), "APAD": (0, 4), "WARP": (32, 64)}
+
 # Sørensen's exhaustive space: BLOCKSIZE 32 to 256 by 32, WORKSIZE_M and WORKSIZE_N 1 to 8.
 GEMV_SPACE = {"BLOCKSIZE": tuple(range(32, 257, 32)), "WORKSIZE_M": tuple(range(1, 9)), "WORKSIZE_N": tuple(range(1, 9))}
 
@@ -173,6 +187,8 @@ _ALL = (
     _cuda("shared", "shared", "CUDA-1", "coalesced shared-memory tiles, one output per thread (Algorithm 1)"),
     _cuda("naive", "naive", "CUDA-Naive", "one thread per output, operands from global memory"),
     _cuda("shared_uncoalesced", "shared", "CUDA-1u", "shared-memory tiles loaded with uncoalesced reads"),
+    _cuda("shared_padded", "shared", "padding (no border checks)", "CUDA-1 without border checks, run on A and B "
+          "zero-padded to multiples of BLOCK (Lameski 2013's approach 1)", paper="lameski2013", unchecked=True),
     _ladder("tile2d", "2D tiling", "2D block tiling, TM x TN register tile per thread",
             {"BM": (128,), "BN": (128,), "BK": (8,), "TM": (8,), "TN": (8,)}, _TILE_SPACE, _TILE_RULES, _TILE_THREADS),
     _ladder("vec4", "2D tiling + float4", "2D tiling, 16-byte global and shared loads, A transposed in shared memory",
@@ -199,6 +215,14 @@ _ALL = (
     _ladder("multistage", "multistage cp.async", "cuBLAS's kernel shape: STAGES k-tiles in flight by cp.async "
             "straight into shared memory, A as stored, read as float4s along k",
             _MULTI_DEFAULT, _MULTI_SPACE, _MULTI_RULES, "THREADS", shared=_MULTI_SHARED),
+    # -- the AMD tiling tutorial's register tiling (its naive and LDS kernels are naive and shared) --
+    Variant(name="register_tiling", backend="cuda", paper="amd-tiling", family="gemm/register_tiling",
+            label="register tiling", description="the AMD tutorial's kernel: TM x TN outputs a thread in registers, "
+            "(WARP / WTN) x WTN thread tiles a warp, BWM x BWN warps a block, k-tiles of KT, A's tile padded by APAD; "
+            "WARP = 32 (NVIDIA) gives a 64 x 32 block tile, 64 the tutorial's AMD wavefront and 128 x 32",
+            axes=MappingProxyType(_REG_DEFAULT), threads=(_REG_THREADS,),
+            geometry=MappingProxyType({"tile": _REG_TILE, "k_tile": "KT"}), constraints=_REG_RULES,
+            space=MappingProxyType(_REG_SPACE)),
     # -- transpose (Lab 3) and its yardstick, the device copy -------------------------------------
     Variant(name="transpose_naive", backend="cuda", op="transpose", paper="lab3", family="transpose/lab3",
             label="Naive GPU", description="the lab's given kernel: 64 x 64 per block, a 1 x 4 strip a thread, "

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from mmbench import device, source
 from mmbench.cli import main
-from mmbench.results import read_results
+from mmbench.results import COLUMNS, read_results
 from mmbench.sweep import Runner
 from mmbench.variants import REGISTRY
 
@@ -296,17 +296,25 @@ def test_resume_without_metadata_says_where_its_settings_come_from(tmp_path):
     assert list(read_results(out).runs) == [2, 2]
 
 
-def test_resume_of_a_file_from_before_operations_gives_it_the_op_column(tmp_path):
+@pytest.mark.parametrize("dropped", [("op", "scope", "pad", "padded_shape"), ("scope", "pad", "padded_shape")])
+def test_resume_of_an_older_file_gives_it_the_added_columns(tmp_path, dropped):
+    """A file from before operations (no op) or before scopes and padding: read with the values its
+    rows had, and on resume rewritten with the columns, each with that value."""
     import csv
 
     out = tmp_path / "r.csv"
     assert invoke("run", "-v", "blas", "-s", "32", "--runs", "1", "-o", out).exit_code == 0
     rows = list(csv.reader(out.read_text().splitlines()))
+    keep = [i for i, c in enumerate(rows[0]) if c not in dropped]
     assert rows[0][0] == "op" and rows[1][0] == "gemm"
-    out.write_text("".join(",".join(r[1:]) + "\r\n" for r in rows), newline="")  # as an older mmbench wrote it
-    assert list(read_results(out).op) == ["gemm"]  # read as GEMM rows
+    out.write_text("".join(",".join(r[i] for i in keep) + "\r\n" for r in rows), newline="")  # as an older mmbench wrote it
+    old = read_results(out)
+    assert list(old.op) == ["gemm"] and list(old.scope) == ["kernel"] and list(old.pad) == [0]
     result = invoke("run", "-v", "blas", "-s", "32,33", "-o", out, "--resume")
     assert result.exit_code == 0, result.output
-    assert "written before operations existed; its 1 rows now name their operation (gemm)" in result.output
+    text = " ".join(result.output.split())
+    assert f"written before the columns {', '.join(dropped)} existed; its 1 rows now have them" in text
+    assert "scope = kernel, pad = 0, padded_shape = empty)" in text
     df = read_results(out)
-    assert list(df.columns)[0] == "op" and list(df.op) == ["gemm", "gemm"] and sorted(df.n) == [32, 33]
+    assert list(df.columns)[:12] == list(COLUMNS[:12]) and list(df.op) == ["gemm", "gemm"] and sorted(df.n) == [32, 33]
+    assert list(df.scope) == ["kernel", "kernel"] and list(df.pad) == [0, 0]

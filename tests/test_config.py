@@ -14,6 +14,17 @@ def test_every_config_loads_and_plans(path):
     assert cfg.sweeps and plan([s.selection() for s in cfg.sweeps], cfg.cache)
 
 
+def test_lameski2013_runs_both_approaches_in_three_scopes_over_the_papers_grid():
+    cfg = load_config(Path(__file__).resolve().parent.parent / "configs" / "lameski2013.toml")
+    points = plan([s.selection() for s in cfg.sweeps], cfg.cache)
+    borders = [p for p in points if p.variant.name in ("shared", "shared_padded") and p.shape.k in (32, 64)]
+    assert len(borders) == 10 * 10 * 2 * 2 * 3  # hA x wB x k x approaches x scopes
+    assert all(p.pad for p in borders if p.variant.name == "shared_padded")
+    assert not any(p.pad for p in borders if p.variant.name == "shared")
+    dbuf = {(p.shape.n, p.scope, p.pad) for p in points if p.variant.name == "dbuf"}
+    assert dbuf == {(n, s, pad) for n in (2048, 2049, 4095, 4096) for s in ("kernel", "device") for pad in (False, True)}
+
+
 def test_zosa2017_is_the_papers_experiment():
     cfg = load_config(Path(__file__).resolve().parent.parent / "configs" / "zosa2017.toml")
     assert (cfg.runs, cfg.cache) == (10, "cold")
@@ -47,6 +58,13 @@ GOOD_SWEEP = '[[sweep]]\nname = "s"\nvariants = ["best"]\nsizes = "64"\n'
     ('[[sweep]]\nname = "s"\nvariants = ["best"]\n', "sweep[0]: missing key 'sizes'"),
     (GOOD_SWEEP + "params = { TILE = [4] }\n", "sweep[0].params.TILE: no variant of this sweep has that parameter"),
     (GOOD_SWEEP + "params = { BLOCK = [0] }\n", "sweep[0].params: parameter BLOCK=[0] for 'best': values must be positive integers"),
+    (GOOD_SWEEP + 'scopes = ["kernel", "host"]\n', "sweep[0].scopes: 'host'; choose from: kernel, device, end_to_end"),
+    (GOOD_SWEEP + 'scopes = "kernel"\n', "sweep[0].scopes: expected a non-empty list"),
+    (GOOD_SWEEP + "pad = 1\n", "sweep[0].pad: expected true, false or [false, true]"),
+    ('[[sweep]]\nname = "s"\nvariants = ["gemv_row"]\nsizes = "64"\npad = true\n',
+     "sweep[0].pad: gemv_row is a gemv, which has no padding"),
+    ('[[sweep]]\nname = "s"\nvariants = ["memcpy"]\nsizes = "64"\nscopes = ["end_to_end"]\n',
+     "sweep[0].scopes: memcpy is a copy, timed only as kernel"),
 ])
 def test_errors_name_the_file_and_key(tmp_path, text, needle):
     with pytest.raises(ConfigError) as err:

@@ -106,6 +106,9 @@ class FakeGpu:
             def time_since(self, start):
                 return next(gpu.samples)
 
+            def synchronize(self):
+                pass
+
         return Event()
 
     synchronize = hold = release = lambda self: None
@@ -133,7 +136,8 @@ def test_a_gpu_row_carries_the_timing_fields_and_the_clock_flag(clocks, sagged):
     def launch():
         c[:] = (inputs.a @ inputs.b).ravel()
 
-    row = runner._verify_and_time(Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), inputs, bufs, launch)
+    row = runner._verify_and_time(Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), inputs, bufs,
+                                  lambda shape, buffers: launch)
     assert row["status"] == "ok" and row["clock_sagged"] is sagged
     assert (row["sm_clock_mhz_before"], row["sm_clock_mhz_after"]) == clocks
     assert row["gflops_mean"] == pytest.approx(2 * 512 / (4.0e-3 * 1e9), rel=1e-15)

@@ -22,8 +22,8 @@ GPU_VARIANTS = tuple(v for v in REGISTRY.values() if v.on_gpu)
 CASES = [(v.name, b) for v in GPU_VARIANTS for b in (BLOCKS if "BLOCK" in v.axes else (None,))]
 
 
-def _run(gpu, variants, sizes, overrides=None, **settings):
-    points = plan([Selection(tuple(variants), sizes, overrides or {})],
+def _run(gpu, variants, sizes, overrides=None, scopes=("kernel",), pads=(False,), **settings):
+    points = plan([Selection(tuple(variants), sizes, overrides or {}, scopes=scopes, pads=pads)],
                   settings.pop("cache", "cold"))
     runner = Runner(Settings(**{"runs": 3, "warmup": 1, **settings}), points, gpu_factory=lambda: gpu)
     rows: list[dict] = []
@@ -56,7 +56,7 @@ def test_variant_correct_at_awkward_sizes(awkward_rows, name, block):
         assert r["time_ms_median"] > 0 and len(samples_of(r["time_ms_samples"])) == 3
 
 
-@pytest.mark.parametrize("name", ["tile2d", "vec4", "warptile", "pipelined", "dbuf", "multistage"])
+@pytest.mark.parametrize("name", ["tile2d", "vec4", "warptile", "pipelined", "dbuf", "multistage", "register_tiling"])
 def test_ladder_sample_of_the_tuning_space_is_correct(gpu, name):
     """Beyond the defaults: a seeded sample of each space at aligned and unaligned shapes."""
     import random
@@ -79,6 +79,29 @@ def test_tuning_space_sample_is_correct_at_awkward_shapes(gpu, name):
         rows = _run(gpu, [variant], op.awkward, {k: (v,) for k, v in params})
         assert all(r["status"] == "ok" for r in rows), [(r["params"], r["m"], r["n"], r["reason"]) for r in rows
                                                        if r["status"] != "ok"]
+
+
+SCOPE_SHAPES = "1,33,1x97x5,97x1x64,1000x37x2049"
+
+
+def test_every_scope_padded_or_not_is_correct_on_the_gpu(gpu):
+    """Issue 15: the kernel alone, with the device padding, and end to end, on the inputs as given
+    and padded, for Lameski's two approaches and the fastest kernel."""
+    from mmbench.ops.base import SCOPES
+
+    variants = [REGISTRY[n] for n in ("shared_padded", "shared", "dbuf", "register_tiling")]
+    rows = _run(gpu, variants, SCOPE_SHAPES, {"BLOCK": (32,)}, scopes=tuple(SCOPES), pads=(False, True))
+    bad = [(r["variant"], r["scope"], r["pad"], r["m"], r["n"], r["k"], r["reason"]) for r in rows if r["status"] != "ok"]
+    assert not bad
+    shapes = len(get_op("gemm").parse_sizes(SCOPE_SHAPES))
+    assert len(rows) == shapes * len(SCOPES) * (1 + 2 * 3)  # shared_padded is always padded
+    padded = [r for r in rows if r["pad"]]
+    assert all(r["padded_shape"] for r in padded) and not any(r["padded_shape"] for r in rows if not r["pad"])
+    by = {(r["variant"], r["scope"], r["pad"], r["m"], r["n"], r["k"]): r["time_ms_median"] for r in rows}
+    # end to end moves the data both ways around the kernel: never faster than the kernel alone
+    for (v, scope, pad, *shape), t in by.items():
+        if scope == "end_to_end":
+            assert t > by[(v, "kernel", pad, *shape)], (v, pad, shape)
 
 
 @pytest.mark.parametrize("splits,vec4", [(1, 0), (2, 1), (3, 0), (4, 1)])

@@ -13,9 +13,10 @@ from rich.table import Table
 from .. import runs as workflow  # not "runs": the commands have a --runs option
 from ..config import ConfigError, load_config
 from ..ops import get_op
+from ..ops.base import SCOPES
 from ..results import TUNING_DIR, ResultsError, read_results, run_csv, torn_message
 from ..sizes import FORMS, Shape, SizeSpecError
-from ..sweep import Point, Selection, Settings, plan
+from ..sweep import Point, Selection, Settings, plan, scoped_name
 from ..timing import CACHE_MODES
 from ..tune import DEFAULT_CACHE
 from ..variants import REGISTRY, VariantError, format_params, get_variant, tuning_space
@@ -73,12 +74,30 @@ def _execute(points, settings, output, about, *, prepare=None, strict=True, resu
     return outcome
 
 
-def _selections(variants, sizes, blocks, params, config) -> tuple[str, list[Selection], dict]:
+def _scopes(scope: str | None, pad: bool, chosen) -> tuple[tuple[str, ...], tuple[bool, ...]]:
+    """--scope and --pad read and checked against the operations of the chosen variants."""
+    scopes = tuple(dict.fromkeys(_split((scope,)))) if scope else ("kernel",)
+    if scope is not None and not scopes:
+        raise InputError(f"--scope '{scope}' names no scope; choose from: {', '.join(SCOPES)}")
+    for name in scopes:
+        if name not in SCOPES:
+            raise InputError(f"--scope '{name}'; choose from: {', '.join(SCOPES)}")
+    for v in chosen:
+        op = get_op(v.op)
+        wrong = [x for x in scopes if x not in op.scopes]
+        if wrong:
+            raise InputError(f"--scope {wrong[0]}: {v.name} is a {op.name}, timed only as {', '.join(op.scopes)}")
+        if pad and not op.can_pad:
+            raise InputError(f"--pad: {v.name} is a {op.name}, which has no padding (only GEMM kernels pad)")
+    return scopes, (True,) if pad else (False,)
+
+
+def _selections(variants, sizes, blocks, params, config, scope=None, pad=False) -> tuple[str, list[Selection], dict]:
     """(run name, selections, settings from the config) from the options or the config file."""
     if config:
-        if variants or sizes or blocks or params:
-            raise InputError("--config sets variants, sizes and parameters; do not combine it with "
-                             "--variant, --sizes, --block or --params")
+        if variants or sizes or blocks or params or scope or pad:
+            raise InputError("--config sets variants, sizes, parameters, scopes and padding; do not combine it with "
+                             "--variant, --sizes, --block, --params, --scope or --pad")
         try:
             cfg = load_config(config)
         except ConfigError as exc:
@@ -106,7 +125,8 @@ def _selections(variants, sizes, blocks, params, config) -> tuple[str, list[Sele
         if name not in known:
             raise InputError(f"parameter '{name}' belongs to none of {', '.join(v.name for v in chosen)}; "
                              f"their parameters: {', '.join(sorted(known)) or 'none'}")
-    return "run", [Selection(chosen, spec, overrides)], {}
+    scopes, pads = _scopes(scope, pad, chosen)
+    return "run", [Selection(chosen, spec, overrides, scopes=scopes, pads=pads)], {}
 
 
 def _parse_params(params: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
@@ -125,7 +145,7 @@ def _parse_params(params: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
 def _print_plan(points: list[Point], skipped: int, output: Path) -> None:
     groups: dict[tuple, list[Point]] = {}
     for p in points:
-        groups.setdefault((p.variant.name, format_params(p.params)), []).append(p)
+        groups.setdefault((scoped_name(p.variant.name, p.scope, p.pad), format_params(p.params)), []).append(p)
     table = Table(title=f"plan: {len(points)} points" + (f" ({skipped} already in {output})" if skipped else ""))
     # Parameters fold under the variant and sizes wrap, so the plan fits 80 columns.
     table.add_column("variant, params", overflow="fold", min_width=16, ratio=2)
@@ -150,9 +170,10 @@ def _summary(csv_path: Path) -> Table:
     table.add_column("variant, params", overflow="fold", min_width=16, ratio=1)
     for col in ("ok", "not ok", "median", "peak", "at size", "cv\nmedian"):
         table.add_column(col, justify="right", overflow="fold")
-    for (op_name, variant, params), g in df.groupby(["op", "variant", "params"], sort=False):
+    for (op_name, variant, params, scope, pad), g in df.groupby(["op", "variant", "params", "scope", "pad"], sort=False):
         op = get_op(op_name)
         unit = "GFLOP/s" if op.rate.startswith("gflops") else "GB/s"
+        variant = scoped_name(variant, scope, pad)
         name = f"{variant}\n{params.replace(',', ' ')}" if params else variant
         ok = g[(g.status == "ok") & g[op.rate].notna()]
         bad = g[g.status != "ok"].status.value_counts()
@@ -193,9 +214,14 @@ def _summary(csv_path: Path) -> Table:
               help="Results CSV (metadata goes beside it as .meta.json). Default: results/NAME-TIMESTAMP/NAME-TIMESTAMP.csv.")
 @click.option("--resume", is_flag=True, help="Skip points already in --output and append the rest, with the "
               "file's measurement settings (a torn last row is set aside and measured again).")
+@click.option("--scope", metavar="SCOPE[,SCOPE...]",
+              help=f"What a sample covers (GEMM): {', '.join(SCOPES)} (default kernel); each scope is its own points. "
+                   "device adds the padding copies on the GPU, end_to_end the host's padding and the transfers.")
+@click.option("--pad", is_flag=True, help="GEMM kernels: run on A and B zero-padded to the kernel's tile multiple "
+              "(m, n to its tile of C, k to its k-tile) and take C out of the padded result.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and exit; needs no GPU.")
 def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cache, threads, seed, cpu_budget, output,
-        resume, dry_run):
+        resume, scope, pad, dry_run):
     """Sweep variants over sizes: verify each point, time it, write a row per point.
 
     \b
@@ -204,7 +230,7 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
       mmbench run -v best,shared,cublas --sizes 256,512,1024 --block 8,16,32
       mmbench run --config configs/zosa2017.toml
     """
-    name, selections, cfg = _selections(variants, sizes, blocks, params, config)
+    name, selections, cfg = _selections(variants, sizes, blocks, params, config, scope, pad)
     if resume and output is None:
         raise InputError("--resume needs --output naming the CSV to continue")
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")

@@ -107,6 +107,42 @@ def sums_verdict(not_finite: int, count: int, worst: float, rel_err: float, term
     return Check(True, rel_err, worst, "")
 
 
+# What a sample of a point covers (the `scope` column). Every operation times its kernels alone; GEMM
+# also times the padding of issue 15's border study around them (ops/gemm.py says how).
+SCOPES = {
+    "kernel": "the kernel's launches alone, on device buffers already in place (padded ones padded before timing)",
+    "device": "the kernel plus, with padding, the device work around it: zeroing the padded buffers, 2D copies of "
+              "A and B into them and of C out of the padded result",
+    "end_to_end": "host to host: with padding the host zero-fills padded copies of A and B, then the copies to the "
+                  "device, the kernel, the copy back and the extraction of C; host buffers page-locked (pinned), "
+                  "allocated before timing; CUDA events from an idle stream around the whole sequence",
+}
+
+
+class ScopeError(ValueError):
+    """A scope or padding an operation or variant cannot time; the message says why."""
+
+
+@dataclass
+class Timed:
+    """What one point's samples time, and how its result is poisoned first and read back after."""
+
+    launch: Callable[[], None]  # the timed sequence
+    poison: Callable[[], None]
+    result: Callable[[], np.ndarray]  # the output on the host, after launch() and a synchronize
+    # The sequence waits for the GPU and works on the host (end to end): its samples start from an
+    # idle stream rather than behind a hold, which would never be released.
+    host_work: bool = False
+    release: Callable[[], None] = lambda: None  # frees what the sequence allocated
+    padded: Shape | None = None  # the shape the kernel ran at, when padded
+
+
+def kernel_alone(gpu, op: "Operation", shape: Shape, bufs: "DeviceBuffers", launch: Callable[[], None]) -> Timed:
+    """The kernel scope on the operation's own buffers (what every point timed before scopes)."""
+    return Timed(launch, lambda: gpu.poison(bufs.output, bufs.output_count),
+                 lambda: gpu.download(bufs.output, op.output_shape(shape)))
+
+
 @dataclass
 class DeviceBuffers:
     """One shape's device buffers: the inputs, in the order kernels take them, then the output."""
@@ -134,6 +170,8 @@ class Operation:
     dims: tuple[str, ...]  # the CSV's shape columns this operation uses
     awkward: str  # size spec of the shapes every variant of it is tested at on the GPU
     tune_engine = "points"  # what `mmbench tune --engine auto` uses for it (batched.py: millions of points)
+    scopes: tuple[str, ...] = ("kernel",)  # the scopes (SCOPES) it can time
+    can_pad = False  # whether it can run a kernel on inputs padded to the kernel's tile multiple
 
     def parse_sizes(self, spec: str) -> list[Shape]:
         """A size spec read as this operation's shapes ("1024": n x n x n for GEMM, n x n for transpose)."""
@@ -177,6 +215,22 @@ class Operation:
     def kernel(self, gpu, variant: Variant, params: Params, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
         """A no-argument launch of a variant's kernels on the GPU's stream."""
         raise NotImplementedError
+
+    def padded_shape(self, variant: Variant, params: Params, shape: Shape) -> Shape:
+        """The shape a padded point runs its kernel at."""
+        raise ScopeError(f"{self.name} has no padding")
+
+    def must_pad(self, variant: Variant) -> bool:
+        """Whether the variant's kernel only runs on padded inputs (it has no border checks)."""
+        return False
+
+    def timed(self, gpu, variant: Variant, params: Params, shape: Shape, scope: str, pad: bool, bufs: DeviceBuffers,
+              inputs: Any, compute: Callable[[Shape, DeviceBuffers], Callable[[], None]]) -> Timed:
+        """What a point's samples time: compute(shape, buffers) is a launch of the variant on buffers
+        of a shape. Only the kernel alone, unpadded, unless the operation says more."""
+        if scope != "kernel" or pad:
+            raise ScopeError(f"{self.name} is timed as the kernel alone on its inputs as given")
+        return kernel_alone(gpu, self, shape, bufs, compute(shape, bufs))
 
     def cpu(self, variant: Variant, inputs: Any) -> tuple[Callable[[], None], np.ndarray]:
         """A CPU baseline as (a call that computes into out, out)."""

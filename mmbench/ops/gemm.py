@@ -17,7 +17,7 @@ import numpy as np
 
 from ..sizes import Shape
 from ..variants import Params, Variant, VariantError, evaluate
-from .base import Check, DeviceBuffers, Operation, check_sums, gamma
+from .base import SCOPES, Check, DeviceBuffers, Operation, ScopeError, Timed, check_sums, gamma, kernel_alone
 
 # Strip kernels' geometry: 32 columns x 16 warps a block; 8 warps of 2 rows, 16 rows a block. The
 # kernels are correct with any grid (a block strides on). Blocks this small fit beside the tiled
@@ -44,6 +44,9 @@ GEOMETRY = {
     # thread per element of A (Lab 3's cache versions), which adds into C.
     "grid": ("n", "m"),
     "accumulates": "0",  # 1: the kernel adds into C (which is zeroed first), whatever its layers
+    # 1: the kernel has no border checks and runs only on inputs padded to its tile multiple (issue
+    # 15's approach 1, after Lameski 2013); every point of it is padded.
+    "unchecked": "0",
 }
 
 
@@ -148,6 +151,105 @@ def accumulates(variant: Variant, params: Params) -> bool:
             or evaluate(_geometry(variant, "accumulates"), params) > 0)
 
 
+# -- padding (Lameski 2013's approach 1, and `--pad` for any kernel) ---------------------------------------
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+def padded_shape(variant: Variant, params: Params, shape: Shape) -> Shape:
+    """The shape a kernel runs at on padded inputs: m and n rounded up to its tile (the rows and
+    columns of C a block computes), k to its k-tile (the k one step of its loop covers)."""
+    if variant.backend != "cuda" or tuple(_geometry(variant, "grid")) != GEOMETRY["grid"]:
+        raise ScopeError(f"{variant.name} has no tile over C to pad to")
+    rows, cols = (evaluate(e, params) for e in _geometry(variant, "tile"))
+    depth = evaluate(_geometry(variant, "k_tile"), params)
+    return Shape(_round_up(shape.m, rows), _round_up(shape.n, cols), _round_up(shape.k, depth))
+
+
+def pad_into(out: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """The host half of padding: out zero-filled, the matrix copied into its top-left corner (the
+    paper zero-fills the whole padded matrix, then copies the data in)."""
+    out.fill(0.0)
+    out[:matrix.shape[0], :matrix.shape[1]] = matrix
+    return out
+
+
+def pad_host(matrix: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """A zero-padded rows x cols copy of a matrix."""
+    return pad_into(np.empty((rows, cols), dtype=matrix.dtype), matrix)
+
+
+def scoped(gpu, shape: Shape, scope: str, padded: Shape | None, bufs: DeviceBuffers, inputs: GemmInputs,
+           compute: Callable[[Shape, DeviceBuffers], Callable[[], None]]) -> Timed:
+    """A GEMM point's timed sequence for a scope (base.SCOPES), on its inputs as given (padded None)
+    or padded to a shape: the padded buffers are allocated here, zero-filled and filled before
+    timing in the kernel scope, inside it in the device scope (memsets and 2D copies on the
+    stream), and on the host in the end-to-end scope."""
+    m, n, k = shape.m, shape.n, shape.k
+    a, b, c = bufs.all[:3]
+    if padded is None:
+        run = compute(shape, bufs)
+        if scope != "end_to_end":
+            return kernel_alone(gpu, GEMM, shape, bufs, run)  # nothing to pad: the device scope is the kernel
+        ha, hb, hc = gpu.pinned((m, k)), gpu.pinned((k, n)), gpu.pinned((m, n))
+        ha[:], hb[:] = inputs.a, inputs.b
+
+        def launch() -> None:
+            gpu.htod_async(a, ha)
+            gpu.htod_async(b, hb)
+            run()
+            gpu.dtoh_async(hc, c)
+            gpu.synchronize()
+
+        return Timed(launch, lambda: (hc.fill(np.nan), gpu.poison(c, m * n)), hc.copy, host_work=True)
+    pm, pn, pk = padded.m, padded.n, padded.k
+    pa, pb, pc = gpu.alloc(4 * pm * pk), gpu.alloc(4 * pk * pn), gpu.alloc(4 * pm * pn)
+    pbufs = DeviceBuffers((pa, pb), pc, pm * pn)
+    run = compute(padded, pbufs)
+
+    def pad_on_device() -> None:
+        gpu.zero_async(pa, pm * pk)
+        gpu.zero_async(pb, pk * pn)
+        gpu.copy2d_async(pa, pk, a, k, m, k)
+        gpu.copy2d_async(pb, pn, b, n, k, n)
+
+    def poison() -> None:
+        gpu.poison(pc, pm * pn)
+        gpu.poison(c, m * n)
+
+    if scope == "kernel":
+        pad_on_device()
+        gpu.synchronize()
+        timed = Timed(run, poison, lambda: gpu.download(pc, (pm, pn))[:m, :n].copy())
+    elif scope == "device":
+        def launch() -> None:
+            pad_on_device()
+            run()
+            gpu.copy2d_async(c, n, pc, pn, m, n)
+
+        timed = Timed(launch, poison, lambda: gpu.download(c, (m, n)))
+    else:
+        hpa, hpb, hpc, hc = gpu.pinned((pm, pk)), gpu.pinned((pk, pn)), gpu.pinned((pm, pn)), gpu.pinned((m, n))
+
+        def launch() -> None:
+            pad_into(hpa, inputs.a)
+            pad_into(hpb, inputs.b)
+            gpu.htod_async(pa, hpa)
+            gpu.htod_async(pb, hpb)
+            run()
+            gpu.dtoh_async(hpc, pc)
+            gpu.synchronize()
+            hc[:] = hpc[:m, :n]
+
+        def poison_all() -> None:
+            poison()
+            hc.fill(np.nan)
+
+        timed = Timed(launch, poison_all, hc.copy, host_work=True)
+    timed.release, timed.padded = pbufs.free, padded
+    return timed
+
+
 def gemm_launcher(gpu, variant: Variant, params: Params, shape: Shape, a, b, c) -> Callable[[], None]:
     """A no-argument launch of a GEMM on the GPU's stream: every kernel of launches(). A kernel
     that adds into C gets C zeroed first; the zeroing is part of what gets timed. Strip kernels
@@ -181,6 +283,8 @@ class Gemm(Operation):
     rate = "gflops_mean"
     score = "gflops_median"
     awkward = "1,31,33,63,65,127,1000x37x2049,37x1000x65"
+    scopes = tuple(SCOPES)
+    can_pad = True
 
     def flops(self, shape: Shape) -> float:
         return gemm_flops(shape)
@@ -225,6 +329,18 @@ class Gemm(Operation):
 
             return (lambda: native.matmul_ijk(a, b, c)), c
         return (lambda: np.matmul(a, b, out=c)), c
+
+    def padded_shape(self, variant: Variant, params: Params, shape: Shape) -> Shape:
+        return padded_shape(variant, params, shape)
+
+    def must_pad(self, variant: Variant) -> bool:
+        return _geometry(variant, "unchecked") != "0"
+
+    def timed(self, gpu, variant: Variant, params: Params, shape: Shape, scope: str, pad: bool, bufs: DeviceBuffers,
+              inputs: GemmInputs, compute) -> Timed:
+        if scope not in SCOPES:
+            raise ScopeError(f"scope '{scope}'; choose from: {', '.join(SCOPES)}")
+        return scoped(gpu, shape, scope, padded_shape(variant, params, shape) if pad else None, bufs, inputs, compute)
 
     def library(self, variant: Variant, gpu):
         from ..cublas import Cublas

@@ -6,7 +6,8 @@ from __future__ import annotations
 from importlib import import_module
 from types import ModuleType
 
-STUDIES = {"zosa-gemm-shared-memory-ilp": "zosa2017", "limits": "limits", "lab3": "lab3", "sorensen2012": "sorensen2012"}  # config `paper` -> module
+STUDIES = {"zosa-gemm-shared-memory-ilp": "zosa2017", "limits": "limits", "lab3": "lab3", "sorensen2012": "sorensen2012",
+           "amd-tiling": "amd_tiling", "lameski2013": "lameski2013"}  # config `paper` -> module
 
 
 def study(paper: str) -> ModuleType:

@@ -1,0 +1,150 @@
+"""GEMM's padding and timing scopes (issue 15), on the CPU: a fake GPU whose device buffers are
+numpy arrays runs the same sequences (ops/gemm.py's scoped) that the real one does."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mmbench.ops import DeviceBuffers
+from mmbench.ops import gemm
+from mmbench.ops.base import SCOPES
+from mmbench.sizes import Shape
+from mmbench.sweep import Point, Runner, Settings, plan, Selection
+from mmbench.variants import REGISTRY
+
+from test_derived_columns import FakeGpu
+
+SHARED32 = (("BLOCK", 32),)
+
+
+class DeviceArray(np.ndarray):
+    def free(self):
+        self.freed = True
+
+
+class NumpyGpu(FakeGpu):
+    """Device buffers are flat float32 arrays; copies and memsets act at once, and are logged."""
+
+    def __init__(self, runs):
+        super().__init__([1.0] * 1000, [1980] * 1000)
+        self.log = []
+
+    def alloc(self, nbytes):
+        return np.full(nbytes // 4, 7.0, np.float32).view(DeviceArray)  # never zeros: padding must zero what it needs
+
+    def pinned(self, shape):
+        return np.full(shape, 7.0, np.float32)
+
+    def zero_async(self, buf, count):
+        self.log.append("zero")
+        buf[:count] = 0.0
+
+    def copy2d_async(self, dst, dst_cols, src, src_cols, rows, cols):
+        self.log.append("copy2d")
+        dst.reshape(-1, dst_cols)[:rows, :cols] = src.reshape(-1, src_cols)[:rows, :cols]
+
+    def htod_async(self, buf, host):
+        self.log.append("htod")
+        buf[:host.size] = host.ravel()
+
+    def dtoh_async(self, host, buf):
+        self.log.append("dtoh")
+        host[...] = buf[:host.size].reshape(host.shape)
+
+
+def fake_kernel(checks_borders: bool, tile: int = 32):
+    """compute(shape, buffers) of a tiled kernel: with border checks it computes C; without, it
+    reads past the rows it was given when a dimension is not a tile multiple (here: garbage)."""
+    def compute(shape, bufs):
+        a, b = (x.reshape(r, c) for x, (r, c) in zip(bufs.inputs, ((shape.m, shape.k), (shape.k, shape.n))))
+        out = bufs.output
+
+        def launch():
+            if not checks_borders and any(d % tile for d in (shape.m, shape.n, shape.k)):
+                out[:shape.m * shape.n] = 1e30
+                return
+            out[:shape.m * shape.n] = (a.astype(np.float64) @ b).astype(np.float32).ravel()
+        return launch
+    return compute
+
+
+def run_point(variant, shape, scope, pad, compute):
+    runner = Runner(Settings(runs=3, warmup=1), [])
+    runner.gpu = NumpyGpu(3)
+    inputs = gemm.make_gemm_inputs(shape, np.random.default_rng(1))
+    bufs = DeviceBuffers((inputs.a.ravel().copy(), inputs.b.ravel().copy()),
+                         np.empty(shape.m * shape.n, np.float32), shape.m * shape.n)
+    row = runner._verify_and_time(Point(REGISTRY[variant], SHARED32, shape, "cold", scope, pad), inputs, bufs, compute)
+    return row, runner.gpu
+
+
+def test_padded_shape_rounds_m_and_n_to_the_tile_and_k_to_the_k_tile():
+    assert gemm.padded_shape(REGISTRY["shared"], SHARED32, Shape(33, 1, 65)) == Shape(64, 32, 96)
+    assert gemm.padded_shape(REGISTRY["shared"], SHARED32, Shape(64, 32, 96)) == Shape(64, 32, 96)
+    dbuf = dict(REGISTRY["dbuf"].axes)
+    params = tuple(sorted((k, v[0]) for k, v in dbuf.items()))  # BM = BN = 128, BK = 16
+    assert gemm.padded_shape(REGISTRY["dbuf"], params, Shape(4095, 2049, 4095)) == Shape(4096, 2176, 4096)
+    with pytest.raises(gemm.ScopeError, match="no tile over C"):
+        gemm.padded_shape(REGISTRY["cublas"], (), Shape(33, 33, 33))
+
+
+@pytest.mark.parametrize("shape", [Shape(1, 1, 1), Shape(33, 31, 65), Shape(1, 97, 5), Shape(97, 1, 64)])
+def test_the_padded_product_equals_the_unpadded_one(shape):
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (shape.m, shape.k)).astype(np.float32)
+    b = rng.uniform(-1, 1, (shape.k, shape.n)).astype(np.float32)
+    p = gemm.padded_shape(REGISTRY["shared"], SHARED32, shape)
+    pa, pb = gemm.pad_host(a, p.m, p.k), gemm.pad_host(b, p.k, p.n)
+    assert pa.shape == (p.m, p.k) and not pa[shape.m:].any() and not pa[:, shape.k:].any()
+    product = pa.astype(np.float64) @ pb
+    # Zeros add nothing; only the library's order of summation may differ, at float64 roundoff.
+    np.testing.assert_allclose(product[:shape.m, :shape.n], a.astype(np.float64) @ b, rtol=0, atol=1e-12)
+    assert not product[shape.m:].any() and not product[:, shape.n:].any()
+
+
+@pytest.mark.parametrize("scope", list(SCOPES))
+@pytest.mark.parametrize("shape", [Shape(1, 1, 1), Shape(33, 31, 65), Shape(64, 32, 96)])
+def test_every_scope_padded_or_not_verifies_a_kernel_with_border_checks(scope, shape):
+    for pad in (False, True):
+        row, gpu = run_point("shared", shape, scope, pad, fake_kernel(True))
+        assert row["status"] == "ok", row["reason"]
+        assert (row["scope"], row["pad"]) == (scope, int(pad))
+        padded = gemm.padded_shape(REGISTRY["shared"], SHARED32, shape)
+        assert row["padded_shape"] == (str(padded) if pad else "")
+
+
+@pytest.mark.parametrize("scope", list(SCOPES))
+def test_a_kernel_without_border_checks_is_right_only_when_padded(scope):
+    shape = Shape(33, 31, 65)
+    assert run_point("shared_padded", shape, scope, True, fake_kernel(False))[0]["status"] == "ok"
+    row = run_point("shared_padded", shape, scope, False, fake_kernel(False))[0]
+    assert row["status"] == "wrong" and "exceed" in row["reason"]
+
+
+def test_what_each_scope_times():
+    """The kernel scope pads before timing; the device scope zeroes and copies on the device inside
+    every sample; end to end pads on the host and moves the data both ways inside every sample."""
+    shape = Shape(33, 31, 65)
+    per_call = {"kernel": [], "device": ["zero", "zero", "copy2d", "copy2d", "copy2d"],
+                "end_to_end": ["htod", "htod", "dtoh"]}
+    for scope, calls in per_call.items():
+        row, gpu = run_point("shared", shape, scope, True, fake_kernel(True))
+        setup = ["zero", "zero", "copy2d", "copy2d"] if scope == "kernel" else []
+        launches = 1 + 1 + 3  # verification, warm-up, samples
+        assert gpu.log == setup + calls * launches, scope
+    row, gpu = run_point("shared", shape, "end_to_end", False, fake_kernel(True))
+    assert gpu.log == ["htod", "htod", "dtoh"] * 5
+    row, gpu = run_point("shared", shape, "device", False, fake_kernel(True))
+    assert gpu.log == []  # nothing to pad: the device scope is the kernel alone
+
+
+def test_the_plan_pads_a_kernel_without_border_checks_always_and_keeps_cpu_points_plain():
+    sel = Selection((REGISTRY["shared_padded"], REGISTRY["shared"], REGISTRY["blas"]), "33", {},
+                    scopes=("kernel", "end_to_end"), pads=(False, True))
+    points = plan([sel], "cold")
+    pads = {(p.variant.name, p.scope, p.pad) for p in points}
+    assert pads == {("shared_padded", "kernel", True), ("shared_padded", "end_to_end", True),
+                    ("shared", "kernel", False), ("shared", "kernel", True),
+                    ("shared", "end_to_end", False), ("shared", "end_to_end", True), ("blas", "kernel", False)}
+    assert len({p.key for p in points}) == len(points)
