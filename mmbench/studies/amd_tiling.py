@@ -73,7 +73,8 @@ def percent_of_cublas(df: pd.DataFrame) -> dict[str, pd.Series]:
     return {name: 100 * shape_ratio(s, g["cuBLAS"]) for name, s in g.items() if name != "cuBLAS"}
 
 
-def _family_panels(series: dict[str, pd.Series], meta: dict, title: str, ylabel: str, hline: float) -> plt.Figure:
+def _family_panels(series: dict[str, pd.Series], meta: dict, title: str, ylabel: str, hline: float,
+                   log_y: bool = False) -> plt.Figure:
     fig, axes = plt.subplots(2, 2, figsize=(12, 8.5), layout="constrained")
     for ax, (name, dim, label) in zip(axes.flat, FAMILIES):
         drawn = False
@@ -89,6 +90,9 @@ def _family_panels(series: dict[str, pd.Series], meta: dict, title: str, ylabel:
             ax.scatter(cut.index[~on], cut.values[~on], facecolors="white", edgecolors=colour, s=22, zorder=3)
         ax.axhline(hline, color="gray", linewidth=0.8, linestyle="--")
         ax.set_xscale("log", base=2)
+        if log_y:
+            ax.set_yscale("log", base=2)
+            ax.yaxis.set_major_formatter(plots.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_xlabel(f"{dim} (filled: aligned to {ALIGN}; hollow: not)")
         ax.set_ylabel(ylabel)
         ax.set_title(label, fontsize=10)
@@ -102,7 +106,7 @@ def _family_panels(series: dict[str, pd.Series], meta: dict, title: str, ylabel:
 
 def fig_speedup(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
     return _family_panels(speedups(ok_rows(df)), meta, "AMD tiling tutorial: speedup of each step over naive",
-                          "speedup over naive (naive time / time)", 1.0)
+                          "speedup over naive (naive time / time), log2 scale", 1.0, log_y=True)
 
 
 def fig_percent_cublas(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
@@ -122,7 +126,15 @@ def tile_table(df: pd.DataFrame) -> pd.DataFrame:
     rows = rows.set_index(["m", "n", "k"]).loc[shapes].reset_index()
     rows["shape"] = [f"{m}x{n}x{k}" for m, n, k in zip(rows.m, rows.n, rows.k)]
     rows["config"] = [_config(v, p) for v, p in zip(rows.variant, rows.params)]
-    return rows.pivot_table(index="config", columns="shape", values="gflops_median", aggfunc="mean")
+    table = rows.pivot_table(index="config", columns="shape", values="gflops_median", aggfunc="mean")
+    order = {c: (v != "shared", *_numbers(p)) for c, v, p in zip(rows.config, rows.variant, rows.params)}
+    return table.loc[sorted(table.index, key=order.get)]
+
+
+def _numbers(params: str) -> tuple[int, ...]:
+    """A configuration's sort key: BLOCK, then TM, TN, KT, then the rest, as numbers."""
+    p = dict(item.split("=") for item in params.split(",") if item)
+    return tuple(int(p.get(k, 0)) for k in ("BLOCK", "TM", "TN", "KT", "WARP", "WTN", "BWM", "BWN", "APAD"))
 
 
 def _config(variant: str, params: str) -> str:
