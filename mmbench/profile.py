@@ -120,4 +120,6 @@ def profile_points(points: Sequence[Point]) -> pd.DataFrame:
 
 
 def profile_path(csv_path):
-    return csv_path.with_suffix(".profile.csv")
+    from .results import sibling
+
+    return sibling(csv_path, ".profile.csv")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import gzip
 import io
 import json
 import math
@@ -62,19 +63,35 @@ def run_csv(name: str, root: Path = RESULTS_DIR) -> Path:
     return root / name / f"{name}.csv"
 
 
+COMPRESSED = ".csv.gz"  # a finished results CSV gzipped to keep the tree small: read like X.csv, never appended to
+
+
+def _base(csv_path: Path) -> Path:
+    """X for X.csv and X.csv.gz (what its metadata and other files are named after)."""
+    name = csv_path.name
+    return csv_path.with_name(name[:-len(COMPRESSED)]) if name.endswith(COMPRESSED) else csv_path.with_suffix("")
+
+
 def figure_dir(csv_path: Path) -> Path:
     """Where the figures and reports of a results CSV go: its own folder when it has one
     (``results/X/X.csv`` -> ``results/X/``), else a folder named after it beside it."""
-    return csv_path.parent if csv_path.parent.name == csv_path.stem else csv_path.with_suffix("")
+    base = _base(csv_path)
+    return csv_path.parent if csv_path.parent.name == base.name else base
+
+
+def sibling(csv_path: Path, suffix: str) -> Path:
+    """A file that belongs to a results CSV: X.csv or X.csv.gz -> X + suffix."""
+    base = _base(csv_path)
+    return base.with_name(base.name + suffix)
 
 
 def metadata_path(csv_path: Path) -> Path:
-    return csv_path.with_suffix(".meta.json")
+    return sibling(csv_path, ".meta.json")
 
 
 def torn_path(csv_path: Path) -> Path:
     """Where a torn last line is set aside (not .csv: it must never pass for results)."""
-    return csv_path.with_suffix(".torn.txt")
+    return sibling(csv_path, ".torn.txt")
 
 
 def row_key(row: Mapping) -> tuple:
@@ -154,10 +171,14 @@ class Scan:
 def _decode(path: Path) -> str:
     try:
         data = path.read_bytes()
+        if path.name.endswith(COMPRESSED):
+            data = gzip.decompress(data)
     except IsADirectoryError:
         raise ResultsError(f"{path} is a folder, not a results CSV") from None
-    except OSError as exc:
-        raise ResultsError(f"{path} cannot be read: {exc.strerror or exc}") from None
+    except OSError as exc:  # gzip's BadGzipFile and EOFError of a cut stream included
+        raise ResultsError(f"{path} cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
+    except EOFError:
+        raise ResultsError(f"{path} cannot be read: the compressed stream is cut short") from None
     if b"\0" in data:
         raise ResultsError(f"{path} is not an mmbench results CSV (a binary file)")
     try:

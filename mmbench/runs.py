@@ -18,6 +18,7 @@ from . import ceilings, environment
 from .results import (COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, add_columns, older_columns, history,
                       read_metadata, recorded_settings, scan, set_aside_torn, status_counts, write_metadata)
 from .ops import get_op
+from .ops.base import SCOPES
 from .sweep import Point, Runner, Selection, Settings, kernel_key
 from .variants import format_params
 
@@ -161,7 +162,8 @@ class Session:
     loses nothing. On resume, a torn last row is set aside first and the history is kept."""
 
     def __init__(self, output: Path, settings: Settings, about: dict, command: list[str], runner: Runner, *,
-                 points_planned: int, resume: bool = False, previous: dict | None = None, say: Say = print):
+                 points_planned: int, resume: bool = False, previous: dict | None = None, say: Say = print,
+                 points: Sequence[Point] = ()):
         previous = previous or {}
         self.output, self.settings, self.runner, self.counts = output, settings, runner, {}
         self.earlier = history(previous)
@@ -183,7 +185,10 @@ class Session:
                            "repaired": "; ".join(notices) or None, "points_planned": points_planned}
         self.facts = environment.collect(runner.gpu)
         first_start = (self.earlier[0].get("started_at") if self.earlier else None) or started_at
+        # What each scope of the file's rows covers (host buffers pinned, end to end), the earlier ones kept.
+        scopes = {**(previous.get("scopes") or {}), **{p.scope: SCOPES[p.scope] for p in points if p.scope != "kernel"}}
         self.meta = {**about, "settings": {**settings.__dict__}, "started_at": first_start, **runner.library_meta(),
+                     **({"scopes": scopes} if scopes else {}),
                      **self.facts, "ceilings": ceilings.cached_for(self.facts["gpu"]) or previous.get("ceilings")}
         self.kernels = dict(previous.get("kernels") or {})
         self.kernel_keys: set[str] = set()  # the kernels of this file's points (a runner may serve several)
@@ -262,7 +267,7 @@ def execute(points: Sequence[Point], settings: Settings, output: Path, about: di
         if prepare:
             prepare(runner)
         session = Session(output, settings, about, command, runner, points_planned=len(points), resume=resume,
-                          previous=previous, say=say)
+                          previous=previous, say=say, points=points)
     except BaseException:
         runner.close()
         raise

@@ -11,6 +11,7 @@ new folder comes with its index line.
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -58,6 +59,14 @@ def plain(path: Path) -> Path:
     return path.with_name(path.name[:-3]) if path.name.endswith(".csv.gz") else path
 
 
+def is_batched(path: Path) -> bool:
+    """A batched tuning file (X.csv.gz of batched.COLUMNS), not a results CSV gzipped to save room."""
+    if not path.name.endswith(".csv.gz"):
+        return False
+    with gzip.open(REPO / path, "rt", encoding="utf-8") as f:
+        return f.readline().strip() == ",".join(batched.COLUMNS)
+
+
 def runs(folder: Path) -> list[Path]:
     """The results CSVs of a folder and its subfolders, and batched tuning files (X.csv.gz): those
     with metadata beside them."""
@@ -74,7 +83,7 @@ def summary(folder: Path, cache_counts: Counter) -> dict:
             print(f"warning: {csv}: {exc}", file=sys.stderr)
             continue
         try:
-            df = batched.read_rows(REPO / plain(csv)) if csv != plain(csv) else read_results(REPO / csv)
+            df = batched.read_rows(REPO / plain(csv)) if is_batched(csv) else read_results(REPO / csv)
         except ResultsError as exc:
             if "not an mmbench results CSV" not in str(exc) or not meta:
                 print(f"warning: {csv}: {exc}", file=sys.stderr)

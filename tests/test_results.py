@@ -265,3 +265,24 @@ def test_a_run_writes_into_its_own_folder_and_draws_there():
     assert run_csv("tune-dbuf-1", Path("results/tuning")) == Path("results/tuning/tune-dbuf-1/tune-dbuf-1.csv")
     assert figure_dir(Path("results/tuning/dbuf-h200j/compare.csv")) == Path("results/tuning/dbuf-h200j/compare")
     assert figure_dir(Path("r.csv")) == Path("r")
+
+
+def test_a_gzipped_results_csv_reads_as_it_is_with_its_metadata_beside_it(tmp_path):
+    import gzip
+
+    from mmbench.results import figure_dir, metadata_path, sibling, torn_path
+
+    path = tmp_path / "run" / "run.csv"
+    sink = CsvSink(path)
+    sink.write(row(64))
+    sink.write(row(65, status="wrong", reason="NaN"))
+    sink.close()
+    packed = path.with_name("run.csv.gz")
+    packed.write_bytes(gzip.compress(path.read_bytes(), mtime=0))
+    assert read_results(packed).equals(read_results(path)) and done_keys(packed) == done_keys(path)
+    assert metadata_path(packed) == metadata_path(path) == tmp_path / "run" / "run.meta.json"
+    assert torn_path(packed) == tmp_path / "run" / "run.torn.txt" and figure_dir(packed) == tmp_path / "run"
+    assert sibling(packed, ".profile.csv") == tmp_path / "run" / "run.profile.csv"
+    packed.write_bytes(packed.read_bytes()[:-20])  # a cut stream is an error naming the file, not a traceback
+    with pytest.raises(ResultsError, match="run.csv.gz cannot be read"):
+        read_results(packed)
