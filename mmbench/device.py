@@ -6,6 +6,7 @@ a machine without a GPU or without PyCUDA.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,6 +149,7 @@ class Gpu:
             driver_cuda_version=drv.get_driver_version(),
         )
         self.clock = SmClock(self.facts.pci_bus_id)
+        self.context = drv.Context.get_current()  # the primary context open_gpu made current
         self.stream = drv.Stream()
         # A second stream for kernels that run beside the main one (a product's strip kernels),
         # forked from and joined back into self.stream by events, so timing on self.stream covers them.
@@ -172,6 +174,16 @@ class Gpu:
         self._flush_read = self.function(Variant(name="flush_l2_read", backend="cuda", label="", description="",
                                                  family="harness"), ())
         self._flush_read.prepare("PQP")
+
+    @contextmanager
+    def active(self):
+        """This GPU's primary context current on the calling thread for a block: a Dask task runs in
+        a worker's thread pool, where PyCUDA's per-thread context may not be current."""
+        self.context.push()
+        try:
+            yield self
+        finally:
+            self.drv.Context.pop()
 
     # -- compiling ---------------------------------------------------------------------------
     def function(self, variant: Variant, params: Params, entry: str | None = None):

@@ -35,12 +35,14 @@ COLUMNS = (
     "gflops_mean", "gflops_median", "gbytes_per_s",
     "sm_clock_mhz_before", "sm_clock_mhz_after", "clock_sagged",
     "threads", "time_ms_samples", "finished_at",
+    "host", "gpu", "gpu_uuid",  # where the point ran: on a cluster, each worker's own
 )
 KEY = ("op", "variant", "params", "m", "n", "k", "cache", "scope", "pad")  # one row per point; --resume skips these
 # Columns added since the first files, with the value every row of an older file has: files written
 # before operations existed are all GEMM; before scopes and padding, every time was the kernel's alone
 # on the matrices as given.
-ADDED_COLUMNS = {"op": "gemm", "scope": "kernel", "pad": "0", "padded_shape": ""}
+ADDED_COLUMNS = {"op": "gemm", "scope": "kernel", "pad": "0", "padded_shape": "",
+                 "host": "", "gpu": "", "gpu_uuid": ""}  # where: the file's metadata says, for a file from before
 STATUSES = ("ok", "wrong", "failed", "skipped")
 _INTS = ("m", "n", "k", "runs", "warmup", "pad")
 _FLOATS = ("threads", "sm_clock_mhz_before", "sm_clock_mhz_after", "rel_err", "err_bound_ratio", "time_ms_mean", "time_ms_median", "time_ms_min", "time_ms_max",
@@ -337,8 +339,9 @@ def read_results(path: Path) -> pd.DataFrame:
     if not found.complete_text:
         raise ResultsError(f"{path} holds nothing but a header cut short")
     df = pd.read_csv(io.StringIO(found.complete_text), dtype={"params": str, "reason": str, "time_ms_samples": str,
-                                                                 "padded_shape": str})
-    for col in ("params", "reason", "time_ms_samples", "padded_shape"):
+                                                                 "padded_shape": str, "host": str, "gpu": str,
+                                                                 "gpu_uuid": str})
+    for col in ("params", "reason", "time_ms_samples", "padded_shape", "host", "gpu", "gpu_uuid"):
         if col in df:
             df[col] = df[col].fillna("")
     for position, column in enumerate(COLUMNS):

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 from . import ceilings, environment
 from .results import (COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, add_columns, older_columns, history,
-                      read_metadata, recorded_settings, scan, set_aside_torn, status_counts, write_metadata)
+                      read_metadata, recorded_settings, row_key, scan, set_aside_torn, status_counts, write_metadata)
 from .ops import get_op
 from .ops.base import SCOPES
 from .sweep import Point, Runner, Selection, Settings, kernel_key
@@ -149,7 +149,16 @@ def with_tuned(sel: Selection, cache_path: Path, say: Say) -> Selection:
 
 
 # -- running -----------------------------------------------------------------------------------------
-def open_runner(settings: Settings, points: Sequence[Point]) -> Runner:
+def open_runner(settings: Settings, points: Sequence[Point], cluster=None, say: Say = print):
+    """The runner of a run: this process's GPU and CPU, or (cluster: a cluster.ClusterSpec) a Dask
+    cluster's workers, with this process as the only writer."""
+    if cluster is not None:
+        from .cluster import ClusterError, ClusterRunner
+
+        try:
+            return ClusterRunner(settings, points, cluster, say)
+        except ClusterError as exc:
+            raise RunAborted(str(exc)) from None
     try:
         return Runner(settings, points)
     except Exception as exc:  # GpuUnavailable and the like: nothing can run
@@ -167,10 +176,10 @@ class Session:
         previous = previous or {}
         self.output, self.settings, self.runner, self.counts = output, settings, runner, {}
         self.earlier = history(previous)
-        then, now = (previous.get("gpu") or {}).get("name"), runner.gpu.facts.name if runner.gpu else None
-        if then and now and then != now:
-            raise RunRefused(f"{output} was measured on {then}; this GPU is {now}: one file, one GPU, so choose "
-                             f"another --output")
+        then, now = (previous.get("gpu") or {}).get("name"), runner.gpu_names()
+        if then and now and now != {then}:
+            raise RunRefused(f"{output} was measured on {then}; this run's GPUs are {', '.join(sorted(now))}: one "
+                             f"file, one GPU model, so choose another --output")
         notices = []
         try:
             if resume and output.exists():
@@ -198,7 +207,9 @@ class Session:
     def _save(self, state: str, **more) -> None:
         self.invocation.update(state=state, git=self.facts["git"], **more)
         mine = {k: v for k, v in self.runner.kernels.items() if k in self.kernel_keys}
-        write_metadata(self.output, {**self.meta, "state": state, "finished_at": self.invocation.get("finished_at"),
+        cluster = self.runner.meta() if hasattr(self.runner, "meta") else {}  # its workers and GPUs
+        libraries = self.runner.library_meta()  # a cluster's workers report theirs as they go
+        write_metadata(self.output, {**self.meta, **libraries, **cluster, "state": state, "finished_at": self.invocation.get("finished_at"),
                                      "status_counts": status_counts(self.output), "kernels": {**self.kernels, **mine},
                                      "invocations": [*self.earlier, self.invocation]})
 
@@ -235,9 +246,11 @@ def run_together(runner: Runner, items: Sequence[tuple[Session, Point]],
         by_shape.setdefault((point.variant.op, point.shape), []).append((session, point))
     ordered = [item for group in by_shape.values() for item in group]
     queue = iter(ordered)
+    # A cluster gives rows as its chunks finish: each row goes to its point by key (one session).
+    by_key = {point.key: (session, point) for session, point in ordered} if getattr(runner, "unordered", False) else None
 
     def route(row: dict) -> None:
-        session, point = next(queue)
+        session, point = by_key.pop(row_key(row)) if by_key is not None else next(queue)
         session.write(row, point)
         if on_row:
             on_row(row)
@@ -258,11 +271,13 @@ class Outcome:
 
 def execute(points: Sequence[Point], settings: Settings, output: Path, about: dict, command: list[str], *,
             prepare: Callable[[Runner], None] | None = None, resume: bool = False, previous: dict | None = None,
-            on_row: Callable[[dict], None] | None = None, say: Say = print) -> Outcome:
+            on_row: Callable[[dict], None] | None = None, say: Say = print, cluster=None) -> Outcome:
     """Run points into output with metadata (`about` goes into it); prepare(runner) runs first
-    (the tuner compiles its configurations there). Ctrl-C ends the run as `interrupted`, with every
-    finished row kept."""
-    runner = open_runner(settings, points)
+    (the tuner compiles its configurations there; not on a cluster, whose workers compile as they
+    go). Ctrl-C ends the run as `interrupted`, with every finished row kept. cluster: a
+    cluster.ClusterSpec to spread the points over (this process stays the only writer)."""
+    runner = open_runner(settings, points, cluster, say)
+    prepare = prepare if cluster is None else None
     try:
         if prepare:
             prepare(runner)
@@ -283,9 +298,11 @@ def execute(points: Sequence[Point], settings: Settings, output: Path, about: di
 
 
 # -- tuning ------------------------------------------------------------------------------------------
-def record_tuning(output: Path, variant, per_shape: bool, cache_path: Path):
+def record_tuning(output: Path, variant, per_shape: bool, cache_path: Path, pool: bool = False):
     """After a tuning run: its best configuration per size class (or shape) into the cache, keyed
-    by the GPU its metadata names. Returns (best, device); RunAborted when none verified."""
+    by the GPU its metadata names (a cluster's workers of one model merge into that model's entry).
+    Returns (best, device); RunAborted when none verified, RunRefused when the run mixed GPU models
+    and pool is not set (with pool, the pooled best goes under each model's name)."""
     from . import source
     from .results import read_results
     from .tune import DeviceId, best_per_class, record
@@ -293,9 +310,16 @@ def record_tuning(output: Path, variant, per_shape: bool, cache_path: Path):
     best = best_per_class(read_results(output), variant.name, per_shape)
     if not best:
         raise RunAborted(f"no configuration of {variant.name} was verified at every shape; see {output}")
-    gpu = read_metadata(output).get("gpu") or {}  # the GPU the tuning ran on, as its metadata records
-    device = DeviceId(gpu.get("name") or "unknown GPU", gpu.get("arch"), gpu.get("sm_count"))
-    record(cache_path, device, variant.name, source.source_hash(variant), best, output)
+    meta = read_metadata(output)
+    gpu = meta.get("gpu") or {}  # the GPU the tuning ran on, as its metadata records
+    models = gpu.get("mixed") or [gpu.get("name") or "unknown GPU"]
+    if len(models) > 1 and not pool:
+        raise RunRefused(f"{output} was measured on GPUs of different models ({', '.join(models)}); their timings "
+                         f"do not pool into one cache entry: tune on one model, or pass --pool-gpus")
+    facts = {g["name"]: g for g in (meta.get("cluster") or {}).get("gpus", [])} or {models[0]: gpu}
+    for name in models:
+        device = DeviceId(name, facts.get(name, gpu).get("arch"), facts.get(name, gpu).get("sm_count"))
+        record(cache_path, device, variant.name, source.source_hash(variant), best, output)
     return best, device
 
 

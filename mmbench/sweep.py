@@ -9,6 +9,7 @@ sweep goes on.
 from __future__ import annotations
 
 import datetime as dt
+import platform
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -127,12 +128,15 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
+HOST = platform.node()  # where this process runs (a cluster worker's own host)
+
+
 def _row(point: Point, settings: Settings, status: str, reason: str = "", **fields) -> dict:
     s = point.shape
     return {"op": point.variant.op, "variant": point.variant.name, "label": point.variant.label, "backend": point.variant.backend,
             "params": format_params(point.params), "m": s.m, "n": s.n, "k": s.k, "cache": point.cache,
             "scope": point.scope, "pad": int(point.pad), "padded_shape": _padded_shape(point), "status": status, "reason": reason, "runs": settings.runs, "warmup": settings.warmup,
-            "finished_at": _now(), **fields}
+            "finished_at": _now(), "host": HOST, **fields}
 
 
 def _padded_shape(point: Point) -> str:
@@ -194,11 +198,19 @@ class Runner:
         self.libraries: dict[str, object] = {}  # variant name -> open library handle (cuBLAS, ...)
         self.library_errors: dict[str, str] = {}  # variant name -> why it could not be opened
         self.kernels: dict[str, dict] = {}  # "name[params]" -> resources, for the metadata
-        if any(p.variant.on_gpu for p in points):
+        self._gpu_factory = gpu_factory
+        self.ensure(points)
+
+    def ensure(self, points: Sequence[Point]) -> None:
+        """Open what these points need and the runner has not opened yet: the GPU, library handles
+        (a cluster worker's runner serves one chunk of points after another)."""
+        if self.gpu is None and any(p.variant.on_gpu for p in points):
             from .device import open_gpu
 
-            self.gpu = (gpu_factory or open_gpu)()
+            self.gpu = (self._gpu_factory or open_gpu)()
         for variant in dict.fromkeys(p.variant for p in points if p.variant.on_gpu and p.variant.backend != "cuda"):
+            if variant.name in self.libraries or variant.name in self.library_errors:
+                continue
             try:
                 self.libraries[variant.name] = get_op(variant.op).library(variant, self.gpu)
             except Exception as exc:  # the library is missing or refused to start
@@ -249,6 +261,12 @@ class Runner:
             return f"device buffers could not be allocated: {_first_line(exc)}"
 
     def _run_point(self, point: Point, inputs, buffers) -> dict:
+        row = self._run_point_row(point, inputs, buffers)
+        if point.variant.on_gpu and self.gpu is not None:
+            row.update(gpu=self.gpu.facts.name, gpu_uuid=self.gpu.facts.uuid)
+        return row
+
+    def _run_point_row(self, point: Point, inputs, buffers) -> dict:
         try:
             if not point.variant.on_gpu:
                 return self._run_cpu(point, inputs)
@@ -388,6 +406,10 @@ class Runner:
         except Exception as exc:  # nvcc missing here: the loaded function's numbers still stand
             entry["ptxas"] = f"unavailable: {_first_line(exc)}"
         self.kernels[key] = entry
+
+    def gpu_names(self) -> set[str]:
+        """The GPU model this runner measures on (none when it opened no GPU)."""
+        return {self.gpu.facts.name} if self.gpu is not None else set()
 
     def library_meta(self) -> dict:
         """Per library baseline: its version and settings, or why it could not be opened."""

@@ -327,3 +327,23 @@ def test_cli_batched_tune_fills_the_cache_by_cell_and_run_picks_each_shapes_cell
     assert set(rows.status) == {"ok"}
     assert rows[rows.m == 8].params.iloc[0] == by_cell["cell03x14"]
     assert rows[rows.m == 4000].params.iloc[0] == by_cell["cell14x03"]
+
+
+def test_a_cluster_of_the_visible_gpus_runs_a_sweep_and_tags_each_row_with_its_gpu(tmp_path):
+    """Issue 16: `--cluster local` on a host of 2 or more GPUs, one dask-cuda worker per GPU; every
+    point verified once, rows naming the GPU (UUID) and host they ran on, metadata every worker."""
+    pytest.importorskip("dask_cuda")
+    import pycuda.driver as drv
+
+    drv.init()
+    if drv.Device.count() < 2:
+        pytest.skip("needs 2 GPUs")
+    out = tmp_path / "c.csv"
+    result = CliRunner().invoke(main, ["run", "-v", "dbuf,cublas,shared", "-s", "33,1000x37x2049,512,1024,2048",
+                                       "--runs", "3", "--cluster", "local", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    df = read_results(out)
+    assert len(df) == 15 and set(df.status) == {"ok"}
+    assert len(set(df.gpu_uuid)) == 2 and all(df.gpu) and all(df.host)
+    meta = json.loads(out.with_suffix(".meta.json").read_text())
+    assert len(meta["cluster"]["workers"]) == drv.Device.count() and len(meta["cluster"]["gpus"]) == 2

@@ -57,12 +57,41 @@ def progress_bar(total: int):
             progress.stop()
 
 
-def _execute(points, settings, output, about, *, prepare=None, strict=True, resume=False, previous=None):
+def cluster_options(fn):
+    """--cluster / --scheduler / --workers, shared by run and tune."""
+    fn = click.option("--workers", type=click.IntRange(min=1), metavar="N",
+                      help="With --cluster local and no GPU points: worker processes (default: one per core).")(fn)
+    fn = click.option("--scheduler", metavar="tcp://HOST:PORT",
+                      help="Spread the points over a running Dask cluster (dask-jobqueue on Slurm or PBS, ...); "
+                           "this process writes every row.")(fn)
+    fn = click.option("--cluster", type=click.Choice(["local"]),
+                      help="Spread the points over a Dask cluster started here: one worker per GPU (dask-cuda's "
+                           "LocalCUDACluster, honouring CUDA_VISIBLE_DEVICES), or CPU processes when no point needs a "
+                           "GPU. Needs pip install '.[cluster]'.")(fn)
+    return fn
+
+
+def _cluster_spec(cluster: str | None, scheduler: str | None, workers: int | None):
+    """The cluster a run asked for, or None (Dask is then never imported)."""
+    if cluster and scheduler:
+        raise InputError("--cluster local starts a cluster and --scheduler uses a running one: give one of them")
+    if workers is not None and not cluster:
+        raise InputError("--workers sizes a cluster that --cluster local starts")
+    if scheduler is not None and not scheduler.strip():
+        raise InputError("--scheduler '': expected an address such as tcp://HOST:8786")
+    if not (cluster or scheduler):
+        return None
+    from ..cluster import ClusterSpec
+
+    return ClusterSpec(scheduler=scheduler, workers=workers)
+
+
+def _execute(points, settings, output, about, *, prepare=None, strict=True, resume=False, previous=None, cluster=None):
     """workflow.execute with a progress bar, then the summary; exit 1 when interrupted, or (strict)
     when a point was wrong or failed (the tuner expects some to fail)."""
     with progress_bar(len(points)) as on_row:
         outcome = workflow.execute(points, settings, output, about, list(ARGV), prepare=prepare, resume=resume,
-                               previous=previous, on_row=on_row, say=say)
+                               previous=previous, on_row=on_row, say=say, cluster=cluster)
     console.print(_summary(output))
     say(f"results: {output}  (metadata: {output.with_suffix('.meta.json')})")
     if outcome.state == "interrupted":
@@ -220,8 +249,9 @@ def _summary(csv_path: Path) -> Table:
 @click.option("--pad", is_flag=True, help="GEMM kernels: run on A and B zero-padded to the kernel's tile multiple "
               "(m, n to its tile of C, k to its k-tile) and take C out of the padded result.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and exit; needs no GPU.")
+@cluster_options
 def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cache, threads, seed, cpu_budget, output,
-        resume, scope, pad, dry_run):
+        resume, scope, pad, dry_run, cluster, scheduler, workers):
     """Sweep variants over sizes: verify each point, time it, write a row per point.
 
     \b
@@ -231,6 +261,7 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
       mmbench run --config configs/zosa2017.toml
     """
     name, selections, cfg = _selections(variants, sizes, blocks, params, config, scope, pad)
+    spec = _cluster_spec(cluster, scheduler, workers)
     if resume and output is None:
         raise InputError("--resume needs --output naming the CSV to continue")
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -261,7 +292,7 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
         console.print(f"nothing to do: all {len(points)} points are already in {output}", soft_wrap=True)
         return
     _execute(todo, settings, output, {"name": name, "config": str(config) if config else None}, previous=previous,
-             resume=resume)
+             resume=resume, cluster=spec)
 
 
 @click.command()
@@ -297,8 +328,12 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
               help="Search only configurations among the --top fastest at some shape of this tuning CSV (repeatable).")
 @click.option("--top", type=click.IntRange(min=1), default=4, show_default=True,
               help="With --candidates: how many of the fastest per recorded shape.")
+@click.option("--pool-gpus", is_flag=True, help="On a cluster of GPUs of different models: pool their timings into "
+              "one cache entry per model anyway (refused otherwise).")
+@cluster_options
 def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, engine, resume, prune, jobs, output,
-         tuning_cache, dry_run, replay, pinned_text, per_shape, candidates_from, top):
+         tuning_cache, dry_run, replay, pinned_text, per_shape, candidates_from, top, pool_gpus, cluster, scheduler,
+         workers):
     """Search a variant's parameter space: compile, verify and time every configuration tried,
     record each as a row, and keep the best per size class (or per shape) in the tuning cache."""
     from .. import source
@@ -332,6 +367,9 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     prune = PRUNE if prune is None else prune
     if resume and (engine != "batched" or output is None):
         raise InputError("--resume continues a batched tuning file: give --engine batched (or auto) and --output")
+    spec = _cluster_spec(cluster, scheduler, workers)
+    if spec is not None and engine == "batched":
+        raise InputError("the batched engine runs on one GPU; on a cluster, tune with --engine points")
     settings = Settings(runs=runs or 5, warmup=2 if warmup is None else warmup, cache=cache, seed=seed, skip_spills=True)
     points = [Point(variant, p, s, cache) for s in shapes for p in configs]
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -373,8 +411,12 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
         say(f"best configuration in {len(best)} size classes; tuning cache: {tuning_cache} ({device.name}, "
             f"{variant.name} source {source.source_hash(variant)})")
         return
-    _execute(points, settings, output, about, prepare=lambda r: r.gpu.precompile(variant, configs, jobs), strict=False)
-    best, device = workflow.record_tuning(output, variant, per_shape, tuning_cache)
+    _execute(points, settings, output, about, prepare=lambda r: r.gpu.precompile(variant, configs, jobs), strict=False,
+             cluster=spec)
+    try:
+        best, device = workflow.record_tuning(output, variant, per_shape, tuning_cache, pool=pool_gpus)
+    except workflow.RunRefused as exc:
+        raise InputError(str(exc)) from None
     for line in describe(best):
         say(f"best {line}")
     say(f"tuning cache: {tuning_cache} ({device.name}, {variant.name} source {source.source_hash(variant)})")

@@ -1,0 +1,199 @@
+"""Sweeps across GPUs and hosts on Dask (issue 16): the only module that imports dask and
+distributed, and only when a run asks for a cluster.
+
+The client plans, sends chunks of points to the workers and is the only writer of the CSV and
+metadata: a worker returns a chunk's rows, and the client writes each chunk's rows as the chunk
+finishes, so rows stream, `--resume` works as for one GPU, and a crash of the client loses no row
+written. A worker keeps one Runner for the whole sweep (compiled modules, library handles, the
+last shape's inputs), with its GPU's primary context made current around every chunk. A chunk
+whose worker dies is run again elsewhere by the scheduler; one that kills workers past the
+scheduler's allowed failures becomes `failed` rows that say so. Each row names the host and GPU
+it ran on; the metadata lists every worker.
+
+`--cluster local` starts a dask-cuda LocalCUDACluster (one worker per visible GPU, honouring
+CUDA_VISIBLE_DEVICES), or a LocalCluster of one-thread processes when no point needs a GPU;
+`--scheduler tcp://HOST:PORT` uses a running cluster (dask-jobqueue's, dask-kubernetes's, ...).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from .sizes import Shape
+from .sweep import HOST, Point, Runner, Settings, _row
+from .variants import get_variant
+
+CHUNKS_PER_WORKER = 4  # chunks of a shape's points: enough to share a tuning shape's configurations out
+INSTALL = "pip install '.[cluster]' (dask, distributed and dask-cuda)"
+
+
+class ClusterError(RuntimeError):
+    """No cluster could be started or reached: the message says why."""
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """Where a run's points go: a local cluster started here, or a running scheduler."""
+
+    scheduler: str | None = None  # tcp://HOST:PORT; None: start a local cluster
+    workers: int | None = None  # a local CPU cluster's processes (default: one per core)
+
+    def __str__(self) -> str:
+        return self.scheduler or "local"
+
+
+# -- points cross the wire as plain tuples (a Variant holds mappings that do not pickle) -------------
+def descriptor(point: Point) -> tuple:
+    s = point.shape
+    return (point.variant.name, point.params, (s.m, s.n, s.k), point.cache, point.scope, point.pad)
+
+
+def from_descriptor(d: tuple) -> Point:
+    name, params, (m, n, k), cache, scope, pad = d
+    return Point(get_variant(name), tuple(map(tuple, params)), Shape(m, n, k), cache, scope, pad)
+
+
+def chunks(points: Sequence[Point], workers: int) -> list[list[Point]]:
+    """The points in chunks that keep a shape's points together (they share its inputs), a shape
+    with many points (a tuning's configurations) split so that every worker gets some."""
+    by_shape: dict[tuple, list[Point]] = {}
+    for p in points:
+        by_shape.setdefault((p.variant.op, p.shape), []).append(p)
+    size = max(1, math.ceil(len(points) / max(1, workers * CHUNKS_PER_WORKER)))
+    return [group[i:i + size] for group in by_shape.values() for i in range(0, len(group), size)]
+
+
+# -- the worker's side ----------------------------------------------------------------------------------
+_RUNNERS: dict[Settings, Runner] = {}  # per worker process: one runner per measurement settings
+
+
+def worker_identity() -> dict:
+    """What a worker reports of itself for the metadata: host, process, the GPUs it sees."""
+    from .device import device_identity
+
+    found = device_identity()
+    return {"host": HOST, "pid": os.getpid(), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "gpu": found.name if found else None}
+
+
+def run_chunk(settings: Settings, descriptors: list[tuple]) -> dict:
+    """On a worker: run a chunk of points with this process's runner; its rows (in the chunk's
+    order), the resources of the kernels it ran, and where it ran."""
+    from . import environment
+
+    points = [from_descriptor(d) for d in descriptors]
+    runner = _RUNNERS.get(settings)
+    if runner is None:
+        runner = _RUNNERS[settings] = Runner(settings, points)
+    runner.ensure(points)
+    rows: list[dict] = []
+    if runner.gpu is not None:
+        with runner.gpu.active():
+            runner.run(points, rows.append)
+    else:
+        runner.run(points, rows.append)
+    return {"rows": rows, "kernels": dict(runner.kernels), "libraries": runner.library_meta(),
+            "gpu": environment.gpu_info(runner.gpu) if runner.gpu is not None else None,
+            "worker": {"host": HOST, "pid": os.getpid()}}
+
+
+# -- the client's side ----------------------------------------------------------------------------------
+def connect(spec: ClusterSpec, gpus: bool, say: Callable[[str], None]):
+    """A distributed Client of the spec's cluster: a running scheduler's, or a local one started
+    now (dask-cuda's LocalCUDACluster when points need GPUs, else one-thread CPU processes)."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ClusterError(f"a cluster run needs Dask: {INSTALL}") from None
+    if spec.scheduler:
+        try:
+            return Client(spec.scheduler, timeout="20s")
+        except (OSError, TimeoutError) as exc:
+            raise ClusterError(f"no Dask scheduler at {spec.scheduler}: {exc}") from None
+    if gpus:
+        try:
+            from dask_cuda import LocalCUDACluster
+        except ImportError:
+            raise ClusterError(f"--cluster local with GPU points needs dask-cuda: {INSTALL}") from None
+        cluster = LocalCUDACluster(threads_per_worker=1)
+    else:
+        cluster = LocalCluster(n_workers=spec.workers or os.cpu_count() or 1, threads_per_worker=1, processes=True)
+    client = Client(cluster)
+    say(f"cluster: {len(client.scheduler_info()['workers'])} workers at {client.dashboard_link}")
+    return client
+
+
+class ClusterRunner:
+    """Runs points on a Dask cluster with the interface of sweep.Runner: run(points, on_row), the
+    kernels it compiled, its library metadata; rows arrive as chunks finish, so they are routed
+    by key (`unordered`), not by order."""
+
+    unordered = True
+    gpu = None  # the client opens no GPU; each worker has its own
+
+    def __init__(self, settings: Settings, points: Sequence[Point], spec: ClusterSpec,
+                 say: Callable[[str], None] = print):
+        self.settings, self.spec = settings, spec
+        self.client = connect(spec, any(p.variant.on_gpu for p in points), say)
+        self.owns_cluster = spec.scheduler is None
+        self.kernels: dict[str, dict] = {}
+        self._libraries: dict[str, dict] = {}
+        self.gpus: dict[str, dict] = {}  # GPU uuid (or worker) -> its facts, as workers report them
+        self.workers = {address: info for address, info in self.client.run(worker_identity).items()}
+
+    def library_meta(self) -> dict:
+        return dict(self._libraries)
+
+    def gpu_names(self) -> set[str]:
+        """The GPU models the workers see (what a resumed file's GPU is checked against)."""
+        return {w["gpu"] for w in self.workers.values() if w.get("gpu")}
+
+    def meta(self) -> dict:
+        """The cluster's part of the metadata: every worker, every GPU that ran a point, and as
+        `gpu` the one GPU model they share (mixed models: the names, so tuning can refuse them)."""
+        names = sorted({g["name"] for g in self.gpus.values()})
+        gpu = next(iter(self.gpus.values())) if len(names) == 1 else ({"name": " + ".join(names), "mixed": names}
+                                                                       if names else None)
+        return {"cluster": {"scheduler": str(self.spec), "workers": self.workers,
+                            "gpus": list(self.gpus.values())}, **({"gpu": gpu} if gpu else {})}
+
+    def run(self, points: Sequence[Point], on_row: Callable[[dict], None]) -> None:
+        from distributed import as_completed
+
+        work = chunks(points, len(self.workers) or 1)
+        futures = {self.client.submit(run_chunk, self.settings, [descriptor(p) for p in chunk], pure=False): chunk
+                   for chunk in work}
+        try:
+            for future in as_completed(futures):
+                chunk = futures.pop(future)
+                try:
+                    result = future.result()
+                except Exception as exc:  # KilledWorker past the allowed failures, or an error in the task
+                    why = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+                    for point in chunk:
+                        on_row(_row(point, self.settings, "failed", f"cluster: {why}"[:300]))
+                    continue
+                self._absorb(result)
+                for row in result["rows"]:
+                    on_row(row)
+        finally:
+            for future in futures:  # interrupted: what has not finished is not wanted
+                future.cancel()
+
+    def _absorb(self, result: dict) -> None:
+        self.kernels.update(result["kernels"])
+        self._libraries.update(result["libraries"])
+        if result["gpu"]:
+            gpu = result["gpu"]
+            self.gpus.setdefault(gpu.get("uuid") or f"{result['worker']['host']}:{result['worker']['pid']}",
+                                 {**gpu, "host": result["worker"]["host"]})
+
+    def close(self) -> None:
+        cluster = self.client.cluster if self.owns_cluster else None
+        self.client.close()
+        if cluster is not None:
+            cluster.close()
+

@@ -1,0 +1,141 @@
+"""Sweeps on a Dask cluster (issue 16), on the CPU: a LocalCluster of CPU worker processes runs
+compiled-C and BLAS points; the client is the only writer, rows stream, resume works, and a
+worker killed mid-sweep loses and duplicates nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+distributed = pytest.importorskip("distributed")
+
+from mmbench import runs  # noqa: E402
+from mmbench.cli import main  # noqa: E402
+from mmbench.cluster import ClusterRunner, ClusterSpec, chunks, descriptor, from_descriptor  # noqa: E402
+from mmbench.results import read_metadata, read_results  # noqa: E402
+from mmbench.sizes import Shape  # noqa: E402
+from mmbench.sweep import Point, Selection, Settings, plan  # noqa: E402
+from mmbench.variants import REGISTRY, Variant  # noqa: E402
+
+SIZES = "32,48,64,80,96,112,128,144"
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def keys(df):
+    return sorted(zip(df.variant, df.m, df.n, df.k, df.status))
+
+
+def test_points_cross_the_wire_as_tuples_and_come_back_equal():
+    points = plan([Selection((REGISTRY["dbuf"], REGISTRY["shared"]), "33,1000x37x2049", {"BLOCK": (16,)},
+                             scopes=("kernel", "device"), pads=(False, True))], "cold")
+    assert all(from_descriptor(descriptor(p)) == p for p in points)
+
+
+def test_chunks_keep_a_shapes_points_together_and_split_a_big_shape_for_every_worker():
+    shape_points = [Point(REGISTRY["shared"], (("BLOCK", b),), Shape(64, 64, 64), "cold") for b in (8, 16, 32)] * 10
+    other = [Point(REGISTRY["naive"], (("BLOCK", 8),), Shape(32, 32, 32), "cold")]
+    parts = chunks(shape_points + other, workers=2)
+    assert sum(len(c) for c in parts) == 31 and len(parts) >= 2 * 2
+    assert all(len({p.shape for p in c}) == 1 for c in parts)
+
+
+def test_a_cluster_run_writes_the_same_points_as_one_process(tmp_path, scheduler):
+    one, many = tmp_path / "one.csv", tmp_path / "many.csv"
+    args = ("run", "-v", "cpu_naive_matmul,blas", "-s", SIZES, "--runs", "2")
+    assert invoke(*args, "-o", one).exit_code == 0
+    result = invoke(*args, "-o", many, "--scheduler", scheduler)
+    assert result.exit_code == 0, result.output
+    a, b = read_results(one), read_results(many)
+    assert keys(a) == keys(b) and len(b) == 16 and set(b.status) == {"ok"}
+    # the same inputs (seeded by shape): the compiled loop's results, and so their errors, agree (the
+    # norms are summed by a BLAS whose threads may round in another order)
+    naive = lambda df: df[df.variant == "cpu_naive_matmul"].set_index(["m", "n", "k"]).rel_err.sort_index()  # noqa: E731
+    assert list(naive(a).index) == list(naive(b).index)
+    assert naive(a).to_numpy() == pytest.approx(naive(b).to_numpy(), rel=1e-9)
+    assert set(b.host) == {os.uname().nodename} and set(b.gpu) == {""}
+    meta = read_metadata(many)
+    assert meta["cluster"]["scheduler"] == scheduler and len(meta["cluster"]["workers"]) == 2
+    assert meta["status_counts"] == {"ok": 16}
+
+
+def test_resume_across_a_cluster_run_measures_only_what_is_missing(tmp_path, scheduler):
+    out = tmp_path / "r.csv"
+    assert invoke("run", "-v", "cpu_naive_matmul", "-s", "32,64", "--runs", "2", "-o", out, "--scheduler",
+                  scheduler).exit_code == 0
+    result = invoke("run", "-v", "cpu_naive_matmul", "-s", "32,64,96,128", "-o", out, "--resume", "--scheduler", scheduler)
+    assert result.exit_code == 0, result.output
+    df = read_results(out)
+    assert sorted(df.n) == [32, 64, 96, 128] and set(df.runs) == {2}  # each once; the file's settings kept
+    assert [i["points_planned"] for i in read_metadata(out)["invocations"]] == [2, 2]
+
+
+def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(tmp_path, scheduler):
+    """The first row's arrival kills a worker that is running a chunk; the scheduler runs that chunk
+    again on the other worker (or the restarted one), and the client writes every point once."""
+    out = tmp_path / "k.csv"
+    settings = Settings(runs=3, warmup=1)
+    points = plan([Selection((REGISTRY["cpu_naive_matmul"],), "96,128,160,192,224,256,288,320,352,384", {})], "hot")
+    client = distributed.Client(scheduler)
+    pids = client.run(os.getpid)  # worker address -> its process
+    killed = []
+
+    def kill_a_busy_worker(row):
+        if killed:
+            return
+        busy = [w for w, tasks in client.processing().items() if tasks and w in pids]
+        if busy:
+            killed.append(busy[0])
+            os.kill(pids[busy[0]], signal.SIGKILL)
+
+    try:
+        outcome = runs.execute(points, settings, out, {"name": "k"}, ["test"], on_row=kill_a_busy_worker,
+                               cluster=ClusterSpec(scheduler=scheduler), say=lambda _: None)
+    finally:
+        client.close()
+    assert killed, "no worker was busy when the first row came"
+    df = read_results(out)
+    assert outcome.state == "finished" and len(df) == len(points) == 10
+    assert sorted(df.n) == [96, 128, 160, 192, 224, 256, 288, 320, 352, 384] and set(df.status) == {"ok"}
+
+
+def test_a_chunk_that_cannot_run_becomes_failed_rows_and_the_sweep_goes_on(scheduler):
+    ghost = Variant(name="ghost", backend="cpu", label="ghost", description="not in the registry")
+    points = [Point(ghost, (), Shape(32, 32, 32), "hot"), Point(REGISTRY["blas"], (), Shape(48, 48, 48), "hot")]
+    runner = ClusterRunner(Settings(runs=1, warmup=0), points, ClusterSpec(scheduler=scheduler), say=lambda _: None)
+    rows = []
+    try:
+        runner.run(points, rows.append)
+    finally:
+        runner.close()
+    by = {r["variant"]: r for r in rows}
+    assert by["blas"]["status"] == "ok"
+    assert by["ghost"]["status"] == "failed" and "unknown variant 'ghost'" in by["ghost"]["reason"]
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--cluster", "local", "--scheduler", "tcp://x:1"], "give one of them"),
+    (["--workers", "2"], "--workers sizes a cluster that --cluster local starts"),
+    (["--scheduler", ""], "--scheduler '': expected an address"),
+])
+def test_cluster_options_refuse_what_cannot_be_meant(tmp_path, args, needle):
+    result = invoke("run", "-v", "blas", "-s", "32", "-o", tmp_path / "x.csv", *args)
+    assert result.exit_code == 2 and needle in result.output and not (tmp_path / "x.csv").exists()
+
+
+def test_a_scheduler_that_is_not_there_is_one_line(tmp_path):
+    result = invoke("run", "-v", "blas", "-s", "32", "-o", tmp_path / "x.csv", "--scheduler", "tcp://127.0.0.1:9")
+    assert result.exit_code == 1 and "no Dask scheduler at tcp://127.0.0.1:9" in result.output
+    assert "Traceback" not in result.output
