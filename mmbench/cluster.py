@@ -88,6 +88,7 @@ def run_chunk(settings: Settings, descriptors: list[tuple]) -> dict:
     runner = _RUNNERS.get(settings)
     if runner is None:
         runner = _RUNNERS[settings] = Runner(settings, points)
+        runner.keep_shape = True  # the next chunk is often of the same shape: its inputs stay
     runner.ensure(points)
     rows: list[dict] = []
     if runner.gpu is not None:

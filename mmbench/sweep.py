@@ -199,6 +199,10 @@ class Runner:
         self.library_errors: dict[str, str] = {}  # variant name -> why it could not be opened
         self.kernels: dict[str, dict] = {}  # "name[params]" -> resources, for the metadata
         self._gpu_factory = gpu_factory
+        # The last shape's inputs, reference and device buffers: freed after each shape, unless
+        # keep_shape (a cluster worker, whose next chunk is often of the same shape).
+        self.keep_shape = False
+        self._kept: tuple | None = None
         self.ensure(points)
 
     def ensure(self, points: Sequence[Point]) -> None:
@@ -228,17 +232,28 @@ class Runner:
                 for point in group:
                     on_row(_row(point, self.settings, "skipped", too_large))
                 continue
-            rng = np.random.default_rng([self.settings.seed, shape.m, shape.n, shape.k])
-            inputs = op.make_inputs(shape, rng)
-            buffers = None
+            key = (name, shape, self.settings.seed)
+            if self._kept is not None and self._kept[0] == key:
+                _, inputs, buffers = self._kept  # a cluster worker's next chunk of the same shape
+            else:
+                self.release_shape()
+                rng = np.random.default_rng([self.settings.seed, shape.m, shape.n, shape.k])
+                inputs, buffers = op.make_inputs(shape, rng), None
             try:
                 for point in group:
                     if point.variant.on_gpu and buffers is None:
                         buffers = self._device_buffers(op, shape, inputs)
                     on_row(self._run_point(point, inputs, buffers))
             finally:
-                if isinstance(buffers, DeviceBuffers):
-                    buffers.free()
+                self._kept = (key, inputs, buffers)
+                if not self.keep_shape:
+                    self.release_shape()
+
+    def release_shape(self) -> None:
+        """Free the device buffers of the shape last run (kept by a cluster worker's runner)."""
+        if self._kept is not None and isinstance(self._kept[2], DeviceBuffers):
+            self._kept[2].free()
+        self._kept = None
 
     @staticmethod
     def _host_shortfall(op: Operation, shape: Shape) -> str:
@@ -417,5 +432,6 @@ class Runner:
                 **{name: {"unavailable": why} for name, why in self.library_errors.items()}}
 
     def close(self) -> None:
+        self.release_shape()
         for handle in self.libraries.values():
             handle.close()

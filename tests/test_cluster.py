@@ -139,3 +139,24 @@ def test_a_scheduler_that_is_not_there_is_one_line(tmp_path):
     result = invoke("run", "-v", "blas", "-s", "32", "-o", tmp_path / "x.csv", "--scheduler", "tcp://127.0.0.1:9")
     assert result.exit_code == 1 and "no Dask scheduler at tcp://127.0.0.1:9" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_workers_runner_keeps_a_shapes_inputs_for_its_next_chunk_of_that_shape(monkeypatch):
+    from mmbench.ops.gemm import Gemm
+    from mmbench.sweep import Runner
+
+    made = []
+    original = Gemm.make_inputs
+    monkeypatch.setattr(Gemm, "make_inputs", lambda self, shape, rng: made.append(shape) or original(self, shape, rng))
+    chunk = lambda n: [Point(REGISTRY["blas"], (), Shape(n, n, n), "hot")]  # noqa: E731
+    runner = Runner(Settings(runs=1, warmup=0), [])
+    rows = []
+    for n in (32, 32, 48):
+        runner.run(chunk(n), rows.append)
+    assert made == [Shape(32, 32, 32), Shape(32, 32, 32), Shape(48, 48, 48)]  # one process: each chunk anew
+    made.clear()
+    runner.keep_shape = True
+    for n in (32, 32, 48, 48):
+        runner.run(chunk(n), rows.append)
+    assert made == [Shape(32, 32, 32), Shape(48, 48, 48)] and all(r["status"] == "ok" for r in rows)
+    runner.close()
