@@ -377,6 +377,27 @@ def pruned_after_pivot(measured: Sequence[Measured], prune: float, pivot: Shape,
     return out
 
 
+def measure_class(tuner: BatchedTuner, cls: str, group: Sequence[Shape], inputs_of: Callable[[Shape], object],
+                  prune: float = 0.0) -> list[dict]:
+    """One size class's rows: every configuration at the class's pivot (its first shape), then the
+    unpruned ones at its other shapes; inputs_of(shape) gives a shape's inputs and reference."""
+    op = tuner.op
+    skipped = skipped_in_class(op, tuner.variant, tuner.configs, group)
+    results, untimed = [], skipped
+    for s in group:
+        inputs = inputs_of(s)
+        results.append(tuner.shape(s, inputs, untimed))
+        del inputs
+        if len(results) == 1:  # the pivot is measured: who goes on
+            untimed = {**skipped, **pruned_after_pivot(results[0], prune, s, op.flops)}
+    return class_rows(cls, tuner.configs, group, results, op.flops)
+
+
+def make_inputs(op, seed: int) -> Callable[[Shape], object]:
+    """A shape's inputs and float64 reference, seeded by the shape (the same on any worker)."""
+    return lambda s: op.make_inputs(s, np.random.default_rng([seed, s.m, s.n, s.k]))
+
+
 def run(tuner: BatchedTuner, shapes: Sequence[Shape], output: Path, seed: int, skip: set[str],
         on_class: Callable[[str, int, int], None] | None = None, counts: dict | None = None,
         prune: float = 0.0) -> dict:
@@ -390,24 +411,23 @@ def run(tuner: BatchedTuner, shapes: Sequence[Shape], output: Path, seed: int, s
     classes = [(cls, group) for cls, group in by_class(op, shapes) if cls not in skip]
     started = time.perf_counter()
     order = [s for _, group in classes for s in group]
-    make = lambda s: op.make_inputs(s, np.random.default_rng([seed, s.m, s.n, s.k]))  # noqa: E731
+    make = make_inputs(op, seed)
     # The next shape's inputs and float64 reference are made on the host while the GPU measures this one.
     prefetch = ThreadPoolExecutor(1)
-    coming = prefetch.submit(make, order[0]) if order else None
+    coming = [prefetch.submit(make, order[0])] if order else []
     at = 0
+
+    def prefetched(shape: Shape):
+        nonlocal at
+        inputs = coming.pop().result()
+        at += 1
+        if at < len(order):
+            coming.append(prefetch.submit(make, order[at]))
+        return inputs
+
     try:
         for i, (cls, group) in enumerate(classes):
-            skipped = skipped_in_class(op, tuner.variant, tuner.configs, group)
-            results, untimed = [], skipped
-            for s in group:
-                inputs = coming.result()
-                at += 1
-                coming = prefetch.submit(make, order[at]) if at < len(order) else None
-                results.append(tuner.shape(s, inputs, untimed))
-                del inputs
-                if len(results) == 1:  # the pivot is measured: who goes on
-                    untimed = {**skipped, **pruned_after_pivot(results[0], prune, s, op.flops)}
-            rows = class_rows(cls, tuner.configs, group, results, op.flops)
+            rows = measure_class(tuner, cls, group, prefetched, prune)
             writer.write(rows)
             for r in rows:
                 counts[r["status"]] = counts.get(r["status"], 0) + 1

@@ -101,6 +101,32 @@ def run_chunk(settings: Settings, descriptors: list[tuple]) -> dict:
             "worker": {"host": HOST, "pid": os.getpid()}}
 
 
+_TUNERS: dict[tuple, object] = {}  # per worker process: a batched tuner per variant and configurations
+
+
+def run_class(variant_name: str, configs: list, cache: str, l2_flush: str, jobs: int, cls: str, shapes: list[tuple],
+              seed: int, prune: float) -> dict:
+    """On a worker: one size class of a batched tuning (batched.measure_class), the tuner's
+    configurations compiled and loaded at the worker's first class and kept for the rest."""
+    from . import batched, environment
+    from .device import open_gpu
+
+    variant = get_variant(variant_name)
+    configs = [tuple(map(tuple, c)) for c in configs]
+    key = (variant_name, tuple(configs), cache, l2_flush)
+    tuner = _TUNERS.get(key)
+    if tuner is None:
+        gpu = open_gpu()
+        with gpu.active():
+            gpu.precompile(variant, configs, jobs)
+            tuner = _TUNERS[key] = batched.BatchedTuner(gpu, variant, configs, cache, l2_flush)
+    group = [Shape(*s) for s in shapes]
+    with tuner.gpu.active():
+        rows = batched.measure_class(tuner, cls, group, batched.make_inputs(tuner.op, seed), prune)
+    return {"rows": rows, "kernels": dict(tuner.kernels), "libraries": {}, "gpu": environment.gpu_info(tuner.gpu),
+            "worker": {"host": HOST, "pid": os.getpid()}}
+
+
 # -- the client's side ----------------------------------------------------------------------------------
 def connect(spec: ClusterSpec, gpus: bool, say: Callable[[str], None]):
     """A distributed Client of the spec's cluster: a running scheduler's, or a local one started
@@ -136,9 +162,9 @@ class ClusterRunner:
     gpu = None  # the client opens no GPU; each worker has its own
 
     def __init__(self, settings: Settings, points: Sequence[Point], spec: ClusterSpec,
-                 say: Callable[[str], None] = print):
+                 say: Callable[[str], None] = print, gpus: bool | None = None):
         self.settings, self.spec = settings, spec
-        self.client = connect(spec, any(p.variant.on_gpu for p in points), say)
+        self.client = connect(spec, any(p.variant.on_gpu for p in points) if gpus is None else gpus, say)
         self.owns_cluster = spec.scheduler is None
         self.kernels: dict[str, dict] = {}
         self._libraries: dict[str, dict] = {}
@@ -183,6 +209,51 @@ class ClusterRunner:
         finally:
             for future in futures:  # interrupted: what has not finished is not wanted
                 future.cancel()
+
+    def run_batched(self, variant, configs: Sequence, cache: str, l2_flush: str, jobs: int, shapes: Sequence[Shape],
+                    output, seed: int, skip: set[str], on_class: Callable[[str, int, int], None] | None,
+                    counts: dict, prune: float) -> dict:
+        """The batched tuner (batched.run) with its size classes spread over the workers: each
+        worker compiles and loads the configurations once, then measures whole classes; the client
+        writes each class's rows as it finishes (a resume continues after the last whole class)."""
+        from distributed import as_completed
+
+        from . import batched
+
+        op_classes = [(cls, group) for cls, group in batched.by_class(self._op(variant), shapes) if cls not in skip]
+        plain = [tuple(map(tuple, c)) for c in configs]
+        futures = {self.client.submit(run_class, variant.name, plain, cache, l2_flush, jobs, cls,
+                                      [(s.m, s.n, s.k) for s in group], seed, prune, pure=False): (cls, group)
+                   for cls, group in op_classes}
+        writer = batched.ClassWriter(output)
+        done = 0
+        try:
+            for future in as_completed(futures):
+                cls, group = futures.pop(future)
+                try:
+                    result = future.result()
+                except Exception as exc:  # a class that cannot be measured is left for a resume
+                    counts["classes_failed"] = counts.get("classes_failed", 0) + 1
+                    counts.setdefault("errors", []).append(f"{cls}: {type(exc).__name__}: {str(exc)[:200]}")
+                    continue
+                self._absorb(result)
+                writer.write(result["rows"])
+                for r in result["rows"]:
+                    counts[r["status"]] = counts.get(r["status"], 0) + 1
+                done += 1
+                if on_class:
+                    on_class(cls, done, len(op_classes))
+        finally:
+            for future in futures:
+                future.cancel()
+            writer.close()
+        return counts
+
+    @staticmethod
+    def _op(variant):
+        from .ops import get_op
+
+        return get_op(variant.op)
 
     def _absorb(self, result: dict) -> None:
         self.kernels.update(result["kernels"])

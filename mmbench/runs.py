@@ -356,9 +356,10 @@ def refuse_batched_resume(output: Path, configs: int, cache: str, prune: float, 
 
 def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed: int, jobs: int, output: Path,
                  cache_path: Path, about: dict, command: list[str], *, resume: bool = False, prune: float = 0.0,
-                 say: Say = print):
+                 say: Say = print, cluster=None):
     """The batched tuner (batched.py) into output, resumable by whole size class, then the best
-    configuration per class into the tuning cache. Returns (best, device, counts)."""
+    configuration per class into the tuning cache. Returns (best, device, counts). cluster: a
+    cluster.ClusterSpec whose workers measure whole classes (each compiles with `jobs` nvcc)."""
     from . import batched, source
     from .tune import DeviceId
 
@@ -372,34 +373,51 @@ def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed:
     l2_flush = recorded_settings(output, previous).get("l2_flush", Settings().l2_flush) if previous else Settings().l2_flush
     if notice:
         say(notice)
-    from .device import open_gpu
-
-    try:
-        gpu = open_gpu()
-    except Exception as exc:  # GpuUnavailable and the like: nothing can run
-        raise RunAborted(f"cannot open the GPU: {exc}") from None
-    then = (previous.get("gpu") or {}).get("name")
-    if then and then != gpu.facts.name:
-        raise RunRefused(f"{output} was measured on {then}; this GPU is {gpu.facts.name}: one file, one GPU")
     t0 = time.perf_counter()
-    gpu.precompile(variant, list(configs), jobs)
+    if cluster is None:
+        from .device import open_gpu
+
+        try:
+            gpu = open_gpu()
+        except Exception as exc:  # GpuUnavailable and the like: nothing can run
+            raise RunAborted(f"cannot open the GPU: {exc}") from None
+        now, runner = {gpu.facts.name}, None
+    else:
+        from .cluster import ClusterError, ClusterRunner
+
+        try:
+            runner = ClusterRunner(Settings(), [], cluster, say, gpus=True)
+        except ClusterError as exc:
+            raise RunAborted(str(exc)) from None
+        gpu, now = None, runner.gpu_names()
+    then = (previous.get("gpu") or {}).get("name")
+    if then and now and now != {then}:
+        if runner:
+            runner.close()
+        raise RunRefused(f"{output} was measured on {then}; this run's GPUs are {', '.join(sorted(now))}: one file, "
+                         f"one GPU model")
+    if gpu is not None:
+        gpu.precompile(variant, list(configs), jobs)
+        tuner = batched.BatchedTuner(gpu, variant, configs, cache, l2_flush)
+        say(f"compiled and loaded {len(configs)} configurations in {time.perf_counter() - t0:.0f} s "
+            f"({len(tuner.problems)} cannot run)")
     compile_s = round(time.perf_counter() - t0, 1)
-    tuner = batched.BatchedTuner(gpu, variant, configs, cache, l2_flush)
-    say(f"compiled and loaded {len(configs)} configurations in {time.perf_counter() - t0:.0f} s "
-        f"({len(tuner.problems)} cannot run)")
     facts = environment.collect(gpu)
     invocation = {"command": command, "started_at": utc_now(), "resumed": resume, "repaired": notice,
-                  "classes_done_before": len(done), "compile_s": compile_s}
+                  "classes_done_before": len(done), "compile_s": compile_s if gpu is not None else None}
     about = {**about, "tuning": {**about.get("tuning", {}), "source_hash": source.source_hash(variant)}}
     meta = {**about, "engine": "batched", "settings": {"runs": 1, "warmup": 0, "cache": cache, "seed": seed, "prune": prune,
                                              "l2_flush": l2_flush},
             "started_at": previous.get("started_at") or invocation["started_at"], **facts,
-            "kernels": {**(previous.get("kernels") or {}), **tuner.kernels}}
+            "kernels": {**(previous.get("kernels") or {}), **(tuner.kernels if gpu is not None else {})}}
     earlier = history(previous)
 
     def save(state: str, **more) -> None:
         invocation.update(state=state, git=facts["git"], **more)
-        write_metadata(output, {**meta, "state": state, "invocations": [*earlier, invocation]})
+        on_cluster = runner.meta() if runner else {}  # the workers, and the GPU model they share
+        kernels = {**meta["kernels"], **(runner.kernels if runner else {})}
+        write_metadata(output, {**meta, **on_cluster, "kernels": kernels, "state": state,
+                                "invocations": [*earlier, invocation]})
 
     output.parent.mkdir(parents=True, exist_ok=True)
     save("running")
@@ -410,15 +428,34 @@ def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed:
 
     state, counts = "finished", {}
     try:
-        batched.run(tuner, shapes, output, seed, done, progress, counts, prune)
+        if runner is None:
+            batched.run(tuner, shapes, output, seed, done, progress, counts, prune)
+        else:
+            runner.run_batched(variant, configs, cache, l2_flush, jobs, shapes, output, seed, done, progress, counts,
+                               prune)
     except KeyboardInterrupt:
         state = "interrupted"
-    save(state, finished_at=utc_now(), wall_s=round(time.perf_counter() - t0, 1), status_counts=counts)
-    device = DeviceId(gpu.facts.name, gpu.facts.arch, gpu.facts.sm_count)
+    finally:
+        errors = counts.pop("errors", [])
+        save(state, finished_at=utc_now(), wall_s=round(time.perf_counter() - t0, 1), status_counts=counts,
+             **({"class_errors": errors} if errors else {}))
+        if runner:
+            runner.close()
+    if gpu is not None:
+        device = DeviceId(gpu.facts.name, gpu.facts.arch, gpu.facts.sm_count)
+    else:
+        recorded = read_metadata(output).get("gpu") or {}
+        if recorded.get("mixed"):
+            raise RunAborted(f"{output} was measured on GPUs of different models ({', '.join(recorded['mixed'])}); "
+                             f"their classes are not pooled into the tuning cache")
+        device = DeviceId(recorded.get("name") or "unknown GPU", recorded.get("arch"), recorded.get("sm_count"))
     best = record_batched(output, variant, device, cache_path)
     if state != "finished":
         raise RunAborted(f"interrupted: the {len(best)} finished classes are in {batched.gz_path(output)} and their best "
                          f"configurations in {cache_path}; rerun with --output {output} --resume")
+    if errors:
+        raise RunAborted(f"{len(errors)} size classes could not be measured ({errors[0]}); the others are in "
+                         f"{batched.gz_path(output)}: rerun with --output {output} --resume")
     if not best:
         raise RunAborted(f"no configuration of {variant.name} was verified at every shape of a class; see {output}")
     return best, device, counts

@@ -347,3 +347,20 @@ def test_a_cluster_of_the_visible_gpus_runs_a_sweep_and_tags_each_row_with_its_g
     meta = json.loads(out.with_suffix(".meta.json").read_text())
     assert len(meta["cluster"]["workers"]) == drv.Device.count() and len(meta["cluster"]["gpus"]) == gpus
     assert meta["gpu"]["name"] == df.gpu.iloc[0]  # one model: the file's GPU, as on one GPU
+
+
+def test_a_batched_tuning_on_a_cluster_writes_every_class_once_and_records_the_gpu(tmp_path):
+    """Issue 16: the batched engine with its size classes spread over the visible GPUs' workers."""
+    pytest.importorskip("dask_cuda")
+    from mmbench import batched
+
+    out, cache = tmp_path / "t.csv", tmp_path / "cache.json"
+    result = CliRunner().invoke(main, ["tune", "-v", "gemv_tuned", "-s", "cell:8x8,cell:10x12,cell:14x9",
+                                       "--strategy", "random", "--budget", "24", "--jobs", "8", "--cluster", "local",
+                                       "-o", str(out), "--tuning-cache", str(cache)])
+    assert result.exit_code == 0, result.output
+    rows = batched.read_rows(out)
+    assert sorted(rows.size_class.unique()) == ["cell08x08", "cell10x12", "cell14x09"] and len(rows) == 3 * 24
+    meta = json.loads(out.with_suffix(".meta.json").read_text())
+    entries = json.loads(cache.read_text()).values()
+    assert meta["cluster"]["gpus"] and len(entries) == 3 and {e["device"] for e in entries} == {meta["gpu"]["name"]}

@@ -368,8 +368,6 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     if resume and (engine != "batched" or output is None):
         raise InputError("--resume continues a batched tuning file: give --engine batched (or auto) and --output")
     spec = _cluster_spec(cluster, scheduler, workers)
-    if spec is not None and engine == "batched":
-        raise InputError("the batched engine runs on one GPU; on a cluster, tune with --engine points")
     settings = Settings(runs=runs or 5, warmup=2 if warmup is None else warmup, cache=cache, seed=seed, skip_spills=True)
     points = [Point(variant, p, s, cache) for s in shapes for p in configs]
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -405,7 +403,7 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
             f"{'' if prune == 0 else f'; pruned under {prune:g} of the best at each pivot'})")
         best, device, counts = workflow.tune_batched(variant, configs, shapes, cache, seed, jobs, output, tuning_cache,
                                                      {**about, "tuning": {**about["tuning"], "engine": "batched"}},
-                                                     list(ARGV), resume=resume, prune=prune, say=say)
+                                                     list(ARGV), resume=resume, prune=prune, say=say, cluster=spec)
         say(f"rows: {', '.join(f'{n} {k}' for k, n in counts.items() if k != 'wall_s')}; "
             f"{counts.get('wall_s', 0):.0f} s measuring")
         say(f"best configuration in {len(best)} size classes; tuning cache: {tuning_cache} ({device.name}, "
