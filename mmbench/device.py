@@ -104,6 +104,14 @@ class SmClock:
     def max_mhz(self) -> int | None:
         return self._read("nvmlDeviceGetMaxClockInfo", self.nvml.NVML_CLOCK_SM) if self.handle else None
 
+    def conditions(self, when: str) -> dict:
+        """Temperature (C) and board power (W) now, as gpu_temp_c_WHEN and power_w_WHEN."""
+        if self.handle is None:
+            return {}
+        power = self._read("nvmlDeviceGetPowerUsage")  # milliwatts
+        return {f"gpu_temp_c_{when}": self._read("nvmlDeviceGetTemperature", self.nvml.NVML_TEMPERATURE_GPU),
+                f"power_w_{when}": power / 1000 if power is not None else None}
+
     def facts(self) -> dict:
         if self.handle is None:
             return {"nvml": f"unavailable ({self.error})"}
@@ -163,6 +171,7 @@ class Gpu:
         # size before each launch; zeroed once, so the read kernel never stores.
         self._flush_words = 2 * self.facts.l2_bytes // 16 * 4
         self._flush_buf = drv.mem_alloc(self._flush_words * 4)
+        self.flush_bytes = self._flush_words * 4  # what the kernel clock leaves out of a write flush
         drv.memset_d32(self._flush_buf, 0, self._flush_words)
         self._flush_sink = drv.mem_alloc(4)
         # Host-mapped flags for hold_stream, a pair per slot: [0] release, [1] timed out. Two slots let

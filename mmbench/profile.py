@@ -49,13 +49,13 @@ def ncu_path() -> str | None:
     return shutil.which("ncu")
 
 
-def ncu_command(args: Sequence[str]) -> list[str]:
+def ncu_command(args: Sequence[str], metrics: Sequence[str] = tuple(METRICS)) -> list[str]:
     ncu = ncu_path()
     if ncu is None:
         raise ProfileError("Nsight Compute (ncu) is not on PATH; it ships with the CUDA toolkit "
                            "(install nsight-compute and put its ncu on PATH)")
     return [ncu, "--csv", "--print-units", "base", "--clock-control", "none", "--cache-control", "all",
-            "--metrics", ",".join(METRICS), sys.executable, "-m", "mmbench.launch_once", *args]
+            "--metrics", ",".join(metrics), sys.executable, "-m", "mmbench.launch_once", *args]
 
 
 def parse_ncu_csv(text: str) -> list[dict]:
@@ -89,8 +89,8 @@ def _row(point: Point, launches: list[dict]) -> dict:
                if total[f"shared_{op}_inst"] else float("nan") for op in ("ld", "st")}}
 
 
-def _run(args: list[str]) -> list[dict]:
-    proc = subprocess.run(ncu_command(args), capture_output=True, text=True)
+def _run(args: list[str], metrics: Sequence[str] = tuple(METRICS)) -> list[dict]:
+    proc = subprocess.run(ncu_command(args, metrics), capture_output=True, text=True)
     launches = parse_ncu_csv(proc.stdout)
     if proc.returncode != 0 or not launches:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
@@ -117,6 +117,13 @@ def profile_points(points: Sequence[Point]) -> pd.DataFrame:
         if point.variant.backend == "cublas":
             rows.append(_row(point, _run(_args(point))))
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def kernel_time_ns(point: Point) -> tuple[float, int]:
+    """Nsight Compute's gpu__time_duration summed over every kernel one call of the point launches
+    (its own process: a library may launch several), and how many kernels that was."""
+    launches = _run(_args(point), ("gpu__time_duration.sum",))
+    return sum(la.get("gpu_time_ns", 0.0) for la in launches), len(launches)
 
 
 def profile_path(csv_path):

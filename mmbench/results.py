@@ -36,16 +36,24 @@ COLUMNS = (
     "sm_clock_mhz_before", "sm_clock_mhz_after", "clock_sagged",
     "threads", "time_ms_samples", "finished_at",
     "host", "gpu", "gpu_uuid",  # where the point ran: on a cluster, each worker's own
+    # the second clock: CUPTI's summed device work per call (kernel_clock.py), every sample kept
+    "kernel_ms_mean", "kernel_ms_median", "kernel_ms_min", "kernel_records", "kernel_ms_samples",
+    "gpu_temp_c_before", "gpu_temp_c_after", "power_w_before", "power_w_after",
+    "noise", "stopped", "samples_sagged",  # adaptive sampling: reached noise, why it stopped
 )
 KEY = ("op", "variant", "params", "m", "n", "k", "cache", "scope", "pad")  # one row per point; --resume skips these
 # Columns added since the first files, with the value every row of an older file has: files written
 # before operations existed are all GEMM; before scopes and padding, every time was the kernel's alone
 # on the matrices as given.
 ADDED_COLUMNS = {"op": "gemm", "scope": "kernel", "pad": "0", "padded_shape": "",
-                 "host": "", "gpu": "", "gpu_uuid": ""}  # where: the file's metadata says, for a file from before
+                 "host": "", "gpu": "", "gpu_uuid": "",  # where: the file's metadata says, for a file from before
+                 **{c: "" for c in ("kernel_ms_mean", "kernel_ms_median", "kernel_ms_min", "kernel_records",
+                                    "kernel_ms_samples", "gpu_temp_c_before", "gpu_temp_c_after", "power_w_before",
+                                    "power_w_after", "noise", "stopped", "samples_sagged")}}
 STATUSES = ("ok", "wrong", "failed", "skipped")
 _INTS = ("m", "n", "k", "runs", "warmup", "pad")
-_FLOATS = ("threads", "sm_clock_mhz_before", "sm_clock_mhz_after", "rel_err", "err_bound_ratio", "time_ms_mean", "time_ms_median", "time_ms_min", "time_ms_max",
+_FLOATS = ("kernel_ms_mean", "kernel_ms_median", "kernel_ms_min", "kernel_records", "gpu_temp_c_before",
+           "gpu_temp_c_after", "power_w_before", "power_w_after", "noise", "samples_sagged", "threads", "sm_clock_mhz_before", "sm_clock_mhz_after", "rel_err", "err_bound_ratio", "time_ms_mean", "time_ms_median", "time_ms_min", "time_ms_max",
            "time_ms_std", "cv", "gflops_mean", "gflops_median", "gbytes_per_s")
 _REQUIRED = ("variant", "m", "n", "k", "cache", "status", "runs", "finished_at")  # never empty
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d)$")
@@ -144,6 +152,10 @@ def row_problem(row: Mapping[str, str | None]) -> str | None:
         samples = row["time_ms_samples"].split(";") if row["time_ms_samples"] else []
         if len(samples) != int(row["runs"]) or not all(_is_float(s) for s in samples):
             return f"{len(samples)} samples where runs is {row['runs']}"
+    if row.get("kernel_ms_samples"):  # the kernel clock's, when it ran: one per run too
+        kernel = row["kernel_ms_samples"].split(";")
+        if len(kernel) != int(row["runs"]) or not all(_is_float(s) for s in kernel):
+            return f"{len(kernel)} kernel-clock samples where runs is {row['runs']}"
     return None
 
 
@@ -340,8 +352,10 @@ def read_results(path: Path) -> pd.DataFrame:
         raise ResultsError(f"{path} holds nothing but a header cut short")
     df = pd.read_csv(io.StringIO(found.complete_text), dtype={"params": str, "reason": str, "time_ms_samples": str,
                                                                  "padded_shape": str, "host": str, "gpu": str,
-                                                                 "gpu_uuid": str})
-    for col in ("params", "reason", "time_ms_samples", "padded_shape", "host", "gpu", "gpu_uuid"):
+                                                                 "gpu_uuid": str, "kernel_ms_samples": str,
+                                                                 "stopped": str})
+    for col in ("params", "reason", "time_ms_samples", "padded_shape", "host", "gpu", "gpu_uuid", "kernel_ms_samples",
+                "stopped"):
         if col in df:
             df[col] = df[col].fillna("")
     for position, column in enumerate(COLUMNS):
@@ -464,7 +478,7 @@ def _count(value, least: int | None) -> bool:
 INVOCATION_KEYS = ("command", "started_at", "finished_at", "state", "wall_s", "points_planned", "status_counts",
                    "git", "repaired")
 # Settings every row of one file must share: a resume may not change them.
-MEASUREMENT_SETTINGS = ("runs", "warmup", "cache", "threads", "seed", "l2_flush")
+MEASUREMENT_SETTINGS = ("runs", "warmup", "cache", "threads", "seed", "l2_flush", "max_noise")
 # Files whose settings do not say how the L2 was flushed were flushed by a write (before 2026-11-24).
 L2_FLUSH_BEFORE = "write"
 
@@ -486,7 +500,9 @@ def recorded_settings(csv_path: Path, meta: Mapping | None = None) -> dict:
     beside it), else from its rows (runs, warmup and the GPU rows' cache mode); {} for a new file."""
     settings = (read_metadata(csv_path) if meta is None else meta).get("settings")
     if settings:
-        return {"l2_flush": L2_FLUSH_BEFORE} | {k: settings[k] for k in MEASUREMENT_SETTINGS if k in settings}
+        # a file from before a setting existed was measured the way that setting's absence means
+        return ({"l2_flush": L2_FLUSH_BEFORE, "max_noise": None}
+                | {k: settings[k] for k in MEASUREMENT_SETTINGS if k in settings})
     if not csv_path.exists() or csv_path.stat().st_size == 0:
         return {}
     rows = scan(csv_path).rows

@@ -208,6 +208,7 @@ class Session:
         self.invocation.update(state=state, git=self.facts["git"], **more)
         mine = {k: v for k, v in self.runner.kernels.items() if k in self.kernel_keys}
         cluster = self.runner.meta() if hasattr(self.runner, "meta") else {}  # its workers and GPUs
+        cluster |= self.runner.kernel_clock_meta() if hasattr(self.runner, "kernel_clock_meta") else {}
         libraries = self.runner.library_meta()  # a cluster's workers report theirs as they go
         write_metadata(self.output, {**self.meta, **libraries, **cluster, "state": state, "finished_at": self.invocation.get("finished_at"),
                                      "status_counts": status_counts(self.output), "kernels": {**self.kernels, **mine},

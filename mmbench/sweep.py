@@ -22,7 +22,8 @@ from .ops import DeviceBuffers, Operation, get_op
 from .ops.base import ScopeError, Timed
 from .results import join_samples
 from .sizes import Shape
-from .timing import CACHE_MODES, summarize, time_cpu, time_gpu
+from .kernel_clock import KernelClock, KernelClockError, per_call_ms
+from .timing import CACHE_MODES, MAX_BATCH, noise, stop_reason, summarize, time_cpu, time_gpu
 from .variants import Params, Variant, format_params, param_points
 
 
@@ -94,6 +95,15 @@ class Settings:
     # Seconds a compiled naive CPU point may take (all its calls); one estimated to take longer is
     # a skipped row with the estimate, never a run of hours.
     cpu_budget_s: float = 120.0
+    # The second clock: CUPTI's per-kernel timestamps beside the events, where cupti-python is installed.
+    kernel_clock: bool = True
+    # Sampling that stops when the answer is known (as nvbench's): with max_noise set, `runs` is the
+    # least number of samples, and batches go on until the relative noise of those not taken while
+    # the clock sagged is under max_noise, or budget_s seconds of sampling, or max_runs samples.
+    # None: exactly `runs` samples (the papers' configs).
+    max_noise: float | None = None
+    budget_s: float = 15.0
+    max_runs: int = 1000
 
     def __post_init__(self):
         if self.cache not in CACHE_MODES:
@@ -149,6 +159,17 @@ def _padded_shape(point: Point) -> str:
         return ""
 
 
+def _kernel_fields(kernel: tuple | None) -> dict:
+    """The kernel clock's columns: every call's summed device work (ms), its statistics, and how
+    many kernels, memsets and copies a call ran; empty where CUPTI gave none."""
+    if kernel is None:
+        return {}
+    times, each = kernel
+    st = summarize(times)
+    return {"kernel_ms_mean": st.mean, "kernel_ms_median": st.median, "kernel_ms_min": st.min,
+            "kernel_records": each, "kernel_ms_samples": join_samples(times)}
+
+
 def _timing_fields(point: Point, times_ms: Sequence[float]) -> dict:
     st = summarize(times_ms)
     flops, nbytes = point.op.flops(point.shape), point.op.min_bytes(point.shape)
@@ -199,6 +220,9 @@ class Runner:
         self.library_errors: dict[str, str] = {}  # variant name -> why it could not be opened
         self.kernels: dict[str, dict] = {}  # "name[params]" -> resources, for the metadata
         self._gpu_factory = gpu_factory
+        self.kernel_clock: KernelClock | None = None  # CUPTI's records (settings.kernel_clock, GPU runs)
+        self.kernel_clock_error = ""  # why there is none, for the metadata
+        self.kernel_clock_misses: dict[str, int] = {}  # points whose records did not split into calls, by why
         # The last shape's inputs, reference and device buffers: freed after each shape, unless
         # keep_shape (a cluster worker, whose next chunk is often of the same shape).
         self.keep_shape = False
@@ -212,6 +236,11 @@ class Runner:
             from .device import open_gpu
 
             self.gpu = (self._gpu_factory or open_gpu)()
+            if self.settings.kernel_clock and self._gpu_factory is None:
+                try:
+                    self.kernel_clock = KernelClock()
+                except KernelClockError as exc:
+                    self.kernel_clock_error = str(exc)
         for variant in dict.fromkeys(p.variant for p in points if p.variant.on_gpu and p.variant.backend != "cuda"):
             if variant.name in self.libraries or variant.name in self.library_errors:
                 continue
@@ -399,13 +428,50 @@ class Runner:
         fields = {"rel_err": check.rel_err, "err_bound_ratio": check.err_bound_ratio}
         if not check.ok:
             return _row(point, settings, "wrong", check.reason, **fields)
-        before = gpu.clock.current_mhz()
-        times = time_gpu(gpu, timed.launch, settings.runs, settings.warmup, point.cache, settings.l2_flush,
-                         held=not timed.host_work)
+        before, conditions = gpu.clock.current_mhz(), gpu.clock.conditions("before")
+        times, kernel, sampling = self._samples(point, timed)
         after = gpu.clock.current_mhz()
         sagged = clock_sagged((before, after), gpu.clock.max_mhz(), settings.clock_sag)
-        return _row(point, settings, "ok", **fields, sm_clock_mhz_before=before, sm_clock_mhz_after=after,
-                    clock_sagged=sagged, **_timing_fields(point, times))
+        row = _row(point, settings, "ok", **fields, sm_clock_mhz_before=before, sm_clock_mhz_after=after,
+                   clock_sagged=sagged, **conditions, **gpu.clock.conditions("after"), **_timing_fields(point, times),
+                   **_kernel_fields(kernel), **sampling)
+        row["runs"] = len(times)  # adaptive sampling takes as many as it needed
+        return row
+
+    def _samples(self, point: Point, timed: Timed) -> tuple[list[float], tuple | None, dict]:
+        """(event times, (kernel times, records per call) or None, sampling fields) of a verified
+        point: `runs` samples, or with max_noise batches until the noise target, the budget or
+        max_runs. CUPTI's records of the warm-up and samples give the kernel clock's times."""
+        gpu, settings = self.gpu, self.settings
+        clock = self.kernel_clock
+        if clock is not None:
+            clock.collect()  # the verification's and earlier records are not samples
+        times = time_gpu(gpu, timed.launch, settings.runs, settings.warmup, point.cache, settings.l2_flush,
+                         held=not timed.host_work)
+        calls = settings.warmup + settings.runs
+        sampling: dict = {}
+        if settings.max_noise is not None:
+            started = time.perf_counter()
+            sagged = [clock_sagged((gpu.clock.current_mhz(),), gpu.clock.max_mhz(), settings.clock_sag)] * len(times)
+            while True:
+                why = stop_reason(times, sagged, settings.runs, settings.max_noise, time.perf_counter() - started,
+                                  settings.budget_s, settings.max_runs)
+                if why:
+                    break
+                batch = time_gpu(gpu, timed.launch, min(MAX_BATCH, settings.max_runs - len(times)), 0, point.cache,
+                                 settings.l2_flush, held=not timed.host_work)
+                sagged += [clock_sagged((gpu.clock.current_mhz(),), gpu.clock.max_mhz(), settings.clock_sag)] * len(batch)
+                times += batch
+                calls += len(batch)
+            sampling = {"noise": noise(times, sagged), "stopped": why, "samples_sagged": sum(sagged)}
+        kernel = None
+        if clock is not None:
+            try:
+                per_call, each = per_call_ms(clock.collect(), calls, gpu.flush_bytes if settings.l2_flush == "write" else None)
+                kernel = (per_call[settings.warmup:], each)
+            except KernelClockError as exc:
+                self.kernel_clock_misses[str(exc)] = self.kernel_clock_misses.get(str(exc), 0) + 1
+        return times, kernel, sampling
 
     def _record_kernel(self, variant: Variant, params: Params, fn) -> None:
         key = kernel_key(variant, params)
@@ -431,7 +497,16 @@ class Runner:
         return {**{name: h.meta() for name, h in self.libraries.items()},
                 **{name: {"unavailable": why} for name, why in self.library_errors.items()}}
 
+    def kernel_clock_meta(self) -> dict:
+        """What the metadata says of the kernel clock: on or why not, and points it missed."""
+        if self.kernel_clock is None:
+            return {"kernel_clock": {"on": False, "why": self.kernel_clock_error or "off"}} if self.gpu else {}
+        return {"kernel_clock": {"on": True, "source": "CUPTI activity records (kernels, memsets, copies)",
+                                 "misses": dict(self.kernel_clock_misses)}}
+
     def close(self) -> None:
+        if self.kernel_clock is not None:
+            self.kernel_clock.close()
         self.release_shape()
         for handle in self.libraries.values():
             handle.close()

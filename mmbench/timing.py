@@ -104,3 +104,29 @@ def time_cpu(fn: Callable[[], None], runs: int, warmup: int) -> list[float]:
         fn()
         times.append((time.perf_counter_ns() - t0) / 1e6)
     return times
+
+
+# -- sampling that stops when the answer is known (issue 17) ------------------------------------------
+def noise(samples: Sequence[float], sagged: Sequence[bool] | None = None) -> float:
+    """Relative noise of the samples, std / mean, leaving out those taken while the SM clock
+    sagged (they measure the clock, not the kernel); nan with fewer than two left."""
+    kept = [t for t, bad in zip(samples, sagged or [False] * len(samples)) if not bad]
+    if len(kept) < 2:
+        return float("nan")
+    mean = statistics.fmean(kept)
+    return statistics.stdev(kept) / mean if mean > 0 else float("nan")
+
+
+def stop_reason(samples: Sequence[float], sagged: Sequence[bool], min_runs: int, max_noise: float, elapsed_s: float,
+                budget_s: float, max_runs: int) -> str | None:
+    """Why sampling stops now, or None to take more: "noise" once at least min_runs samples (not
+    counting those taken while the clock sagged) are under max_noise; else "budget" when the time
+    is spent, or "max" at max_runs samples."""
+    kept = sum(1 for bad in sagged if not bad)
+    if kept >= min_runs and noise(samples, sagged) <= max_noise:
+        return "noise"
+    if elapsed_s >= budget_s:
+        return "budget"
+    if len(samples) >= max_runs:
+        return "max"
+    return None

@@ -90,6 +90,11 @@ class FakeGpu:
     def max_mhz(self):
         return self._max
 
+    def conditions(self, when):
+        return {f"gpu_temp_c_{when}": 41, f"power_w_{when}": 120.5}
+
+    flush_bytes = 100 * 2**20
+
     def poison(self, buf, count):
         buf[:count] = np.nan
 

@@ -14,12 +14,13 @@ from ..ops import get_op
 from ..results import ResultsError, latest_results, update_metadata
 from ..runs import DEFAULTS
 from ..sizes import SizeSpecError
-from ..sweep import plan
+from ..sweep import Settings, plan
+from ..tune import DEFAULT_CACHE
 from ..variants import VariantError, get_variant
 from .common import InputError, RunFailed, _results_arg, _split, console
 from .running import _selections
 
-COMMANDS = ("info", "ceilings", "profile")
+COMMANDS = ("info", "ceilings", "profile", "verify_timing")
 
 
 @click.command()
@@ -161,3 +162,46 @@ def _print_info(facts: dict, gpu_note: str | None) -> None:
         console.print(f"GPU: {gpu_note}", soft_wrap=True)
         console.print("To run kernels: on a machine with an NVIDIA GPU and the CUDA toolkit, "
                       "pip install '.[cuda,cublas]'", soft_wrap=True)
+
+
+@click.command("verify-timing")
+@click.option("--variant", "-v", "variants", default="best,dbuf,cublas", show_default=True, metavar="NAME[,NAME...]",
+              help="The variants to check.")
+@click.option("--sizes", "-s", default="63,128,512,2048,8192", show_default=True, metavar="SPEC",
+              help="The sizes to check them at.")
+@click.option("--runs", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Results CSV of the timed points; the comparison goes beside it as NAME.verify.csv.")
+def verify_timing(variants, sizes, runs, output):
+    """Time points here (events and the kernel clock) and under Nsight Compute; print both times and
+    their ratio. Target: the kernel clock within 5 % of Nsight Compute at every size."""
+    from .. import runs as workflow
+    from ..profile import ProfileError
+    from ..results import read_results, sibling
+    from ..verify_timing import TOLERANCE, compare, ncu_reference
+    from .running import _execute
+
+    _, selections, _ = _selections((variants,), sizes, None, (), None)
+    workflow.check_output(output)
+    if output.exists() and output.stat().st_size > 0:
+        raise InputError(f"{output} already exists; choose another --output")
+    selections = [workflow.with_tuned(sel, DEFAULT_CACHE, lambda t: console.print(t, soft_wrap=True)) for sel in selections]
+    points = [p for p in plan(selections, "cold") if p.variant.on_gpu]
+    if not points:
+        raise InputError(f"--variant {variants}: no GPU variant to check")
+    _execute(points, Settings(runs=runs), output, {"name": "verify-timing"})
+    try:
+        table = compare(read_results(output), ncu_reference(points))
+    except ProfileError as exc:
+        raise RunFailed(str(exc)) from None
+    path = sibling(output, ".verify.csv")
+    table.to_csv(path, index=False)
+    shown = Table(title=f"kernel time against Nsight Compute (target: within {TOLERANCE:.0%})")
+    for col in ("variant", "size", "events us", "kernel us", "ncu us", "kernel / ncu", "events / ncu"):
+        shown.add_column(col, justify="right" if col != "variant" else "left")
+    for r in table.itertuples():
+        size = str(r.n) if r.m == r.n == r.k else f"{r.m}x{r.n}x{r.k}"
+        shown.add_row(r.variant, size, f"{r.events_us:.2f}", f"{r.kernel_us:.2f}", f"{r.ncu_us:.2f}",
+                      f"{r.kernel_vs_ncu:.3f}" + ("" if r.within else " !"), f"{r.events_vs_ncu:.3f}")
+    console.print(shown)
+    console.print(f"{int(table.within.sum())} of {len(table)} within {TOLERANCE:.0%}; comparison: {path}", soft_wrap=True)

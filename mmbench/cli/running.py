@@ -236,6 +236,12 @@ def _summary(csv_path: Path) -> Table:
 @click.option("--cache", type=click.Choice(CACHE_MODES), help="cold: flush L2 before every sample (default); hot: no flush.")
 @click.option("--threads", type=click.IntRange(min=1), help="CPU BLAS threads (default: the library's).")
 @click.option("--seed", type=int, help=f"Seed of the random inputs (default {DEFAULTS['seed']}).")
+@click.option("--max-noise", type=click.FloatRange(min=0, min_open=True), metavar="FRACTION",
+              help="Sample until the relative noise (std / mean, samples taken while the SM clock sagged left out) is "
+                   "under FRACTION, e.g. 0.005, with --runs as the least number, within --time-budget; the row says "
+                   "the noise reached and why sampling stopped. Default: exactly --runs samples.")
+@click.option("--time-budget", type=click.FloatRange(min=0, min_open=True), default=Settings().budget_s,
+              show_default=True, metavar="SECONDS", help="With --max-noise: the most sampling time a point may take.")
 @click.option("--cpu-budget", type=click.FloatRange(min=0, min_open=True), default=Settings().cpu_budget_s,
               show_default=True, metavar="SECONDS",
               help="Time a compiled naive CPU point may take; one estimated longer is a skipped row.")
@@ -250,8 +256,8 @@ def _summary(csv_path: Path) -> Table:
               "(m, n to its tile of C, k to its k-tile) and take C out of the padded result.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and exit; needs no GPU.")
 @cluster_options
-def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cache, threads, seed, cpu_budget, output,
-        resume, scope, pad, dry_run, cluster, scheduler, workers):
+def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cache, threads, seed, max_noise, time_budget,
+        cpu_budget, output, resume, scope, pad, dry_run, cluster, scheduler, workers):
     """Sweep variants over sizes: verify each point, time it, write a row per point.
 
     \b
@@ -271,9 +277,10 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
     if not resume and output.exists() and output.stat().st_size > 0:
         raise InputError(f"{output} already exists; pass --resume to continue it or choose another --output")
     previous = workflow.previous_metadata(output, found, say) if resume else {}
-    chosen = {"runs": runs, "warmup": warmup, "cache": cache, "threads": threads, "seed": seed}
+    chosen = {"runs": runs, "warmup": warmup, "cache": cache, "threads": threads, "seed": seed, "max_noise": max_noise}
     given = {**cfg, **{k: v for k, v in chosen.items() if v is not None}}  # cfg: what the config's [run] sets
-    settings = Settings(**workflow.resolve_settings(given, output, previous if resume else None), cpu_budget_s=cpu_budget)
+    settings = Settings(**workflow.resolve_settings(given, output, previous if resume else None), cpu_budget_s=cpu_budget,
+                        budget_s=time_budget)
     selections = [workflow.with_tuned(sel, tuning_cache, say) for sel in selections]
     try:
         points = plan(selections, settings.cache)

@@ -1,0 +1,124 @@
+"""The second clock and sampling that stops (issue 17), on recorded activity and scripted samples."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mmbench.kernel_clock import Activity, KernelClockError, call_work, per_call_ms
+from mmbench.ops import DeviceBuffers, gemm
+from mmbench.results import samples_of
+from mmbench.sizes import Shape
+from mmbench.sweep import Point, Runner, Settings
+from mmbench.timing import noise, stop_reason
+from mmbench.variants import REGISTRY
+
+from test_derived_columns import FakeGpu
+
+
+def recorded_calls(durations_us, t0=1_000_000, flush="kernel"):
+    """CUPTI-like records of consecutive calls, each a main kernel, a strip kernel that overlaps it
+    (another stream) and a memset, every call after an L2 flush, the batch after a stream hold."""
+    out, t = [Activity("kernel", "hold_stream", t0 - 5000, t0 - 10)], t0
+    for main, strip, zero in durations_us:
+        out.append(Activity("kernel", "flush_l2_read", t, t + 800) if flush == "kernel"
+                   else Activity("memset", "", t, t + 900, bytes=100 * 2**20))
+        t += 1000
+        out.append(Activity("memset", "", t, t + zero, bytes=4096))
+        t += zero + 5
+        out.append(Activity("kernel", "dbuf", t, t + main))
+        out.append(Activity("kernel", "dbuf_col_strip", t + 2, t + 2 + strip))
+        t += max(main, strip + 2) + 50
+    return out[::-1]  # CUPTI's buffers need not be in time order
+
+
+def test_each_calls_work_is_summed_and_the_harness_left_out():
+    records = recorded_calls([(4000, 300, 1000), (4100, 310, 1000), (3900, 290, 1000)])
+    times, each = per_call_ms(records, 3)
+    assert each == 3  # memset, main kernel, strip kernel
+    assert times == pytest.approx([5.3e-3, 5.41e-3, 5.19e-3])  # memset + main + strip, in ms
+    assert [r.name for r in call_work(records)[:3]] == ["", "dbuf", "dbuf_col_strip"]
+
+
+def test_a_write_flush_is_a_memset_left_out_by_its_size():
+    records = recorded_calls([(4000, 300, 1000), (4000, 300, 1000)], flush="memset")
+    assert per_call_ms(records, 2)[0] == pytest.approx([6.2e-3, 6.2e-3])  # not told its size: the flush counts
+    times, each = per_call_ms(records, 2, harness_memset_bytes=100 * 2**20)
+    assert each == 3 and times == pytest.approx([5.3e-3, 5.3e-3])
+
+
+def test_records_that_do_not_split_into_the_calls_are_an_error():
+    records = recorded_calls([(4000, 300, 1000)] * 3)[1:]  # one record lost
+    with pytest.raises(KernelClockError, match="do not split into 3 calls"):
+        per_call_ms(records, 3)
+    with pytest.raises(KernelClockError, match="0 activity records"):
+        per_call_ms([Activity("kernel", "hold_stream", 0, 1)], 1)
+
+
+class RecordedClock:
+    """A KernelClock that hands back recorded activity: nothing before the samples, then the calls."""
+
+    def __init__(self, calls):
+        self.batches = [[], recorded_calls(calls)]
+
+    def collect(self):
+        return self.batches.pop(0)
+
+
+def test_a_row_carries_the_kernel_clock_beside_the_events():
+    shape = Shape(8, 8, 8)
+    inputs = gemm.make_gemm_inputs(shape, np.random.default_rng(0))
+    runner = Runner(Settings(runs=3, warmup=1), [])
+    runner.gpu = FakeGpu([9.0, 8.0, 8.5], [1980] * 10)
+    runner.kernel_clock = RecordedClock([(7000, 300, 1000), (4000, 300, 1000), (4100, 310, 1000), (3900, 290, 1000)])
+    c = np.empty(64, np.float32)
+
+    def launch():
+        c[:] = (inputs.a @ inputs.b).ravel()
+
+    row = runner._verify_and_time(Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"),
+                                  inputs, DeviceBuffers((inputs.a, inputs.b), c, 64), lambda s, b: launch)
+    assert row["status"] == "ok" and row["runs"] == 3
+    assert samples_of(row["kernel_ms_samples"]) == pytest.approx([5.3e-3, 5.41e-3, 5.19e-3])  # the warm-up call left out
+    assert row["kernel_ms_median"] == pytest.approx(5.3e-3) and row["kernel_records"] == 3
+    assert row["time_ms_median"] == 8.5  # the events' own, unchanged
+    assert (row["gpu_temp_c_before"], row["power_w_after"]) == (41, 120.5)
+
+
+def test_noise_leaves_out_the_samples_taken_while_the_clock_sagged():
+    assert noise([1.0, 1.0, 1.0, 5.0], [False, False, False, True]) == 0.0
+    assert noise([1.0, 2.0], [False, False]) == pytest.approx(np.std([1.0, 2.0], ddof=1) / 1.5)
+    assert np.isnan(noise([1.0, 9.0], [False, True]))
+
+
+@pytest.mark.parametrize("samples,sagged,elapsed,expected", [
+    ([1.0] * 9, [False] * 9, 0.1, None),  # under the least number of samples
+    ([1.0] * 10, [False] * 10, 0.1, "noise"),
+    ([1.0] * 10 + [9.0], [False] * 10 + [True], 0.1, "noise"),  # a sagged sample does not spoil the noise
+    ([1.0] * 9 + [9.0], [False] * 9 + [True], 0.1, None),  # nor counts toward the least number
+    ([1.0, 2.0] * 10, [False] * 20, 0.1, None),
+    ([1.0, 2.0] * 10, [False] * 20, 15.0, "budget"),
+    ([1.0, 2.0] * 50, [False] * 100, 0.1, "max"),
+])
+def test_sampling_stops_when_the_noise_is_known_or_the_budget_is_spent(samples, sagged, elapsed, expected):
+    assert stop_reason(samples, sagged, min_runs=10, max_noise=0.005, elapsed_s=elapsed, budget_s=15.0,
+                       max_runs=100) == expected
+
+
+def test_adaptive_sampling_takes_batches_until_the_noise_target():
+    shape = Shape(8, 8, 8)
+    inputs = gemm.make_gemm_inputs(shape, np.random.default_rng(0))
+    noisy = [1.0, 1.3, 0.8, 1.2]  # the first `runs` samples: 20 % noise
+    steady = [1.0] * 200
+    runner = Runner(Settings(runs=4, warmup=0, max_noise=0.1, max_runs=500), [])
+    runner.gpu = FakeGpu(noisy + steady, [1980] * 1000)
+    c = np.empty(64, np.float32)
+
+    def launch():
+        c[:] = (inputs.a @ inputs.b).ravel()
+
+    row = runner._verify_and_time(Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"),
+                                  inputs, DeviceBuffers((inputs.a, inputs.b), c, 64), lambda s, b: launch)
+    assert row["stopped"] == "noise" and row["noise"] <= 0.1
+    assert row["runs"] == len(samples_of(row["time_ms_samples"])) == 4 + 64  # one batch of MAX_BATCH more
+    assert row["samples_sagged"] == 0
