@@ -40,6 +40,30 @@ def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
     return ok
 
 
+CLOCKS = ("events", "kernel")  # what the figures' times are: CUDA event pairs, or the kernel clock (CUPTI)
+
+
+def with_clock(df: pd.DataFrame, clock: str) -> pd.DataFrame:
+    """The results with their time and rate columns from one clock. "events": as written. "kernel":
+    time_ms_mean, _median and _min from the kernel clock's columns and the rates scaled to them
+    (a rate is work over time, so rate x event time / kernel time); rows without kernel times
+    keep their status but lose their times and rates, so no figure mixes the two clocks."""
+    if clock not in CLOCKS:
+        raise ResultsError(f"clock '{clock}'; choose from: {', '.join(CLOCKS)}")
+    if clock == "events":
+        return df
+    out = df.copy()
+    if "kernel_ms_median" not in out:
+        out["kernel_ms_median"] = out["kernel_ms_mean"] = out["kernel_ms_min"] = np.nan
+    kernel = {"mean": pd.to_numeric(out.kernel_ms_mean), "median": pd.to_numeric(out.kernel_ms_median),
+              "min": pd.to_numeric(out.kernel_ms_min)}
+    for name, column in (("mean", "gflops_mean"), ("median", "gflops_median"), ("median", "gbytes_per_s")):
+        out[column] = out[column] * out[f"time_ms_{name}"] / kernel[name]
+    for name, values in kernel.items():
+        out[f"time_ms_{name}"] = values
+    return out
+
+
 def plain(df: pd.DataFrame) -> pd.DataFrame:
     """Rows of the kernel alone on its inputs as given (not padded, not another scope): what the
     curves of every paper before issue 15 plot."""

@@ -49,12 +49,12 @@ def ncu_path() -> str | None:
     return shutil.which("ncu")
 
 
-def ncu_command(args: Sequence[str], metrics: Sequence[str] = tuple(METRICS)) -> list[str]:
+def ncu_command(args: Sequence[str], metrics: Sequence[str] = tuple(METRICS), cache_control: str = "all") -> list[str]:
     ncu = ncu_path()
     if ncu is None:
         raise ProfileError("Nsight Compute (ncu) is not on PATH; it ships with the CUDA toolkit "
                            "(install nsight-compute and put its ncu on PATH)")
-    return [ncu, "--csv", "--print-units", "base", "--clock-control", "none", "--cache-control", "all",
+    return [ncu, "--csv", "--print-units", "base", "--clock-control", "none", "--cache-control", cache_control,
             "--metrics", ",".join(metrics), sys.executable, "-m", "mmbench.launch_once", *args]
 
 
@@ -89,8 +89,8 @@ def _row(point: Point, launches: list[dict]) -> dict:
                if total[f"shared_{op}_inst"] else float("nan") for op in ("ld", "st")}}
 
 
-def _run(args: list[str], metrics: Sequence[str] = tuple(METRICS)) -> list[dict]:
-    proc = subprocess.run(ncu_command(args, metrics), capture_output=True, text=True)
+def _run(args: list[str], metrics: Sequence[str] = tuple(METRICS), cache_control: str = "all") -> list[dict]:
+    proc = subprocess.run(ncu_command(args, metrics, cache_control), capture_output=True, text=True)
     launches = parse_ncu_csv(proc.stdout)
     if proc.returncode != 0 or not launches:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
@@ -119,10 +119,11 @@ def profile_points(points: Sequence[Point]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def kernel_time_ns(point: Point) -> tuple[float, int]:
+def kernel_time_ns(point: Point, cache_control: str = "all") -> tuple[float, int]:
     """Nsight Compute's gpu__time_duration summed over every kernel one call of the point launches
-    (its own process: a library may launch several), and how many kernels that was."""
-    launches = _run(_args(point), ("gpu__time_duration.sum",))
+    (its own process: a library may launch several), and how many kernels that was. cache_control
+    "all": every cache flushed before each kernel (ncu's default); "none": as the kernel finds them."""
+    launches = _run(_args(point), ("gpu__time_duration.sum",), cache_control)
     return sum(la.get("gpu_time_ns", 0.0) for la in launches), len(launches)
 
 

@@ -104,6 +104,8 @@ class Settings:
     max_noise: float | None = None
     budget_s: float = 15.0
     max_runs: int = 1000
+    # Which time `plot` and `report` use unless told (--clock): the events' or the kernel clock's.
+    figure_clock: str = "events"
 
     def __post_init__(self):
         if self.cache not in CACHE_MODES:

@@ -43,9 +43,9 @@ def compare(rows: pd.DataFrame, ncu: dict[tuple, tuple[float, int]]) -> pd.DataF
     return pd.DataFrame(out, columns=list(COLUMNS))
 
 
-def ncu_reference(points: Sequence[Point]) -> dict[tuple, tuple[float, int]]:
+def ncu_reference(points: Sequence[Point], cache_control: str = "all") -> dict[tuple, tuple[float, int]]:
     """Nsight Compute's kernel time of each point, by (variant, params, m, n, k)."""
     from .variants import format_params
 
-    return {(p.variant.name, format_params(p.params), p.shape.m, p.shape.n, p.shape.k): kernel_time_ns(p)
+    return {(p.variant.name, format_params(p.params), p.shape.m, p.shape.n, p.shape.k): kernel_time_ns(p, cache_control)
             for p in points}

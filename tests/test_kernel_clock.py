@@ -122,3 +122,19 @@ def test_adaptive_sampling_takes_batches_until_the_noise_target():
     assert row["stopped"] == "noise" and row["noise"] <= 0.1
     assert row["runs"] == len(samples_of(row["time_ms_samples"])) == 4 + 64  # one batch of MAX_BATCH more
     assert row["samples_sagged"] == 0
+
+
+def test_the_figures_kernel_clock_scales_each_rate_by_event_time_over_kernel_time():
+    import pandas as pd
+
+    from mmbench.analysis import with_clock
+
+    df = pd.DataFrame({"status": ["ok", "ok"], "time_ms_mean": [0.010, 2.0], "time_ms_median": [0.009, 2.0],
+                       "time_ms_min": [0.008, 1.9], "gflops_mean": [50.0, 100.0], "gflops_median": [55.0, 100.0],
+                       "gbytes_per_s": [10.0, 20.0], "kernel_ms_mean": [0.005, None],
+                       "kernel_ms_median": [0.0045, None], "kernel_ms_min": [0.004, None]})
+    assert with_clock(df, "events") is df
+    k = with_clock(df, "kernel")
+    assert k.time_ms_median[0] == 0.0045 and k.gflops_median[0] == pytest.approx(55.0 * 0.009 / 0.0045)
+    assert k.gflops_mean[0] == pytest.approx(50.0 * 0.010 / 0.005) and k.gbytes_per_s[0] == pytest.approx(20.0)
+    assert np.isnan(k.gflops_median[1]) and np.isnan(k.time_ms_median[1])  # no kernel time: no rate, not the events'

@@ -21,9 +21,15 @@ OUT_OPTION = click.option("--out", "out_dir", type=click.Path(file_okay=False, p
                                "named after it beside it).")
 
 
-def _load(results: Path | None):
+CLOCK_OPTION = click.option("--clock", type=click.Choice(["events", "kernel"]),
+                            help="Which time the figures use: CUDA event pairs, or the kernel clock (CUPTI's summed "
+                                 "device work). Default: the run's figure_clock setting (events).")
+
+
+def _load(results: Path | None, clock: str | None = None):
     """(path, DataFrame, metadata, profile or None) of RESULTS, with clear errors; a torn last
-    row is left out and said so in one line."""
+    row is left out and said so in one line. Times and rates are those of the clock asked for,
+    else of the run's figure_clock setting (metadata), else the events'."""
     import pandas as pd
 
     from ..profile import profile_path
@@ -37,6 +43,14 @@ def _load(results: Path | None):
         raise InputError(str(exc)) from None
     if df.attrs.get("warning"):
         console.print(df.attrs["warning"], soft_wrap=True)
+    from ..analysis import with_clock
+
+    clock = clock or (meta.get("settings") or {}).get("figure_clock") or "events"
+    try:
+        df = with_clock(df, clock)
+    except ResultsError as exc:
+        raise InputError(str(exc)) from None
+    meta = {**meta, "figure_clock": clock}
     prof = profile_path(path)
     profile_df = pd.read_csv(prof, dtype={"params": str}).fillna({"params": ""}) if prof.exists() else None
     return path, df, meta, profile_df
@@ -120,8 +134,9 @@ def _plot_command(name: str, help_text: str) -> click.Command:
     @OUT_OPTION
     @click.option("--size", type=click.IntRange(min=1), help="Roofline only: the size n placed on it "
                   "(default: the largest profiled size, else the largest size).")
-    def command(results, out_dir, size):
-        path, df, meta, profile_df = _load(results)
+    @CLOCK_OPTION
+    def command(results, out_dir, size, clock):
+        path, df, meta, profile_df = _load(results, clock)
         _figures(name, df, meta, profile_df, _out_dir(path, out_dir), size)
 
     return command
@@ -158,7 +173,8 @@ def table(results, out_dir, sizes_spec):
               help="The experiment (its [reference] table holds the paper's numbers).")
 @RESULTS_ARG
 @OUT_OPTION
-def report(config, results, out_dir):
+@CLOCK_OPTION
+def report(config, results, out_dir, clock):
     """Write REPORT.md: every figure, Table 1 beside the paper's, each finding checked."""
     from ..studies import study
 
@@ -167,7 +183,7 @@ def report(config, results, out_dir):
         paper = study(cfg.paper)
     except (ConfigError, ValueError) as exc:
         raise InputError(str(exc)) from None
-    path, df, meta, profile_df = _load(results)
+    path, df, meta, profile_df = _load(results, clock)
     out = _out_dir(path, out_dir)
     figures = {}
     for name in paper.FIGURES:  # the study's figures (`mmbench plot NAME`), those the data can make

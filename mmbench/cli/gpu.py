@@ -170,9 +170,11 @@ def _print_info(facts: dict, gpu_note: str | None) -> None:
 @click.option("--sizes", "-s", default="63,128,512,2048,8192", show_default=True, metavar="SPEC",
               help="The sizes to check them at.")
 @click.option("--runs", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--ncu-cache", type=click.Choice(["all", "none"]), default="all", show_default=True,
+              help="Nsight Compute's --cache-control: all flushes every cache before each kernel, none leaves them.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Results CSV of the timed points; the comparison goes beside it as NAME.verify.csv.")
-def verify_timing(variants, sizes, runs, output):
+def verify_timing(variants, sizes, runs, ncu_cache, output):
     """Time points here (events and the kernel clock) and under Nsight Compute; print both times and
     their ratio. Target: the kernel clock within 5 % of Nsight Compute at every size."""
     from .. import runs as workflow
@@ -191,12 +193,12 @@ def verify_timing(variants, sizes, runs, output):
         raise InputError(f"--variant {variants}: no GPU variant to check")
     _execute(points, Settings(runs=runs), output, {"name": "verify-timing"})
     try:
-        table = compare(read_results(output), ncu_reference(points))
+        table = compare(read_results(output), ncu_reference(points, ncu_cache))
     except ProfileError as exc:
         raise RunFailed(str(exc)) from None
     path = sibling(output, ".verify.csv")
     table.to_csv(path, index=False)
-    shown = Table(title=f"kernel time against Nsight Compute (target: within {TOLERANCE:.0%})")
+    shown = Table(title=f"kernel time against Nsight Compute, --cache-control {ncu_cache} (target: within {TOLERANCE:.0%})")
     for col in ("variant", "size", "events us", "kernel us", "ncu us", "kernel / ncu", "events / ncu"):
         shown.add_column(col, justify="right" if col != "variant" else "left")
     for r in table.itertuples():
