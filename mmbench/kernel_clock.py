@@ -58,18 +58,25 @@ def per_call_ms(records: Sequence[Activity], calls: int, harness_memset_bytes: i
     return [sum(r.ns for r in work[i * each:(i + 1) * each]) / 1e6 for i in range(calls)], each
 
 
+MODES = ("concurrent", "serial")  # CUPTI's CONCURRENT_KERNEL records, or its KERNEL ones (kernels serialized)
+
+
 class KernelClock:
     """CUPTI activity collection for one process: kernels, memsets and copies, read back by
-    collect(); KernelClockError where cupti-python is missing or CUPTI refuses."""
+    collect(); KernelClockError where cupti-python is missing or CUPTI refuses. mode "serial" asks
+    CUPTI to serialize kernels (its KERNEL records), as a profiler replaying one launch sees them."""
 
-    def __init__(self):
+    def __init__(self, mode: str = "concurrent"):
+        if mode not in MODES:
+            raise KernelClockError(f"kernel clock '{mode}'; choose from: {', '.join(MODES)}")
         try:
             from cupti import cupti
         except ImportError as exc:
             raise KernelClockError(f"cupti-python is not installed ({exc}); pip install cupti-python") from None
         self._cupti = cupti
         self._records: list[Activity] = []
-        kinds = {cupti.ActivityKind.CONCURRENT_KERNEL: "kernel", cupti.ActivityKind.MEMSET: "memset",
+        kernel_kind = cupti.ActivityKind.CONCURRENT_KERNEL if mode == "concurrent" else cupti.ActivityKind.KERNEL
+        kinds = {kernel_kind: "kernel", cupti.ActivityKind.MEMSET: "memset",
                  cupti.ActivityKind.MEMCPY: "memcpy"}
         self._kinds = {int(k): v for k, v in kinds.items()}
 

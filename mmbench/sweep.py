@@ -95,8 +95,9 @@ class Settings:
     # Seconds a compiled naive CPU point may take (all its calls); one estimated to take longer is
     # a skipped row with the estimate, never a run of hours.
     cpu_budget_s: float = 120.0
-    # The second clock: CUPTI's per-kernel timestamps beside the events, where cupti-python is installed.
-    kernel_clock: bool = True
+    # The second clock: CUPTI's per-kernel timestamps beside the events, where cupti-python is
+    # installed: "concurrent" (kernels run as they would), "serial" (CUPTI serializes them), "off".
+    kernel_clock: str = "concurrent"
     # Sampling that stops when the answer is known (as nvbench's): with max_noise set, `runs` is the
     # least number of samples, and batches go on until the relative noise of those not taken while
     # the clock sagged is under max_noise, or budget_s seconds of sampling, or max_runs samples.
@@ -112,6 +113,8 @@ class Settings:
             raise ValueError(f"cache mode '{self.cache}'; choose from: {', '.join(CACHE_MODES)}")
         if self.l2_flush not in ("read", "write"):
             raise ValueError(f"L2 flush '{self.l2_flush}'; choose from: read, write")
+        if self.kernel_clock not in ("concurrent", "serial", "off"):
+            raise ValueError(f"kernel clock '{self.kernel_clock}'; choose from: concurrent, serial, off")
 
 
 def plan(selections: Iterable[Selection], cache: str) -> list[Point]:
@@ -238,9 +241,9 @@ class Runner:
             from .device import open_gpu
 
             self.gpu = (self._gpu_factory or open_gpu)()
-            if self.settings.kernel_clock and self._gpu_factory is None:
+            if self.settings.kernel_clock != "off" and self._gpu_factory is None:
                 try:
-                    self.kernel_clock = KernelClock()
+                    self.kernel_clock = KernelClock(self.settings.kernel_clock)
                 except KernelClockError as exc:
                     self.kernel_clock_error = str(exc)
         for variant in dict.fromkeys(p.variant for p in points if p.variant.on_gpu and p.variant.backend != "cuda"):
@@ -503,7 +506,8 @@ class Runner:
         """What the metadata says of the kernel clock: on or why not, and points it missed."""
         if self.kernel_clock is None:
             return {"kernel_clock": {"on": False, "why": self.kernel_clock_error or "off"}} if self.gpu else {}
-        return {"kernel_clock": {"on": True, "source": "CUPTI activity records (kernels, memsets, copies)",
+        return {"kernel_clock": {"on": True, "mode": self.settings.kernel_clock,
+                                 "source": "CUPTI activity records (kernels, memsets, copies)",
                                  "misses": dict(self.kernel_clock_misses)}}
 
     def close(self) -> None:

@@ -172,9 +172,11 @@ def _print_info(facts: dict, gpu_note: str | None) -> None:
 @click.option("--runs", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--ncu-cache", type=click.Choice(["all", "none"]), default="all", show_default=True,
               help="Nsight Compute's --cache-control: all flushes every cache before each kernel, none leaves them.")
+@click.option("--kernel-clock", type=click.Choice(["concurrent", "serial"]), default="concurrent", show_default=True,
+              help="CUPTI's kernel records: as the kernels run, or serialized by CUPTI.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Results CSV of the timed points; the comparison goes beside it as NAME.verify.csv.")
-def verify_timing(variants, sizes, runs, ncu_cache, output):
+def verify_timing(variants, sizes, runs, ncu_cache, kernel_clock, output):
     """Time points here (events and the kernel clock) and under Nsight Compute; print both times and
     their ratio. Target: the kernel clock within 5 % of Nsight Compute at every size."""
     from .. import runs as workflow
@@ -191,7 +193,7 @@ def verify_timing(variants, sizes, runs, ncu_cache, output):
     points = [p for p in plan(selections, "cold") if p.variant.on_gpu]
     if not points:
         raise InputError(f"--variant {variants}: no GPU variant to check")
-    _execute(points, Settings(runs=runs), output, {"name": "verify-timing"})
+    _execute(points, Settings(runs=runs, kernel_clock=kernel_clock), output, {"name": "verify-timing"})
     try:
         table = compare(read_results(output), ncu_reference(points, ncu_cache))
     except ProfileError as exc:
