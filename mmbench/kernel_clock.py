@@ -46,16 +46,29 @@ def call_work(records: Iterable[Activity], harness_memset_bytes: int | None = No
     return sorted(work, key=lambda r: (r.start_ns, r.end_ns))
 
 
-def per_call_ms(records: Sequence[Activity], calls: int, harness_memset_bytes: int | None = None) -> tuple[list[float], int]:
-    """(milliseconds of device work of each of `calls` consecutive calls, records per call): the
-    work records split into `calls` equal runs in start order, each run's durations summed."""
+@dataclass(frozen=True)
+class PerCall:
+    """The kernel clock's reading of consecutive calls."""
+
+    ms: list[float]  # each call's device work: kernels, memsets and copies, summed
+    kernels_ms: list[float]  # each call's kernels alone (what Nsight Compute's gpu__time_duration sums)
+    records: int  # records a call
+    kernels: int  # of which kernels
+
+
+def per_call_ms(records: Sequence[Activity], calls: int, harness_memset_bytes: int | None = None) -> PerCall:
+    """The work records split into `calls` equal runs in start order, each run's durations summed
+    (all of them, and the kernels alone)."""
     work = call_work(records, harness_memset_bytes)
     if calls < 1:
         raise KernelClockError("no calls to split the activity records into")
     if not work or len(work) % calls:
         raise KernelClockError(f"{len(work)} activity records do not split into {calls} calls of equal work")
     each = len(work) // calls
-    return [sum(r.ns for r in work[i * each:(i + 1) * each]) / 1e6 for i in range(calls)], each
+    runs = [work[i * each:(i + 1) * each] for i in range(calls)]
+    return PerCall([sum(r.ns for r in run) / 1e6 for run in runs],
+                   [sum(r.ns for r in run if r.kind == "kernel") / 1e6 for run in runs],
+                   each, sum(r.kind == "kernel" for r in runs[0]))
 
 
 MODES = ("concurrent", "serial")  # CUPTI's CONCURRENT_KERNEL records, or its KERNEL ones (kernels serialized)

@@ -38,6 +38,7 @@ COLUMNS = (
     "host", "gpu", "gpu_uuid",  # where the point ran: on a cluster, each worker's own
     # the second clock: CUPTI's summed device work per call (kernel_clock.py), every sample kept
     "kernel_ms_mean", "kernel_ms_median", "kernel_ms_min", "kernel_records", "kernel_ms_samples",
+    "kernels_only_ms_median",
     "gpu_temp_c_before", "gpu_temp_c_after", "power_w_before", "power_w_after",
     "noise", "stopped", "samples_sagged",  # adaptive sampling: reached noise, why it stopped
 )
@@ -48,11 +49,11 @@ KEY = ("op", "variant", "params", "m", "n", "k", "cache", "scope", "pad")  # one
 ADDED_COLUMNS = {"op": "gemm", "scope": "kernel", "pad": "0", "padded_shape": "",
                  "host": "", "gpu": "", "gpu_uuid": "",  # where: the file's metadata says, for a file from before
                  **{c: "" for c in ("kernel_ms_mean", "kernel_ms_median", "kernel_ms_min", "kernel_records",
-                                    "kernel_ms_samples", "gpu_temp_c_before", "gpu_temp_c_after", "power_w_before",
+                                    "kernel_ms_samples", "kernels_only_ms_median", "gpu_temp_c_before", "gpu_temp_c_after", "power_w_before",
                                     "power_w_after", "noise", "stopped", "samples_sagged")}}
 STATUSES = ("ok", "wrong", "failed", "skipped")
 _INTS = ("m", "n", "k", "runs", "warmup", "pad")
-_FLOATS = ("kernel_ms_mean", "kernel_ms_median", "kernel_ms_min", "kernel_records", "gpu_temp_c_before",
+_FLOATS = ("kernel_ms_mean", "kernel_ms_median", "kernel_ms_min", "kernel_records", "kernels_only_ms_median", "gpu_temp_c_before",
            "gpu_temp_c_after", "power_w_before", "power_w_after", "noise", "samples_sagged", "threads", "sm_clock_mhz_before", "sm_clock_mhz_after", "rel_err", "err_bound_ratio", "time_ms_mean", "time_ms_median", "time_ms_min", "time_ms_max",
            "time_ms_std", "cv", "gflops_mean", "gflops_median", "gbytes_per_s")
 _REQUIRED = ("variant", "m", "n", "k", "cache", "status", "runs", "finished_at")  # never empty

@@ -165,14 +165,16 @@ def _padded_shape(point: Point) -> str:
 
 
 def _kernel_fields(kernel: tuple | None) -> dict:
-    """The kernel clock's columns: every call's summed device work (ms), its statistics, and how
-    many kernels, memsets and copies a call ran; empty where CUPTI gave none."""
+    """The kernel clock's columns: every call's summed device work (ms), its statistics, how many
+    kernels, memsets and copies a call ran, and the median of its kernels alone (what Nsight Compute
+    times); empty where CUPTI gave none."""
     if kernel is None:
         return {}
-    times, each = kernel
+    times, kernels_only, each = kernel
     st = summarize(times)
     return {"kernel_ms_mean": st.mean, "kernel_ms_median": st.median, "kernel_ms_min": st.min,
-            "kernel_records": each, "kernel_ms_samples": join_samples(times)}
+            "kernel_records": each, "kernel_ms_samples": join_samples(times),
+            "kernels_only_ms_median": summarize(kernels_only).median}
 
 
 def _timing_fields(point: Point, times_ms: Sequence[float]) -> dict:
@@ -472,8 +474,8 @@ class Runner:
         kernel = None
         if clock is not None:
             try:
-                per_call, each = per_call_ms(clock.collect(), calls, gpu.flush_bytes if settings.l2_flush == "write" else None)
-                kernel = (per_call[settings.warmup:], each)
+                read = per_call_ms(clock.collect(), calls, gpu.flush_bytes if settings.l2_flush == "write" else None)
+                kernel = (read.ms[settings.warmup:], read.kernels_ms[settings.warmup:], read.records)
             except KernelClockError as exc:
                 self.kernel_clock_misses[str(exc)] = self.kernel_clock_misses.get(str(exc), 0) + 1
         return times, kernel, sampling

@@ -34,17 +34,18 @@ def recorded_calls(durations_us, t0=1_000_000, flush="kernel"):
 
 def test_each_calls_work_is_summed_and_the_harness_left_out():
     records = recorded_calls([(4000, 300, 1000), (4100, 310, 1000), (3900, 290, 1000)])
-    times, each = per_call_ms(records, 3)
-    assert each == 3  # memset, main kernel, strip kernel
-    assert times == pytest.approx([5.3e-3, 5.41e-3, 5.19e-3])  # memset + main + strip, in ms
+    read = per_call_ms(records, 3)
+    assert (read.records, read.kernels) == (3, 2)  # memset, main kernel, strip kernel
+    assert read.ms == pytest.approx([5.3e-3, 5.41e-3, 5.19e-3])  # memset + main + strip, in ms
+    assert read.kernels_ms == pytest.approx([4.3e-3, 4.41e-3, 4.19e-3])  # what Nsight Compute would sum
     assert [r.name for r in call_work(records)[:3]] == ["", "dbuf", "dbuf_col_strip"]
 
 
 def test_a_write_flush_is_a_memset_left_out_by_its_size():
     records = recorded_calls([(4000, 300, 1000), (4000, 300, 1000)], flush="memset")
-    assert per_call_ms(records, 2)[0] == pytest.approx([6.2e-3, 6.2e-3])  # not told its size: the flush counts
-    times, each = per_call_ms(records, 2, harness_memset_bytes=100 * 2**20)
-    assert each == 3 and times == pytest.approx([5.3e-3, 5.3e-3])
+    assert per_call_ms(records, 2).ms == pytest.approx([6.2e-3, 6.2e-3])  # not told its size: the flush counts
+    read = per_call_ms(records, 2, harness_memset_bytes=100 * 2**20)
+    assert read.records == 3 and read.ms == pytest.approx([5.3e-3, 5.3e-3])
 
 
 def test_records_that_do_not_split_into_the_calls_are_an_error():
@@ -81,6 +82,7 @@ def test_a_row_carries_the_kernel_clock_beside_the_events():
     assert row["status"] == "ok" and row["runs"] == 3
     assert samples_of(row["kernel_ms_samples"]) == pytest.approx([5.3e-3, 5.41e-3, 5.19e-3])  # the warm-up call left out
     assert row["kernel_ms_median"] == pytest.approx(5.3e-3) and row["kernel_records"] == 3
+    assert row["kernels_only_ms_median"] == pytest.approx(4.3e-3)
     assert row["time_ms_median"] == 8.5  # the events' own, unchanged
     assert (row["gpu_temp_c_before"], row["power_w_after"]) == (41, 120.5)
 
@@ -138,3 +140,22 @@ def test_the_figures_kernel_clock_scales_each_rate_by_event_time_over_kernel_tim
     assert k.time_ms_median[0] == 0.0045 and k.gflops_median[0] == pytest.approx(55.0 * 0.009 / 0.0045)
     assert k.gflops_mean[0] == pytest.approx(50.0 * 0.010 / 0.005) and k.gbytes_per_s[0] == pytest.approx(20.0)
     assert np.isnan(k.gflops_median[1]) and np.isnan(k.time_ms_median[1])  # no kernel time: no rate, not the events'
+
+
+def test_verify_timing_compares_the_calls_kernels_alone_with_nsight_compute():
+    import pandas as pd
+
+    from mmbench.verify_timing import compare
+
+    rows = pd.DataFrame({"status": ["ok", "ok", "failed"], "variant": ["dbuf", "best", "best"],
+                         "params": ["SPLITK=2", "BLOCK=32", "BLOCK=32"], "m": [63, 63, 128], "n": [63, 63, 128],
+                         "k": [63, 63, 128], "time_ms_median": [0.0095, 0.009, None],
+                         "kernel_ms_median": [0.0080, 0.0064, None], "kernels_only_ms_median": [0.0052, 0.0064, None],
+                         "kernel_records": [2, 1, None]})
+    ncu = {("dbuf", "SPLITK=2", 63, 63, 63): (5000.0, 1), ("best", "BLOCK=32", 63, 63, 63): (7000.0, 1),
+           ("best", "BLOCK=32", 128, 128, 128): (12000.0, 1)}
+    table = compare(rows, ncu).set_index("variant")
+    assert list(table.index) == ["dbuf", "best"]  # the failed point has nothing to compare
+    assert table.loc["dbuf", "kernel_vs_ncu"] == pytest.approx(5.2 / 5.0) and table.loc["dbuf", "within"]
+    assert table.loc["best", "kernel_vs_ncu"] == pytest.approx(6.4 / 7.0) and not table.loc["best", "within"]
+    assert table.loc["best", "events_vs_ncu"] == pytest.approx(9.0 / 7.0)
