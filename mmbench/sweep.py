@@ -107,12 +107,16 @@ class Settings:
     max_runs: int = 1000
     # Which time `plot` and `report` use unless told (--clock): the events' or the kernel clock's.
     figure_clock: str = "events"
+    # Whose samples the noise target judges: the events' or (where it runs) the kernel clock's.
+    noise_clock: str = "events"
 
     def __post_init__(self):
         if self.cache not in CACHE_MODES:
             raise ValueError(f"cache mode '{self.cache}'; choose from: {', '.join(CACHE_MODES)}")
         if self.l2_flush not in ("read", "write"):
             raise ValueError(f"L2 flush '{self.l2_flush}'; choose from: read, write")
+        if self.noise_clock not in ("events", "kernel"):
+            raise ValueError(f"noise clock '{self.noise_clock}'; choose from: events, kernel")
         if self.kernel_clock not in ("concurrent", "serial", "off"):
             raise ValueError(f"kernel clock '{self.kernel_clock}'; choose from: concurrent, serial, off")
 
@@ -446,38 +450,47 @@ class Runner:
         return row
 
     def _samples(self, point: Point, timed: Timed) -> tuple[list[float], tuple | None, dict]:
-        """(event times, (kernel times, records per call) or None, sampling fields) of a verified
-        point: `runs` samples, or with max_noise batches until the noise target, the budget or
-        max_runs. CUPTI's records of the warm-up and samples give the kernel clock's times."""
+        """(event times, (kernel times, kernels-only times, records per call) or None, sampling
+        fields) of a verified point: `runs` samples, or with max_noise batches until the noise
+        target (of the noise_clock's samples), the budget or max_runs. CUPTI's records of each
+        batch, warm-up included, give the kernel clock's times."""
         gpu, settings = self.gpu, self.settings
         clock = self.kernel_clock
-        if clock is not None:
-            clock.collect()  # the verification's and earlier records are not samples
-        times = time_gpu(gpu, timed.launch, settings.runs, settings.warmup, point.cache, settings.l2_flush,
-                         held=not timed.host_work)
-        calls = settings.warmup + settings.runs
+        flush_bytes = gpu.flush_bytes if settings.l2_flush == "write" else None
+        kernel: tuple | None = None  # (times, kernels-only times, records a call)
+        reading = clock is not None  # while every batch's records have split into its calls
+
+        def batch(runs: int, warmup: int) -> list[float]:
+            nonlocal kernel, reading
+            if reading:
+                clock.collect()  # the verification's and earlier records are not samples
+            got = time_gpu(gpu, timed.launch, runs, warmup, point.cache, settings.l2_flush, held=not timed.host_work)
+            if reading:
+                try:
+                    read = per_call_ms(clock.collect(), warmup + runs, flush_bytes)
+                    before = kernel or ([], [], read.records)
+                    kernel = (before[0] + read.ms[warmup:], before[1] + read.kernels_ms[warmup:], read.records)
+                except KernelClockError as exc:
+                    self.kernel_clock_misses[str(exc)] = self.kernel_clock_misses.get(str(exc), 0) + 1
+                    kernel, reading = None, False
+            return got
+
+        times = batch(settings.runs, settings.warmup)
         sampling: dict = {}
         if settings.max_noise is not None:
             started = time.perf_counter()
-            sagged = [clock_sagged((gpu.clock.current_mhz(),), gpu.clock.max_mhz(), settings.clock_sag)] * len(times)
+            sag = lambda: clock_sagged((gpu.clock.current_mhz(),), gpu.clock.max_mhz(), settings.clock_sag)  # noqa: E731
+            sagged = [sag()] * len(times)
             while True:
-                why = stop_reason(times, sagged, settings.runs, settings.max_noise, time.perf_counter() - started,
+                basis = kernel[0] if settings.noise_clock == "kernel" and kernel is not None else times
+                why = stop_reason(basis, sagged, settings.runs, settings.max_noise, time.perf_counter() - started,
                                   settings.budget_s, settings.max_runs)
                 if why:
                     break
-                batch = time_gpu(gpu, timed.launch, min(MAX_BATCH, settings.max_runs - len(times)), 0, point.cache,
-                                 settings.l2_flush, held=not timed.host_work)
-                sagged += [clock_sagged((gpu.clock.current_mhz(),), gpu.clock.max_mhz(), settings.clock_sag)] * len(batch)
-                times += batch
-                calls += len(batch)
-            sampling = {"noise": noise(times, sagged), "stopped": why, "samples_sagged": sum(sagged)}
-        kernel = None
-        if clock is not None:
-            try:
-                read = per_call_ms(clock.collect(), calls, gpu.flush_bytes if settings.l2_flush == "write" else None)
-                kernel = (read.ms[settings.warmup:], read.kernels_ms[settings.warmup:], read.records)
-            except KernelClockError as exc:
-                self.kernel_clock_misses[str(exc)] = self.kernel_clock_misses.get(str(exc), 0) + 1
+                more = batch(min(MAX_BATCH, settings.max_runs - len(times)), 0)
+                sagged += [sag()] * len(more)
+                times += more
+            sampling = {"noise": noise(basis, sagged), "stopped": why, "samples_sagged": sum(sagged)}
         return times, kernel, sampling
 
     def _record_kernel(self, variant: Variant, params: Params, fn) -> None:

@@ -159,3 +159,25 @@ def test_verify_timing_compares_the_calls_kernels_alone_with_nsight_compute():
     assert table.loc["dbuf", "kernel_vs_ncu"] == pytest.approx(5.2 / 5.0) and table.loc["dbuf", "within"]
     assert table.loc["best", "kernel_vs_ncu"] == pytest.approx(6.4 / 7.0) and not table.loc["best", "within"]
     assert table.loc["best", "events_vs_ncu"] == pytest.approx(9.0 / 7.0)
+
+
+def test_a_noise_target_on_the_kernel_clock_stops_where_the_events_would_go_on():
+    shape = Shape(8, 8, 8)
+    inputs = gemm.make_gemm_inputs(shape, np.random.default_rng(0))
+    c = np.empty(64, np.float32)
+
+    def launch():
+        c[:] = (inputs.a @ inputs.b).ravel()
+
+    rows = {}
+    for clock in ("events", "kernel"):
+        runner = Runner(Settings(runs=10, warmup=0, max_noise=0.01, max_runs=74, noise_clock=clock), [])
+        runner.gpu = FakeGpu([1.0, 1.2] * 100, [1980] * 1000)  # the events: 9 % noise
+        stable = [(4000, 300, 1000)] * 10
+        runner.kernel_clock = RecordedClock(stable)  # the kernel clock: none
+        runner.kernel_clock.batches += [[], recorded_calls([(4000, 300, 1000)] * 64)]
+        rows[clock] = runner._verify_and_time(Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), inputs,
+                                              DeviceBuffers((inputs.a, inputs.b), c, 64), lambda s, b: launch)
+    assert (rows["kernel"]["stopped"], rows["kernel"]["runs"], rows["kernel"]["noise"]) == ("noise", 10, 0.0)
+    assert rows["events"]["stopped"] == "max" and rows["events"]["runs"] == 74
+    assert len(samples_of(rows["events"]["kernel_ms_samples"])) == 74  # the kernel clock read every batch

@@ -240,6 +240,9 @@ def _summary(csv_path: Path) -> Table:
               help="Sample until the relative noise (std / mean, samples taken while the SM clock sagged left out) is "
                    "under FRACTION, e.g. 0.005, with --runs as the least number, within --time-budget; the row says "
                    "the noise reached and why sampling stopped. Default: exactly --runs samples.")
+@click.option("--noise-clock", type=click.Choice(["events", "kernel"]),
+              help="With --max-noise: whose samples the target judges, the events' (default) or the kernel clock's "
+                   "(CUPTI; far less noisy at small sizes).")
 @click.option("--time-budget", type=click.FloatRange(min=0, min_open=True), default=Settings().budget_s,
               show_default=True, metavar="SECONDS", help="With --max-noise: the most sampling time a point may take.")
 @click.option("--cpu-budget", type=click.FloatRange(min=0, min_open=True), default=Settings().cpu_budget_s,
@@ -256,7 +259,8 @@ def _summary(csv_path: Path) -> Table:
               "(m, n to its tile of C, k to its k-tile) and take C out of the padded result.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and exit; needs no GPU.")
 @cluster_options
-def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cache, threads, seed, max_noise, time_budget,
+def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cache, threads, seed, max_noise, noise_clock,
+        time_budget,
         cpu_budget, output, resume, scope, pad, dry_run, cluster, scheduler, workers):
     """Sweep variants over sizes: verify each point, time it, write a row per point.
 
@@ -277,7 +281,8 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
     if not resume and output.exists() and output.stat().st_size > 0:
         raise InputError(f"{output} already exists; pass --resume to continue it or choose another --output")
     previous = workflow.previous_metadata(output, found, say) if resume else {}
-    chosen = {"runs": runs, "warmup": warmup, "cache": cache, "threads": threads, "seed": seed, "max_noise": max_noise}
+    chosen = {"runs": runs, "warmup": warmup, "cache": cache, "threads": threads, "seed": seed, "max_noise": max_noise,
+              "noise_clock": noise_clock}
     given = {**cfg, **{k: v for k, v in chosen.items() if v is not None}}  # cfg: what the config's [run] sets
     settings = Settings(**workflow.resolve_settings(given, output, previous if resume else None), cpu_budget_s=cpu_budget,
                         budget_s=time_budget)
