@@ -364,3 +364,22 @@ def test_a_batched_tuning_on_a_cluster_writes_every_class_once_and_records_the_g
     meta = json.loads(out.with_suffix(".meta.json").read_text())
     entries = json.loads(cache.read_text()).values()
     assert meta["cluster"]["gpus"] and len(entries) == 3 and {e["device"] for e in entries} == {meta["gpu"]["name"]}
+
+
+def test_the_kernel_clock_reads_every_sample_beside_the_events(tmp_path):
+    """Issue 17: with cupti-python installed, every GPU row carries CUPTI's summed device work per
+    call, one sample per event sample, never longer than the event pair around the same call."""
+    pytest.importorskip("cupti")
+    out = tmp_path / "k.csv"
+    result = CliRunner().invoke(main, ["run", "-v", "best,cublas,dbuf,transpose_vec", "-s", "63,512", "--runs", "5",
+                                       "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    df = read_results(out)
+    assert set(df.status) == {"ok"} and df.kernel_records.min() >= 1
+    for r in df.itertuples():
+        kernel, events = samples_of(r.kernel_ms_samples), samples_of(r.time_ms_samples)
+        assert len(kernel) == len(events) == 5
+        assert r.kernels_only_ms_median <= r.kernel_ms_median <= r.time_ms_median * 1.02, r.variant
+    meta = json.loads(out.with_suffix(".meta.json").read_text())
+    assert meta["kernel_clock"]["on"] and meta["kernel_clock"]["misses"] == {}
+    assert {"gpu_temp_c_before", "power_w_after"} <= set(df.columns) and df.power_w_after.notna().all()
