@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -67,7 +68,10 @@ def chunks(points: Sequence[Point], workers: int) -> list[list[Point]]:
 
 
 # -- the worker's side ----------------------------------------------------------------------------------
-_RUNNERS: dict[Settings, Runner] = {}  # per worker process: one runner per measurement settings
+# Per worker process: one runner (a second would open the GPU and CUPTI's callbacks again), kept
+# while the settings stay; a lock, for workers a running cluster gave several threads.
+_RUNNER: list = [None, None]  # [settings, runner]
+_LOCK = threading.Lock()
 
 
 def worker_identity() -> dict:
@@ -85,20 +89,23 @@ def run_chunk(settings: Settings, descriptors: list[tuple]) -> dict:
     from . import environment
 
     points = [from_descriptor(d) for d in descriptors]
-    runner = _RUNNERS.get(settings)
-    if runner is None:
-        runner = _RUNNERS[settings] = Runner(settings, points)
-        runner.keep_shape = True  # the next chunk is often of the same shape: its inputs stay
-    runner.ensure(points)
-    rows: list[dict] = []
-    if runner.gpu is not None:
-        with runner.gpu.active():
+    with _LOCK:
+        if _RUNNER[1] is None or _RUNNER[0] != settings:
+            if _RUNNER[1] is not None:
+                _RUNNER[1].close()
+            _RUNNER[:] = [settings, Runner(settings, points)]
+            _RUNNER[1].keep_shape = True  # the next chunk is often of the same shape: its inputs stay
+        runner = _RUNNER[1]
+        runner.ensure(points)
+        rows: list[dict] = []
+        if runner.gpu is not None:
+            with runner.gpu.active():
+                runner.run(points, rows.append)
+        else:
             runner.run(points, rows.append)
-    else:
-        runner.run(points, rows.append)
-    return {"rows": rows, "kernels": dict(runner.kernels), "libraries": runner.library_meta(),
-            "gpu": environment.gpu_info(runner.gpu) if runner.gpu is not None else None,
-            "worker": {"host": HOST, "pid": os.getpid()}}
+        return {"rows": rows, "kernels": dict(runner.kernels), "libraries": runner.library_meta(),
+                "gpu": environment.gpu_info(runner.gpu) if runner.gpu is not None else None,
+                "worker": {"host": HOST, "pid": os.getpid()}}
 
 
 _TUNERS: dict[tuple, object] = {}  # per worker process: a batched tuner per variant and configurations
@@ -114,15 +121,16 @@ def run_class(variant_name: str, configs: list, cache: str, l2_flush: str, jobs:
     variant = get_variant(variant_name)
     configs = [tuple(map(tuple, c)) for c in configs]
     key = (variant_name, tuple(configs), cache, l2_flush)
-    tuner = _TUNERS.get(key)
-    if tuner is None:
-        gpu = open_gpu()
-        with gpu.active():
-            gpu.precompile(variant, configs, jobs)
-            tuner = _TUNERS[key] = batched.BatchedTuner(gpu, variant, configs, cache, l2_flush)
     group = [Shape(*s) for s in shapes]
-    with tuner.gpu.active():
-        rows = batched.measure_class(tuner, cls, group, batched.make_inputs(tuner.op, seed), prune)
+    with _LOCK:
+        tuner = _TUNERS.get(key)
+        if tuner is None:
+            gpu = _TUNERS.get("gpu") or _TUNERS.setdefault("gpu", open_gpu())  # one Gpu per process
+            with gpu.active():
+                gpu.precompile(variant, configs, jobs)
+                tuner = _TUNERS[key] = batched.BatchedTuner(gpu, variant, configs, cache, l2_flush)
+        with tuner.gpu.active():
+            rows = batched.measure_class(tuner, cls, group, batched.make_inputs(tuner.op, seed), prune)
     return {"rows": rows, "kernels": dict(tuner.kernels), "libraries": {}, "gpu": environment.gpu_info(tuner.gpu),
             "worker": {"host": HOST, "pid": os.getpid()}}
 
@@ -138,16 +146,18 @@ def connect(spec: ClusterSpec, gpus: bool, say: Callable[[str], None]):
     if spec.scheduler:
         try:
             return Client(spec.scheduler, timeout="20s")
-        except (OSError, TimeoutError) as exc:
+        except Exception as exc:  # refused, timed out, not a scheduler
             raise ClusterError(f"no Dask scheduler at {spec.scheduler}: {exc}") from None
     if gpus:
         try:
             from dask_cuda import LocalCUDACluster
         except ImportError:
             raise ClusterError(f"--cluster local with GPU points needs dask-cuda: {INSTALL}") from None
-        cluster = LocalCUDACluster(threads_per_worker=1)
-    else:
-        cluster = LocalCluster(n_workers=spec.workers or os.cpu_count() or 1, threads_per_worker=1, processes=True)
+    try:
+        cluster = (LocalCUDACluster(threads_per_worker=1) if gpus else
+                   LocalCluster(n_workers=spec.workers or os.cpu_count() or 1, threads_per_worker=1, processes=True))
+    except Exception as exc:  # no GPU to start a worker on, NVML refused, no ports
+        raise ClusterError(f"--cluster local could not start: {exc}") from None
     client = Client(cluster)
     say(f"cluster: {len(client.scheduler_info()['workers'])} workers at {client.dashboard_link}")
     return client
@@ -169,7 +179,11 @@ class ClusterRunner:
         self.kernels: dict[str, dict] = {}
         self._libraries: dict[str, dict] = {}
         self.gpus: dict[str, dict] = {}  # GPU uuid (or worker) -> its facts, as workers report them
-        self.workers = {address: info for address, info in self.client.run(worker_identity).items()}
+        try:
+            self.workers = {address: info for address, info in self.client.run(worker_identity).items()}
+        except Exception as exc:  # a worker that cannot import mmbench, or none at all
+            self.close()
+            raise ClusterError(f"the cluster's workers could not report themselves: {exc}") from None
 
     def library_meta(self) -> dict:
         return dict(self._libraries)

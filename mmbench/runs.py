@@ -199,6 +199,8 @@ class Session:
         self.meta = {**about, "settings": {**settings.__dict__}, "started_at": first_start, **runner.library_meta(),
                      **({"scopes": scopes} if scopes else {}),
                      **self.facts, "ceilings": ceilings.cached_for(self.facts["gpu"]) or previous.get("ceilings")}
+        if self.meta.get("gpu") is None and previous.get("gpu"):
+            self.meta["gpu"] = previous["gpu"]  # a cluster's client has no GPU: the file's stays until workers report
         self.kernels = dict(previous.get("kernels") or {})
         self.kernel_keys: set[str] = set()  # the kernels of this file's points (a runner may serve several)
         self.started = time.perf_counter()
@@ -411,6 +413,8 @@ def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed:
                                              "l2_flush": l2_flush},
             "started_at": previous.get("started_at") or invocation["started_at"], **facts,
             "kernels": {**(previous.get("kernels") or {}), **(tuner.kernels if gpu is not None else {})}}
+    if meta.get("gpu") is None and previous.get("gpu"):
+        meta["gpu"] = previous["gpu"]  # on a cluster, until a worker reports its GPU
     earlier = history(previous)
 
     def save(state: str, **more) -> None:
@@ -436,6 +440,9 @@ def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed:
                                prune)
     except KeyboardInterrupt:
         state = "interrupted"
+    except BaseException:
+        state = "failed"  # a CUDA error, a full disk: the metadata must not say finished
+        raise
     finally:
         errors = counts.pop("errors", [])
         save(state, finished_at=utc_now(), wall_s=round(time.perf_counter() - t0, 1), status_counts=counts,
@@ -449,7 +456,10 @@ def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed:
         if recorded.get("mixed"):
             raise RunAborted(f"{output} was measured on GPUs of different models ({', '.join(recorded['mixed'])}); "
                              f"their classes are not pooled into the tuning cache")
-        device = DeviceId(recorded.get("name") or "unknown GPU", recorded.get("arch"), recorded.get("sm_count"))
+        if not recorded.get("name"):
+            raise RunAborted(f"{output}: no worker reported its GPU, so nothing is recorded in {cache_path}"
+                             + (f" ({errors[0]})" if errors else ""))
+        device = DeviceId(recorded["name"], recorded.get("arch"), recorded.get("sm_count"))
     best = record_batched(output, variant, device, cache_path)
     if state != "finished":
         raise RunAborted(f"interrupted: the {len(best)} finished classes are in {batched.gz_path(output)} and their best "

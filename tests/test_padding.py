@@ -30,6 +30,11 @@ class NumpyGpu(FakeGpu):
         super().__init__([1.0] * 1000, [1980] * 1000)
         self.log = []
 
+    free = 2**40  # bytes of device memory free
+
+    def free_memory(self):
+        return self.free
+
     def alloc(self, nbytes):
         return np.full(nbytes // 4, 7.0, np.float32).view(DeviceArray)  # never zeros: padding must zero what it needs
 
@@ -148,3 +153,15 @@ def test_the_plan_pads_a_kernel_without_border_checks_always_and_keeps_cpu_point
                     ("shared", "kernel", False), ("shared", "kernel", True),
                     ("shared", "end_to_end", False), ("shared", "end_to_end", True), ("blas", "kernel", False)}
     assert len({p.key for p in points}) == len(points)
+
+
+def test_padded_buffers_beyond_free_memory_are_a_skipped_row():
+    runner = Runner(Settings(runs=1, warmup=0), [])
+    runner.gpu = NumpyGpu(1)
+    runner.gpu.free = 1000
+    shape = Shape(33, 31, 65)
+    inputs = gemm.make_gemm_inputs(shape, np.random.default_rng(1))
+    bufs = DeviceBuffers((inputs.a.ravel().copy(), inputs.b.ravel().copy()), np.empty(33 * 31, np.float32), 33 * 31)
+    row = runner._verify_and_time(Point(REGISTRY["shared"], SHARED32, shape, "cold", "kernel", True), inputs, bufs,
+                                  fake_kernel(True))
+    assert row["status"] == "skipped" and "padded buffers (64x32x96) need" in row["reason"] and "MiB free" in row["reason"]

@@ -381,7 +381,11 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
         raise InputError("--resume continues a batched tuning file: give --engine batched (or auto) and --output")
     spec = _cluster_spec(cluster, scheduler, workers)
     settings = Settings(runs=runs or 5, warmup=2 if warmup is None else warmup, cache=cache, seed=seed, skip_spills=True)
-    points = [Point(variant, p, s, cache) for s in shapes for p in configs]
+    unchecked = get_op(variant.op).must_pad(variant)  # a kernel without border checks runs padded
+    if unchecked and engine == "batched":
+        raise InputError(f"{variant.name} has no border checks and runs only on padded inputs, which the batched "
+                         f"engine does not make: tune it with --engine points")
+    points = [Point(variant, p, s, cache, pad=unchecked) for s in shapes for p in configs]
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     output = output or run_csv(f"tune-{variant.name}-{stamp}", TUNING_DIR)
     def announce() -> None:

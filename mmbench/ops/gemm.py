@@ -203,9 +203,29 @@ def scoped(gpu, shape: Shape, scope: str, padded: Shape | None, bufs: DeviceBuff
 
         return Timed(launch, lambda: (hc.fill(np.nan), gpu.poison(c, m * n)), hc.copy, host_work=True)
     pm, pn, pk = padded.m, padded.n, padded.k
-    pa, pb, pc = gpu.alloc(4 * pm * pk), gpu.alloc(4 * pk * pn), gpu.alloc(4 * pm * pn)
-    pbufs = DeviceBuffers((pa, pb), pc, pm * pn)
-    run = compute(padded, pbufs)
+    need, free = 4 * (pm * pk + pk * pn + pm * pn), gpu.free_memory()
+    if need > free:
+        raise ScopeError(f"the padded buffers ({padded}) need {need / 2**20:.0f} MiB of GPU memory; "
+                         f"{free / 2**20:.0f} MiB free")
+    pbufs = DeviceBuffers((), None, pm * pn)
+    try:
+        pa, pb, pc = gpu.alloc(4 * pm * pk), gpu.alloc(4 * pk * pn), gpu.alloc(4 * pm * pn)
+        pbufs = DeviceBuffers((pa, pb), pc, pm * pn)
+        return _scoped_padded(gpu, shape, scope, padded, bufs, pbufs, inputs, compute(padded, pbufs))
+    except BaseException:
+        for buf in (*pbufs.inputs, pbufs.output):
+            if buf is not None:
+                buf.free()
+        raise
+
+
+def _scoped_padded(gpu, shape: Shape, scope: str, padded: Shape, bufs: DeviceBuffers, pbufs: DeviceBuffers,
+                   inputs: GemmInputs, run: Callable[[], None]) -> Timed:
+    """scoped() on padded buffers already allocated (pbufs), run being the kernel on them."""
+    m, n, k = shape.m, shape.n, shape.k
+    a, b, c = bufs.all[:3]
+    pm, pn, pk = padded.m, padded.n, padded.k
+    (pa, pb), pc = pbufs.inputs, pbufs.output
 
     def pad_on_device() -> None:
         gpu.zero_async(pa, pm * pk)
