@@ -23,6 +23,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from .ops import get_op
 from .sizes import Shape
 from .sweep import HOST, Point, Runner, Settings, _row
 from .variants import get_variant
@@ -234,7 +235,7 @@ class ClusterRunner:
 
         from . import batched
 
-        op_classes = [(cls, group) for cls, group in batched.by_class(self._op(variant), shapes) if cls not in skip]
+        op_classes = [(cls, group) for cls, group in batched.by_class(get_op(variant.op), shapes) if cls not in skip]
         plain = [tuple(map(tuple, c)) for c in configs]
         futures = {self.client.submit(run_class, variant.name, plain, cache, l2_flush, jobs, cls,
                                       [(s.m, s.n, s.k) for s in group], seed, prune, pure=False): (cls, group)
@@ -262,12 +263,6 @@ class ClusterRunner:
                 future.cancel()
             writer.close()
         return counts
-
-    @staticmethod
-    def _op(variant):
-        from .ops import get_op
-
-        return get_op(variant.op)
 
     def _absorb(self, result: dict) -> None:
         self.kernels.update(result["kernels"])
