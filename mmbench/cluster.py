@@ -20,6 +20,9 @@ from __future__ import annotations
 import math
 import os
 import threading
+import time
+from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -60,12 +63,20 @@ def from_descriptor(d: tuple) -> Point:
 
 def chunks(points: Sequence[Point], workers: int) -> list[list[Point]]:
     """The points in chunks that keep a shape's points together (they share its inputs), a shape
-    with many points (a tuning's configurations) split so that every worker gets some."""
+    with many points (a tuning's configurations) split so that every worker gets some; the
+    largest work first (Dask starts tasks in the order given), so that no worker is left with a
+    big shape while the others idle at the end."""
     by_shape: dict[tuple, list[Point]] = {}
     for p in points:
         by_shape.setdefault((p.variant.op, p.shape), []).append(p)
     size = max(1, math.ceil(len(points) / max(1, workers * CHUNKS_PER_WORKER)))
-    return [group[i:i + size] for group in by_shape.values() for i in range(0, len(group), size)]
+    parts = [group[i:i + size] for group in by_shape.values() for i in range(0, len(group), size)]
+
+    def work(chunk: list[Point]) -> float:  # the shape's flops and bytes stand for its time
+        op, shape = get_op(chunk[0].variant.op), chunk[0].shape
+        return len(chunk) * (op.flops(shape) + op.min_bytes(shape))
+
+    return sorted(parts, key=work, reverse=True)
 
 
 # -- the worker's side ----------------------------------------------------------------------------------
@@ -76,21 +87,43 @@ _LOCK = threading.Lock()
 
 
 def worker_identity() -> dict:
-    """What a worker reports of itself for the metadata: host, process, the GPUs it sees."""
+    """What a worker reports of itself for the metadata: host, process, the GPUs and cores it sees."""
     from .device import device_identity
 
     found = device_identity()
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {"host": HOST, "pid": os.getpid(), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-            "gpu": found.name if found else None}
+            "gpu": found.name if found else None, "cpus": cpus}
 
 
-def run_chunk(settings: Settings, descriptors: list[tuple]) -> dict:
-    """On a worker: run a chunk of points with this process's runner; its rows (in the chunk's
-    order), the resources of the kernels it ran, and where it ran."""
+def blas_shares(workers: dict[str, dict]) -> dict[str, int]:
+    """BLAS threads per worker, by host: the host's cores shared among its workers. Dask starts
+    workers with OMP/MKL/OPENBLAS_NUM_THREADS=1, which would leave the float64 references and the
+    CPU baselines on one core; a fair share keeps them as fast as the host allows without the
+    workers of one host oversubscribing it."""
+    count = Counter(w["host"] for w in workers.values())
+    cores = {w["host"]: w.get("cpus") or 1 for w in workers.values()}
+    return {host: max(1, cores[host] // n) for host, n in count.items()}
+
+
+@contextmanager
+def blas_threads(shares: dict[str, int]):
+    """This worker's share of its host's cores for numpy's BLAS for a block (a point's own
+    `--threads` still applies inside it)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=shares.get(HOST), user_api="blas"):
+        yield
+
+
+def run_chunk(settings: Settings, descriptors: list[tuple], shares: dict[str, int]) -> dict:
+    """On a worker: run a chunk of points with this process's runner, numpy's BLAS on the worker's
+    share of cores; its rows (in the chunk's order), the resources of the kernels it ran, and
+    where it ran."""
     from . import environment
 
     points = [from_descriptor(d) for d in descriptors]
-    with _LOCK:
+    with _LOCK, blas_threads(shares):
         if _RUNNER[1] is None or _RUNNER[0] != settings:
             if _RUNNER[1] is not None:
                 _RUNNER[1].close()
@@ -113,7 +146,7 @@ _TUNERS: dict[tuple, object] = {}  # per worker process: a batched tuner per var
 
 
 def run_class(variant_name: str, configs: list, cache: str, l2_flush: str, jobs: int, cls: str, shapes: list[tuple],
-              seed: int, prune: float) -> dict:
+              seed: int, prune: float, shares: dict[str, int]) -> dict:
     """On a worker: one size class of a batched tuning (batched.measure_class), the tuner's
     configurations compiled and loaded at the worker's first class and kept for the rest."""
     from . import batched, environment
@@ -123,7 +156,7 @@ def run_class(variant_name: str, configs: list, cache: str, l2_flush: str, jobs:
     configs = [tuple(map(tuple, c)) for c in configs]
     key = (variant_name, tuple(configs), cache, l2_flush)
     group = [Shape(*s) for s in shapes]
-    with _LOCK:
+    with _LOCK, blas_threads(shares):
         tuner = _TUNERS.get(key)
         if tuner is None:
             gpu = _TUNERS.get("gpu") or _TUNERS.setdefault("gpu", open_gpu())  # one Gpu per process
@@ -154,13 +187,15 @@ def connect(spec: ClusterSpec, gpus: bool, say: Callable[[str], None]):
             from dask_cuda import LocalCUDACluster
         except ImportError:
             raise ClusterError(f"--cluster local with GPU points needs dask-cuda: {INSTALL}") from None
+    started = time.perf_counter()
     try:
         cluster = (LocalCUDACluster(threads_per_worker=1) if gpus else
                    LocalCluster(n_workers=spec.workers or os.cpu_count() or 1, threads_per_worker=1, processes=True))
     except Exception as exc:  # no GPU to start a worker on, NVML refused, no ports
         raise ClusterError(f"--cluster local could not start: {exc}") from None
     client = Client(cluster)
-    say(f"cluster: {len(client.scheduler_info()['workers'])} workers at {client.dashboard_link}")
+    say(f"cluster: {len(client.scheduler_info()['workers'])} workers started in {time.perf_counter() - started:.1f} s, "
+        f"dashboard at {client.dashboard_link}")
     return client
 
 
@@ -185,6 +220,7 @@ class ClusterRunner:
         except Exception as exc:  # a worker that cannot import mmbench, or none at all
             self.close()
             raise ClusterError(f"the cluster's workers could not report themselves: {exc}") from None
+        self.shares = blas_shares(self.workers)
 
     def library_meta(self) -> dict:
         return dict(self._libraries)
@@ -200,14 +236,15 @@ class ClusterRunner:
         gpu = next(iter(self.gpus.values())) if len(names) == 1 else ({"name": " + ".join(names), "mixed": names}
                                                                        if names else None)
         return {"cluster": {"scheduler": str(self.spec), "workers": self.workers,
-                            "gpus": list(self.gpus.values())}, **({"gpu": gpu} if gpu else {})}
+                            "blas_threads_per_worker": self.shares, "gpus": list(self.gpus.values())},
+                **({"gpu": gpu} if gpu else {})}
 
     def run(self, points: Sequence[Point], on_row: Callable[[dict], None]) -> None:
         from distributed import as_completed
 
         work = chunks(points, len(self.workers) or 1)
-        futures = {self.client.submit(run_chunk, self.settings, [descriptor(p) for p in chunk], pure=False): chunk
-                   for chunk in work}
+        futures = {self.client.submit(run_chunk, self.settings, [descriptor(p) for p in chunk], self.shares,
+                                      pure=False): chunk for chunk in work}
         try:
             for future in as_completed(futures):
                 chunk = futures.pop(future)
@@ -238,7 +275,7 @@ class ClusterRunner:
         op_classes = [(cls, group) for cls, group in batched.by_class(get_op(variant.op), shapes) if cls not in skip]
         plain = [tuple(map(tuple, c)) for c in configs]
         futures = {self.client.submit(run_class, variant.name, plain, cache, l2_flush, jobs, cls,
-                                      [(s.m, s.n, s.k) for s in group], seed, prune, pure=False): (cls, group)
+                                      [(s.m, s.n, s.k) for s in group], seed, prune, self.shares, pure=False): (cls, group)
                    for cls, group in op_classes}
         writer = batched.ClassWriter(output)
         done = 0

@@ -160,3 +160,30 @@ def test_a_workers_runner_keeps_a_shapes_inputs_for_its_next_chunk_of_that_shape
         runner.run(chunk(n), rows.append)
     assert made == [Shape(32, 32, 32), Shape(48, 48, 48)] and all(r["status"] == "ok" for r in rows)
     runner.close()
+
+
+def test_workers_share_their_hosts_cores_for_blas():
+    from mmbench.cluster import blas_shares
+
+    workers = {"a1": {"host": "a", "cpus": 16}, "a2": {"host": "a", "cpus": 16}, "b1": {"host": "b", "cpus": 8},
+               "c1": {"host": "c", "cpus": 2}, "c2": {"host": "c", "cpus": 2}, "c3": {"host": "c", "cpus": 2}}
+    assert blas_shares(workers) == {"a": 8, "b": 8, "c": 1}
+
+
+def test_a_lone_worker_runs_blas_on_all_its_hosts_cores_not_on_dasks_one_thread(tmp_path):
+    """Dask starts workers with OPENBLAS_NUM_THREADS=1; the float64 references and the `blas`
+    baseline would run on one core. A worker alone on its host gets every core."""
+    cpus = len(os.sched_getaffinity(0))
+    out = tmp_path / "lone.csv"
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as lone:
+        result = invoke("run", "-v", "blas", "-s", "64", "--runs", "1", "-o", out, "--scheduler",
+                        lone.scheduler_address)
+    assert result.exit_code == 0, result.output
+    assert list(read_results(out).threads) == [cpus]
+    assert read_metadata(out)["cluster"]["blas_threads_per_worker"] == {os.uname().nodename: cpus}
+
+
+def test_chunks_go_out_largest_work_first():
+    small, big = Shape(32, 32, 32), Shape(512, 512, 512)
+    points = [Point(REGISTRY["naive"], (("BLOCK", 8),), s, "cold") for s in (small, big, Shape(64, 64, 64))]
+    assert [c[0].shape for c in chunks(points, workers=2)] == [big, Shape(64, 64, 64), small]
