@@ -73,7 +73,10 @@ def per_call_ms(records: Sequence[Activity], calls: int, harness_memset_bytes: i
                    each, sum(r.kind == "kernel" for r in runs[0]))
 
 
-MODES = ("concurrent", "serial")  # CUPTI's CONCURRENT_KERNEL records, or its KERNEL ones (kernels serialized)
+# CUPTI's CONCURRENT_KERNEL records of back-to-back launches; its KERNEL records (CUPTI serializes
+# the kernels); or CONCURRENT_KERNEL records of calls each launched on an idle GPU (the sampler's
+# part: timing.time_gpu with held=False), as a profiler replays one launch.
+MODES = ("concurrent", "serial", "isolated")
 
 
 class KernelClock:
@@ -90,7 +93,7 @@ class KernelClock:
             raise KernelClockError(f"cupti-python is not installed ({exc}); pip install cupti-python") from None
         self._cupti = cupti
         self._records: list[Activity] = []
-        kernel_kind = cupti.ActivityKind.CONCURRENT_KERNEL if mode == "concurrent" else cupti.ActivityKind.KERNEL
+        kernel_kind = cupti.ActivityKind.KERNEL if mode == "serial" else cupti.ActivityKind.CONCURRENT_KERNEL
         kinds = {kernel_kind: "kernel", cupti.ActivityKind.MEMSET: "memset",
                  cupti.ActivityKind.MEMCPY: "memcpy"}
         self._kinds = {int(k): v for k, v in kinds.items()}

@@ -1,11 +1,11 @@
 """Launch points once each, untimed: the process `mmbench profile` runs under Nsight Compute.
 
-    python -m mmbench.launch_once VARIANT PARAMS SHAPE [VARIANT PARAMS SHAPE ...]
+    python -m mmbench.launch_once [--repeat N] VARIANT PARAMS SHAPE [VARIANT PARAMS SHAPE ...]
 
 PARAMS is "BLOCK=32" or "-" for none; SHAPE is "MxNxK" (k = 0 for a transpose), or "N" for a square
-GEMM's N x N x N. Only the points' own kernels
-run on the GPU here (inputs arrive by host-to-device copies), so every kernel the profiler sees
-belongs to a point, in the order given.
+GEMM's N x N x N. --repeat N calls each point N times in a row on the same inputs (default once),
+the GPU idle between calls. Only the points' own kernels run on the GPU here (inputs arrive by
+host-to-device copies), so every kernel the profiler sees belongs to a point, in the order given.
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ from .variants import get_variant, parse_params
 
 
 def main(argv: list[str]) -> int:
+    repeat = 1
+    if argv[:1] == ["--repeat"] and len(argv) > 1 and argv[1].isdigit() and int(argv[1]) > 0:
+        repeat, argv = int(argv[1]), argv[2:]
     if len(argv) % 3 or not argv:
         print(__doc__, file=sys.stderr)
         return 2
@@ -33,11 +36,13 @@ def main(argv: list[str]) -> int:
         params = parse_params("" if params_text == "-" else params_text)
         bufs = op.upload(gpu, op.make_inputs(shape, np.random.default_rng(0)))
         if variant.backend == "cuda":
-            op.kernel(gpu, variant, params, shape, bufs)()
+            call = op.kernel(gpu, variant, params, shape, bufs)
         else:
             handle = libraries.get(name) or libraries.setdefault(name, op.library(variant, gpu))
-            op.library_call(handle, shape, bufs)()
-        gpu.synchronize()
+            call = op.library_call(handle, shape, bufs)
+        for _ in range(repeat):
+            call()
+            gpu.synchronize()
         bufs.free()
     for handle in libraries.values():
         handle.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import shutil
+import statistics
 import subprocess
 import sys
 from collections import defaultdict
@@ -119,12 +120,22 @@ def profile_points(points: Sequence[Point]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def kernel_time_ns(point: Point, cache_control: str = "all") -> tuple[float, int]:
+def kernel_time_ns(point: Point, cache_control: str = "all", calls: int = 1) -> tuple[float, int]:
     """Nsight Compute's gpu__time_duration summed over every kernel one call of the point launches
-    (its own process: a library may launch several), and how many kernels that was. cache_control
-    "all": every cache flushed before each kernel (ncu's default); "none": as the kernel finds them."""
-    launches = _run(_args(point), ("gpu__time_duration.sum",), cache_control)
-    return sum(la.get("gpu_time_ns", 0.0) for la in launches), len(launches)
+    (its own process: a library may launch several), the median over `calls` calls on the same
+    inputs, and how many kernels a call launched. cache_control "all": every cache flushed before
+    each kernel (ncu's default); "none": as the kernel finds them."""
+    launches = _run(["--repeat", str(calls), *_args(point)], ("gpu__time_duration.sum",), cache_control)
+    return per_call_median([la.get("gpu_time_ns", 0.0) for la in launches], calls)
+
+
+def per_call_median(kernel_ns: Sequence[float], calls: int) -> tuple[float, int]:
+    """The median over calls of each call's summed kernel times, and the kernels a call launched,
+    from the kernels of `calls` identical calls in launch order."""
+    if not kernel_ns or len(kernel_ns) % calls:
+        raise ProfileError(f"{len(kernel_ns)} kernel launches under ncu do not split into {calls} equal calls")
+    per = len(kernel_ns) // calls
+    return statistics.median(sum(kernel_ns[i:i + per]) for i in range(0, len(kernel_ns), per)), per
 
 
 def profile_path(csv_path):

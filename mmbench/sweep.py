@@ -22,6 +22,7 @@ from .ops import DeviceBuffers, Operation, get_op
 from .ops.base import ScopeError, Timed
 from .results import join_samples
 from .sizes import Shape
+from .kernel_clock import MODES as KERNEL_CLOCK_MODES
 from .kernel_clock import KernelClock, KernelClockError, per_call_ms
 from .timing import CACHE_MODES, MAX_BATCH, noise, stop_reason, summarize, time_cpu, time_gpu
 from .variants import Params, Variant, format_params, param_points
@@ -96,7 +97,9 @@ class Settings:
     # a skipped row with the estimate, never a run of hours.
     cpu_budget_s: float = 120.0
     # The second clock: CUPTI's per-kernel timestamps beside the events, where cupti-python is
-    # installed: "concurrent" (kernels run as they would), "serial" (CUPTI serializes them), "off".
+    # installed: "concurrent" (kernels run as they would, back to back), "serial" (CUPTI serializes
+    # them), "isolated" (every sample's call launched on an idle GPU, as Nsight Compute replays a
+    # kernel: its event times then include the launch from the host), "off".
     kernel_clock: str = "concurrent"
     # Sampling that stops when the answer is known (as nvbench's): with max_noise set, `runs` is the
     # least number of samples, and batches go on until the relative noise of those not taken while
@@ -117,8 +120,8 @@ class Settings:
             raise ValueError(f"L2 flush '{self.l2_flush}'; choose from: read, write")
         if self.noise_clock not in ("events", "kernel"):
             raise ValueError(f"noise clock '{self.noise_clock}'; choose from: events, kernel")
-        if self.kernel_clock not in ("concurrent", "serial", "off"):
-            raise ValueError(f"kernel clock '{self.kernel_clock}'; choose from: concurrent, serial, off")
+        if self.kernel_clock not in (*KERNEL_CLOCK_MODES, "off"):
+            raise ValueError(f"kernel clock '{self.kernel_clock}'; choose from: {', '.join(KERNEL_CLOCK_MODES)}, off")
 
 
 def plan(selections: Iterable[Selection], cache: str) -> list[Point]:
@@ -464,7 +467,8 @@ class Runner:
             nonlocal kernel, reading
             if reading:
                 clock.collect()  # the verification's and earlier records are not samples
-            got = time_gpu(gpu, timed.launch, runs, warmup, point.cache, settings.l2_flush, held=not timed.host_work)
+            held = not timed.host_work and settings.kernel_clock != "isolated"
+            got = time_gpu(gpu, timed.launch, runs, warmup, point.cache, settings.l2_flush, held=held)
             if reading:
                 try:
                     read = per_call_ms(clock.collect(), warmup + runs, flush_bytes)

@@ -93,3 +93,20 @@ def test_launch_once_gets_a_transpose_shape_whole():
     point = Point(REGISTRY["transpose_shmem"], (), Shape(4096, 4096, 0), "cold")
     assert profile._args(point) == ["transpose_shmem", "-", "4096x4096x0"]
     assert profile._args(Point(REGISTRY["best"], (("BLOCK", 32),), Shape(63, 63, 63), "cold"))[2] == "63x63x63"
+
+
+def test_ncus_reference_is_the_median_of_the_calls_summed_kernels():
+    # cuBLAS at 63: a GEMM and its split-K reduce each call; three calls, one slow
+    kernels = [4000.0, 4600.0, 4100.0, 4500.0, 9000.0, 4700.0]
+    assert profile.per_call_median(kernels, 3) == (8600.0, 2)  # per call: 8600, 8600, 13700
+    assert profile.per_call_median([5000.0], 1) == (5000.0, 1)
+    with pytest.raises(profile.ProfileError, match="5 kernel launches under ncu do not split into 3 equal calls"):
+        profile.per_call_median(kernels[:5], 3)
+
+
+def test_launch_once_refuses_a_bad_repeat_without_touching_a_gpu(capsys):
+    from mmbench import launch_once
+
+    assert launch_once.main(["--repeat", "0", "best", "-", "63"]) == 2
+    assert launch_once.main(["--repeat", "2", "best", "-"]) == 2
+    assert "--repeat N" in capsys.readouterr().err

@@ -149,3 +149,43 @@ def test_a_gpu_row_carries_the_timing_fields_and_the_clock_flag(clocks, sagged):
     assert row["gflops_median"] == pytest.approx(2 * 512 / (2.5e-3 * 1e9), rel=1e-15)
     assert row["time_ms_samples"] == "1.0;2.0;3.0;10.0" and row["runs"] == 4
     assert runner.gpu.flushes == ["read"] * 4  # cold: an L2 emptied by reading, before each sample
+
+
+@pytest.mark.parametrize("mode,expected", [
+    ("concurrent", ["hold", "flush", "flush", "flush", "release", "sync"]),  # one held batch, back to back
+    ("isolated", ["flush", "sync", "flush", "sync", "flush", "sync"]),  # every call from an idle GPU
+])
+def test_the_isolated_kernel_clock_launches_every_sample_on_an_idle_gpu(mode, expected):
+    from mmbench.ops import DeviceBuffers
+    from mmbench.sweep import Runner, Settings
+
+    class LoggingGpu(FakeGpu):
+        def __init__(self, *args):
+            super().__init__(*args)
+            self.log = []
+
+        def hold(self):
+            self.log.append("hold")
+
+        def release(self):
+            self.log.append("release")
+
+        def synchronize(self):
+            self.log.append("sync")
+
+        def flush_l2(self, method="read"):
+            self.log.append("flush")
+
+    shape = Shape(8, 8, 8)
+    inputs = gemm.make_gemm_inputs(shape, np.random.default_rng(0))
+    runner = Runner(Settings(runs=3, warmup=0, kernel_clock=mode), [])
+    runner.gpu = LoggingGpu([1.0, 2.0, 3.0], (1980, 1980))
+    c = np.empty(64, np.float32)
+
+    def launch():
+        c[:] = (inputs.a @ inputs.b).ravel()
+
+    row = runner._verify_and_time(Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), inputs,
+                                  DeviceBuffers((inputs.a, inputs.b), c, 64), lambda shape, buffers: launch)
+    assert row["status"] == "ok" and row["time_ms_samples"] == "1.0;2.0;3.0"
+    assert runner.gpu.log[-len(expected):] == expected

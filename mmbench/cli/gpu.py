@@ -172,8 +172,9 @@ def _print_info(facts: dict, gpu_note: str | None) -> None:
 @click.option("--runs", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--ncu-cache", type=click.Choice(["all", "none"]), default="all", show_default=True,
               help="Nsight Compute's --cache-control: all flushes every cache before each kernel, none leaves them.")
-@click.option("--kernel-clock", type=click.Choice(["concurrent", "serial"]), default="concurrent", show_default=True,
-              help="CUPTI's kernel records: as the kernels run, or serialized by CUPTI.")
+@click.option("--kernel-clock", type=click.Choice(["concurrent", "serial", "isolated"]), default="concurrent",
+              show_default=True, help="CUPTI's kernel records: as the kernels run back to back, serialized by CUPTI, "
+                                      "or of calls each launched on an idle GPU (as Nsight Compute replays one).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Results CSV of the timed points; the comparison goes beside it as NAME.verify.csv.")
 def verify_timing(variants, sizes, runs, ncu_cache, kernel_clock, output):
