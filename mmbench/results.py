@@ -40,7 +40,8 @@ COLUMNS = (
     "kernel_ms_mean", "kernel_ms_median", "kernel_ms_min", "kernel_records", "kernel_ms_samples",
     "kernels_only_ms_median",
     "gpu_temp_c_before", "gpu_temp_c_after", "power_w_before", "power_w_after",
-    "noise", "stopped", "samples_sagged",  # adaptive sampling: reached noise, why it stopped
+    "noise", "noise_clock", "stopped", "samples_sagged",  # adaptive sampling: reached noise (of which clock's
+    # samples: the kernel clock's can be missing at a point, and then the events' judge), why it stopped
 )
 KEY = ("op", "variant", "params", "m", "n", "k", "cache", "scope", "pad")  # one row per point; --resume skips these
 # Columns added since the first files, with the value every row of an older file has: files written
@@ -50,7 +51,7 @@ ADDED_COLUMNS = {"op": "gemm", "scope": "kernel", "pad": "0", "padded_shape": ""
                  "host": "", "gpu": "", "gpu_uuid": "",  # where: the file's metadata says, for a file from before
                  **{c: "" for c in ("kernel_ms_mean", "kernel_ms_median", "kernel_ms_min", "kernel_records",
                                     "kernel_ms_samples", "kernels_only_ms_median", "gpu_temp_c_before", "gpu_temp_c_after", "power_w_before",
-                                    "power_w_after", "noise", "stopped", "samples_sagged")}}
+                                    "power_w_after", "noise", "noise_clock", "stopped", "samples_sagged")}}
 STATUSES = ("ok", "wrong", "failed", "skipped")
 _INTS = ("m", "n", "k", "runs", "warmup", "pad")
 _FLOATS = ("kernel_ms_mean", "kernel_ms_median", "kernel_ms_min", "kernel_records", "kernels_only_ms_median", "gpu_temp_c_before",
@@ -354,9 +355,9 @@ def read_results(path: Path) -> pd.DataFrame:
     df = pd.read_csv(io.StringIO(found.complete_text), dtype={"params": str, "reason": str, "time_ms_samples": str,
                                                                  "padded_shape": str, "host": str, "gpu": str,
                                                                  "gpu_uuid": str, "kernel_ms_samples": str,
-                                                                 "stopped": str})
+                                                                 "stopped": str, "noise_clock": str})
     for col in ("params", "reason", "time_ms_samples", "padded_shape", "host", "gpu", "gpu_uuid", "kernel_ms_samples",
-                "stopped"):
+                "stopped", "noise_clock"):
         if col in df:
             df[col] = df[col].fillna("")
     for position, column in enumerate(COLUMNS):

@@ -486,7 +486,8 @@ class Runner:
             sag = lambda: clock_sagged((gpu.clock.current_mhz(),), gpu.clock.max_mhz(), settings.clock_sag)  # noqa: E731
             sagged = [sag()] * len(times)
             while True:
-                basis = kernel[0] if settings.noise_clock == "kernel" and kernel is not None else times
+                on_kernel = settings.noise_clock == "kernel" and kernel is not None  # else the events judge
+                basis = kernel[0] if on_kernel else times
                 why = stop_reason(basis, sagged, settings.runs, settings.max_noise, time.perf_counter() - started,
                                   settings.budget_s, settings.max_runs)
                 if why:
@@ -494,7 +495,8 @@ class Runner:
                 more = batch(min(MAX_BATCH, settings.max_runs - len(times)), 0)
                 sagged += [sag()] * len(more)
                 times += more
-            sampling = {"noise": noise(basis, sagged), "stopped": why, "samples_sagged": sum(sagged)}
+            sampling = {"noise": noise(basis, sagged), "noise_clock": "kernel" if on_kernel else "events", "stopped": why,
+                        "samples_sagged": sum(sagged)}
         return times, kernel, sampling
 
     def _record_kernel(self, variant: Variant, params: Params, fn) -> None:

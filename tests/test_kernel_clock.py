@@ -181,3 +181,19 @@ def test_a_noise_target_on_the_kernel_clock_stops_where_the_events_would_go_on()
     assert (rows["kernel"]["stopped"], rows["kernel"]["runs"], rows["kernel"]["noise"]) == ("noise", 10, 0.0)
     assert rows["events"]["stopped"] == "max" and rows["events"]["runs"] == 74
     assert len(samples_of(rows["events"]["kernel_ms_samples"])) == 74  # the kernel clock read every batch
+    assert (rows["kernel"]["noise_clock"], rows["events"]["noise_clock"]) == ("kernel", "events")
+
+
+def test_a_noise_target_on_a_kernel_clock_that_is_not_there_says_the_events_judged():
+    shape = Shape(8, 8, 8)
+    inputs = gemm.make_gemm_inputs(shape, np.random.default_rng(0))
+    c = np.empty(64, np.float32)
+
+    def launch():
+        c[:] = (inputs.a @ inputs.b).ravel()
+
+    runner = Runner(Settings(runs=10, warmup=0, max_noise=0.01, max_runs=10, noise_clock="kernel"), [])
+    runner.gpu = FakeGpu([1.0] * 10, [1980] * 100)  # no CUPTI: runner.kernel_clock stays None
+    row = runner._verify_and_time(Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), inputs,
+                                  DeviceBuffers((inputs.a, inputs.b), c, 64), lambda s, b: launch)
+    assert (row["stopped"], row["noise_clock"]) == ("noise", "events") and "kernel_ms_samples" not in row
