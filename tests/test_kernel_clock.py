@@ -66,19 +66,25 @@ class RecordedClock:
         return self.batches.pop(0)
 
 
-def test_a_row_carries_the_kernel_clock_beside_the_events():
+def time_naive_8(runner) -> dict:
+    """The row of a naive 8 x 8 x 8 point through the runner's verify-and-time, its "kernel" a
+    host product (the fake GPU and clock give the samples)."""
     shape = Shape(8, 8, 8)
     inputs = gemm.make_gemm_inputs(shape, np.random.default_rng(0))
-    runner = Runner(Settings(runs=3, warmup=1), [])
-    runner.gpu = FakeGpu([9.0, 8.0, 8.5], [1980] * 10)
-    runner.kernel_clock = RecordedClock([(7000, 300, 1000), (4000, 300, 1000), (4100, 310, 1000), (3900, 290, 1000)])
     c = np.empty(64, np.float32)
 
     def launch():
         c[:] = (inputs.a @ inputs.b).ravel()
 
-    row = runner._verify_and_time(Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"),
-                                  inputs, DeviceBuffers((inputs.a, inputs.b), c, 64), lambda s, b: launch)
+    return runner._verify_and_time(Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), inputs,
+                                   DeviceBuffers((inputs.a, inputs.b), c, 64), lambda s, b: launch)
+
+
+def test_a_row_carries_the_kernel_clock_beside_the_events():
+    runner = Runner(Settings(runs=3, warmup=1), [])
+    runner.gpu = FakeGpu([9.0, 8.0, 8.5], [1980] * 10)
+    runner.kernel_clock = RecordedClock([(7000, 300, 1000), (4000, 300, 1000), (4100, 310, 1000), (3900, 290, 1000)])
+    row = time_naive_8(runner)
     assert row["status"] == "ok" and row["runs"] == 3
     assert samples_of(row["kernel_ms_samples"]) == pytest.approx([5.3e-3, 5.41e-3, 5.19e-3])  # the warm-up call left out
     assert row["kernel_ms_median"] == pytest.approx(5.3e-3) and row["kernel_records"] == 3
@@ -108,19 +114,11 @@ def test_sampling_stops_when_the_noise_is_known_or_the_budget_is_spent(samples, 
 
 
 def test_adaptive_sampling_takes_batches_until_the_noise_target():
-    shape = Shape(8, 8, 8)
-    inputs = gemm.make_gemm_inputs(shape, np.random.default_rng(0))
     noisy = [1.0, 1.3, 0.8, 1.2]  # the first `runs` samples: 20 % noise
     steady = [1.0] * 200
     runner = Runner(Settings(runs=4, warmup=0, max_noise=0.1, max_runs=500), [])
     runner.gpu = FakeGpu(noisy + steady, [1980] * 1000)
-    c = np.empty(64, np.float32)
-
-    def launch():
-        c[:] = (inputs.a @ inputs.b).ravel()
-
-    row = runner._verify_and_time(Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"),
-                                  inputs, DeviceBuffers((inputs.a, inputs.b), c, 64), lambda s, b: launch)
+    row = time_naive_8(runner)
     assert row["stopped"] == "noise" and row["noise"] <= 0.1
     assert row["runs"] == len(samples_of(row["time_ms_samples"])) == 4 + 64  # one batch of MAX_BATCH more
     assert row["samples_sagged"] == 0
@@ -162,13 +160,6 @@ def test_verify_timing_compares_the_calls_kernels_alone_with_nsight_compute():
 
 
 def test_a_noise_target_on_the_kernel_clock_stops_where_the_events_would_go_on():
-    shape = Shape(8, 8, 8)
-    inputs = gemm.make_gemm_inputs(shape, np.random.default_rng(0))
-    c = np.empty(64, np.float32)
-
-    def launch():
-        c[:] = (inputs.a @ inputs.b).ravel()
-
     rows = {}
     for clock in ("events", "kernel"):
         runner = Runner(Settings(runs=10, warmup=0, max_noise=0.01, max_runs=74, noise_clock=clock), [])
@@ -176,8 +167,7 @@ def test_a_noise_target_on_the_kernel_clock_stops_where_the_events_would_go_on()
         stable = [(4000, 300, 1000)] * 10
         runner.kernel_clock = RecordedClock(stable)  # the kernel clock: none
         runner.kernel_clock.batches += [[], recorded_calls([(4000, 300, 1000)] * 64)]
-        rows[clock] = runner._verify_and_time(Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), inputs,
-                                              DeviceBuffers((inputs.a, inputs.b), c, 64), lambda s, b: launch)
+        rows[clock] = time_naive_8(runner)
     assert (rows["kernel"]["stopped"], rows["kernel"]["runs"], rows["kernel"]["noise"]) == ("noise", 10, 0.0)
     assert rows["events"]["stopped"] == "max" and rows["events"]["runs"] == 74
     assert len(samples_of(rows["events"]["kernel_ms_samples"])) == 74  # the kernel clock read every batch
@@ -185,15 +175,7 @@ def test_a_noise_target_on_the_kernel_clock_stops_where_the_events_would_go_on()
 
 
 def test_a_noise_target_on_a_kernel_clock_that_is_not_there_says_the_events_judged():
-    shape = Shape(8, 8, 8)
-    inputs = gemm.make_gemm_inputs(shape, np.random.default_rng(0))
-    c = np.empty(64, np.float32)
-
-    def launch():
-        c[:] = (inputs.a @ inputs.b).ravel()
-
     runner = Runner(Settings(runs=10, warmup=0, max_noise=0.01, max_runs=10, noise_clock="kernel"), [])
     runner.gpu = FakeGpu([1.0] * 10, [1980] * 100)  # no CUPTI: runner.kernel_clock stays None
-    row = runner._verify_and_time(Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), inputs,
-                                  DeviceBuffers((inputs.a, inputs.b), c, 64), lambda s, b: launch)
+    row = time_naive_8(runner)
     assert (row["stopped"], row["noise_clock"]) == ("noise", "events") and "kernel_ms_samples" not in row
