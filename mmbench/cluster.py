@@ -129,6 +129,7 @@ def run_chunk(settings: Settings, descriptors: list[tuple], shares: dict[str, in
                 _RUNNER[1].close()
             _RUNNER[:] = [settings, Runner(settings, points)]
             _RUNNER[1].keep_shape = True  # the next chunk is often of the same shape: its inputs stay
+            _RUNNER[1].compile_jobs = shares.get(HOST) or _RUNNER[1].compile_jobs  # a chunk's kernels, at once
         runner = _RUNNER[1]
         runner.ensure(points)
         rows: list[dict] = []

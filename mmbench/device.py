@@ -101,6 +101,11 @@ class SmClock:
     def current_mhz(self) -> int | None:
         return self._read("nvmlDeviceGetClockInfo", self.nvml.NVML_CLOCK_SM) if self.handle else None
 
+    def uuid(self) -> str:
+        """The GPU's UUID ("GPU-..."), "" without NVML."""
+        found = self._read("nvmlDeviceGetUUID")
+        return (found.decode() if isinstance(found, bytes) else found) or ""
+
     def max_mhz(self) -> int | None:
         return self._read("nvmlDeviceGetMaxClockInfo", self.nvml.NVML_CLOCK_SM) if self.handle else None
 
@@ -118,7 +123,7 @@ class SmClock:
         n = self.nvml
         driver = n.nvmlSystemGetDriverVersion()
         return {
-            "uuid": self._read("nvmlDeviceGetUUID"),
+            "uuid": self.uuid(),
             "driver_version": driver.decode() if isinstance(driver, bytes) else driver,
             "sm_clock_max_mhz": self.max_mhz(),
             "memory_clock_max_mhz": self._read("nvmlDeviceGetMaxClockInfo", n.NVML_CLOCK_MEM),
@@ -138,9 +143,11 @@ class Gpu:
         dev = drv.Context.get_device()
         attr = drv.device_attribute
         cc = dev.compute_capability()
+        self.clock = SmClock(dev.pci_bus_id())
         self.facts = DeviceFacts(
             name=dev.name(),
-            uuid=str(getattr(dev, "uuid", lambda: "")() or ""),
+            # PyCUDA's Device has no uuid: NVML's, found by PCI bus id (each row of a cluster run names its GPU)
+            uuid=str(getattr(dev, "uuid", lambda: "")() or "") or self.clock.uuid(),
             pci_bus_id=dev.pci_bus_id(),
             compute_capability=f"{cc[0]}.{cc[1]}",
             arch=f"sm_{cc[0]}{cc[1]}",
@@ -156,7 +163,6 @@ class Gpu:
             memory_bus_width_bits=dev.get_attribute(attr.GLOBAL_MEMORY_BUS_WIDTH),
             driver_cuda_version=drv.get_driver_version(),
         )
-        self.clock = SmClock(self.facts.pci_bus_id)
         self.context = drv.Context.get_current()  # the primary context open_gpu made current
         self.stream = drv.Stream()
         # A second stream for kernels that run beside the main one (a product's strip kernels),
@@ -167,6 +173,7 @@ class Gpu:
         # kernel, as scripts/ab_kernels.py compares) and parameters.
         self._modules: dict[tuple, Any] = {}
         self._functions: dict[tuple, Any] = {}
+        self._precompiled: set[tuple] = set()  # modules precompile() put in PyCUDA's cache
         # Cold-cache samples read (or, as files measured before it ask, write) a buffer twice the L2
         # size before each launch; zeroed once, so the read kernel never stores.
         self._flush_words = 2 * self.facts.l2_bytes // 16 * 4
@@ -207,14 +214,27 @@ class Gpu:
             self._functions[(*key, entry)] = self._modules[key].get_function(entry)
         return self._functions[(*key, entry)]
 
+    def compiled(self, variant: Variant, params: Params) -> bool:
+        """Whether this parameter point's module is loaded or in PyCUDA's cache by precompile()."""
+        key = (variant.name, variant.source_dir, params)
+        return key in self._modules or key in self._precompiled
+
     def precompile(self, variant: Variant, points: list[Params], jobs: int) -> None:
-        """Compile many parameter points in parallel into PyCUDA's cache (nvcc runs as separate
-        processes, so threads suffice); errors are left for function() to report per point."""
+        """Compile many parameter points of a variant in parallel into PyCUDA's cache."""
+        self.precompile_pairs([(variant, params) for params in points], jobs)
+
+    def precompile_pairs(self, pairs: list[tuple[Variant, Params]], jobs: int) -> None:
+        """Compile (variant, parameters) pairs in parallel into PyCUDA's cache, with their ptxas
+        reports (nvcc runs as separate processes, so threads suffice); errors are left for
+        function() to report per point."""
         from concurrent.futures import ThreadPoolExecutor
 
         from pycuda.compiler import compile as nvcc_compile
 
-        def build(params: Params) -> None:
+        self._precompiled.update((variant.name, variant.source_dir, params) for variant, params in pairs)
+
+        def build(pair: tuple[Variant, Params]) -> None:
+            variant, params = pair
             try:
                 nvcc_compile(source.module_source(variant, params), options=list(source.NVCC_OPTIONS),
                              no_extern_c=True, arch=self.facts.arch)
@@ -222,8 +242,8 @@ class Gpu:
             except Exception:
                 pass
 
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            list(pool.map(build, points))
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            list(pool.map(build, pairs))
 
     @staticmethod
     def resources(function) -> dict:

@@ -276,8 +276,8 @@ def execute(points: Sequence[Point], settings: Settings, output: Path, about: di
             prepare: Callable[[Runner], None] | None = None, resume: bool = False, previous: dict | None = None,
             on_row: Callable[[dict], None] | None = None, say: Say = print, cluster=None) -> Outcome:
     """Run points into output with metadata (`about` goes into it); prepare(runner) runs first
-    (the tuner compiles its configurations there; not on a cluster, whose workers compile as they
-    go). Ctrl-C ends the run as `interrupted`, with every finished row kept. cluster: a
+    (the tuner compiles its configurations there; not on a cluster, whose workers compile each
+    chunk's kernels in parallel as it arrives). Ctrl-C ends the run as `interrupted`, with every finished row kept. cluster: a
     cluster.ClusterSpec to spread the points over (this process stays the only writer)."""
     runner = open_runner(settings, points, cluster, say)
     prepare = prepare if cluster is None else None

@@ -9,6 +9,7 @@ sweep goes on.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import platform
 import time
 from dataclasses import dataclass, field
@@ -241,6 +242,8 @@ class Runner:
         # keep_shape (a cluster worker, whose next chunk is often of the same shape).
         self.keep_shape = False
         self._kept: tuple | None = None
+        # nvcc processes compiling a run's kernels at once (a cluster worker: its share of the host)
+        self.compile_jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         self.ensure(points)
 
     def ensure(self, points: Sequence[Point]) -> None:
@@ -265,6 +268,7 @@ class Runner:
 
     # -- one shape at a time: inputs, reference and device buffers are shared by its points ----
     def run(self, points: Sequence[Point], on_row: Callable[[dict], None]) -> None:
+        self._precompile(points)
         order: dict[tuple, list[Point]] = {}
         for p in points:
             order.setdefault((p.variant.op, p.shape), []).append(p)
@@ -291,6 +295,17 @@ class Runner:
                 self._kept = (key, inputs, buffers)
                 if not self.keep_shape:
                     self.release_shape()
+
+    def _precompile(self, points: Sequence[Point]) -> None:
+        """Compile the kernels of these points not compiled yet, compile_jobs at a time, into
+        PyCUDA's cache (function() then loads each): one nvcc after another would leave the GPU
+        idle for seconds per kernel, and a cache hit still runs nvcc's preprocessor."""
+        if self.gpu is None or not hasattr(self.gpu, "precompile_pairs"):
+            return
+        todo = list(dict.fromkeys((p.variant, p.params) for p in points
+                                  if p.variant.backend == "cuda" and not self.gpu.compiled(p.variant, p.params)))
+        if len(todo) > 1:
+            self.gpu.precompile_pairs(todo, self.compile_jobs)
 
     def release_shape(self) -> None:
         """Free the device buffers of the shape last run (kept by a cluster worker's runner)."""

@@ -343,7 +343,7 @@ def test_a_cluster_of_the_visible_gpus_runs_a_sweep_and_tags_each_row_with_its_g
     assert result.exit_code == 0, result.output
     df = read_results(out)
     assert len(df) == 15 and set(df.status) == {"ok"}
-    assert len(set(df.gpu_uuid)) == gpus and all(df.gpu) and all(df.host)
+    assert len(set(df.gpu_uuid)) == gpus and all(df.gpu_uuid.str.startswith("GPU-")) and all(df.gpu) and all(df.host)
     meta = json.loads(out.with_suffix(".meta.json").read_text())
     assert len(meta["cluster"]["workers"]) == drv.Device.count() and len(meta["cluster"]["gpus"]) == gpus
     assert meta["gpu"]["name"] == df.gpu.iloc[0]  # one model: the file's GPU, as on one GPU

@@ -76,3 +76,33 @@ def test_points_of_several_sessions_run_together_land_in_their_own_files(tmp_pat
     with pytest.raises(ValueError, match="same settings"):
         c = runs.Session(tmp_path / "c.csv", Settings(runs=2, warmup=0, cache="hot"), {}, ["t"], runner, points_planned=1)
         runs.run_together(runner, [(a, items[0]), (c, items[1])])
+
+
+def test_a_runner_compiles_a_runs_new_kernels_at_once_before_the_first_point():
+    """One nvcc after another leaves the GPU idle; the runner hands every kernel not compiled yet
+    to the GPU's parallel compile first (a cluster worker with its share of the host's cores)."""
+    from mmbench.sizes import Shape
+    from mmbench.sweep import Point, Runner, Settings
+    from mmbench.variants import REGISTRY
+
+    class CompilingGpu:
+        def __init__(self):
+            self.done, self.calls = set(), []
+
+        def compiled(self, variant, params):
+            return (variant.name, params) in self.done
+
+        def precompile_pairs(self, pairs, jobs):
+            self.calls.append(([(v.name, p) for v, p in pairs], jobs))
+            self.done.update((v.name, p) for v, p in pairs)
+
+    shape = Shape(4, 4, 4)
+    points = [Point(REGISTRY["shared"], (("BLOCK", b),), shape, "cold") for b in (8, 16, 8)]
+    points += [Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), Point(REGISTRY["blas"], (), shape, "cold")]
+    runner = Runner(Settings(), [])
+    runner.gpu, runner.compile_jobs = CompilingGpu(), 5
+    runner._precompile(points)
+    assert runner.gpu.calls == [([("shared", (("BLOCK", 8),)), ("shared", (("BLOCK", 16),)), ("naive", (("BLOCK", 8),))], 5)]
+    runner._precompile(points)  # all compiled: nothing more
+    runner._precompile(points + [Point(REGISTRY["naive"], (("BLOCK", 16),), shape, "cold")])  # one new: loaded as it comes
+    assert len(runner.gpu.calls) == 1
