@@ -19,7 +19,7 @@ from .. import plots
 from ..analysis import along, by_shape, ok_rows, shape_ratio
 from ..results import ResultsError
 from ..variants import REGISTRY, format_params, param_points
-from .common import Figure, FigureFamily, Verdict, markdown_table, save_report, text_table, verdict_table
+from .common import Figure, FigureFamily, Verdict, markdown_table, provenance, save_report, text_table, verdict_table
 
 plt = plots.plt
 
@@ -234,7 +234,6 @@ def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, f
                  profile: pd.DataFrame | None, results_path: Path) -> Path:
     ok = ok_rows(df)
     summary = family_summary(ok)
-    gpu = meta.get("gpu") or {}
     pct = percent_of_cublas(ok)
     pct_rows = [[step, f"{v.min():.1f}", f"{v.median():.1f}", f"{v.max():.1f}"] for step, v in pct.items()]
     try:
@@ -245,9 +244,7 @@ def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, f
     lines = [
         "# The AMD tiling tutorial on NVIDIA: naive, LDS tiling, register tiling",
         "",
-        f"Results: `{results_path.name}` ({len(df)} points, {int((df.status == 'ok').sum())} verified) on "
-        f"**{gpu.get('name', 'no GPU')}**, run {str(meta.get('started_at', ''))[:10]}, commit "
-        f"`{(meta.get('git') or {}).get('commit')}`. Times are medians of the samples, cold L2; every point was "
+        provenance(results_path, df, meta) + ". Times are medians of the samples, cold L2; every point was "
         "verified against float64.",
         "",
         "The tutorial's naive and LDS kernels are mmbench's `naive` and `shared` at BLOCK = 16 (the same code). Its "

@@ -37,6 +37,15 @@ class Verdict:
     evidence: str  # our numbers
 
 
+def provenance(results_path: Path, df: pd.DataFrame, meta: dict, counts: str = "", device: str = "") -> str:
+    """A report's opening: its results file, points and how many verified (then `counts`), the
+    GPU (then `device`), the day it ran and the commit; the study goes on with its own words."""
+    gpu = meta.get("gpu") or {}
+    return (f"Results: `{results_path.name}` ({len(df)} points, {int((df.status == 'ok').sum())} verified{counts}) on "
+            f"**{gpu.get('name', 'no GPU')}**{device}, run {str(meta.get('started_at', ''))[:10]}, commit "
+            f"`{(meta.get('git') or {}).get('commit')}`")
+
+
 def markdown_table(df: pd.DataFrame) -> str:
     def cell(v):
         if isinstance(v, str):

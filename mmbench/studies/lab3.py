@@ -15,7 +15,7 @@ from .. import plots
 from ..analysis import ok_rows
 from ..results import ResultsError
 from ..variants import REGISTRY
-from .common import Figure, FigureFamily, Verdict, markdown_table, save_report, verdict_table
+from .common import Figure, FigureFamily, Verdict, markdown_table, provenance, save_report, verdict_table
 
 plt = plots.plt  # pyplot as plots loaded it, after choosing the Agg backend
 
@@ -216,13 +216,10 @@ def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, f
         raise ResultsError("the Lab 3 report needs transpose or matmul rows")
     sizes = list(reference.get("sizes") or [])
     pct = (100 * bw.div(bw[_label("memcpy")], axis=0)).drop(columns=[_label("memcpy")]) if _label("memcpy") in bw else bw
-    gpu = meta.get("gpu") or {}
     lines = [
         "# Lab 3 on today's GPU: transpose and matrix multiplication",
         "",
-        f"Results: `{results_path.name}` ({len(df)} points, {int((df.status == 'ok').sum())} verified) on "
-        f"**{gpu.get('name', 'no GPU')}**, run {str(meta.get('started_at', ''))[:10]}, commit "
-        f"`{(meta.get('git') or {}).get('commit')}`. The lab ran on {reference.get('device', 'its GPU')}. Times are "
+        provenance(results_path, df, meta) + f". The lab ran on {reference.get('device', 'its GPU')}. Times are "
         "medians of the samples, cold L2; every point was verified (transposes exactly, products against float64).",
         "",
         "## The lab's claims, checked",

@@ -20,7 +20,7 @@ from .. import plots
 from ..analysis import by_shape, ok_rows, shape_ratio
 from ..ops.base import SCOPES
 from ..results import ResultsError
-from .common import Figure, FigureFamily, Verdict, markdown_table, save_report, text_table, verdict_table
+from .common import Figure, FigureFamily, Verdict, markdown_table, provenance, save_report, text_table, verdict_table
 
 plt = plots.plt
 
@@ -204,7 +204,6 @@ def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, f
                  profile: pd.DataFrame | None, results_path: Path) -> Path:
     ok = ok_rows(df)
     table = summary(ok)
-    gpu = meta.get("gpu") or {}
     try:
         modern = markdown_table(modern_table(ok))
     except ResultsError as exc:
@@ -217,9 +216,7 @@ def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, f
     lines = [
         "# Lameski 2013 on today's GPU: padding versus border checks",
         "",
-        f"Results: `{results_path.name}` ({len(df)} points, {int((df.status == 'ok').sum())} verified) on "
-        f"**{gpu.get('name', 'no GPU')}**, run {str(meta.get('started_at', ''))[:10]}, commit "
-        f"`{(meta.get('git') or {}).get('commit')}`. The paper ran on {reference.get('device', 'a GTX 680')}. "
+        provenance(results_path, df, meta) + f". The paper ran on {reference.get('device', 'a GTX 680')}. "
         "Times are medians of the samples, cold L2; every point was verified against float64.",
         "",
         "Approach 1 (padding) is `shared_padded`: the 32 x 32 shared-memory kernel without any border check, run on "

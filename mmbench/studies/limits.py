@@ -13,7 +13,7 @@ import pandas as pd
 
 from .. import analysis, plots
 from ..sizes import parse_sizes
-from .common import Figure, FigureFamily, save_report, text_table
+from .common import Figure, FigureFamily, provenance, save_report, text_table
 
 TARGET_SIZES = (4096, 2049)
 PAPER_SIZES = "512:2049"  # the paper's sizes from 512
@@ -57,12 +57,10 @@ def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, f
         if len(on):
             per_series.append([series, str(len(on)), str(int((on >= 100).sum())),
                                f"{on.min():.1f} % at {on.idxmin()}", f"{on.max():.1f} % at {on.idxmax()}"])
-    gpu = meta.get("gpu") or {}
     lines = [
         "# The SGEMM ladder against cuBLAS",
         "",
-        f"Results: `{results_path.name}` ({len(df)} points, {len(ok)} verified) on **{gpu.get('name', 'no GPU')}**, "
-        f"run {str(meta.get('started_at', ''))[:10]}, commit `{(meta.get('git') or {}).get('commit')}`. GFLOP/s (mean "
+        provenance(results_path, df, meta) + ". GFLOP/s (mean "
         "of the samples) as % of cuBLAS SGEMM in pure FP32 mode at the same size in the same run.",
         "",
         f"## {title}",

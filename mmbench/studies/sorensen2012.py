@@ -23,7 +23,7 @@ from ..analysis import ok_rows
 from ..ops.gemv import FAMILIES, MESH_CELLS, MESH_MAX, cell_name, cell_points, mesh_cell, parse_cell
 from ..results import ResultsError
 from ..variants import parse_params
-from .common import Figure, FigureFamily, Verdict, markdown_table, save_report, text_table, verdict_table
+from .common import Figure, FigureFamily, Verdict, markdown_table, provenance, save_report, text_table, verdict_table
 
 plt = plots.plt
 
@@ -359,7 +359,6 @@ def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, f
                  profile: pd.DataFrame | None, results_path: Path) -> Path:
     ok = ok_rows(df)
     tuning, tuning_meta = tuning_rows(meta)
-    gpu = meta.get("gpu") or {}
     shapes = family_shapes(meta)
     fam = families(ok, shapes)
     fam_table = fam.assign(MB=(fam.footprint / 1e6).round(3),
@@ -372,10 +371,8 @@ def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, f
     lines = [
         "# Sørensen 2012 on today's GPU: auto-tuned SGEMV against cuBLAS",
         "",
-        f"Results: `{results_path.name}` ({len(df)} points, {int((df.status == 'ok').sum())} verified, "
-        f"{int((awkward.status != 'ok').sum())} GEMV points not ok) on **{gpu.get('name', 'no GPU')}**, run "
-        f"{str(meta.get('started_at', ''))[:10]}, commit `{(meta.get('git') or {}).get('commit')}`, "
-        f"{(meta.get('settings') or {}).get('cache', '?')} L2. GFLOP/s are 2 m n over the mean time; GB/s are "
+        provenance(results_path, df, meta, counts=f", {int((awkward.status != 'ok').sum())} GEMV points not ok")
+        + f", {(meta.get('settings') or {}).get('cache', '?')} L2. GFLOP/s are 2 m n over the mean time; GB/s are "
         "4 (m n + m + n) bytes over the median time; a mesh cell is the mean over its 3 x 3 shapes, as the paper "
         "scores it. The copy is cuMemcpyDtoD (bytes read and written).",
         "",

@@ -15,7 +15,7 @@ import pandas as pd
 from .. import analysis, plots
 from ..analysis import Series
 from ..results import ResultsError
-from .common import Figure, FigureFamily, Verdict, markdown_table
+from .common import Figure, FigureFamily, Verdict, markdown_table, provenance
 
 plt = plots.plt  # pyplot as plots loaded it, after choosing the Agg backend
 
@@ -266,10 +266,9 @@ def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, f
     lines = [
         "# Zosa 2017 on today's GPU: paper vs ours",
         "",
-        f"Results: `{results_path.name}` ({len(df)} points, {int((df.status == 'ok').sum())} verified) on "
-        f"**{gpu.get('name', 'no GPU')}** ({gpu.get('sm_count', '?')} SMs, driver {gpu.get('driver_version', '?')}), "
-        f"run {str(meta.get('started_at', ''))[:10]}, commit `{(meta.get('git') or {}).get('commit')}`. "
-        f"The paper ran on a {reference.get('device', 'Tesla K80')}.",
+        provenance(results_path, df, meta, device=f" ({gpu.get('sm_count', '?')} SMs, driver "
+                                                  f"{gpu.get('driver_version', '?')})")
+        + f". The paper ran on a {reference.get('device', 'Tesla K80')}.",
         "",
         "## The paper's findings, checked",
         "",
