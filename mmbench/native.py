@@ -9,21 +9,16 @@ import os
 import shutil
 import subprocess
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
-from .source import kernels_dir
+from .source import cache_dir, kernels_dir
 
 CFLAGS = ("-O2", "-shared", "-fPIC")
 
 
 class NativeUnavailable(RuntimeError):
     """No C compiler, or it failed; the message says which."""
-
-
-def _cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mmbench"
 
 
 @lru_cache(maxsize=1)
@@ -34,7 +29,7 @@ def library() -> ctypes.CDLL:
     if cc is None:
         raise NativeUnavailable("no C compiler (cc) on PATH for the CPU naive baselines")
     digest = hashlib.sha256(src.read_bytes() + " ".join(CFLAGS).encode()).hexdigest()[:16]
-    lib = _cache_dir() / f"naive-{digest}.so"
+    lib = cache_dir() / f"naive-{digest}.so"
     if not lib.exists():
         lib.parent.mkdir(parents=True, exist_ok=True)
         tmp = lib.with_suffix(f".{os.getpid()}.tmp")

@@ -14,11 +14,13 @@ registers, shared memory and spills. So the CI compile check tests what the GPU 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -172,14 +174,33 @@ def compile_report(variant: Variant, params: Params, arch: str = DEFAULT_ARCH) -
     return compile_reports(variant, params, arch)[variant.name]
 
 
+def cache_dir() -> Path:
+    """mmbench's own cache of built things (compiled CPU baselines, ptxas reports):
+    MMBENCH_CACHE_DIR, else mmbench under XDG_CACHE_HOME or ~/.cache."""
+    if os.environ.get("MMBENCH_CACHE_DIR"):
+        return Path(os.environ["MMBENCH_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mmbench"
+
+
 @lru_cache(maxsize=None)
 def compile_reports(variant: Variant, params: Params, arch: str = DEFAULT_ARCH) -> dict[str, PtxasReport]:
-    """Compile a variant as SourceModule would; ptxas's report of each of its entry functions
-    (memoized: the metadata asks once per kernel, and the tuner warms it in parallel)."""
+    """Compile a variant as SourceModule would; ptxas's report of each of its entry functions.
+    Memoized, and kept on disk under the hash of the module's source, the command and nvcc's
+    version: PyCUDA caches the cubin, but a report would otherwise cost a whole nvcc run per kernel
+    in every process (a tuning's 160 configurations: a minute of a run)."""
     if nvcc_path() is None:
         raise CompileError("nvcc not found on PATH: install the CUDA toolkit")
+    text = module_source(variant, params)
+    key = hashlib.sha256("\0".join([text, *nvcc_command(arch), nvcc_version() or ""]).encode()).hexdigest()[:32]
+    kept = cache_dir() / "ptxas" / f"{key}.json"
+    try:
+        reports = {name: PtxasReport(**fields) for name, fields in json.loads(kept.read_text()).items()}
+        if variant.name in reports:
+            return reports
+    except (OSError, ValueError, TypeError):  # not there yet, or a damaged file: compile again
+        pass
     with tempfile.TemporaryDirectory(prefix="mmbench-") as tmp:
-        Path(tmp, "kernel.cu").write_text(module_source(variant, params))
+        Path(tmp, "kernel.cu").write_text(text)
         proc = subprocess.run(nvcc_command(arch), cwd=tmp, capture_output=True, text=True)
     log = proc.stdout + proc.stderr
     if proc.returncode != 0:
@@ -188,4 +209,11 @@ def compile_reports(variant: Variant, params: Params, arch: str = DEFAULT_ARCH) 
     reports = parse_ptxas(log)
     if variant.name not in reports:
         raise CompileError(f"nvcc built no entry function '{variant.name}' from {source_path(variant).name}")
+    try:  # written whole or not at all: another process may be reading
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        tmp_path = kept.with_suffix(f".{os.getpid()}.tmp")
+        tmp_path.write_text(json.dumps({name: asdict(r) for name, r in reports.items()}))
+        tmp_path.replace(kept)
+    except OSError:  # a read-only home: the report stands, uncached
+        pass
     return reports

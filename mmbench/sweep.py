@@ -268,7 +268,7 @@ class Runner:
 
     # -- one shape at a time: inputs, reference and device buffers are shared by its points ----
     def run(self, points: Sequence[Point], on_row: Callable[[dict], None]) -> None:
-        self._precompile(points)
+        self.precompile(points)
         order: dict[tuple, list[Point]] = {}
         for p in points:
             order.setdefault((p.variant.op, p.shape), []).append(p)
@@ -296,16 +296,17 @@ class Runner:
                 if not self.keep_shape:
                     self.release_shape()
 
-    def _precompile(self, points: Sequence[Point]) -> None:
+    def precompile(self, points: Sequence[Point]) -> int:
         """Compile the kernels of these points not compiled yet, compile_jobs at a time, into
         PyCUDA's cache (function() then loads each): one nvcc after another would leave the GPU
-        idle for seconds per kernel, and a cache hit still runs nvcc's preprocessor."""
+        idle for seconds per kernel. How many it compiled."""
         if self.gpu is None or not hasattr(self.gpu, "precompile_pairs"):
-            return
+            return 0
         todo = list(dict.fromkeys((p.variant, p.params) for p in points
                                   if p.variant.backend == "cuda" and not self.gpu.compiled(p.variant, p.params)))
         if len(todo) > 1:
             self.gpu.precompile_pairs(todo, self.compile_jobs)
+        return len(todo) if len(todo) > 1 else 0
 
     def release_shape(self) -> None:
         """Free the device buffers of the shape last run (kept by a cluster worker's runner)."""

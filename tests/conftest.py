@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
 from hypothesis import settings
+
+# mmbench's own cache (ptxas reports, compiled CPU loops) starts empty in every test session, so
+# the compile checks run nvcc each time, never a report kept from an earlier session.
+os.environ["MMBENCH_CACHE_DIR"] = tempfile.mkdtemp(prefix="mmbench-test-cache-")
 
 # Property tests run the same examples on every run, with no time limit per example: a slow
 # example (a large size spec) must fail or pass on its merits, never on the machine's speed.

@@ -187,3 +187,36 @@ def test_chunks_go_out_largest_work_first():
     small, big = Shape(32, 32, 32), Shape(512, 512, 512)
     points = [Point(REGISTRY["naive"], (("BLOCK", 8),), s, "cold") for s in (small, big, Shape(64, 64, 64))]
     assert [c[0].shape for c in chunks(points, workers=2)] == [big, Shape(64, 64, 64), small]
+
+
+def test_every_worker_compiles_the_runs_kernels_once_before_the_first_chunk(monkeypatch):
+    import distributed as dist
+
+    submitted = []
+
+    class Client:
+        def submit(self, fn, settings, descriptors, shares, **kw):
+            submitted.append((fn.__name__, [d[:2] for d in descriptors], kw["workers"]))
+            return None
+
+    monkeypatch.setattr(dist, "wait", lambda futures: None)
+    runner = ClusterRunner.__new__(ClusterRunner)
+    runner.client, runner.settings, runner.shares = Client(), Settings(), {"h": 8}
+    runner.workers = {"tcp://a:1": {}, "tcp://b:2": {}}
+    shape, other = Shape(64, 64, 64), Shape(96, 96, 96)
+    points = [Point(REGISTRY["shared"], (("BLOCK", 8),), s, "cold") for s in (shape, other)]
+    points += [Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), Point(REGISTRY["blas"], (), shape, "cold")]
+    runner.prepare(points)
+    kernels = [("shared", (("BLOCK", 8),)), ("naive", (("BLOCK", 8),))]
+    assert submitted == [("prepare_worker", kernels, ["tcp://a:1"]), ("prepare_worker", kernels, ["tcp://b:2"])]
+    submitted.clear()
+    runner.prepare(points[-1:])  # CPU points only: nothing to compile
+    assert submitted == []
+
+
+def test_a_cpu_workers_prepare_compiles_nothing(scheduler):
+    from mmbench.cluster import prepare_worker
+
+    with distributed.Client(scheduler) as client:
+        point = Point(REGISTRY["blas"], (), Shape(32, 32, 32), "hot")
+        assert client.submit(prepare_worker, Settings(runs=1, warmup=0), [descriptor(point)], {}).result() == 0

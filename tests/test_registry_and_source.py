@@ -304,3 +304,27 @@ def test_compile_error_names_the_file_and_line(tmp_path):
 def test_too_much_shared_memory_is_a_compile_error():
     with pytest.raises(source.CompileError, match="too much shared data"):
         source.compile_report(REGISTRY["best"], (("BLOCK", 64),))
+
+
+def test_a_ptxas_report_is_kept_on_disk_under_its_source_and_command(monkeypatch, tmp_path):
+    """A second process asks nvcc nothing for a report it has (PyCUDA keeps the cubin, mmbench the
+    report); another source, a damaged file or another nvcc compiles again."""
+    import subprocess
+
+    monkeypatch.setenv("MMBENCH_CACHE_DIR", str(tmp_path))
+    source.nvcc_version()  # memoized before counting: only compiles count
+    calls = []
+    real_run = subprocess.run
+    monkeypatch.setattr(source.subprocess, "run", lambda cmd, **kw: calls.append(cmd) or real_run(cmd, **kw))
+    best = REGISTRY["best"]
+    first = source.compile_reports.__wrapped__(best, (("BLOCK", 16),), "sm_90")
+    assert len(calls) == 1 and len(list((tmp_path / "ptxas").glob("*.json"))) == 1
+    assert source.compile_reports.__wrapped__(best, (("BLOCK", 16),), "sm_90") == first and len(calls) == 1
+    source.compile_reports.__wrapped__(best, (("BLOCK", 8),), "sm_90")
+    assert len(calls) == 2  # other parameters: another source
+    for kept in (tmp_path / "ptxas").glob("*.json"):
+        kept.write_text("{not json")
+    assert source.compile_reports.__wrapped__(best, (("BLOCK", 16),), "sm_90") == first and len(calls) == 3
+    monkeypatch.setattr(source, "nvcc_version", lambda: "V99.0")
+    source.compile_reports.__wrapped__(best, (("BLOCK", 16),), "sm_90")
+    assert len(calls) == 4

@@ -101,8 +101,8 @@ def test_a_runner_compiles_a_runs_new_kernels_at_once_before_the_first_point():
     points += [Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), Point(REGISTRY["blas"], (), shape, "cold")]
     runner = Runner(Settings(), [])
     runner.gpu, runner.compile_jobs = CompilingGpu(), 5
-    runner._precompile(points)
+    runner.precompile(points)
     assert runner.gpu.calls == [([("shared", (("BLOCK", 8),)), ("shared", (("BLOCK", 16),)), ("naive", (("BLOCK", 8),))], 5)]
-    runner._precompile(points)  # all compiled: nothing more
-    runner._precompile(points + [Point(REGISTRY["naive"], (("BLOCK", 16),), shape, "cold")])  # one new: loaded as it comes
+    runner.precompile(points)  # all compiled: nothing more
+    runner.precompile(points + [Point(REGISTRY["naive"], (("BLOCK", 16),), shape, "cold")])  # one new: loaded as it comes
     assert len(runner.gpu.calls) == 1
