@@ -328,3 +328,31 @@ def test_a_ptxas_report_is_kept_on_disk_under_its_source_and_command(monkeypatch
     monkeypatch.setattr(source, "nvcc_version", lambda: "V99.0")
     source.compile_reports.__wrapped__(best, (("BLOCK", 16),), "sm_90")
     assert len(calls) == 4
+
+
+def test_the_tuning_space_is_every_raw_point_whose_constraints_all_hold():
+    """tuning_space tests the constraints' conjunction in one eval; it keeps exactly the points
+    Variant.violated passes (a zero divisor failing its constraint), for every variant with a
+    space small enough to walk twice here."""
+    import itertools
+    import math
+
+    from mmbench.variants import tuning_space
+
+    checked = 0
+    for v in REGISTRY.values():
+        names = sorted(v.space)
+        if not names or math.prod(len(v.space[n]) for n in names) > 200_000:
+            continue
+        raw = [tuple(zip(names, c)) for c in itertools.product(*(v.space[n] for n in names))]
+        assert tuning_space(v) == [p for p in raw if not v.violated(p)], v.name
+        checked += 1
+    assert checked >= 5
+
+
+def test_a_zero_divisor_fails_the_conjunction_as_it_fails_its_constraint():
+    from mmbench.variants import _all_hold
+
+    holds = _all_hold(("A > 0", "8 // B >= 1"))
+    assert holds((("A", 1), ("B", 4))) and not holds((("A", 1), ("B", 0))) and not holds((("A", 0), ("B", 0)))
+    assert _all_hold(())((("A", 1),))
