@@ -285,17 +285,22 @@ class ClusterRunner:
                 future.cancel()
 
     def prepare(self, points: Sequence[Point]) -> None:
-        """Every worker compiles the run's kernels before the first chunk (prepare_worker), all
-        workers at once (a worker gone meanwhile: its task runs elsewhere); a worker whose compile fails
-        compiles its kernels as chunks come."""
+        """Every worker compiles the run's kernels before the first chunk (prepare_worker), in two
+        rounds: first each worker a share of them, then each worker all. Workers of one host share
+        PyCUDA's and mmbench's caches, so the second round finds there what the others built (a
+        worker on another host builds the rest). A worker gone meanwhile: its task runs elsewhere;
+        one whose compiling fails compiles its kernels as chunks come."""
         from distributed import wait
 
-        kernels = list({(p.variant.name, p.params): p for p in points if p.variant.backend == "cuda"}.values())
-        if not kernels:
+        kernels = [descriptor(p) for p in {(p.variant.name, p.params): p for p in points
+                                           if p.variant.backend == "cuda"}.values()]
+        n = len(self.workers)
+        if not kernels or not n:
             return
-        plain = [descriptor(p) for p in kernels]
-        wait([self.client.submit(prepare_worker, self.settings, plain, self.shares, workers=[address],
-                                 allow_other_workers=True, pure=False) for address in self.workers])
+        for share in ((True, False) if n > 1 else (False,)):
+            wait([self.client.submit(prepare_worker, self.settings, kernels[i::n] if share else kernels, self.shares,
+                                     workers=[address], allow_other_workers=True, pure=False)
+                  for i, address in enumerate(self.workers)])
 
     def run_batched(self, variant, configs: Sequence, cache: str, l2_flush: str, jobs: int, shapes: Sequence[Shape],
                     output, seed: int, skip: set[str], on_class: Callable[[str, int, int], None] | None,

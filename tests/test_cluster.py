@@ -189,7 +189,7 @@ def test_chunks_go_out_largest_work_first():
     assert [c[0].shape for c in chunks(points, workers=2)] == [big, Shape(64, 64, 64), small]
 
 
-def test_every_worker_compiles_the_runs_kernels_once_before_the_first_chunk(monkeypatch):
+def test_every_worker_compiles_the_runs_kernels_before_the_first_chunk(monkeypatch):
     import distributed as dist
 
     submitted = []
@@ -207,8 +207,14 @@ def test_every_worker_compiles_the_runs_kernels_once_before_the_first_chunk(monk
     points = [Point(REGISTRY["shared"], (("BLOCK", 8),), s, "cold") for s in (shape, other)]
     points += [Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), Point(REGISTRY["blas"], (), shape, "cold")]
     runner.prepare(points)
-    kernels = [("shared", (("BLOCK", 8),)), ("naive", (("BLOCK", 8),))]
-    assert submitted == [("prepare_worker", kernels, ["tcp://a:1"]), ("prepare_worker", kernels, ["tcp://b:2"])]
+    shared, naive = ("shared", (("BLOCK", 8),)), ("naive", (("BLOCK", 8),))
+    assert submitted == [("prepare_worker", [shared], ["tcp://a:1"]), ("prepare_worker", [naive], ["tcp://b:2"]),
+                         ("prepare_worker", [shared, naive], ["tcp://a:1"]),
+                         ("prepare_worker", [shared, naive], ["tcp://b:2"])]  # a share each, then all from the cache
+    submitted.clear()
+    runner.workers = {"tcp://a:1": {}}
+    runner.prepare(points)
+    assert submitted == [("prepare_worker", [shared, naive], ["tcp://a:1"])]
     submitted.clear()
     runner.prepare(points[-1:])  # CPU points only: nothing to compile
     assert submitted == []
