@@ -86,24 +86,38 @@ _RUNNER: list = [None, None]  # [settings, runner]
 _LOCK = threading.Lock()
 
 
+def own_cpus() -> int:
+    """The cores this process may run on (dask-cuda pins a worker to its GPU's NUMA node)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def worker_identity() -> dict:
-    """What a worker reports of itself for the metadata: host, process, the GPUs and cores it sees."""
+    """What a worker reports of itself for the metadata: host, process, the GPUs it sees, the
+    host's cores and those it may use."""
     from .device import device_identity
 
     found = device_identity()
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {"host": HOST, "pid": os.getpid(), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-            "gpu": found.name if found else None, "cpus": cpus}
+            "gpu": found.name if found else None, "host_cpus": os.cpu_count() or 1, "cpus": own_cpus()}
 
 
 def blas_shares(workers: dict[str, dict]) -> dict[str, int]:
-    """BLAS threads per worker, by host: the host's cores shared among its workers. Dask starts
-    workers with OMP/MKL/OPENBLAS_NUM_THREADS=1, which would leave the float64 references and the
-    CPU baselines on one core; a fair share keeps them as fast as the host allows without the
-    workers of one host oversubscribing it."""
+    """BLAS threads (and nvcc processes) per worker, by host: the host's cores shared among its
+    workers; a worker pinned to fewer takes those (my_share). Dask starts workers with
+    OMP/MKL/OPENBLAS_NUM_THREADS=1, which would leave the float64 references and the CPU
+    baselines on one core; a fair share keeps them as fast as the host allows without the workers
+    of one host oversubscribing it."""
     count = Counter(w["host"] for w in workers.values())
-    cores = {w["host"]: w.get("cpus") or 1 for w in workers.values()}
+    cores: dict[str, int] = {}
+    for w in workers.values():
+        cores[w["host"]] = max(cores.get(w["host"], 1), w.get("host_cpus") or w.get("cpus") or 1)
     return {host: max(1, cores[host] // n) for host, n in count.items()}
+
+
+def my_share(shares: dict[str, int]) -> int | None:
+    """This worker's share: its host's, within the cores it may run on (None: no share known)."""
+    share = shares.get(HOST)
+    return min(share, own_cpus()) if share else None
 
 
 @contextmanager
@@ -112,7 +126,7 @@ def blas_threads(shares: dict[str, int]):
     `--threads` still applies inside it)."""
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(limits=shares.get(HOST), user_api="blas"):
+    with threadpool_limits(limits=my_share(shares), user_api="blas"):
         yield
 
 
@@ -124,7 +138,7 @@ def _runner(settings: Settings, points: list[Point], shares: dict[str, int]) -> 
             _RUNNER[1].close()
         _RUNNER[:] = [settings, Runner(settings, points)]
         _RUNNER[1].keep_shape = True  # the next chunk is often of the same shape: its inputs stay
-        _RUNNER[1].compile_jobs = shares.get(HOST) or _RUNNER[1].compile_jobs
+        _RUNNER[1].compile_jobs = my_share(shares) or _RUNNER[1].compile_jobs
     _RUNNER[1].ensure(points)
     return _RUNNER[1]
 
@@ -230,7 +244,7 @@ class ClusterRunner:
 
     def __init__(self, settings: Settings, points: Sequence[Point], spec: ClusterSpec,
                  say: Callable[[str], None] = print, gpus: bool | None = None):
-        self.settings, self.spec = settings, spec
+        self.settings, self.spec, self.say = settings, spec, say
         self.client = connect(spec, any(p.variant.on_gpu for p in points) if gpus is None else gpus, say)
         self.owns_cluster = spec.scheduler is None
         self.kernels: dict[str, dict] = {}
@@ -289,18 +303,23 @@ class ClusterRunner:
         rounds: first each worker a share of them, then each worker all. Workers of one host share
         PyCUDA's and mmbench's caches, so the second round finds there what the others built (a
         worker on another host builds the rest). A worker gone meanwhile: its task runs elsewhere;
-        one whose compiling fails compiles its kernels as chunks come."""
-        from distributed import wait
-
+        one whose compiling fails (said) compiles its kernels as chunks come."""
         kernels = [descriptor(p) for p in {(p.variant.name, p.params): p for p in points
                                            if p.variant.backend == "cuda"}.values()]
         n = len(self.workers)
         if not kernels or not n:
             return
         for share in ((True, False) if n > 1 else (False,)):
-            wait([self.client.submit(prepare_worker, self.settings, kernels[i::n] if share else kernels, self.shares,
-                                     workers=[address], allow_other_workers=True, pure=False)
-                  for i, address in enumerate(self.workers)])
+            futures = [self.client.submit(prepare_worker, self.settings, kernels[i::n] if share else kernels,
+                                          self.shares, workers=[address], allow_other_workers=True, pure=False)
+                       for i, address in enumerate(self.workers) if not share or kernels[i::n]]
+            try:
+                done = self.client.gather(futures, errors="skip")
+            except Exception:  # cancelled, the scheduler lost: the chunks compile what they need
+                done = []
+            if len(done) < len(futures):
+                self.say(f"cluster: {len(futures) - len(done)} of {len(futures)} workers could not compile ahead; "
+                         "they compile as their chunks come")
 
     def run_batched(self, variant, configs: Sequence, cache: str, l2_flush: str, jobs: int, shapes: Sequence[Shape],
                     output, seed: int, skip: set[str], on_class: Callable[[str, int, int], None] | None,

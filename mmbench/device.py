@@ -225,25 +225,32 @@ class Gpu:
 
     def precompile_pairs(self, pairs: list[tuple[Variant, Params]], jobs: int) -> None:
         """Compile (variant, parameters) pairs in parallel into PyCUDA's cache, with their ptxas
-        reports (nvcc runs as separate processes, so threads suffice); errors are left for
-        function() to report per point."""
+        reports (nvcc runs as separate processes, so threads suffice), each module text once
+        (variants of one file may share it); errors are left for function() to report per point.
+        Ctrl-C drops what has not started."""
         from concurrent.futures import ThreadPoolExecutor
 
         from pycuda.compiler import compile as nvcc_compile
 
-        self._precompiled.update((variant.name, variant.source_dir, params) for variant, params in pairs)
+        by_text: dict[str, list[tuple[Variant, Params]]] = {}
+        for variant, params in pairs:
+            by_text.setdefault(source.module_source(variant, params), []).append((variant, params))
 
-        def build(pair: tuple[Variant, Params]) -> None:
-            variant, params = pair
+        def build(text: str) -> None:
             try:
-                nvcc_compile(source.module_source(variant, params), options=list(source.NVCC_OPTIONS),
-                             no_extern_c=True, arch=self.facts.arch)
-                source.compile_report(variant, params, self.facts.arch)  # memoized for the metadata
+                nvcc_compile(text, options=list(source.NVCC_OPTIONS), no_extern_c=True, arch=self.facts.arch)
+                for variant, params in by_text[text]:  # the first compiles; the others find its report on disk
+                    source.compile_report(variant, params, self.facts.arch)  # memoized for the metadata
+                    self._precompiled.add((variant.name, variant.source_dir, params))
             except Exception:
                 pass
 
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            list(pool.map(build, pairs))
+        pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+        try:
+            for future in [pool.submit(build, text) for text in by_text]:
+                future.result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     @staticmethod
     def resources(function) -> dict:

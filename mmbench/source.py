@@ -174,6 +174,10 @@ def compile_report(variant: Variant, params: Params, arch: str = DEFAULT_ARCH) -
     return compile_reports(variant, params, arch)[variant.name]
 
 
+# The kept reports' format: changes whenever parse_ptxas or PtxasReport does, so none read back is stale.
+REPORT_FORMAT = "ptxas-report-1"
+
+
 def cache_dir() -> Path:
     """mmbench's own cache of built things (compiled CPU baselines, ptxas reports):
     MMBENCH_CACHE_DIR, else mmbench under XDG_CACHE_HOME or ~/.cache."""
@@ -191,13 +195,14 @@ def compile_reports(variant: Variant, params: Params, arch: str = DEFAULT_ARCH) 
     if nvcc_path() is None:
         raise CompileError("nvcc not found on PATH: install the CUDA toolkit")
     text = module_source(variant, params)
-    key = hashlib.sha256("\0".join([text, *nvcc_command(arch), nvcc_version() or ""]).encode()).hexdigest()[:32]
+    key_text = "\0".join([text, *nvcc_command(arch), nvcc_version() or "", REPORT_FORMAT])
+    key = hashlib.sha256(key_text.encode()).hexdigest()[:32]
     kept = cache_dir() / "ptxas" / f"{key}.json"
     try:
         reports = {name: PtxasReport(**fields) for name, fields in json.loads(kept.read_text()).items()}
         if variant.name in reports:
             return reports
-    except (OSError, ValueError, TypeError):  # not there yet, or a damaged file: compile again
+    except (OSError, ValueError, TypeError, AttributeError):  # not there yet, or a damaged file: compile again
         pass
     with tempfile.TemporaryDirectory(prefix="mmbench-") as tmp:
         Path(tmp, "kernel.cu").write_text(text)
@@ -209,11 +214,12 @@ def compile_reports(variant: Variant, params: Params, arch: str = DEFAULT_ARCH) 
     reports = parse_ptxas(log)
     if variant.name not in reports:
         raise CompileError(f"nvcc built no entry function '{variant.name}' from {source_path(variant).name}")
-    try:  # written whole or not at all: another process may be reading
+    try:  # written whole or not at all: another process or thread may be reading or writing it
         kept.parent.mkdir(parents=True, exist_ok=True)
-        tmp_path = kept.with_suffix(f".{os.getpid()}.tmp")
-        tmp_path.write_text(json.dumps({name: asdict(r) for name, r in reports.items()}))
-        tmp_path.replace(kept)
+        fd, tmp_name = tempfile.mkstemp(dir=kept.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump({name: asdict(r) for name, r in reports.items()}, f)
+        os.replace(tmp_name, kept)
     except OSError:  # a read-only home: the report stands, uncached
         pass
     return reports

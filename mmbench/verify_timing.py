@@ -14,24 +14,25 @@ from typing import Sequence
 
 import pandas as pd
 
-from .profile import kernel_time_ns
+from .profile import ProfileError, kernel_time_ns, ncu_command, ncu_path
 from .sweep import Point
 
 TOLERANCE = 0.05  # the issue's target: within 5 % of Nsight Compute
 NCU_CALLS = 10  # calls of each point under Nsight Compute: a small kernel's time varies by a few % a launch
 COLUMNS = ("variant", "params", "m", "n", "k", "events_us", "kernel_us", "kernels_only_us", "ncu_us", "kernel_records",
-           "ncu_kernels", "kernel_vs_ncu", "events_vs_ncu", "within")
+           "ncu_kernels", "kernel_vs_ncu", "events_vs_ncu", "within", "ncu_note")
 
 
-def compare(rows: pd.DataFrame, ncu: dict[tuple, tuple[float, int]]) -> pd.DataFrame:
+def compare(rows: pd.DataFrame, ncu: dict[tuple, tuple[float, int] | str]) -> pd.DataFrame:
     """One line per point that ran and was profiled: medians of both clocks (us), Nsight Compute's
-    time, their ratios, and whether the kernel clock is within TOLERANCE of Nsight Compute."""
+    time, their ratios, and whether the kernel clock is within TOLERANCE of Nsight Compute (a point
+    ncu could not time: no ratio, and why in ncu_note)."""
     out = []
     for r in rows[rows.status == "ok"].itertuples():
         key = (r.variant, r.params, int(r.m), int(r.n), int(r.k))
         if key not in ncu:
             continue
-        ncu_ns, kernels = ncu[key]
+        ncu_ns, kernels, note = (float("nan"), 0, ncu[key]) if isinstance(ncu[key], str) else (*ncu[key], "")
         ncu_us = ncu_ns / 1e3
         kernel_us = float(r.kernel_ms_median) * 1e3 if pd.notna(r.kernel_ms_median) else float("nan")
         # Nsight Compute times kernels only: compared with the call's kernels, without its memsets
@@ -42,15 +43,25 @@ def compare(rows: pd.DataFrame, ncu: dict[tuple, tuple[float, int]]) -> pd.DataF
                     "events_us": events_us, "kernel_us": kernel_us, "kernels_only_us": only_us, "ncu_us": ncu_us,
                     "kernel_records": r.kernel_records, "ncu_kernels": kernels, "kernel_vs_ncu": ratio,
                     "events_vs_ncu": events_us / ncu_us if ncu_us else float("nan"),
-                    "within": bool(abs(ratio - 1) <= TOLERANCE)})
+                    "within": bool(abs(ratio - 1) <= TOLERANCE), "ncu_note": note})
     return pd.DataFrame(out, columns=list(COLUMNS))
 
 
 def ncu_reference(points: Sequence[Point], cache_control: str = "all", calls: int = NCU_CALLS
-                  ) -> dict[tuple, tuple[float, int]]:
-    """Nsight Compute's kernel time of each point, the median of `calls` calls, by (variant,
-    params, m, n, k)."""
+                  ) -> dict[tuple, tuple[float, int] | str]:
+    """Nsight Compute's kernel time of each point, the median of `calls` calls (one with
+    cache_control "none": a later call would find the inputs in L2), by (variant, params, m, n, k);
+    a point ncu could not time has the reason instead. ProfileError when there is no ncu."""
     from .variants import format_params
 
-    return {(p.variant.name, format_params(p.params), p.shape.m, p.shape.n, p.shape.k):
-            kernel_time_ns(p, cache_control, calls) for p in points}
+    if ncu_path() is None:
+        ncu_command([])  # raises the ProfileError that says how to get ncu
+    calls = calls if cache_control == "all" else 1
+    found: dict[tuple, tuple[float, int] | str] = {}
+    for p in points:
+        key = (p.variant.name, format_params(p.params), p.shape.m, p.shape.n, p.shape.k)
+        try:
+            found[key] = kernel_time_ns(p, cache_control, calls)
+        except ProfileError as exc:  # this point's launches, not ncu itself: the others still compare
+            found[key] = str(exc)
+    return found

@@ -15,7 +15,7 @@ dir="results/checks/kernel-clock-$tag"
 mkdir -p "$dir"
 for mode in "$@"; do
   t0=$SECONDS
-  timeout -s INT 280 mmbench verify-timing -v best,dbuf,cublas,gemv_tuned,transpose_vec -s 63,128,512,2048,8192 \
+  timeout -s INT -k 30 280 mmbench verify-timing -v best,dbuf,cublas,gemv_tuned,transpose_vec -s 63,128,512,2048,8192 \
     --kernel-clock "$mode" -o "$dir/clock-$mode.csv" > "$dir/clock-$mode.log" 2>&1
   echo "$mode: exit $? after $((SECONDS - t0)) s"
   tail -32 "$dir/clock-$mode.log"

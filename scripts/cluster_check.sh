@@ -2,7 +2,8 @@
 # Issue 16's check on a host of 2 GPUs (nvidia-h200-x2):
 #   bash scripts/cluster_check.sh TAG STEP...
 # STEP: tests (the cluster GPU tests); tune or sweep (a workload: warmed, then timed); warm-tune,
-# warm-sweep, timed-tune, timed-sweep (the halves, for two device calls on one warm machine).
+# warm-sweep, timed-tune, timed-sweep (the halves, for two device calls on one warm machine: a whole
+# workload may take longer than one call of 10 minutes).
 #   tune:  a tuning pass of dbuf, 160 random configurations at 2048 and 4096, 20 samples each
 #   sweep: the limits study (configs/limits.toml): 8 variants, 153 sizes, 1224 points
 # Warming runs the workload once on both GPUs with one sample per point, only to fill PyCUDA's
@@ -25,7 +26,7 @@ declare -A took
 run() {  # run LIMIT NAME GPUS ARGS...: one command, its output in $OUT/NAME.txt, its whole time in took[NAME]
   local limit=$1 name=$2 gpus=$3; shift 3
   local t0; t0=$(date +%s.%N)
-  CUDA_VISIBLE_DEVICES=$gpus timeout -s INT "$limit" "$@" > "$OUT/$name.txt" 2>&1
+  CUDA_VISIBLE_DEVICES=$gpus timeout -s INT -k 30 "$limit" "$@" > "$OUT/$name.txt" 2>&1
   local rc=$?
   took[$name]=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")
   echo "$name: exit $rc after ${took[$name]} s"
@@ -40,6 +41,7 @@ workload() {  # sets cmd, one, two (the timed runs' own options) for tune or swe
 warm() {
   workload "$1"
   local cache=(); [ "$1" = tune ] && cache=(--tuning-cache /tmp/warm-cache.json)
+  rm -f "/tmp/warm-$1.csv" "/tmp/warm-$1.meta.json"  # an earlier call's, on a machine kept warm
   run 200 "$1-warm" 0,1 "${cmd[@]}" --runs 1 --warmup 0 "${cache[@]}" --cluster local -o "/tmp/warm-$1.csv"
 }
 timed() {

@@ -23,8 +23,14 @@ def counts(df) -> str:
 
 def main(one_path: Path, many_path: Path, commands: list[float]) -> None:
     one, many = read_results(one_path), read_results(many_path)
-    wall = [read_metadata(p)["invocations"][-1].get("wall_s") for p in (one_path, many_path)]
-    print(f"measuring (metadata wall_s): one GPU {wall[0]} s, cluster {wall[1]} s, speedup {wall[0] / wall[1]:.2f}x")
+    last = [(read_metadata(p).get("invocations") or [{}])[-1] for p in (one_path, many_path)]
+    wall = [i.get("wall_s") for i in last]
+    states = [i.get("state") for i in last]
+    if states != ["finished", "finished"] or not all(wall):
+        print(f"runs not both finished (one GPU: {states[0]}, cluster: {states[1]}): no speedup")
+        commands = []
+    else:
+        print(f"measuring (metadata wall_s): one GPU {wall[0]} s, cluster {wall[1]} s, speedup {wall[0] / wall[1]:.2f}x")
     if commands:
         print(f"whole commands: one GPU {commands[0]:.1f} s, cluster {commands[1]:.1f} s, "
               f"speedup {commands[0] / commands[1]:.2f}x")

@@ -165,9 +165,20 @@ def test_a_workers_runner_keeps_a_shapes_inputs_for_its_next_chunk_of_that_shape
 def test_workers_share_their_hosts_cores_for_blas():
     from mmbench.cluster import blas_shares
 
-    workers = {"a1": {"host": "a", "cpus": 16}, "a2": {"host": "a", "cpus": 16}, "b1": {"host": "b", "cpus": 8},
-               "c1": {"host": "c", "cpus": 2}, "c2": {"host": "c", "cpus": 2}, "c3": {"host": "c", "cpus": 2}}
-    assert blas_shares(workers) == {"a": 8, "b": 8, "c": 1}
+    workers = {"a1": {"host": "a", "host_cpus": 16, "cpus": 16}, "a2": {"host": "a", "host_cpus": 16, "cpus": 16},
+               "b1": {"host": "b", "host_cpus": 8, "cpus": 8},
+               "c1": {"host": "c", "cpus": 2}, "c2": {"host": "c", "cpus": 2}, "c3": {"host": "c", "cpus": 2},
+               # dask-cuda pins each worker to its GPU's NUMA node: 8 GPUs on 2 x 64 cores, 64 a worker
+               **{f"d{i}": {"host": "d", "host_cpus": 128, "cpus": 64} for i in range(8)}}
+    assert blas_shares(workers) == {"a": 8, "b": 8, "c": 1, "d": 16}  # the host's cores over its workers, not 64 // 8
+
+
+def test_a_worker_pinned_to_fewer_cores_than_its_share_takes_those(monkeypatch):
+    from mmbench import cluster
+
+    monkeypatch.setattr(cluster, "own_cpus", lambda: 4)
+    assert cluster.my_share({cluster.HOST: 16}) == 4 and cluster.my_share({cluster.HOST: 2}) == 2
+    assert cluster.my_share({"elsewhere": 16}) is None
 
 
 def test_a_lone_worker_runs_blas_on_all_its_hosts_cores_not_on_dasks_one_thread(tmp_path):
@@ -189,19 +200,20 @@ def test_chunks_go_out_largest_work_first():
     assert [c[0].shape for c in chunks(points, workers=2)] == [big, Shape(64, 64, 64), small]
 
 
-def test_every_worker_compiles_the_runs_kernels_before_the_first_chunk(monkeypatch):
-    import distributed as dist
-
-    submitted = []
+def test_every_worker_compiles_the_runs_kernels_before_the_first_chunk():
+    submitted, said = [], []
 
     class Client:
         def submit(self, fn, settings, descriptors, shares, **kw):
             submitted.append((fn.__name__, [d[:2] for d in descriptors], kw["workers"]))
-            return None
+            return kw["workers"][0]
 
-    monkeypatch.setattr(dist, "wait", lambda futures: None)
+        def gather(self, futures, errors):
+            assert errors == "skip"
+            return [f for f in futures if f != "tcp://c:3"]  # that worker's compiling fails
+
     runner = ClusterRunner.__new__(ClusterRunner)
-    runner.client, runner.settings, runner.shares = Client(), Settings(), {"h": 8}
+    runner.client, runner.settings, runner.shares, runner.say = Client(), Settings(), {"h": 8}, said.append
     runner.workers = {"tcp://a:1": {}, "tcp://b:2": {}}
     shape, other = Shape(64, 64, 64), Shape(96, 96, 96)
     points = [Point(REGISTRY["shared"], (("BLOCK", 8),), s, "cold") for s in (shape, other)]
@@ -217,7 +229,11 @@ def test_every_worker_compiles_the_runs_kernels_before_the_first_chunk(monkeypat
     assert submitted == [("prepare_worker", [shared, naive], ["tcp://a:1"])]
     submitted.clear()
     runner.prepare(points[-1:])  # CPU points only: nothing to compile
-    assert submitted == []
+    assert submitted == [] and said == []
+    runner.workers = {"tcp://a:1": {}, "tcp://b:2": {}, "tcp://c:3": {}}
+    runner.prepare(points)  # three workers, two kernels: c gets none to build first, then fails to load all
+    assert len(submitted) == 2 + 3
+    assert said == ["cluster: 1 of 3 workers could not compile ahead; they compile as their chunks come"]
 
 
 def test_a_cpu_workers_prepare_compiles_nothing(scheduler):

@@ -179,3 +179,49 @@ def test_a_noise_target_on_a_kernel_clock_that_is_not_there_says_the_events_judg
     runner.gpu = FakeGpu([1.0] * 10, [1980] * 100)  # no CUPTI: runner.kernel_clock stays None
     row = time_naive_8(runner)
     assert (row["stopped"], row["noise_clock"]) == ("noise", "events") and "kernel_ms_samples" not in row
+
+
+def test_a_point_ncu_could_not_time_keeps_its_line_with_the_reason(monkeypatch):
+    import pandas as pd
+
+    from mmbench import profile, verify_timing
+    from mmbench.sweep import Point
+
+    monkeypatch.setattr(verify_timing, "ncu_path", lambda: "/usr/bin/ncu")
+    asked = []
+
+    def fake(point, cache_control, calls):
+        asked.append((point.variant.name, cache_control, calls))
+        if point.variant.name == "cublas":
+            raise profile.ProfileError("5 kernel launches under ncu do not split into 10 equal calls")
+        return (6000.0, 1)
+
+    monkeypatch.setattr(verify_timing, "kernel_time_ns", fake)
+    points = [Point(REGISTRY[name], (), Shape(63, 63, 63), "cold") for name in ("best", "cublas")]
+    ncu = verify_timing.ncu_reference(points)
+    assert asked == [("best", "all", 10), ("cublas", "all", 10)]
+    rows = pd.DataFrame({"status": ["ok", "ok"], "variant": ["best", "cublas"], "params": ["", ""], "m": [63, 63],
+                         "n": [63, 63], "k": [63, 63], "time_ms_median": [0.009, 0.010],
+                         "kernel_ms_median": [0.006, 0.005], "kernels_only_ms_median": [0.006, 0.005],
+                         "kernel_records": [1, 2]})
+    table = verify_timing.compare(rows, ncu).set_index("variant")
+    assert table.loc["best", "within"] and table.loc["best", "ncu_note"] == ""
+    assert not table.loc["cublas", "within"] and np.isnan(table.loc["cublas", "kernel_vs_ncu"])
+    assert "do not split" in table.loc["cublas", "ncu_note"]
+    asked.clear()
+    verify_timing.ncu_reference(points[:1], "none")  # caches left alone: one call (a later one finds L2 warm)
+    assert asked == [("best", "none", 1)]
+
+
+def test_verify_timing_without_ncu_says_so_before_timing_anything(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from mmbench import profile
+    from mmbench.cli import main
+    from mmbench.cli import running
+
+    monkeypatch.setattr(profile, "ncu_path", lambda: None)
+    monkeypatch.setattr(running, "_execute", lambda *a, **k: pytest.fail("timed points without ncu"))
+    result = CliRunner().invoke(main, ["verify-timing", "-v", "best", "-s", "63", "-o", str(tmp_path / "v.csv")])
+    assert result.exit_code == 1 and "Nsight Compute (ncu) is not on PATH" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "v.csv").exists()

@@ -181,7 +181,7 @@ def verify_timing(variants, sizes, runs, ncu_cache, kernel_clock, output):
     """Time points here (events and the kernel clock) and under Nsight Compute; print both times and
     their ratio. Target: the kernel clock within 5 % of Nsight Compute at every size."""
     from .. import runs as workflow
-    from ..profile import ProfileError
+    from ..profile import ProfileError, ncu_command
     from ..results import read_results, sibling
     from ..verify_timing import TOLERANCE, compare, ncu_reference
     from .running import _execute
@@ -194,6 +194,10 @@ def verify_timing(variants, sizes, runs, ncu_cache, kernel_clock, output):
     points = [p for p in plan(selections, "cold") if p.variant.on_gpu]
     if not points:
         raise InputError(f"--variant {variants}: no GPU variant to check")
+    try:
+        ncu_command([])  # no ncu: say so before timing anything
+    except ProfileError as exc:
+        raise RunFailed(str(exc)) from None
     _execute(points, Settings(runs=runs, kernel_clock=kernel_clock), output, {"name": "verify-timing"})
     try:
         table = compare(read_results(output), ncu_reference(points, ncu_cache))
@@ -209,4 +213,6 @@ def verify_timing(variants, sizes, runs, ncu_cache, kernel_clock, output):
         shown.add_row(r.variant, size, f"{r.events_us:.2f}", f"{r.kernel_us:.2f}", f"{r.kernels_only_us:.2f}", f"{r.ncu_us:.2f}",
                       f"{r.kernel_vs_ncu:.3f}" + ("" if r.within else " !"), f"{r.events_vs_ncu:.3f}")
     console.print(shown)
+    for r in table[table.ncu_note != ""].itertuples():
+        console.print(f"ncu could not time {r.variant} {r.m}x{r.n}x{r.k}: {r.ncu_note}", soft_wrap=True)
     console.print(f"{int(table.within.sum())} of {len(table)} within {TOLERANCE:.0%}; comparison: {path}", soft_wrap=True)
