@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from . import device
 from .ops import get_op
 from .sizes import Shape
 from .sweep import HOST, Point, Runner, Settings, _row
@@ -133,14 +134,20 @@ def blas_threads(shares: dict[str, int]):
 def _runner(settings: Settings, points: list[Point], shares: dict[str, int]) -> Runner:
     """This process's runner for these settings (made anew when they change), with what the
     points need opened. The caller holds _LOCK."""
+    device.CURRENT_ON_OPEN = False  # tasks run on the worker's pool threads: Gpu.active() around each use
     if _RUNNER[1] is None or _RUNNER[0] != settings:
         if _RUNNER[1] is not None:
             _RUNNER[1].close()
         _RUNNER[:] = [settings, Runner(settings, points)]
         _RUNNER[1].keep_shape = True  # the next chunk is often of the same shape: its inputs stay
         _RUNNER[1].compile_jobs = my_share(shares) or _RUNNER[1].compile_jobs
-    _RUNNER[1].ensure(points)
-    return _RUNNER[1]
+    runner = _RUNNER[1]
+    if runner.gpu is not None:
+        with runner.gpu.active():  # library handles opened now, in the GPU's context
+            runner.ensure(points)
+    else:
+        runner.ensure(points)
+    return runner
 
 
 def prepare_worker(settings: Settings, descriptors: list[tuple], shares: dict[str, int]) -> int:
@@ -193,6 +200,7 @@ def run_class(variant_name: str, configs: list, cache: str, l2_flush: str, jobs:
     group = [Shape(*s) for s in shapes]
     with _LOCK, blas_threads(shares):
         tuner = _TUNERS.get(key)
+        device.CURRENT_ON_OPEN = False
         if tuner is None:
             gpu = _TUNERS.get("gpu") or _TUNERS.setdefault("gpu", open_gpu())  # one Gpu per process
             with gpu.active():

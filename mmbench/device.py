@@ -40,12 +40,33 @@ def device_identity():
         return None
 
 
+# A process whose GPU work runs on threads of a pool (a Dask worker) sets this False: its GPU's
+# context is then current only inside Gpu.active(). pycuda.autoprimaryctx would leave it pushed on
+# the thread that opened it and pop it at exit on another, and the process aborts as it exits
+# ("the context stack was not empty upon module cleanup").
+CURRENT_ON_OPEN = True
+
+
 def open_gpu() -> "Gpu":
-    """Open device 0 in its primary context (shared with CuPy), or raise GpuUnavailable."""
+    """Open device 0 in its primary context (shared with CuPy), or raise GpuUnavailable; the
+    context stays current on this thread (unless CURRENT_ON_OPEN is False)."""
     try:
         import pycuda.driver as drv
     except ImportError as exc:
         raise GpuUnavailable(f"PyCUDA is not installed ({exc}); on a GPU machine: pip install '.[cuda]'") from None
+    if not CURRENT_ON_OPEN:
+        try:
+            drv.init()
+            primary = drv.Device(0).retain_primary_context()
+        except Exception as exc:  # no driver, no device
+            raise GpuUnavailable(f"no CUDA device could be opened: {exc}") from None
+        primary.push()
+        try:
+            gpu = Gpu(drv)
+        finally:
+            drv.Context.pop()
+        gpu.primary = primary  # its retain holds the context while the Gpu lives
+        return gpu
     try:
         import pycuda.autoprimaryctx  # noqa: F401  (retains and pushes the primary context)
     except Exception as exc:  # no driver, no device
@@ -137,6 +158,7 @@ class Gpu:
 
     def __init__(self, drv):
         self.drv = drv
+        self.primary = None  # the retained primary context, where open_gpu left it current nowhere
         from pycuda.compiler import SourceModule
 
         self._source_module = SourceModule

@@ -106,3 +106,47 @@ def test_a_runner_compiles_a_runs_new_kernels_at_once_before_the_first_point():
     runner.precompile(points)  # all compiled: nothing more
     runner.precompile(points + [Point(REGISTRY["naive"], (("BLOCK", 16),), shape, "cold")])  # one new: loaded as it comes
     assert len(runner.gpu.calls) == 1
+
+
+def test_a_pool_threads_gpu_is_opened_current_nowhere(monkeypatch):
+    """A Dask worker's tasks run on pool threads: open_gpu with CURRENT_ON_OPEN False retains the
+    primary context, builds the Gpu with it current, and leaves every thread's stack as it was
+    (else the worker aborts at exit: "the context stack was not empty upon module cleanup")."""
+    import sys
+    import types
+
+    from mmbench import device
+
+    stack, log = [], []
+
+    class Context:
+        def push(self):
+            stack.append(self)
+
+        @staticmethod
+        def pop():
+            stack.pop()
+
+    class Device:
+        def __init__(self, ordinal):
+            log.append(("device", ordinal))
+
+        def retain_primary_context(self):
+            log.append("retain")
+            return Context()
+
+    driver = types.SimpleNamespace(init=lambda: log.append("init"), Device=Device, Context=Context)
+    pycuda = types.ModuleType("pycuda")
+    pycuda.driver = driver
+    monkeypatch.setitem(sys.modules, "pycuda", pycuda)
+    monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
+
+    class FakeGpu:
+        def __init__(self, drv):
+            assert drv is driver and len(stack) == 1  # built with the primary context current
+            self.primary = None
+
+    monkeypatch.setattr(device, "Gpu", FakeGpu)
+    monkeypatch.setattr(device, "CURRENT_ON_OPEN", False)
+    gpu = device.open_gpu()
+    assert log == ["init", ("device", 0), "retain"] and stack == [] and isinstance(gpu.primary, Context)
