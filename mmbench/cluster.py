@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from . import device
+from .environment import own_cpus
 from .ops import get_op
 from .sizes import Shape
 from .sweep import HOST, Point, Runner, Settings, _row
@@ -85,11 +86,6 @@ def chunks(points: Sequence[Point], workers: int) -> list[list[Point]]:
 # while the settings stay; a lock, for workers a running cluster gave several threads.
 _RUNNER: list = [None, None]  # [settings, runner]
 _LOCK = threading.Lock()
-
-
-def own_cpus() -> int:
-    """The cores this process may run on (dask-cuda pins a worker to its GPU's NUMA node)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def worker_identity() -> dict:

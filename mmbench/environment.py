@@ -103,6 +103,11 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def own_cpus() -> int:
+    """The cores this process may run on (a dask-cuda worker is pinned to its GPU's NUMA node)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def host_info() -> dict:
     return {"hostname": platform.node(), "os": platform.platform(), "python": platform.python_version(),
             "cpu": cpu_model(), "cpu_count": os.cpu_count()}

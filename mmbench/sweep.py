@@ -9,7 +9,6 @@ sweep goes on.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import platform
 import time
 from dataclasses import dataclass, field
@@ -243,7 +242,7 @@ class Runner:
         self.keep_shape = False
         self._kept: tuple | None = None
         # nvcc processes compiling a run's kernels at once (a cluster worker: its share of the host)
-        self.compile_jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        self.compile_jobs = environment.own_cpus()
         self.ensure(points)
 
     def ensure(self, points: Sequence[Point]) -> None:
