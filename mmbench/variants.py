@@ -271,6 +271,17 @@ _ALL = (
             constraints=("TR % 32 == 0", "TC % 32 == 0", "(TC // 4) & (TC // 4 - 1) == 0", "ROWS <= TR",
                          "TC // 4 * ROWS <= 1024", "TC // 4 * ROWS >= 32", "4 * TR * TC <= 48 * 1024"),
             space=MappingProxyType({"TR": (32, 64, 128), "TC": (32, 64, 128), "ROWS": (2, 4, 8, 16, 32), "GROUP": (1, 4, 16, 64)})),
+    Variant(name="transpose_pipe", backend="cuda", op="transpose", paper="lab3", family="transpose/pipe",
+            label="tiled + vectors, pipelined", description="beyond the lab: transpose_vec at float4 with TILES "
+            "tiles a block, the next tile's loads in flight while the current one is stored; optional 256-byte "
+            "L2 fetches (HINT) and diagonal block order (ORDER)",
+            axes=MappingProxyType({"TR": (64,), "TC": (64,), "ROWS": (16,), "PAD": (1,), "TILES": (2,), "HINT": (0,),
+                                   "ORDER": (0,)}),
+            threads=("TC // 4", "ROWS"), geometry=MappingProxyType({"tile": ("TR", "TC * TILES")}),
+            constraints=("TR % ROWS == 0", "TC // 4 * ROWS <= 1024", "TC // 4 * ROWS >= 32",
+                         "(TC // 4 * ROWS) % (TR // 4) == 0", "4 * TR * (TC + PAD) <= 48 * 1024"),
+            space=MappingProxyType({"TR": (32, 64, 128), "TC": (32, 64, 128), "ROWS": (4, 8, 16, 32), "PAD": (0, 1),
+                                    "TILES": (1, 2, 4, 8), "HINT": (0, 1), "ORDER": (0, 1)})),
     # -- Sørensen 2012's GEMV kernels (y = A x, A column-major): kernels/gemv/sorensen.cu ----------
     *(Variant(name=name, backend="cuda", op="gemv", paper="sorensen2012", family="gemv/sorensen", label=label,
               description=description, axes=MappingProxyType(axes), threads=("BLOCKSIZE",),

@@ -67,8 +67,8 @@ def test_ladder_sample_of_the_tuning_space_is_correct(gpu, name):
         assert [r["status"] for r in rows] == ["ok"] * 3, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
 
 
-@pytest.mark.parametrize("name", ["transpose_tiled", "transpose_vec", "transpose_swizzle", "gemv_split", "gemv_rows",
-                                  "gemv_versatile", "gemv_columns", "gemv_wide", "gemv_tuned"])
+@pytest.mark.parametrize("name", ["transpose_tiled", "transpose_vec", "transpose_swizzle", "transpose_pipe", "gemv_split",
+                                  "gemv_rows", "gemv_versatile", "gemv_columns", "gemv_wide", "gemv_tuned"])
 def test_tuning_space_sample_is_correct_at_awkward_shapes(gpu, name):
     """Transposes and GEMVs: a seeded sample of each space at the operation's awkward shapes."""
     import random
