@@ -20,7 +20,8 @@ from .common import Figure, FigureFamily, Verdict, markdown_table, provenance, s
 plt = plots.plt  # pyplot as plots loaded it, after choosing the Agg backend
 
 TRANSPOSES = ("memcpy", "transpose_naive", "transpose_shmem", "transpose_shmem_unpadded", "transpose_optimized",
-              "transpose_tiled", "transpose_vec", "transpose_swizzle", "numpy_transpose", "cpu_naive_transpose")
+              "transpose_tiled", "transpose_vec", "transpose_swizzle", "transpose_pipe", "numpy_transpose",
+              "cpu_naive_transpose")
 MATMULS = (("cpu_naive_matmul", ""), ("naive", ""), ("matmul_cache", ""), ("matmul_shared_cache", ""), ("matmul_shared", "PAD=0"),
            ("matmul_shared", "PAD=1"), ("cublas", ""))
 # Our series that stand for the lab's columns
