@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue 16's check on a host of 2 GPUs (nvidia-h200-x2):
+# Issue 16's check on a host of 2 GPUs (nvidia-h200-x2); on one GPU it measures what the cluster's
+# path costs (a cluster of one worker against a plain run):
 #   bash scripts/cluster_check.sh TAG STEP...
 # STEP: tests (the cluster GPU tests); tune or sweep (a workload: warmed, then timed); warm-tune,
 # warm-sweep, timed-tune, timed-sweep (the halves, for two device calls on one warm machine: a whole
@@ -7,8 +8,9 @@
 #   tune:  a tuning pass of dbuf, 160 random configurations at 2048 and 4096, 20 samples each
 #   sweep: the limits study (configs/limits.toml): 8 variants, 153 sizes, 1224 points
 # Warming runs the workload once on both GPUs with one sample per point, only to fill PyCUDA's
-# compile cache, so that both timed runs load the same cached kernels (not kept). Timed: on both
-# GPUs (--cluster local), then on one (a plain run), into results/checks/cluster-TAG/. Prints the
+# compile cache, so that both timed runs load the same cached kernels (not kept). Timed: on every
+# GPU of the host (--cluster local: NAME-cluster.csv), then on one (a plain run: NAME-1gpu.csv), into
+# results/checks/cluster-TAG/. Prints the
 # wall times (each command's whole, start-up included, and the measuring from each file's
 # metadata), the speedups and how the two runs' results agree (scripts/cluster_compare.py);
 # $OUT/cluster-TAG.tar.gz holds the folder.
@@ -21,6 +23,7 @@ export PYTHONUNBUFFERED=1 COLUMNS=120
 dir="results/checks/cluster-$tag"
 mkdir -p "$dir"
 nvidia-smi --query-gpu=index,name,uuid --format=csv > "$dir/gpus.txt"
+all=$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd,)  # the cluster's GPUs: every one
 
 declare -A took
 run() {  # run LIMIT NAME GPUS ARGS...: one command, its output in $OUT/NAME.txt, its whole time in took[NAME]
@@ -31,25 +34,25 @@ run() {  # run LIMIT NAME GPUS ARGS...: one command, its output in $OUT/NAME.txt
   took[$name]=$(python3 -c "print(round($(date +%s.%N) - $t0, 1))")
   echo "$name: exit $rc after ${took[$name]} s"
 }
-workload() {  # sets cmd, one, two (the timed runs' own options) for tune or sweep
+workload() {  # sets cmd, one, many (the timed runs' own options) for tune or sweep
   case "$1" in
     tune) cmd=(mmbench tune -v dbuf --engine points --strategy random --budget 160 --seed 1 -s 2048,4096 --runs 20 --jobs 16)
-          two=(--tuning-cache "$dir/tune-cache-2gpu.json"); one=(--tuning-cache "$dir/tune-cache-1gpu.json") ;;
-    sweep) cmd=(mmbench run --config configs/limits.toml); two=(); one=() ;;
+          many=(--tuning-cache "$dir/tune-cache-cluster.json"); one=(--tuning-cache "$dir/tune-cache-1gpu.json") ;;
+    sweep) cmd=(mmbench run --config configs/limits.toml); many=(); one=() ;;
   esac
 }
 warm() {
   workload "$1"
   local cache=(); [ "$1" = tune ] && cache=(--tuning-cache /tmp/warm-cache.json)
   rm -f "/tmp/warm-$1.csv" "/tmp/warm-$1.meta.json"  # an earlier call's, on a machine kept warm
-  run 200 "$1-warm" 0,1 "${cmd[@]}" --runs 1 --warmup 0 "${cache[@]}" --cluster local -o "/tmp/warm-$1.csv"
+  run 200 "$1-warm" "$all" "${cmd[@]}" --runs 1 --warmup 0 "${cache[@]}" --cluster local -o "/tmp/warm-$1.csv"
 }
 timed() {
   workload "$1"
-  run 180 "$1-2gpu" 0,1 "${cmd[@]}" "${two[@]}" --cluster local -o "$dir/$1-2gpu.csv"
+  run 180 "$1-cluster" "$all" "${cmd[@]}" "${many[@]}" --cluster local -o "$dir/$1-cluster.csv"
   run 300 "$1-1gpu" 0 "${cmd[@]}" "${one[@]}" -o "$dir/$1-1gpu.csv"
-  cp "$OUT/$1-2gpu.txt" "$dir/$1-2gpu.log"; cp "$OUT/$1-1gpu.txt" "$dir/$1-1gpu.log"
-  python3 scripts/cluster_compare.py "$dir/$1-1gpu.csv" "$dir/$1-2gpu.csv" "${took[$1-1gpu]}" "${took[$1-2gpu]}" \
+  cp "$OUT/$1-cluster.txt" "$dir/$1-cluster.log"; cp "$OUT/$1-1gpu.txt" "$dir/$1-1gpu.log"
+  python3 scripts/cluster_compare.py "$dir/$1-1gpu.csv" "$dir/$1-cluster.csv" "${took[$1-1gpu]}" "${took[$1-cluster]}" \
     | tee "$dir/$1-compare.txt"
 }
 for step in "$@"; do
