@@ -176,6 +176,7 @@ def run_chunk(settings: Settings, descriptors: list[tuple], shares: dict[str, in
         else:
             runner.run(points, rows.append)
         return {"rows": rows, "kernels": dict(runner.kernels), "libraries": runner.library_meta(),
+                "time_spent": runner.time_spent(),
                 "gpu": environment.gpu_info(runner.gpu) if runner.gpu is not None else None,
                 "worker": {"host": HOST, "pid": os.getpid()}}
 
@@ -254,6 +255,7 @@ class ClusterRunner:
         self.kernels: dict[str, dict] = {}
         self._libraries: dict[str, dict] = {}
         self.gpus: dict[str, dict] = {}  # GPU uuid (or worker) -> its facts, as workers report them
+        self._spent: dict[str, dict[str, float]] = {}  # "host:pid" -> the worker's runner's time_spent
         try:
             self.workers = {address: info for address, info in self.client.run(worker_identity).items()}
         except Exception as exc:  # a worker that cannot import mmbench, or none at all
@@ -364,8 +366,13 @@ class ClusterRunner:
             writer.close()
         return counts
 
+    def time_spent(self) -> dict[str, dict[str, float]]:
+        """Each worker's latest report of where its runner's time went (sweep.Runner.spent_s)."""
+        return dict(self._spent)
+
     def _absorb(self, result: dict) -> None:
         self.kernels.update(result["kernels"])
+        self._spent.update(result.get("time_spent") or {})
         self._libraries.update(result["libraries"])
         if result["gpu"]:
             gpu = result["gpu"]

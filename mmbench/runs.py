@@ -208,6 +208,8 @@ class Session:
 
     def _save(self, state: str, **more) -> None:
         self.invocation.update(state=state, git=self.facts["git"], **more)
+        if hasattr(self.runner, "time_spent"):  # where the runner's time went, by process
+            self.invocation["time_spent_s"] = self.runner.time_spent()
         mine = {k: v for k, v in self.runner.kernels.items() if k in self.kernel_keys}
         cluster = self.runner.meta() if hasattr(self.runner, "meta") else {}  # its workers and GPUs
         cluster |= self.runner.kernel_clock_meta() if hasattr(self.runner, "kernel_clock_meta") else {}

@@ -9,8 +9,10 @@ sweep goes on.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import platform
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable, Iterable, Mapping, Sequence
@@ -243,6 +245,10 @@ class Runner:
         self._kept: tuple | None = None
         # nvcc processes compiling a run's kernels at once (a cluster worker: its share of the host)
         self.compile_jobs = environment.own_cpus()
+        # Wall seconds of run() ("run") and of its parts ("compile", "inputs": the inputs, the reference
+        # and their upload, "verify", "samples", "cpu" points, "rows": handing rows over), for the
+        # metadata: where a run's time went, and what is left outside the parts
+        self.spent_s: dict[str, float] = {}
         self.ensure(points)
 
     def ensure(self, points: Sequence[Point]) -> None:
@@ -265,9 +271,27 @@ class Runner:
             except Exception as exc:  # the library is missing or refused to start
                 self.library_errors[variant.name] = str(exc) or type(exc).__name__
 
+    @contextmanager
+    def spending(self, phase: str):
+        """Add the block's wall time to spent_s[phase]."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.spent_s[phase] = self.spent_s.get(phase, 0.0) + time.perf_counter() - started
+
+    def time_spent(self) -> dict[str, dict[str, float]]:
+        """This process's spent_s, under its host and process id (a cluster reports one per worker)."""
+        return {f"{HOST}:{os.getpid()}": {k: round(v, 2) for k, v in self.spent_s.items()}}
+
     # -- one shape at a time: inputs, reference and device buffers are shared by its points ----
     def run(self, points: Sequence[Point], on_row: Callable[[dict], None]) -> None:
-        self.precompile(points)
+        with self.spending("run"):
+            self._run(points, on_row)
+
+    def _run(self, points: Sequence[Point], on_row: Callable[[dict], None]) -> None:
+        with self.spending("compile"):
+            self.precompile(points)
         order: dict[tuple, list[Point]] = {}
         for p in points:
             order.setdefault((p.variant.op, p.shape), []).append(p)
@@ -284,12 +308,16 @@ class Runner:
             else:
                 self.release_shape()
                 rng = np.random.default_rng([self.settings.seed, shape.m, shape.n, shape.k])
-                inputs, buffers = op.make_inputs(shape, rng), None
+                with self.spending("inputs"):
+                    inputs, buffers = op.make_inputs(shape, rng), None
             try:
                 for point in group:
                     if point.variant.on_gpu and buffers is None:
-                        buffers = self._device_buffers(op, shape, inputs)
-                    on_row(self._run_point(point, inputs, buffers))
+                        with self.spending("inputs"):
+                            buffers = self._device_buffers(op, shape, inputs)
+                    row = self._run_point(point, inputs, buffers)
+                    with self.spending("rows"):
+                        on_row(row)
             finally:
                 self._kept = (key, inputs, buffers)
                 if not self.keep_shape:
@@ -342,7 +370,8 @@ class Runner:
     def _run_point_row(self, point: Point, inputs, buffers) -> dict:
         try:
             if not point.variant.on_gpu:
-                return self._run_cpu(point, inputs)
+                with self.spending("cpu"):
+                    return self._run_cpu(point, inputs)
             if isinstance(buffers, DeviceShortfall):
                 return _row(point, self.settings, "skipped", buffers.reason)
             if isinstance(buffers, str):
@@ -416,7 +445,8 @@ class Runner:
             return _row(point, self.settings, "skipped",
                         f"{variant.block_threads(params)} threads per block exceed the device limit of {limit}")
         try:
-            fn = gpu.function(variant, params)
+            with self.spending("compile"):
+                fn = gpu.function(variant, params)
         except Exception as exc:
             reason = _first_line(exc)
             status = "skipped" if "too much shared data" in reason else "failed"
@@ -450,15 +480,17 @@ class Runner:
 
     def _verify_and_time_sequence(self, point: Point, inputs, timed: Timed) -> dict:
         gpu, settings, op = self.gpu, self.settings, point.op
-        timed.poison()
-        timed.launch()
-        gpu.synchronize()
-        check = op.check(timed.result(), inputs)
+        with self.spending("verify"):
+            timed.poison()
+            timed.launch()
+            gpu.synchronize()
+            check = op.check(timed.result(), inputs)
         fields = {"rel_err": check.rel_err, "err_bound_ratio": check.err_bound_ratio}
         if not check.ok:
             return _row(point, settings, "wrong", check.reason, **fields)
         before, conditions = gpu.clock.current_mhz(), gpu.clock.conditions("before")
-        times, kernel, sampling = self._samples(point, timed)
+        with self.spending("samples"):
+            times, kernel, sampling = self._samples(point, timed)
         after = gpu.clock.current_mhz()
         sagged = clock_sagged((before, after), gpu.clock.max_mhz(), settings.clock_sag)
         row = _row(point, settings, "ok", **fields, sm_clock_mhz_before=before, sm_clock_mhz_after=after,

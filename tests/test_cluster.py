@@ -69,6 +69,13 @@ def test_a_cluster_run_writes_the_same_points_as_one_process(tmp_path, scheduler
     meta = read_metadata(many)
     assert meta["cluster"]["scheduler"] == scheduler and len(meta["cluster"]["workers"]) == 2
     assert meta["status_counts"] == {"ok": 16}
+    # where each worker's time went, under its host and process id: the workers' own, not the client's
+    spent = meta["invocations"][-1]["time_spent_s"]
+    pids = {str(w["pid"]) for w in meta["cluster"]["workers"].values()}
+    assert spent and {key.split(":")[-1] for key in spent} <= pids
+    for phases in spent.values():
+        assert phases["run"] >= phases["cpu"] > 0 and phases["inputs"] > 0
+    assert set(read_metadata(one)["invocations"][-1]["time_spent_s"]) == {f"{os.uname().nodename}:{os.getpid()}"}
 
 
 def test_resume_across_a_cluster_run_measures_only_what_is_missing(tmp_path, scheduler):
