@@ -282,7 +282,7 @@ class Runner:
 
     def time_spent(self) -> dict[str, dict[str, float]]:
         """This process's spent_s, under its host and process id (a cluster reports one per worker)."""
-        return {f"{HOST}:{os.getpid()}": {k: round(v, 2) for k, v in self.spent_s.items()}}
+        return {f"{HOST}:{os.getpid()}": {k: round(v, 3) for k, v in self.spent_s.items()}}
 
     # -- one shape at a time: inputs, reference and device buffers are shared by its points ----
     def run(self, points: Sequence[Point], on_row: Callable[[dict], None]) -> None:

@@ -74,8 +74,11 @@ def test_a_cluster_run_writes_the_same_points_as_one_process(tmp_path, scheduler
     pids = {str(w["pid"]) for w in meta["cluster"]["workers"].values()}
     assert spent and {key.split(":")[-1] for key in spent} <= pids
     for phases in spent.values():
-        assert phases["run"] >= phases["cpu"] > 0 and phases["inputs"] > 0
+        assert phases["run"] >= phases["cpu"] >= 0 and "inputs" in phases
     assert set(read_metadata(one)["invocations"][-1]["time_spent_s"]) == {f"{os.uname().nodename}:{os.getpid()}"}
+    # Dask's nanny set MALLOC_TRIM_THRESHOLD_; each worker took a plain process's thresholds back
+    assert all(w["malloc"].startswith("mmap threshold 32 MiB, trim threshold 64 MiB")
+               for w in meta["cluster"]["workers"].values())
 
 
 def test_resume_across_a_cluster_run_measures_only_what_is_missing(tmp_path, scheduler):
