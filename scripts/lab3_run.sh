@@ -25,13 +25,13 @@ case "$part" in
     mkdir -p "$dir"
     # Narrowed to the 4 fastest per shape of every earlier tuning run of each kernel (a configuration
     # recorded before GROUP existed is tried at each GROUP); a kernel never tuned is searched whole.
-    for v in transpose_swizzle transpose_vec transpose_tiled; do
+    for v in transpose_pipe transpose_swizzle transpose_vec transpose_tiled; do
       cands=()
       for f in $(grep -l ",$v," results/tuning/*/*.csv 2>/dev/null); do cands+=(--candidates "$f"); done
       mmbench tune -v "$v" --strategy brute -s 8192,16384 --runs 10 --top 4 "${cands[@]}" -o "$dir/tune-$v.csv" 2>&1 \
         | tee -a "$log" | grep -E "^best|^Error|configurations"
     done
-    mmbench run -v transpose_swizzle,transpose_vec,transpose_tiled,memcpy -s 8192,16384 --runs 20 \
+    mmbench run -v transpose_pipe,transpose_swizzle,transpose_vec,transpose_tiled,memcpy -s 8192,16384 --runs 20 \
       -o "$dir/tuned.csv" 2>&1 | tee -a "$log" | tail -12
     mkdir -p "results/checks/gemm-$tag"
     mmbench run -v best,tile2d,vec4,warptile,pipelined,dbuf,multistage,cublas -s 1024,2049,4096 \
