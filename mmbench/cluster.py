@@ -31,7 +31,7 @@ from . import device
 from .environment import own_cpus
 from .ops import get_op
 from .sizes import Shape
-from .sweep import HOST, Point, Runner, Settings, _row
+from .sweep import HOST, Point, Runner, Settings, _row, spent_between
 from .variants import get_variant
 
 CHUNKS_PER_WORKER = 4  # chunks of a shape's points: enough to share a tuning shape's configurations out
@@ -121,14 +121,15 @@ def allocate_as_a_plain_process() -> str:
             _MALLOC.append("glibc's defaults (no MALLOC_TRIM_THRESHOLD_)")
         else:
             try:
-                libc = ctypes.CDLL(None)
-                done = (libc.mallopt(M_MMAP_THRESHOLD, PLAIN_MMAP_THRESHOLD) == 1
-                        and libc.mallopt(M_TRIM_THRESHOLD, PLAIN_TRIM_THRESHOLD) == 1)
-            except (OSError, AttributeError):  # not glibc
-                done = False
-            _MALLOC.append(f"mmap threshold {PLAIN_MMAP_THRESHOLD >> 20} MiB, trim threshold "
-                           f"{PLAIN_TRIM_THRESHOLD >> 20} MiB (MALLOC_TRIM_THRESHOLD_ was {was})" if done else
-                           f"MALLOC_TRIM_THRESHOLD_={was} kept: mallopt unavailable or refused")
+                mallopt = ctypes.CDLL(None).mallopt
+                done = [mallopt(M_MMAP_THRESHOLD, PLAIN_MMAP_THRESHOLD) == 1,
+                        mallopt(M_TRIM_THRESHOLD, PLAIN_TRIM_THRESHOLD) == 1]
+            except Exception:  # not glibc, not Linux
+                done = [False, False]
+            said = [f"mmap threshold {PLAIN_MMAP_THRESHOLD >> 20} MiB" if done[0] else "mmap threshold kept",
+                    f"trim threshold {PLAIN_TRIM_THRESHOLD >> 20} MiB" if done[1] else "trim threshold kept"]
+            _MALLOC.append(f"{', '.join(said)} (MALLOC_TRIM_THRESHOLD_ was {was}"
+                           f"{'' if all(done) else '; mallopt unavailable or refused'})")
     return _MALLOC[0]
 
 
@@ -181,18 +182,21 @@ def _runner(settings: Settings, points: list[Point], shares: dict[str, int]) -> 
     return runner
 
 
-def prepare_worker(settings: Settings, descriptors: list[tuple], shares: dict[str, int]) -> int:
+def prepare_worker(settings: Settings, descriptors: list[tuple], shares: dict[str, int]) -> dict:
     """On every worker before the first chunk: compile every kernel of the run at once, on the
     worker's share of cores, as one process compiles a run's kernels before its first point.
     Chunk by chunk, a worker would compile one or two at a time while its GPU idles (the 2-GPU
-    check measured the limits sweep 12 % slower on two GPUs than on one that way). How many."""
+    check measured the limits sweep 12 % slower on two GPUs than on one that way). How many it
+    compiled, and the time it took ("prepare")."""
     points = [from_descriptor(d) for d in descriptors]
     with _LOCK, blas_threads(shares):
         runner = _runner(settings, points, shares)
         if runner.gpu is None:
-            return 0
-        with runner.gpu.active():
-            return runner.precompile(points)
+            return {"compiled": 0, "time_spent": {}}
+        before = runner.time_spent()
+        with runner.gpu.active(), runner.spending("prepare"):
+            compiled = runner.precompile(points)
+        return {"compiled": compiled, "time_spent": spent_between(before, runner.time_spent())}
 
 
 def run_chunk(settings: Settings, descriptors: list[tuple], shares: dict[str, int]) -> dict:
@@ -204,6 +208,7 @@ def run_chunk(settings: Settings, descriptors: list[tuple], shares: dict[str, in
     points = [from_descriptor(d) for d in descriptors]
     with _LOCK, blas_threads(shares):
         runner = _runner(settings, points, shares)
+        spent_before = runner.time_spent()
         rows: list[dict] = []
         if runner.gpu is not None:
             with runner.gpu.active():
@@ -211,7 +216,7 @@ def run_chunk(settings: Settings, descriptors: list[tuple], shares: dict[str, in
         else:
             runner.run(points, rows.append)
         return {"rows": rows, "kernels": dict(runner.kernels), "libraries": runner.library_meta(),
-                "time_spent": runner.time_spent(),
+                "time_spent": spent_between(spent_before, runner.time_spent()),  # this chunk's
                 "gpu": environment.gpu_info(runner.gpu) if runner.gpu is not None else None,
                 "worker": {"host": HOST, "pid": os.getpid()}}
 
@@ -230,6 +235,7 @@ def run_class(variant_name: str, configs: list, cache: str, l2_flush: str, jobs:
     configs = [tuple(map(tuple, c)) for c in configs]
     key = (variant_name, tuple(configs), cache, l2_flush)
     group = [Shape(*s) for s in shapes]
+    allocate_as_a_plain_process()  # a worker the nanny restarted has not reported itself
     with _LOCK, blas_threads(shares):
         tuner = _TUNERS.get(key)
         device.CURRENT_ON_OPEN = False
@@ -290,7 +296,7 @@ class ClusterRunner:
         self.kernels: dict[str, dict] = {}
         self._libraries: dict[str, dict] = {}
         self.gpus: dict[str, dict] = {}  # GPU uuid (or worker) -> its facts, as workers report them
-        self._spent: dict[str, dict[str, float]] = {}  # "host:pid" -> the worker's runner's time_spent
+        self._spent: dict[str, dict[str, float]] = {}  # "host:pid" -> phase -> seconds, the chunks' added up
         try:
             self.workers = {address: info for address, info in self.client.run(worker_identity).items()}
         except Exception as exc:  # a worker that cannot import mmbench, or none at all
@@ -358,6 +364,9 @@ class ClusterRunner:
                 done = self.client.gather(futures, errors="skip")
             except Exception:  # cancelled, the scheduler lost: the chunks compile what they need
                 done = []
+            for result in done:
+                if isinstance(result, dict):
+                    self._add_spent(result.get("time_spent") or {})
             if len(done) < len(futures):
                 self.say(f"cluster: {len(futures) - len(done)} of {len(futures)} workers could not compile ahead; "
                          "they compile as their chunks come")
@@ -402,12 +411,19 @@ class ClusterRunner:
         return counts
 
     def time_spent(self) -> dict[str, dict[str, float]]:
-        """Each worker's latest report of where its runner's time went (sweep.Runner.spent_s)."""
-        return dict(self._spent)
+        """Where each worker's time went in the chunks returned so far (sweep.Runner.spent_s),
+        and the compiling ahead of them ("prepare")."""
+        return {worker: dict(phases) for worker, phases in self._spent.items()}
+
+    def _add_spent(self, spent: dict[str, dict[str, float]]) -> None:
+        for worker, phases in spent.items():
+            mine = self._spent.setdefault(worker, {})
+            for phase, seconds in phases.items():
+                mine[phase] = mine.get(phase, 0.0) + seconds
 
     def _absorb(self, result: dict) -> None:
         self.kernels.update(result["kernels"])
-        self._spent.update(result.get("time_spent") or {})
+        self._add_spent(result.get("time_spent") or {})
         self._libraries.update(result["libraries"])
         if result["gpu"]:
             gpu = result["gpu"]

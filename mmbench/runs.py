@@ -19,7 +19,7 @@ from .results import (COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, add_
                       read_metadata, recorded_settings, row_key, scan, set_aside_torn, status_counts, write_metadata)
 from .ops import get_op
 from .ops.base import SCOPES
-from .sweep import Point, Runner, Selection, Settings, kernel_key
+from .sweep import Point, Runner, Selection, Settings, kernel_key, spent_between
 from .variants import format_params
 
 DEFAULTS = {k: getattr(Settings(), k) for k in MEASUREMENT_SETTINGS}  # what a run measures with unless told
@@ -172,7 +172,7 @@ class Session:
 
     def __init__(self, output: Path, settings: Settings, about: dict, command: list[str], runner: Runner, *,
                  points_planned: int, resume: bool = False, previous: dict | None = None, say: Say = print,
-                 points: Sequence[Point] = ()):
+                 points: Sequence[Point] = (), spent: dict | None = None):
         previous = previous or {}
         self.output, self.settings, self.runner, self.counts = output, settings, runner, {}
         self.earlier = history(previous)
@@ -190,6 +190,9 @@ class Session:
         except ResultsError as exc:
             raise RunRefused(str(exc)) from None
         started_at = utc_now()
+        # where the runner's time went in this invocation's passes (and its preparing), by process
+        self.spent: dict[str, dict[str, float]] = {}
+        self.add_spent(spent or {})
         self.invocation = {"command": command, "started_at": started_at, "resumed": resume,
                            "repaired": "; ".join(notices) or None, "points_planned": points_planned}
         self.facts = environment.collect(runner.gpu)
@@ -208,8 +211,9 @@ class Session:
 
     def _save(self, state: str, **more) -> None:
         self.invocation.update(state=state, git=self.facts["git"], **more)
-        if hasattr(self.runner, "time_spent"):  # where the runner's time went, by process
-            self.invocation["time_spent_s"] = self.runner.time_spent()
+        if self.spent:
+            self.invocation["time_spent_s"] = {process: {phase: round(s, 3) for phase, s in phases.items()}
+                                               for process, phases in self.spent.items()}
         mine = {k: v for k, v in self.runner.kernels.items() if k in self.kernel_keys}
         cluster = self.runner.meta() if hasattr(self.runner, "meta") else {}  # its workers and GPUs
         cluster |= self.runner.kernel_clock_meta() if hasattr(self.runner, "kernel_clock_meta") else {}
@@ -226,6 +230,13 @@ class Session:
 
     def run(self, points: Sequence[Point], on_row: Callable[[dict], None] | None = None) -> None:
         run_together(self.runner, [(self, p) for p in points], on_row)
+
+    def add_spent(self, spent: dict[str, dict[str, float]]) -> None:
+        """Add seconds by process and phase (sweep.spent_between's) to this invocation's."""
+        for process, phases in spent.items():
+            mine = self.spent.setdefault(process, {})
+            for phase, seconds in phases.items():
+                mine[phase] = mine.get(phase, 0.0) + seconds
 
     def finish(self, state: str) -> None:
         self.sink.close()
@@ -260,7 +271,14 @@ def run_together(runner: Runner, items: Sequence[tuple[Session, Point]],
         if on_row:
             on_row(row)
 
-    runner.run([point for _, point in ordered], route)
+    before = runner.time_spent() if hasattr(runner, "time_spent") else {}
+    try:
+        runner.run([point for _, point in ordered], route)
+    finally:  # the pass's time, into each session it ran points of (a shared pass counts in each)
+        if hasattr(runner, "time_spent"):
+            grown = spent_between(before, runner.time_spent())
+            for session in {id(s): s for s, _ in ordered}.values():
+                session.add_spent(grown)
 
 
 @dataclass
@@ -284,10 +302,12 @@ def execute(points: Sequence[Point], settings: Settings, output: Path, about: di
     runner = open_runner(settings, points, cluster, say)
     prepare = prepare if cluster is None else None
     try:
+        before = runner.time_spent()
         if prepare:
-            prepare(runner)
+            with runner.spending("prepare"):
+                prepare(runner)
         session = Session(output, settings, about, command, runner, points_planned=len(points), resume=resume,
-                          previous=previous, say=say, points=points)
+                          previous=previous, say=say, points=points, spent=spent_between(before, runner.time_spent()))
     except BaseException:
         runner.close()
         raise

@@ -225,6 +225,19 @@ def kernel_key(variant: Variant, params: Params) -> str:
     return key + f"@{source.source_hash(variant)}" if variant.source_dir else key
 
 
+def spent_between(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """What time_spent() grew by between two readings, per process and phase (ms precision); a
+    process or phase with nothing added left out."""
+    grown: dict[str, dict[str, float]] = {}
+    for process, phases in after.items():
+        was = before.get(process, {})
+        added = {phase: round(s - was.get(phase, 0.0), 3) for phase, s in phases.items()}
+        added = {phase: s for phase, s in added.items() if s > 0}
+        if added:
+            grown[process] = added
+    return grown
+
+
 class Runner:
     """Runs points on the CPU and, when the plan needs it, on the GPU; what a point computes and
     how it is checked comes from its operation (ops/)."""
@@ -281,8 +294,9 @@ class Runner:
             self.spent_s[phase] = self.spent_s.get(phase, 0.0) + time.perf_counter() - started
 
     def time_spent(self) -> dict[str, dict[str, float]]:
-        """This process's spent_s, under its host and process id (a cluster reports one per worker)."""
-        return {f"{HOST}:{os.getpid()}": {k: round(v, 3) for k, v in self.spent_s.items()}}
+        """This runner's spent_s so far, under its host and process id (a cluster reports one per
+        worker); a session records the difference over its own run (spent_between)."""
+        return {f"{HOST}:{os.getpid()}": dict(self.spent_s)}
 
     # -- one shape at a time: inputs, reference and device buffers are shared by its points ----
     def run(self, points: Sequence[Point], on_row: Callable[[dict], None]) -> None:
@@ -451,7 +465,8 @@ class Runner:
             reason = _first_line(exc)
             status = "skipped" if "too much shared data" in reason else "failed"
             return _row(point, self.settings, status, f"compile: {reason}")
-        self._record_kernel(variant, params, fn)
+        with self.spending("compile"):  # its ptxas report may run nvcc
+            self._record_kernel(variant, params, fn)
         if self.settings.skip_spills and fn.local_size_bytes:
             return _row(point, self.settings, "skipped",
                         f"{fn.local_size_bytes} bytes of local memory a thread (registers spill)")

@@ -278,7 +278,7 @@ _ALL = (
             axes=MappingProxyType({"TR": (64,), "TC": (64,), "ROWS": (16,), "PAD": (1,), "TILES": (2,), "HINT": (0,),
                                    "ORDER": (0,)}),
             threads=("TC // 4", "ROWS"), geometry=MappingProxyType({"tile": ("TR", "TC * TILES")}),
-            constraints=("TR % ROWS == 0", "TC // 4 * ROWS <= 1024", "TC // 4 * ROWS >= 32",
+            constraints=("TR % 4 == 0", "TC % 4 == 0", "TR % ROWS == 0", "TC // 4 * ROWS <= 1024", "TC // 4 * ROWS >= 32",
                          "(TC // 4 * ROWS) % (TR // 4) == 0", "4 * TR * (TC + PAD) <= 48 * 1024"),
             space=MappingProxyType({"TR": (32, 64, 128), "TC": (32, 64, 128), "ROWS": (4, 8, 16, 32), "PAD": (0, 1),
                                     "TILES": (1, 2, 4, 8), "HINT": (0, 1), "ORDER": (0, 1)})),

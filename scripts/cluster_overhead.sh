@@ -3,13 +3,14 @@
 #   bash scripts/cluster_overhead.sh [SIZES]        (default 1536:2049; 8 GEMM variants, 400 points)
 # Compiles the kernels once (one sample a point), then times the same points three ways: a plain
 # run, a plain run with MALLOC_TRIM_THRESHOLD_=65536 (what Dask's nanny gives its workers), and
-# --cluster local (one worker). Prints each run's wall time and its time_spent_s (metadata: the
+# --cluster local (one worker: every run sees only the first GPU). Prints each run's wall time and its time_spent_s (metadata: the
 # runner's run() and its parts, per process); the logs go to $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/mmbench-out}
 mkdir -p "$OUT"
 source .device/setup.sh > /dev/null
-export PYTHONUNBUFFERED=1 COLUMNS=120
+first=${CUDA_VISIBLE_DEVICES:-0}
+export PYTHONUNBUFFERED=1 COLUMNS=120 CUDA_VISIBLE_DEVICES=${first%%,*}
 V=best,tile2d,vec4,warptile,pipelined,dbuf,multistage,cublas
 S=${1:-1536:2049}
 mmbench run -v $V -s "$S" --runs 1 --warmup 0 -o /tmp/overhead-warm.csv > /dev/null 2>&1

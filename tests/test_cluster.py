@@ -251,4 +251,4 @@ def test_a_cpu_workers_prepare_compiles_nothing(scheduler):
 
     with distributed.Client(scheduler) as client:
         point = Point(REGISTRY["blas"], (), Shape(32, 32, 32), "hot")
-        assert client.submit(prepare_worker, Settings(runs=1, warmup=0), [descriptor(point)], {}).result() == 0
+        assert client.submit(prepare_worker, Settings(runs=1, warmup=0), [descriptor(point)], {}).result()["compiled"] == 0

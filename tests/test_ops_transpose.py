@@ -51,3 +51,14 @@ def test_a_cpu_transpose_run_reports_gb_per_s_and_no_gflops(tmp_path):
 def test_a_gemm_spec_with_two_dimensions_is_refused_for_gemm_variants():
     result = CliRunner().invoke(main, ["run", "-v", "numpy_transpose,blas", "-s", "33x7", "--dry-run"])
     assert result.exit_code == 2 and "three dimensions, MxNxK" in result.output
+
+
+@pytest.mark.parametrize("tr,tc,rows,ok", [(64, 64, 32, True), (34, 64, 2, False), (64, 66, 16, False),
+                                           (128, 128, 16, False), (64, 64, 3, False)])
+def test_transpose_pipe_builds_only_whole_float4_tiles_that_fit(tr, tc, rows, ok):
+    """transpose_pipe moves float4s: a tile's rows and columns are multiples of 4 (else stores are
+    misaligned and tile rows go unwritten), its threads divide it, and it fits 48 KiB of shared memory."""
+    from mmbench.variants import REGISTRY
+
+    params = (("HINT", 0), ("ORDER", 0), ("PAD", 1), ("ROWS", rows), ("TC", tc), ("TILES", 1), ("TR", tr))
+    assert (REGISTRY["transpose_pipe"].problem(params) is None) == ok

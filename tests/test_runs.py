@@ -7,7 +7,7 @@ import pytest
 from mmbench import runs
 from mmbench.results import read_metadata, read_results
 from mmbench.sizes import parse_sizes
-from mmbench.sweep import Point, Settings
+from mmbench.sweep import Point, Settings, spent_between
 from mmbench.variants import get_variant
 
 NUMPY = get_variant("blas")
@@ -33,10 +33,20 @@ def test_sessions_sharing_one_runner_keep_their_own_settings_and_files(tmp_path)
     meta = read_metadata(tmp_path / "b.csv")
     assert meta["settings"]["runs"] == 5 and meta["state"] == "finished" and meta["status_counts"] == {"ok": 1}
     assert meta["invocations"][0]["command"] == ["test"] and meta["invocations"][0]["finished_at"]
-    # where the runner's time went: the whole of run() and its parts, which fit inside it
+    # where each session's time went: the whole of run() and its parts, which fit inside it; each
+    # session records only the passes it ran points in, so the two add up to the runner's time
     (phases,) = meta["invocations"][0]["time_spent_s"].values()
     parts = sum(v for k, v in phases.items() if k != "run")
-    assert {"run", "inputs", "cpu", "rows"} <= set(phases) and 0 < parts <= phases["run"] + 0.005
+    assert {"run", "cpu"} <= set(phases) <= {"run", "inputs", "cpu", "rows"} and 0 < parts <= phases["run"] + 0.005
+    (phases_a,) = read_metadata(tmp_path / "a.csv")["invocations"][0]["time_spent_s"].values()
+    assert phases_a["run"] + phases["run"] == pytest.approx(runner.spent_s["run"], abs=0.003)
+
+
+def test_time_spent_between_two_readings_is_per_process_and_phase():
+    before = {"h:1": {"run": 1.0, "inputs": 0.5}}
+    after = {"h:1": {"run": 3.25, "inputs": 0.5, "verify": 0.75}, "h:2": {"run": 2.0}}
+    assert spent_between(before, after) == {"h:1": {"run": 2.25, "verify": 0.75}, "h:2": {"run": 2.0}}
+    assert spent_between(after, after) == {}
 
 
 def test_an_interrupted_execute_keeps_every_finished_row_and_says_so(tmp_path):
