@@ -31,7 +31,7 @@ from . import device
 from .environment import own_cpus
 from .ops import get_op
 from .sizes import Shape
-from .sweep import HOST, Point, Runner, Settings, _row, spent_between
+from .sweep import HOST, Point, Runner, Settings, _row, add_spent, spent_between
 from .variants import get_variant
 
 CHUNKS_PER_WORKER = 4  # chunks of a shape's points: enough to share a tuning shape's configurations out
@@ -366,7 +366,7 @@ class ClusterRunner:
                 done = []
             for result in done:
                 if isinstance(result, dict):
-                    self._add_spent(result.get("time_spent") or {})
+                    add_spent(self._spent, result.get("time_spent") or {})
             if len(done) < len(futures):
                 self.say(f"cluster: {len(futures) - len(done)} of {len(futures)} workers could not compile ahead; "
                          "they compile as their chunks come")
@@ -415,15 +415,9 @@ class ClusterRunner:
         and the compiling ahead of them ("prepare")."""
         return {worker: dict(phases) for worker, phases in self._spent.items()}
 
-    def _add_spent(self, spent: dict[str, dict[str, float]]) -> None:
-        for worker, phases in spent.items():
-            mine = self._spent.setdefault(worker, {})
-            for phase, seconds in phases.items():
-                mine[phase] = mine.get(phase, 0.0) + seconds
-
     def _absorb(self, result: dict) -> None:
         self.kernels.update(result["kernels"])
-        self._add_spent(result.get("time_spent") or {})
+        add_spent(self._spent, result.get("time_spent") or {})
         self._libraries.update(result["libraries"])
         if result["gpu"]:
             gpu = result["gpu"]

@@ -19,7 +19,7 @@ from .results import (COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, add_
                       read_metadata, recorded_settings, row_key, scan, set_aside_torn, status_counts, write_metadata)
 from .ops import get_op
 from .ops.base import SCOPES
-from .sweep import Point, Runner, Selection, Settings, kernel_key, spent_between
+from .sweep import Point, Runner, Selection, Settings, add_spent, kernel_key, spent_between
 from .variants import format_params
 
 DEFAULTS = {k: getattr(Settings(), k) for k in MEASUREMENT_SETTINGS}  # what a run measures with unless told
@@ -192,7 +192,7 @@ class Session:
         started_at = utc_now()
         # where the runner's time went in this invocation's passes (and its preparing), by process
         self.spent: dict[str, dict[str, float]] = {}
-        self.add_spent(spent or {})
+        add_spent(self.spent, spent or {})
         self.invocation = {"command": command, "started_at": started_at, "resumed": resume,
                            "repaired": "; ".join(notices) or None, "points_planned": points_planned}
         self.facts = environment.collect(runner.gpu)
@@ -230,13 +230,6 @@ class Session:
 
     def run(self, points: Sequence[Point], on_row: Callable[[dict], None] | None = None) -> None:
         run_together(self.runner, [(self, p) for p in points], on_row)
-
-    def add_spent(self, spent: dict[str, dict[str, float]]) -> None:
-        """Add seconds by process and phase (sweep.spent_between's) to this invocation's."""
-        for process, phases in spent.items():
-            mine = self.spent.setdefault(process, {})
-            for phase, seconds in phases.items():
-                mine[phase] = mine.get(phase, 0.0) + seconds
 
     def finish(self, state: str) -> None:
         self.sink.close()
@@ -278,7 +271,7 @@ def run_together(runner: Runner, items: Sequence[tuple[Session, Point]],
         if hasattr(runner, "time_spent"):
             grown = spent_between(before, runner.time_spent())
             for session in {id(s): s for s, _ in ordered}.values():
-                session.add_spent(grown)
+                add_spent(session.spent, grown)
 
 
 @dataclass

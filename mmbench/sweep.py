@@ -238,6 +238,14 @@ def spent_between(before: dict[str, dict[str, float]], after: dict[str, dict[str
     return grown
 
 
+def add_spent(total: dict[str, dict[str, float]], spent: dict[str, dict[str, float]]) -> None:
+    """Add seconds by process and phase (spent_between's) into a running total."""
+    for process, phases in spent.items():
+        mine = total.setdefault(process, {})
+        for phase, seconds in phases.items():
+            mine[phase] = mine.get(phase, 0.0) + seconds
+
+
 class Runner:
     """Runs points on the CPU and, when the plan needs it, on the GPU; what a point computes and
     how it is checked comes from its operation (ops/)."""
@@ -259,8 +267,9 @@ class Runner:
         # nvcc processes compiling a run's kernels at once (a cluster worker: its share of the host)
         self.compile_jobs = environment.own_cpus()
         # Wall seconds of run() ("run") and of its parts ("compile", "inputs": the inputs, the reference
-        # and their upload, "verify", "samples", "cpu" points, "rows": handing rows over), for the
-        # metadata: where a run's time went, and what is left outside the parts
+        # and their upload, "verify", "samples", "cpu" points, "rows": handing rows over), and of
+        # "prepare" (compiling before the first point, outside run()), for the metadata: where a
+        # run's time went, and what is left outside the parts
         self.spent_s: dict[str, float] = {}
         self.ensure(points)
 
