@@ -250,6 +250,40 @@ def run_class(variant_name: str, configs: list, cache: str, l2_flush: str, jobs:
             "worker": {"host": HOST, "pid": os.getpid()}}
 
 
+def release_worker() -> int:
+    """On a worker at the end of a run (a task, so on the pool thread that ran the chunks): its
+    runner and batched tuners closed and dropped, so that their GPU objects (modules, buffers,
+    streams, events, pinned memory, the context's retain) are freed on the thread whose context
+    made them. PyCUDA frees such an object only there; left to the process's exit, they are freed
+    on another thread and PyCUDA warns, for each kind, that it could not clean them up. How many
+    runners and tuners it closed."""
+    import gc
+
+    with _LOCK:
+        held = [_RUNNER[1], *(t for key, t in _TUNERS.items() if key != "gpu")]
+        _RUNNER[:] = [None, None]
+        _TUNERS.clear()  # the batched tuners' Gpu too
+        held = [h for h in held if h is not None]
+        closed = len(held)
+        while held:  # popped, so that no name still holds one when they are collected
+            _close(held.pop())
+        gc.collect()  # what they held (a kept shape's buffers, the Gpu and its modules) goes now, on this thread
+    return closed
+
+
+def _close(held) -> None:
+    """A runner's library handles (cuBLAS, CUPTI) closed in its GPU's context; a batched tuner has
+    none (dropping it frees what it holds)."""
+    close = getattr(held, "close", None)
+    if close is None:
+        return
+    if held.gpu is None:
+        close()
+    else:
+        with held.gpu.active():
+            close()
+
+
 # -- the client's side ----------------------------------------------------------------------------------
 def connect(spec: ClusterSpec, gpus: bool, say: Callable[[str], None]):
     """A distributed Client of the spec's cluster: a running scheduler's, or a local one started
@@ -424,8 +458,23 @@ class ClusterRunner:
             self.gpus.setdefault(gpu.get("uuid") or f"{result['worker']['host']}:{result['worker']['pid']}",
                                  {**gpu, "host": result["worker"]["host"]})
 
+    def release(self, timeout: float = 10) -> None:
+        """Every worker frees its GPU objects on its own pool thread (release_worker). A worker gone,
+        or still in a chunk an interrupt cancelled, is left to its process's exit after `timeout`."""
+        from distributed import wait
+
+        futures = [self.client.submit(release_worker, workers=[address], allow_other_workers=False, pure=False)
+                   for address in getattr(self, "workers", {})]
+        try:
+            wait(futures, timeout=timeout)
+        except Exception:  # timed out, the scheduler gone: nothing more to free from here
+            pass
+        for future in futures:
+            future.cancel()
+
     def close(self) -> None:
         cluster = self.client.cluster if self.owns_cluster else None
+        self.release()
         self.client.close()
         if cluster is not None:
             cluster.close()

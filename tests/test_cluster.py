@@ -252,3 +252,52 @@ def test_a_cpu_workers_prepare_compiles_nothing(scheduler):
     with distributed.Client(scheduler) as client:
         point = Point(REGISTRY["blas"], (), Shape(32, 32, 32), "hot")
         assert client.submit(prepare_worker, Settings(runs=1, warmup=0), [descriptor(point)], {}).result()["compiled"] == 0
+
+
+def _workers_runners():
+    from mmbench import cluster
+
+    return cluster._RUNNER[1] is not None
+
+
+def test_closing_a_cluster_run_releases_every_workers_runner_on_its_own_pool_thread(scheduler):
+    """What a worker's runner holds (on a GPU: modules, buffers, streams, events) is freed by a task at
+    the run's end, on the thread whose context made it, not at the process's exit on another."""
+    points = [Point(REGISTRY["blas"], (), Shape(n, n, n), "hot") for n in (32, 48, 64, 80)]
+    runner = ClusterRunner(Settings(runs=1, warmup=0), points, ClusterSpec(scheduler=scheduler), say=lambda _: None)
+    with distributed.Client(scheduler) as client:
+        try:
+            runner.run(points, lambda row: None)
+            assert any(client.run(_workers_runners).values())  # kept between chunks while the run lasts
+        finally:
+            runner.close()
+        assert not any(client.run(_workers_runners).values())
+
+
+def test_releasing_a_worker_closes_its_runner_in_the_runners_gpu_context(monkeypatch):
+    from contextlib import contextmanager
+
+    from mmbench import cluster
+
+    said = []
+
+    class FakeGpu:
+        @contextmanager
+        def active(self):
+            said.append("push")
+            yield self
+            said.append("pop")
+
+    class FakeRunner:
+        gpu = FakeGpu()
+
+        def close(self):
+            said.append("close")
+
+    class FakeTuner:  # a batched tuner: nothing to close, dropped
+        gpu = FakeRunner.gpu
+
+    monkeypatch.setattr(cluster, "_RUNNER", [object(), FakeRunner()])
+    monkeypatch.setattr(cluster, "_TUNERS", {"gpu": FakeRunner.gpu, ("gemv_tuned",): FakeTuner()})
+    assert cluster.release_worker() == 2
+    assert said == ["push", "close", "pop"] and cluster._RUNNER == [None, None] and cluster._TUNERS == {}

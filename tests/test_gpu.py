@@ -329,9 +329,10 @@ def test_cli_batched_tune_fills_the_cache_by_cell_and_run_picks_each_shapes_cell
     assert rows[rows.m == 4000].params.iloc[0] == by_cell["cell14x03"]
 
 
-def test_a_cluster_of_the_visible_gpus_runs_a_sweep_and_tags_each_row_with_its_gpu(tmp_path):
+def test_a_cluster_of_the_visible_gpus_runs_a_sweep_and_tags_each_row_with_its_gpu(tmp_path, capfd):
     """Issue 16: `--cluster local`, one dask-cuda worker per visible GPU (one or two); every point
-    verified once, rows naming the GPU (UUID) and host they ran on, metadata every worker."""
+    verified once, rows naming the GPU (UUID) and host they ran on, metadata every worker; the
+    workers free their GPU objects before they exit (PyCUDA warns of any it could not)."""
     pytest.importorskip("dask_cuda")
     import pycuda.driver as drv
 
@@ -347,9 +348,10 @@ def test_a_cluster_of_the_visible_gpus_runs_a_sweep_and_tags_each_row_with_its_g
     meta = json.loads(out.with_suffix(".meta.json").read_text())
     assert len(meta["cluster"]["workers"]) == drv.Device.count() and len(meta["cluster"]["gpus"]) == gpus
     assert meta["gpu"]["name"] == df.gpu.iloc[0]  # one model: the file's GPU, as on one GPU
+    assert "could not be cleaned up" not in capfd.readouterr().err  # the workers' stderr is this process's
 
 
-def test_a_batched_tuning_on_a_cluster_writes_every_class_once_and_records_the_gpu(tmp_path):
+def test_a_batched_tuning_on_a_cluster_writes_every_class_once_and_records_the_gpu(tmp_path, capfd):
     """Issue 16: the batched engine with its size classes spread over the visible GPUs' workers."""
     pytest.importorskip("dask_cuda")
     from mmbench import batched
@@ -364,6 +366,7 @@ def test_a_batched_tuning_on_a_cluster_writes_every_class_once_and_records_the_g
     meta = json.loads(out.with_suffix(".meta.json").read_text())
     entries = json.loads(cache.read_text()).values()
     assert meta["cluster"]["gpus"] and len(entries) == 3 and {e["device"] for e in entries} == {meta["gpu"]["name"]}
+    assert "could not be cleaned up" not in capfd.readouterr().err
 
 
 def test_the_kernel_clock_reads_every_sample_beside_the_events(tmp_path):
