@@ -458,19 +458,27 @@ class ClusterRunner:
             self.gpus.setdefault(gpu.get("uuid") or f"{result['worker']['host']}:{result['worker']['pid']}",
                                  {**gpu, "host": result["worker"]["host"]})
 
-    def release(self, timeout: float = 10) -> None:
+    def release(self, timeout: float = 10) -> int:
         """Every worker frees its GPU objects on its own pool thread (release_worker). A worker gone,
-        or still in a chunk an interrupt cancelled, is left to its process's exit after `timeout`."""
+        or still in a chunk an interrupt cancelled, is left to its process's exit after `timeout`
+        (said). How many workers released."""
         from distributed import wait
 
         futures = [self.client.submit(release_worker, workers=[address], allow_other_workers=False, pure=False)
                    for address in getattr(self, "workers", {})]
+        started = time.perf_counter()
         try:
             wait(futures, timeout=timeout)
         except Exception:  # timed out, the scheduler gone: nothing more to free from here
             pass
+        released = sum(1 for f in futures if f.status == "finished")
         for future in futures:
             future.cancel()
+        if released < len(futures):
+            self.say(f"cluster: {len(futures) - released} of {len(futures)} workers did not free their GPU objects in "
+                     f"{time.perf_counter() - started:.1f} s ({', '.join(sorted({f.status for f in futures}))}); "
+                     "PyCUDA may warn as they exit")
+        return released
 
     def close(self) -> None:
         cluster = self.client.cluster if self.owns_cluster else None
