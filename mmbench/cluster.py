@@ -23,7 +23,7 @@ import os
 import threading
 import time
 from collections import Counter
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -84,7 +84,8 @@ def chunks(points: Sequence[Point], workers: int) -> list[list[Point]]:
 
 # -- the worker's side ----------------------------------------------------------------------------------
 # Per worker process: one runner (a second would open the GPU and CUPTI's callbacks again), kept
-# while the settings stay; a lock, for workers a running cluster gave several threads.
+# while the settings stay and released at the run's end (release_worker); a lock, for workers a
+# running cluster gave several threads.
 _RUNNER: list = [None, None]  # [settings, runner]
 _LOCK = threading.Lock()
 
@@ -168,18 +169,22 @@ def _runner(settings: Settings, points: list[Point], shares: dict[str, int]) -> 
     device.CURRENT_ON_OPEN = False  # tasks run on the worker's pool threads: Gpu.active() around each use
     allocate_as_a_plain_process()  # a worker the nanny restarted has not reported itself
     if _RUNNER[1] is None or _RUNNER[0] != settings:
-        if _RUNNER[1] is not None:
-            _RUNNER[1].close()
+        old = [r for r in _RUNNER[1:] if r is not None]
+        _RUNNER[:] = [None, None]
+        _free(old)
         _RUNNER[:] = [settings, Runner(settings, points)]
         _RUNNER[1].keep_shape = True  # the next chunk is often of the same shape: its inputs stay
         _RUNNER[1].compile_jobs = my_share(shares) or _RUNNER[1].compile_jobs
     runner = _RUNNER[1]
-    if runner.gpu is not None:
-        with runner.gpu.active():  # library handles opened now, in the GPU's context
-            runner.ensure(points)
-    else:
+    with in_context(runner.gpu):  # library handles opened now, in the GPU's context
         runner.ensure(points)
     return runner
+
+
+def in_context(gpu):
+    """The GPU's primary context current on this thread around a block (tasks run on the worker's
+    pool threads, where it may not be); nothing to do without a GPU."""
+    return gpu.active() if gpu is not None else nullcontext()
 
 
 def prepare_worker(settings: Settings, descriptors: list[tuple], shares: dict[str, int]) -> dict:
@@ -210,10 +215,7 @@ def run_chunk(settings: Settings, descriptors: list[tuple], shares: dict[str, in
         runner = _runner(settings, points, shares)
         spent_before = runner.time_spent()
         rows: list[dict] = []
-        if runner.gpu is not None:
-            with runner.gpu.active():
-                runner.run(points, rows.append)
-        else:
+        with in_context(runner.gpu):
             runner.run(points, rows.append)
         return {"rows": rows, "kernels": dict(runner.kernels), "libraries": runner.library_meta(),
                 "time_spent": spent_between(spent_before, runner.time_spent()),  # this chunk's
@@ -250,38 +252,53 @@ def run_class(variant_name: str, configs: list, cache: str, l2_flush: str, jobs:
             "worker": {"host": HOST, "pid": os.getpid()}}
 
 
-def release_worker() -> int:
-    """On a worker at the end of a run (a task, so on the pool thread that ran the chunks): its
-    runner and batched tuners closed and dropped, so that their GPU objects (modules, buffers,
-    streams, events, pinned memory, the context's retain) are freed on the thread whose context
-    made them. PyCUDA frees such an object only there; left to the process's exit, they are freed
-    on another thread and PyCUDA warns, for each kind, that it could not clean them up. How many
-    runners and tuners it closed."""
+def release_worker() -> dict:
+    """On a worker at the end of a run: its runner and batched tuners closed and dropped (_free), so
+    that what they hold on the GPU goes now, not at the process's exit. A later run, or a run of
+    another client of the same cluster, opens a new runner. How many it released, and what failed
+    to close."""
+    with _LOCK:
+        held = [h for h in (_RUNNER[1], *_TUNERS.values()) if h is not None]  # with the tuners' Gpu
+        _RUNNER[:] = [None, None]
+        _TUNERS.clear()
+        released = sum(1 for h in held if not isinstance(h, device.Gpu))
+        return {"released": released, "failed": _free(held)}
+
+
+def _free(held: list) -> list[str]:
+    """Runners, tuners and Gpus closed and dropped with their GPU's context current on this thread,
+    then collected, so that PyCUDA frees their modules, buffers, streams, events and pinned memory
+    now. PyCUDA frees such an object where its context is current, or by making it current on the
+    thread that made it. At a worker's exit, on another thread, it can do neither: it warns, for
+    each kind, that it could not clean them up. Empties `held`; what failed to close."""
     import gc
 
-    with _LOCK:
-        held = [_RUNNER[1], *(t for key, t in _TUNERS.items() if key != "gpu")]
-        _RUNNER[:] = [None, None]
-        _TUNERS.clear()  # the batched tuners' Gpu too
-        held = [h for h in held if h is not None]
-        closed = len(held)
+    gpu = next((g for g in map(_gpu_of, held) if g is not None), None)  # one GPU a worker
+    context, drv = (gpu.context, gpu.drv) if gpu is not None else (None, None)
+    del gpu
+    try:
+        if context is not None:
+            context.push()
+    except Exception:  # a context a sticky error destroyed: nothing can be freed in it
+        context = None
+    failed: list[str] = []
+    try:
         while held:  # popped, so that no name still holds one when they are collected
-            _close(held.pop())
-        gc.collect()  # what they held (a kept shape's buffers, the Gpu and its modules) goes now, on this thread
-    return closed
+            one = held.pop()
+            try:
+                getattr(one, "close", lambda: None)()  # a batched tuner or a Gpu: dropping it is enough
+            except Exception as exc:  # CUPTI or a handle in a broken context: the rest still go
+                failed.append(f"{type(one).__name__}: {type(exc).__name__}: {exc}"[:200])
+            one = None
+        gc.collect()
+    finally:
+        if context is not None:
+            drv.Context.pop()
+    return failed
 
 
-def _close(held) -> None:
-    """A runner's library handles (cuBLAS, CUPTI) closed in its GPU's context; a batched tuner has
-    none (dropping it frees what it holds)."""
-    close = getattr(held, "close", None)
-    if close is None:
-        return
-    if held.gpu is None:
-        close()
-    else:
-        with held.gpu.active():
-            close()
+def _gpu_of(held):
+    return held if isinstance(held, device.Gpu) else getattr(held, "gpu", None)
 
 
 # -- the client's side ----------------------------------------------------------------------------------
@@ -334,7 +351,7 @@ class ClusterRunner:
         try:
             self.workers = {address: info for address, info in self.client.run(worker_identity).items()}
         except Exception as exc:  # a worker that cannot import mmbench, or none at all
-            self.close()
+            self.close(release=False)
             raise ClusterError(f"the cluster's workers could not report themselves: {exc}") from None
         self.shares = blas_shares(self.workers)
 
@@ -458,32 +475,46 @@ class ClusterRunner:
             self.gpus.setdefault(gpu.get("uuid") or f"{result['worker']['host']}:{result['worker']['pid']}",
                                  {**gpu, "host": result["worker"]["host"]})
 
-    def release(self, timeout: float = 10) -> int:
-        """Every worker frees its GPU objects on its own pool thread (release_worker). A worker gone,
-        or still in a chunk an interrupt cancelled, is left to its process's exit after `timeout`
-        (said). How many workers released."""
+    def release(self, timeout: float = 10) -> None:
+        """Every worker now in the cluster (a restarted one has a new address) releases its runner
+        (release_worker), each as a task: Dask runs it after the worker's last chunk. A worker that
+        does not answer within `timeout` (gone, or still in a chunk an interrupt cancelled) keeps
+        its runner until it exits; said, as are runners that failed to close."""
         from distributed import wait
 
-        futures = [self.client.submit(release_worker, workers=[address], allow_other_workers=False, pure=False)
-                   for address in getattr(self, "workers", {})]
-        started = time.perf_counter()
+        futures: dict = {}
         try:
-            wait(futures, timeout=timeout)
-        except Exception:  # timed out, the scheduler gone: nothing more to free from here
+            for address in self.client.nthreads():
+                futures[address] = self.client.submit(release_worker, workers=[address], allow_other_workers=False,
+                                                      pure=False)
+            wait(list(futures.values()), timeout=timeout)
+        except Exception:  # timed out, the client closed or the scheduler gone
             pass
-        released = sum(1 for f in futures if f.status == "finished")
-        for future in futures:
-            future.cancel()
-        if released < len(futures):
-            self.say(f"cluster: {len(futures) - released} of {len(futures)} workers did not free their GPU objects in "
-                     f"{time.perf_counter() - started:.1f} s ({', '.join(sorted({f.status for f in futures}))}); "
-                     "PyCUDA may warn as they exit")
-        return released
+        late = {address: f.status for address, f in futures.items() if f.status != "finished"}
+        failed: list[str] = []
+        try:
+            for address, future in futures.items():
+                if address not in late:
+                    failed += [f"{address}: {why}" for why in future.result()["failed"]]
+            if late:
+                self.client.cancel([futures[address] for address in late])
+        except Exception:  # the client closed meanwhile
+            pass
+        if late:
+            self.say(f"cluster: {len(late)} of {len(futures)} workers did not release their runners within {timeout:g} s "
+                     f"({', '.join(f'{a} {status}' for a, status in sorted(late.items()))}); they keep them until they exit")
+        for why in failed:
+            self.say(f"cluster: a runner failed to close: {why}")
 
-    def close(self) -> None:
+    def close(self, release: bool = True) -> None:
+        """The workers' runners released (unless the workers never reported themselves), then the
+        client closed, and the cluster if this run started it, whatever the release met."""
         cluster = self.client.cluster if self.owns_cluster else None
-        self.release()
-        self.client.close()
-        if cluster is not None:
-            cluster.close()
+        try:
+            if release:
+                self.release()
+        finally:
+            self.client.close()
+            if cluster is not None:
+                cluster.close()
 

@@ -310,8 +310,10 @@ def execute(points: Sequence[Point], settings: Settings, output: Path, about: di
     except KeyboardInterrupt:
         state = "interrupted"
     finally:
-        runner.close()
-        session.finish(state)
+        try:
+            runner.close()
+        finally:  # the metadata finished whatever closing met
+            session.finish(state)
     return Outcome(output, state, session.counts)
 
 

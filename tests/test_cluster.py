@@ -254,50 +254,111 @@ def test_a_cpu_workers_prepare_compiles_nothing(scheduler):
         assert client.submit(prepare_worker, Settings(runs=1, warmup=0), [descriptor(point)], {}).result()["compiled"] == 0
 
 
-def _workers_runners():
+def _workers_runner_settings():
     from mmbench import cluster
 
-    return cluster._RUNNER[1] is not None
+    return cluster._RUNNER[0]
 
 
-def test_closing_a_cluster_run_releases_every_workers_runner_on_its_own_pool_thread(scheduler):
+def test_closing_a_cluster_run_releases_every_workers_runner(scheduler):
     """What a worker's runner holds (on a GPU: modules, buffers, streams, events) is freed by a task at
-    the run's end, on the thread whose context made it, not at the process's exit on another."""
+    the run's end, not at the process's exit."""
+    settings = Settings(runs=2, warmup=0)  # not another test's runner left on the shared cluster
     points = [Point(REGISTRY["blas"], (), Shape(n, n, n), "hot") for n in (32, 48, 64, 80)]
-    runner = ClusterRunner(Settings(runs=1, warmup=0), points, ClusterSpec(scheduler=scheduler), say=lambda _: None)
+    runner = ClusterRunner(settings, points, ClusterSpec(scheduler=scheduler), say=lambda _: None)
     with distributed.Client(scheduler) as client:
         try:
             runner.run(points, lambda row: None)
-            assert any(client.run(_workers_runners).values())  # kept between chunks while the run lasts
+            assert settings in client.run(_workers_runner_settings).values()  # kept between chunks while the run lasts
         finally:
             runner.close()
-        assert not any(client.run(_workers_runners).values())
+        assert set(client.run(_workers_runner_settings).values()) == {None}
 
 
-def test_releasing_a_worker_closes_its_runner_in_the_runners_gpu_context(monkeypatch):
-    from contextlib import contextmanager
+def test_releasing_a_worker_frees_its_runners_and_tuners_with_their_gpus_context_current(monkeypatch):
+    import weakref
 
-    from mmbench import cluster
+    from mmbench import cluster, device
 
     said = []
 
-    class FakeGpu:
-        @contextmanager
-        def active(self):
+    class FakeContext:
+        def push(self):
             said.append("push")
-            yield self
-            said.append("pop")
+
+    class FakeDrv:
+        class Context:
+            @staticmethod
+            def pop():
+                said.append("pop")
+
+    class FakeGpu(device.Gpu):
+        def __init__(self):
+            self.context, self.drv = FakeContext(), FakeDrv
+
+        def __del__(self):
+            said.append("gpu freed")
 
     class FakeRunner:
-        gpu = FakeGpu()
+        def __init__(self, gpu):
+            self.gpu = gpu
 
         def close(self):
             said.append("close")
 
-    class FakeTuner:  # a batched tuner: nothing to close, dropped
-        gpu = FakeRunner.gpu
+        def __del__(self):
+            said.append("runner freed")
 
-    monkeypatch.setattr(cluster, "_RUNNER", [object(), FakeRunner()])
-    monkeypatch.setattr(cluster, "_TUNERS", {"gpu": FakeRunner.gpu, ("gemv_tuned",): FakeTuner()})
-    assert cluster.release_worker() == 2
-    assert said == ["push", "close", "pop"] and cluster._RUNNER == [None, None] and cluster._TUNERS == {}
+    class FakeTuner:  # a batched tuner: nothing to close, dropped
+        def __init__(self, gpu):
+            self.gpu = gpu
+
+    gpu = FakeGpu()
+    runner, tuner = FakeRunner(gpu), FakeTuner(gpu)
+    dead = [weakref.ref(o) for o in (gpu, runner, tuner)]
+    monkeypatch.setattr(cluster, "_RUNNER", [object(), runner])
+    monkeypatch.setattr(cluster, "_TUNERS", {"gpu": gpu, ("gemv_tuned",): tuner})
+    del gpu, runner, tuner
+    assert cluster.release_worker() == {"released": 2, "failed": []}
+    assert all(ref() is None for ref in dead) and cluster._RUNNER == [None, None] and cluster._TUNERS == {}
+    assert said[0] == "push" and said[-1] == "pop" and {"close", "runner freed", "gpu freed"} <= set(said)
+
+
+def test_a_runner_that_fails_to_close_does_not_keep_the_others(monkeypatch):
+    from mmbench import cluster
+
+    class Broken:
+        gpu = None
+
+        def close(self):
+            raise RuntimeError("CUPTI gone")
+
+    closed = []
+
+    class Fine:
+        gpu = None
+
+        def close(self):
+            closed.append(True)
+
+    monkeypatch.setattr(cluster, "_RUNNER", [object(), Broken()])
+    monkeypatch.setattr(cluster, "_TUNERS", {("a",): Fine()})
+    out = cluster.release_worker()
+    assert out["released"] == 2 and out["failed"] == ["Broken: RuntimeError: CUPTI gone"] and closed
+
+
+def test_a_worker_that_cannot_release_in_time_is_named_and_the_close_goes_on(scheduler):
+    import time
+
+    said = []
+    runner = ClusterRunner(Settings(runs=1, warmup=0), [], ClusterSpec(scheduler=scheduler), say=said.append)
+    with distributed.Client(scheduler) as client:
+        busy = client.submit(time.sleep, 3, workers=[next(iter(client.nthreads()))], pure=False)
+        time.sleep(0.5)  # started
+        try:
+            runner.release(timeout=1)
+        finally:
+            runner.close()  # releases again, after the busy task
+        busy.result()
+    late = [line for line in said if "did not release" in line]
+    assert len(late) == 1 and "1 of 2 workers" in late[0] and "within 1 s" in late[0] and "tcp://" in late[0]
