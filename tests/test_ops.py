@@ -92,3 +92,34 @@ def test_every_variant_has_a_known_operation():
     assert {v.op for v in REGISTRY.values()} <= set(OPERATIONS)
     with pytest.raises(ValueError, match="unknown operation 'fft'; choose from: gemm"):
         get_op("fft")
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64])
+def test_the_check_reads_the_same_in_chunks_as_whole(monkeypatch, chunk):
+    """check_sums goes through the output in chunks: counts, the first non-finite output, the worst
+    element and the relative error come out as over the whole array."""
+    from mmbench.ops import base
+
+    inputs = make_gemm_inputs(Shape(33, 31, 65), np.random.default_rng(3))
+    good = (inputs.a.astype(np.float64) @ inputs.b.astype(np.float64)).astype(np.float32)
+    wrong = good.copy()
+    wrong[3, 4] += 1.0
+    wrong[30, 2] += 1.0
+    wrong[10, :] += 0.5
+    ratio = np.abs(wrong.astype(np.float64) - inputs.reference) / inputs.bound
+    worst_at = tuple(int(i) for i in np.unravel_index(int(ratio.argmax()), ratio.shape))
+    poisoned = good.copy()
+    poisoned[2, 30], poisoned[20, 0], poisoned[32, 30] = np.nan, np.inf, np.nan
+    whole = {}
+    monkeypatch.setattr(base, "CHUNK", 1 << 20)
+    for name, c in (("good", good), ("wrong", wrong), ("poisoned", poisoned)):
+        whole[name] = check_gemm(c, inputs)
+    assert whole["good"].ok
+    assert whole["wrong"].reason.startswith(f"{31 + 2} of {33 * 31} outputs exceed") and whole["wrong"].reason.endswith(f"at {worst_at}")
+    assert whole["poisoned"].reason == f"3 of {33 * 31} outputs not finite (unwritten?), first at (2, 30)"
+    monkeypatch.setattr(base, "CHUNK", chunk)
+    for name, c in (("good", good), ("wrong", wrong), ("poisoned", poisoned)):
+        check = check_gemm(c, inputs)
+        assert check.ok == whole[name].ok and check.reason == whole[name].reason
+        np.testing.assert_allclose([check.rel_err, check.err_bound_ratio],
+                                   [whole[name].rel_err, whole[name].err_bound_ratio], rtol=1e-12)
