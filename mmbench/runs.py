@@ -264,14 +264,13 @@ def run_together(runner: Runner, items: Sequence[tuple[Session, Point]],
         if on_row:
             on_row(row)
 
-    before = runner.time_spent() if hasattr(runner, "time_spent") else {}
+    before = runner.time_spent()
     try:
         runner.run([point for _, point in ordered], route)
     finally:  # the pass's time, into each session it ran points of (a shared pass counts in each)
-        if hasattr(runner, "time_spent"):
-            grown = spent_between(before, runner.time_spent())
-            for session in {id(s): s for s, _ in ordered}.values():
-                add_spent(session.spent, grown)
+        grown = spent_between(before, runner.time_spent())
+        for session in {id(s): s for s, _ in ordered}.values():
+            add_spent(session.spent, grown)
 
 
 @dataclass
