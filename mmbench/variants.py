@@ -387,26 +387,51 @@ def param_points(variant: Variant, overrides: Mapping[str, tuple[int, ...]] | No
 
 @lru_cache(maxsize=None)
 def tuning_space(variant: Variant) -> list[Params]:
-    """Every point of the variant's tuning space that satisfies its constraints (cached: the
-    ladder's spaces have thousands of raw points). Callers must not modify the list."""
+    """Every point of the variant's tuning space that satisfies its constraints, in the order of
+    the raw product over the sorted names (a seeded random choice depends on it; cached: callers
+    must not modify the list). Built one parameter at a time, each constraint tested as soon as
+    its names are bound, so that a failing prefix is not multiplied out: dbuf's 995,328 raw points
+    took 5 s as one eval of the constraints' conjunction each, 45 s as one eval per constraint."""
     if not variant.space:
         return []
     names = sorted(variant.space)
-    points = (tuple(zip(names, combo)) for combo in itertools.product(*(variant.space[n] for n in names)))
-    holds = _all_hold(tuple(variant.constraints))
-    return [p for p in points if holds(p)]
+    position = {name: {value: i for i, value in enumerate(variant.space[name])} for name in names}
+    partial: list[dict[str, int]] = [{}]
+    for name, tests in _binding_order(variant.space, tuple(variant.constraints)):
+        longer = ({**prefix, name: value} for prefix in partial for value in variant.space[name])
+        partial = [bound for bound in longer if all(holds(bound) for holds in tests)]
+    points = [tuple((name, bound[name]) for name in names) for bound in partial]
+    return sorted(points, key=lambda p: [position[name][value] for name, value in p])
 
 
-@lru_cache(maxsize=None)
-def _all_hold(constraints: tuple[str, ...]) -> Callable[[Params], bool]:
-    """A test of all the constraints at once, as Variant.violated(params) == [] (a derived size of
-    zero fails it): one eval of their conjunction per point, not one per constraint, so that a
-    space of a million raw points takes seconds (dbuf's took 45 s, before every tuning)."""
-    code = compile(" and ".join(f"({c})" for c in constraints) or "True", "<constraints>", "eval")
+def _binding_order(space: Mapping[str, tuple[int, ...]], constraints: tuple[str, ...]):
+    """(name, the tests of the constraints it completes) for every parameter: greedily, the one
+    that completes the most constraints next, then the one in the most constraints left, then
+    fewer values, so that pruning comes early and free parameters multiply the points last."""
+    unbound = {c: set(_compiled(c).co_names) & set(space) for c in constraints}
+    order, left = [], sorted(space)
+    while left:
+        def gain(name):
+            return (-sum(names <= {name} for names in unbound.values()),
+                    -sum(name in names for names in unbound.values()), len(space[name]), name)
+        name = min(left, key=gain)
+        left.remove(name)
+        done = [c for c, names in unbound.items() if names <= {name}]
+        for c in unbound:
+            unbound[c] = unbound[c] - {name}
+        for c in done:
+            del unbound[c]
+        order.append((name, [_test(c) for c in done]))
+    return order
 
-    def holds(params: Params) -> bool:
+
+def _test(constraint: str) -> Callable[[Mapping[str, int]], bool]:
+    """A constraint as a test of bound names (a derived size of zero fails it, as in Variant.violated)."""
+    code = _compiled(constraint)
+
+    def holds(bound: Mapping[str, int]) -> bool:
         try:
-            return bool(eval(code, {"__builtins__": {}}, dict(params)))  # registry text, never user input
+            return bool(eval(code, {"__builtins__": {}}, bound))  # registry text, never user input
         except ZeroDivisionError:
             return False
 

@@ -331,9 +331,10 @@ def test_a_ptxas_report_is_kept_on_disk_under_its_source_and_command(monkeypatch
 
 
 def test_the_tuning_space_is_every_raw_point_whose_constraints_all_hold():
-    """tuning_space tests the constraints' conjunction in one eval; it keeps exactly the points
-    Variant.violated passes (a zero divisor failing its constraint), for every variant with a
-    space small enough to walk twice here."""
+    """tuning_space binds one parameter at a time and tests each constraint as soon as its names
+    are bound; it keeps exactly the points Variant.violated passes, in the raw product's order
+    (a seeded random choice depends on it), for every variant with a space small enough to walk
+    twice here."""
     import itertools
     import math
 
@@ -350,9 +351,28 @@ def test_the_tuning_space_is_every_raw_point_whose_constraints_all_hold():
     assert checked >= 5
 
 
-def test_a_zero_divisor_fails_the_conjunction_as_it_fails_its_constraint():
-    from mmbench.variants import _all_hold
+def test_dbufs_space_of_a_million_raw_points_holds_exactly_the_points_that_violate_nothing():
+    """Too big to walk twice here: its count, its order, and 3,000 random raw points, each in the
+    space exactly when Variant.violated passes it."""
+    from mmbench.variants import tuning_space
 
-    holds = _all_hold(("A > 0", "8 // B >= 1"))
-    assert holds((("A", 1), ("B", 4))) and not holds((("A", 1), ("B", 0))) and not holds((("A", 0), ("B", 0)))
-    assert _all_hold(())((("A", 1),))
+    dbuf = REGISTRY["dbuf"]
+    space, names = tuning_space(dbuf), sorted(dbuf.space)
+    assert len(space) == 40640 and not any(dbuf.violated(p) for p in space[::97])
+    index = [tuple(dbuf.space[n].index(v) for n, v in p) for p in space]
+    assert index == sorted(index)
+    members, rng = set(space), random.Random(3)
+    for _ in range(3000):
+        p = tuple((n, rng.choice(dbuf.space[n])) for n in names)
+        assert (p in members) == (not dbuf.violated(p)), p
+
+
+def test_a_zero_divisor_fails_its_point_and_free_parameters_multiply_in_the_raw_order():
+    from dataclasses import replace
+
+    from mmbench.variants import tuning_space
+
+    v = replace(REGISTRY["tile2d"], name="synthetic", space={"A": (0, 1, 2), "B": (0, 2, 4), "C": (1, 2)},
+                constraints=("A > 0", "8 // B >= 2", "A * B <= 4"))
+    expected = [(1, 2, 1), (1, 2, 2), (1, 4, 1), (1, 4, 2), (2, 2, 1), (2, 2, 2)]
+    assert tuning_space(v) == [tuple(zip("ABC", values)) for values in expected]
