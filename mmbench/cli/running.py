@@ -11,6 +11,7 @@ import click
 from rich.table import Table
 
 from .. import runs as workflow  # not "runs": the commands have a --runs option
+from ..analysis import series_summary
 from ..config import ConfigError, load_config
 from ..ops import get_op
 from ..ops.base import SCOPES
@@ -190,30 +191,42 @@ def _print_plan(points: list[Point], skipped: int, output: Path) -> None:
     console.print(f"output: {output}", soft_wrap=True)
 
 
+SUMMARY_ROWS = 30  # a tuning's hundreds of series: the fastest shown, every one in the CSV
+
+
 def _summary(csv_path: Path) -> Table:
     """Per series: points ok and not, the median and peak of its operation's rate (GFLOP/s for
-    GEMM, GB/s for a transpose), where the peak was, and the median cv."""
-    df = read_results(csv_path)
-    table = Table(title=f"summary of {csv_path}")
+    GEMM, GB/s for a transpose), where the peak was, and the median cv. Up to SUMMARY_ROWS series
+    in the file's order; beyond, the fastest by median rate (per operation) and a last row saying
+    how many more there are."""
+    return _summary_table(read_results(csv_path), csv_path)
+
+
+def _summary_table(df, csv_path) -> Table:
+    series = series_summary(df, lambda op: get_op(op).rate)
+    hidden = max(0, len(series) - SUMMARY_ROWS)
+    title = f"summary of {csv_path}"
+    if hidden:
+        first = {op: i for i, op in enumerate(series.op.unique())}
+        series = series.assign(_op=series.op.map(first)).sort_values(["_op", "median"], ascending=[True, False],
+                                                                     na_position="last", kind="stable")
+        series, title = series.head(SUMMARY_ROWS), f"{title}: the {SUMMARY_ROWS} fastest of {len(series)} series"
+    table = Table(title=title)
     # A series' parameters go under its name and fold, so the table fits 80 columns.
     table.add_column("variant, params", overflow="fold", min_width=16, ratio=1)
     for col in ("ok", "not ok", "median", "peak", "at size", "cv\nmedian"):
         table.add_column(col, justify="right", overflow="fold")
-    for (op_name, variant, params, scope, pad), g in df.groupby(["op", "variant", "params", "scope", "pad"], sort=False):
-        op = get_op(op_name)
-        unit = "GFLOP/s" if op.rate.startswith("gflops") else "GB/s"
-        variant = scoped_name(variant, scope, pad)
-        name = f"{variant}\n{params.replace(',', ' ')}" if params else variant
-        ok = g[(g.status == "ok") & g[op.rate].notna()]
-        bad = g[g.status != "ok"].status.value_counts()
-        not_ok = ", ".join(f"{n} {s}" for s, n in bad.items()) or "0"
-        if ok.empty:
-            table.add_row(name, "0", not_ok, "-", "-", "-", "-")
+    for s in series.itertuples(index=False):
+        unit = "GFLOP/s" if get_op(s.op).rate.startswith("gflops") else "GB/s"
+        variant = scoped_name(s.variant, s.scope, s.pad)
+        name = f"{variant}\n{s.params.replace(',', ' ')}" if s.params else variant
+        if not s.ok:
+            table.add_row(name, "0", s.not_ok, "-", "-", "-", "-")
             continue
-        peak = ok.loc[ok[op.rate].idxmax()]
-        size = str(Shape(int(peak.m), int(peak.n), int(peak.k)))
-        table.add_row(name, str(len(ok)), not_ok, f"{ok[op.rate].median():.1f}\n{unit}", f"{peak[op.rate]:.1f}\n{unit}",
-                      size, f"{ok.cv.median():.3f}")
+        table.add_row(name, str(s.ok), s.not_ok, f"{s.median:.1f}\n{unit}", f"{s.peak:.1f}\n{unit}",
+                      str(Shape(int(s.m), int(s.n), int(s.k))), f"{s.cv_median:.3f}")
+    if hidden:
+        table.add_row(f"... {hidden} more series: every one is in the CSV", "", "", "", "", "", "")
     return table
 
 
