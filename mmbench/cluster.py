@@ -469,7 +469,9 @@ class ClusterRunner:
     def _absorb(self, result: dict) -> None:
         self.kernels.update(result["kernels"])
         add_spent(self._spent, result.get("time_spent") or {})
-        self._libraries.update(result["libraries"])
+        for name, facts in result["libraries"].items():  # one level deeper: each worker's own entries kept
+            known = self._libraries.get(name)
+            self._libraries[name] = {**known, **facts} if isinstance(known, dict) and isinstance(facts, dict) else facts
         if result["gpu"]:
             gpu = result["gpu"]
             self.gpus.setdefault(gpu.get("uuid") or f"{result['worker']['host']}:{result['worker']['pid']}",

@@ -211,6 +211,9 @@ class DeviceShortfall:
     reason: str
 
 
+HOST_PRODUCTS = "on the host: numpy's float64 BLAS"
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
@@ -270,7 +273,10 @@ class Runner:
         # and their upload, "verify", "samples", "cpu" points, "rows": handing rows over), and of
         # "prepare" (compiling before the first point, outside run()), for the metadata: where a
         # run's time went, and what is left outside the parts
+        # (within "inputs": "reference_gpu" and "reference_host", the float64 products of references
+        # by where they were made)
         self.spent_s: dict[str, float] = {}
+        self.gpu_products_error = ""  # why references are no longer made on the GPU (no CuPy, ...)
         self.ensure(points)
 
     def ensure(self, points: Sequence[Point]) -> None:
@@ -332,7 +338,7 @@ class Runner:
                 self.release_shape()
                 rng = np.random.default_rng([self.settings.seed, shape.m, shape.n, shape.k])
                 with self.spending("inputs"):
-                    inputs, buffers = op.make_inputs(shape, rng), None
+                    inputs, buffers = op.make_inputs(shape, rng, self.float64_products), None
             try:
                 for point in group:
                     if point.variant.on_gpu and buffers is None:
@@ -345,6 +351,39 @@ class Runner:
                 self._kept = (key, inputs, buffers)
                 if not self.keep_shape:
                     self.release_shape()
+
+    def float64_products(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A.B and |A|.|B| in float64 for a reference: on the run's GPU when it has one (seconds
+        of the host's BLAS become milliseconds, and a cluster's GPUs make theirs at once on a host
+        whose cores they share), else, or where the GPU's fail, with numpy on the host. A shape the
+        GPU has no memory for is made on the host; any other failure (no CuPy, a fake GPU) gives the
+        GPU up for the run, and the metadata says why."""
+        from .ops.gemm import host_products
+
+        if self.gpu is not None and not self.gpu_products_error:
+            from .cublas import float64_products
+
+            started = time.perf_counter()
+            try:
+                made = float64_products(a, b)
+                self.spent_s["reference_gpu"] = self.spent_s.get("reference_gpu", 0.0) + time.perf_counter() - started
+                return made  # (a failed try's seconds are counted in "inputs" only)
+            except Exception as exc:
+                if type(exc).__name__ != "OutOfMemoryError":
+                    self.gpu_products_error = _first_line(exc) or type(exc).__name__
+        with self.spending("reference_host"):
+            return host_products(a, b)
+
+    def reference_meta(self) -> dict:
+        """What the places of the references' float64 products mean (the seconds spent in each
+        are time_spent_s's reference_gpu and reference_host) and, per process that gave the GPU
+        up, why (a cluster's workers report one entry each)."""
+        if not {"reference_gpu", "reference_host"} & set(self.spent_s):
+            return {}
+        from .cublas import GPU_PRODUCTS
+
+        why = {f"not on the GPU at {HOST}:{os.getpid()}": self.gpu_products_error} if self.gpu_products_error else {}
+        return {"float64_reference": {"reference_gpu": GPU_PRODUCTS, "reference_host": HOST_PRODUCTS, **why}}
 
     def precompile(self, points: Sequence[Point]) -> int:
         """Compile the kernels of these points not compiled yet, compile_jobs at a time, into
@@ -590,9 +629,11 @@ class Runner:
         return {self.gpu.facts.name} if self.gpu is not None else set()
 
     def library_meta(self) -> dict:
-        """Per library baseline: its version and settings, or why it could not be opened."""
+        """Per library baseline: its version and settings, or why it could not be opened; and how
+        the references' float64 products were made (reference_meta)."""
         return {**{name: h.meta() for name, h in self.libraries.items()},
-                **{name: {"unavailable": why} for name, why in self.library_errors.items()}}
+                **{name: {"unavailable": why} for name, why in self.library_errors.items()},
+                **self.reference_meta()}
 
     def kernel_clock_meta(self) -> dict:
         """What the metadata says of the kernel clock: on or why not, and points it missed."""

@@ -157,7 +157,7 @@ def test_a_workers_runner_keeps_a_shapes_inputs_for_its_next_chunk_of_that_shape
 
     made = []
     original = Gemm.make_inputs
-    monkeypatch.setattr(Gemm, "make_inputs", lambda self, shape, rng: made.append(shape) or original(self, shape, rng))
+    monkeypatch.setattr(Gemm, "make_inputs", lambda self, shape, rng, products=None: made.append(shape) or original(self, shape, rng, products))
     chunk = lambda n: [Point(REGISTRY["blas"], (), Shape(n, n, n), "hot")]  # noqa: E731
     runner = Runner(Settings(runs=1, warmup=0), [])
     rows = []
@@ -362,3 +362,18 @@ def test_a_worker_that_cannot_release_in_time_is_named_and_the_close_goes_on(sch
         busy.result()
     late = [line for line in said if "did not release" in line]
     assert len(late) == 1 and "1 of 2 workers" in late[0] and "within 1 s" in late[0] and "tcp://" in late[0]
+
+
+def test_the_client_keeps_every_workers_own_library_entries():
+    """Workers report their libraries chunk by chunk; the client merges each entry one level deep,
+    so one worker's reason for making references on the host does not hide another's."""
+    runner = ClusterRunner.__new__(ClusterRunner)
+    runner.kernels, runner._spent, runner._libraries, runner.gpus = {}, {}, {}, {}
+
+    def chunk(pid, libraries):
+        return {"kernels": {}, "time_spent": {}, "libraries": libraries, "gpu": None, "worker": {"host": "h", "pid": pid}}
+
+    runner._absorb(chunk(1, {"cublas": {"version": 1}, "float64_reference": {"reference_gpu": "G", "not on the GPU at h:1": "x"}}))
+    runner._absorb(chunk(2, {"cublas": {"version": 1}, "float64_reference": {"reference_gpu": "G", "not on the GPU at h:2": "y"}}))
+    assert runner.library_meta() == {"cublas": {"version": 1}, "float64_reference": {
+        "reference_gpu": "G", "not on the GPU at h:1": "x", "not on the GPU at h:2": "y"}}

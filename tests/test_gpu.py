@@ -390,3 +390,37 @@ def test_the_kernel_clock_reads_every_sample_beside_the_events(tmp_path):
     meta = json.loads(out.with_suffix(".meta.json").read_text())
     assert meta["kernel_clock"]["on"] and meta["kernel_clock"]["misses"] == {}
     assert {"gpu_temp_c_before", "power_w_after"} <= set(df.columns) and df.power_w_after.notna().all()
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (31, 33, 65), (127, 1, 61), (1, 257, 3), (33, 31, 1), (1031, 1021, 1039)])
+def test_the_gpus_float64_products_are_the_hosts(gpu, m, n, k):
+    """A.B and |A|.|B| made on the GPU (cuBLAS DGEMM) agree with numpy's to float64 rounding: what
+    every GEMM point is checked against (their difference is a billion times under the float32
+    tolerance)."""
+    import numpy as np
+
+    from mmbench.cublas import float64_products
+    from mmbench.ops.gemm import host_products
+
+    rng = np.random.default_rng([m, n, k])
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+    (ref, mag), (host_ref, host_mag) = float64_products(a, b), host_products(a, b)
+    assert ref.dtype == mag.dtype == np.float64 and ref.shape == mag.shape == (m, n)
+    scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert np.all(np.abs(ref - host_ref) <= 4 * k * 2.0**-53 * scale)
+    assert np.all(np.abs(mag - host_mag) <= 4 * k * 2.0**-53 * scale)
+
+
+def test_a_gpu_run_makes_its_references_on_the_gpu_and_says_so(gpu):
+    points = plan([Selection((REGISTRY["tile2d"], REGISTRY["cublas"]), "129x65x31,64")], "cold")
+    runner = Runner(Settings(runs=2, warmup=1), points, gpu_factory=lambda: gpu)
+    rows: list[dict] = []
+    try:
+        runner.run(points, rows.append)
+    finally:
+        runner.close()
+    assert [r["status"] for r in rows] == ["ok"] * 4
+    assert runner.spent_s["reference_gpu"] > 0 and "reference_host" not in runner.spent_s
+    meta = runner.library_meta()["float64_reference"]
+    assert "DGEMM" in meta["reference_gpu"] and not [k for k in meta if k.startswith("not on the GPU")]

@@ -123,3 +123,61 @@ def test_the_check_reads_the_same_in_chunks_as_whole(monkeypatch, chunk):
         assert check.ok == whole[name].ok and check.reason == whole[name].reason
         np.testing.assert_allclose([check.rel_err, check.err_bound_ratio],
                                    [whole[name].rel_err, whole[name].err_bound_ratio], rtol=1e-12)
+
+
+def test_the_reference_and_bound_come_from_the_products_given():
+    """make_gemm_inputs takes A.B and |A|.|B| from `products` (a runner's GPU makes them there):
+    the reference is the first, the bound gamma(k) times the second; by default numpy's."""
+    from mmbench.ops.gemm import host_products
+
+    shape = Shape(5, 7, 3)
+    seen = []
+
+    def products(a, b):
+        seen.append((a.dtype, b.dtype, a.shape, b.shape))
+        return np.full((5, 7), 2.0), np.full((5, 7), 3.0)
+
+    given = make_gemm_inputs(shape, np.random.default_rng(4), products)
+    assert seen == [(np.float32, np.float32, (5, 3), (3, 7))]
+    assert np.all(given.reference == 2.0) and np.all(given.bound == gamma(3) * 3.0)
+    plain = make_gemm_inputs(shape, np.random.default_rng(4))
+    a64, b64 = plain.a.astype(np.float64), plain.b.astype(np.float64)
+    assert np.array_equal(given.a, plain.a) and np.array_equal(plain.reference, a64 @ b64)
+    assert np.array_equal(plain.bound, gamma(3) * (np.abs(a64) @ np.abs(b64)))
+    assert all(np.array_equal(x, y) for x, y in zip(host_products(plain.a, plain.b), (a64 @ b64, np.abs(a64) @ np.abs(b64))))
+
+
+def test_a_runner_gives_the_gpus_products_up_once_but_retries_after_a_shape_too_big(monkeypatch):
+    """Products the GPU fails to make are made on the host: a shape it had no memory for (CuPy's
+    OutOfMemoryError) alone, any other failure (no CuPy, no device) for the rest of the run, with
+    the reason in the metadata; the seconds of each place are counted apart."""
+    from mmbench import cublas
+    from mmbench.sweep import Runner, Settings
+
+    class OutOfMemoryError(Exception):
+        pass
+
+    tries = []
+
+    def failing(a, b):
+        tries.append(a.shape)
+        raise (OutOfMemoryError("out of memory allocating 8 GiB") if len(tries) == 1 else RuntimeError("no CUDA device"))
+
+    monkeypatch.setattr(cublas, "float64_products", failing)
+    runner = Runner(Settings(), [])
+    runner.gpu = object()  # a GPU that is there
+    a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
+    for _ in range(3):
+        reference, magnitude = runner.float64_products(a, b)
+        assert np.all(reference == 3.0) and np.all(magnitude == 3.0)
+    assert len(tries) == 2 and runner.gpu_products_error == "no CUDA device"
+    assert "reference_host" in runner.spent_s and "reference_gpu" not in runner.spent_s
+    meta = runner.library_meta()["float64_reference"]
+    assert [v for k, v in meta.items() if k.startswith("not on the GPU at ")] == ["no CUDA device"]
+
+    monkeypatch.setattr(cublas, "float64_products", lambda a, b: (np.zeros((2, 4)), np.ones((2, 4))))
+    fresh = Runner(Settings(), [])
+    fresh.gpu = object()
+    assert np.all(fresh.float64_products(a, b)[0] == 0.0) and "reference_host" not in fresh.spent_s
+    assert fresh.spent_s["reference_gpu"] >= 0 and not [k for k in fresh.library_meta()["float64_reference"]
+                                                        if k.startswith("not on the GPU")]

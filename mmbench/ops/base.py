@@ -20,6 +20,9 @@ import numpy as np
 from ..sizes import Shape, parse_sizes
 from ..variants import Params, Variant
 
+# Makes the float64 products A.B and |A|.|B| of a product's reference and bound from float32 A, B.
+Products = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
 
 @dataclass(frozen=True)
 class Check:
@@ -218,8 +221,11 @@ class Operation:
     def device_bytes(self, shape: Shape) -> int:
         raise NotImplementedError
 
-    def make_inputs(self, shape: Shape, rng: np.random.Generator) -> Any:
-        """Random host inputs (never zeros) with their float64 reference."""
+    def make_inputs(self, shape: Shape, rng: np.random.Generator, products: Products | None = None) -> Any:
+        """Random host inputs (never zeros) with their float64 reference. `products` makes the
+        float64 products A.B and |A|.|B| of a product's reference and bound (a runner with a GPU
+        passes one that makes them there); None: numpy on the host. Operations without such
+        products ignore it."""
         raise NotImplementedError
 
     def output_shape(self, shape: Shape) -> tuple[int, ...]:

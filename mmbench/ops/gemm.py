@@ -17,7 +17,8 @@ import numpy as np
 
 from ..sizes import Shape
 from ..variants import Params, Variant, VariantError, evaluate
-from .base import SCOPES, Check, DeviceBuffers, Operation, ScopeError, Timed, check_sums, gamma, kernel_alone
+from .base import (SCOPES, Check, DeviceBuffers, Operation, Products, ScopeError, Timed, check_sums, gamma,
+                   kernel_alone)
 
 # Strip kernels' geometry: 32 columns x 16 warps a block; 8 warps of 2 rows, 16 rows a block. The
 # kernels are correct with any grid (a block strides on). Blocks this small fit beside the tiled
@@ -80,14 +81,19 @@ def gemm_min_bytes(shape: Shape) -> float:
     return 4.0 * (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n)
 
 
-def make_gemm_inputs(shape: Shape, rng: np.random.Generator) -> GemmInputs:
-    """Random inputs in [-1, 1) (never zeros: they hide unwritten outputs) and their reference."""
+def host_products(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A.B and |A|.|B| in float64 on the host (numpy's BLAS)."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    return a64 @ b64, np.abs(a64) @ np.abs(b64)
+
+
+def make_gemm_inputs(shape: Shape, rng: np.random.Generator, products: Products | None = None) -> GemmInputs:
+    """Random inputs in [-1, 1) (never zeros: they hide unwritten outputs), their float64 reference
+    A.B and its error bound gamma(k) |A|.|B|; `products` makes both products (default: the host's)."""
     a = rng.uniform(-1.0, 1.0, size=(shape.m, shape.k)).astype(np.float32)
     b = rng.uniform(-1.0, 1.0, size=(shape.k, shape.n)).astype(np.float32)
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    reference = a64 @ b64
-    bound = gamma(shape.k) * (np.abs(a64) @ np.abs(b64))
-    return GemmInputs(a, b, reference, bound)
+    reference, magnitude = (products or host_products)(a, b)
+    return GemmInputs(a, b, reference, gamma(shape.k) * magnitude)
 
 
 def check_gemm(c: np.ndarray, inputs: GemmInputs) -> Check:
@@ -322,8 +328,8 @@ class Gemm(Operation):
         """A, B and C in float32."""
         return 4 * (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n)
 
-    def make_inputs(self, shape: Shape, rng: np.random.Generator) -> GemmInputs:
-        return make_gemm_inputs(shape, rng)
+    def make_inputs(self, shape: Shape, rng: np.random.Generator, products: Products | None = None) -> GemmInputs:
+        return make_gemm_inputs(shape, rng, products)
 
     def output_shape(self, shape: Shape) -> tuple[int, ...]:
         return (shape.m, shape.n)

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..sizes import Shape, SizeSpecError, parse_sizes, split_items
 from ..variants import Params, Variant, evaluate
-from .base import Check, DeviceBuffers, Operation, check_sums, gamma
+from .base import Check, DeviceBuffers, Operation, Products, check_sums, gamma
 
 
 # The tuning mesh (Sørensen's Fig. 1 middle): MESH_CELLS x MESH_CELLS cells, logarithmic in m and n
@@ -217,7 +217,7 @@ class Gemv(Operation):
         the one-pass kernel's arrival counts (one per 32 rows at most)."""
         return 4 * (shape.m * shape.n + shape.m + shape.n) + 4 * workspace_words(shape.m, shape.n)
 
-    def make_inputs(self, shape: Shape, rng: np.random.Generator) -> GemvInputs:
+    def make_inputs(self, shape: Shape, rng: np.random.Generator, products: Products | None = None) -> GemvInputs:
         return make_gemv_inputs(shape, rng)
 
     def output_shape(self, shape: Shape) -> tuple[int, ...]:

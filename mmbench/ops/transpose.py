@@ -19,7 +19,7 @@ import numpy as np
 
 from ..sizes import Shape
 from ..variants import Params, Variant, evaluate
-from .base import Check, DeviceBuffers, Operation
+from .base import Check, DeviceBuffers, Operation, Products
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class _Move(Operation):
     def device_bytes(self, shape: Shape) -> int:
         return 8 * shape.m * shape.n
 
-    def make_inputs(self, shape: Shape, rng: np.random.Generator) -> MoveInputs:
+    def make_inputs(self, shape: Shape, rng: np.random.Generator, products: Products | None = None) -> MoveInputs:
         # Never zeros, and every value distinct in practice: a misplaced element shows.
         a = rng.uniform(1.0, 2.0, size=(shape.m, shape.n)).astype(np.float32)
         return MoveInputs(a, self._reference(a))
