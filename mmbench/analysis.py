@@ -195,15 +195,15 @@ def series_summary(df: pd.DataFrame, rate_of) -> pd.DataFrame:
         mine = df.op == op
         rate[mine] = df.loc[mine, rate_of(op)]
     df = df.assign(_rate=rate)
-    out = df.groupby(SERIES_KEY, sort=False, dropna=False).size().rename("rows").to_frame()
+    out = df.groupby(SERIES_KEY, sort=False).size().rename("rows").to_frame()  # (a row with a blank key: in none)
     ok = df[(df.status == "ok") & df._rate.notna()]
-    by = ok.groupby(SERIES_KEY, sort=False, dropna=False)
+    by = ok.groupby(SERIES_KEY, sort=False)
     peak = ok.loc[by._rate.idxmax(), SERIES_KEY + ["_rate", "m", "n", "k"]].set_index(SERIES_KEY)
     out = out.join(by.size().rename("ok")).join(by._rate.median().rename("median")).join(
         peak.rename(columns={"_rate": "peak"})).join(by.cv.median().rename("cv_median"))
     out["ok"] = out.ok.fillna(0).astype(int)
     bad: dict[tuple, list[tuple[int, str]]] = {}
-    for (*key, status), n in df[df.status != "ok"].groupby(SERIES_KEY + ["status"], sort=False, dropna=False).size().items():
+    for (*key, status), n in df[df.status != "ok"].groupby(SERIES_KEY + ["status"], sort=False).size().items():
         bad.setdefault(tuple(key), []).append((n, status))
     out["not_ok"] = [", ".join(f"{n} {s}" for n, s in sorted(bad[key], key=lambda c: -c[0])) if key in bad else "0"
                      for key in out.index]

@@ -469,9 +469,11 @@ class ClusterRunner:
     def _absorb(self, result: dict) -> None:
         self.kernels.update(result["kernels"])
         add_spent(self._spent, result.get("time_spent") or {})
-        for name, facts in result["libraries"].items():  # one level deeper: each worker's own entries kept
-            known = self._libraries.get(name)
-            self._libraries[name] = {**known, **facts} if isinstance(known, dict) and isinstance(facts, dict) else facts
+        libraries = dict(result["libraries"])
+        references = libraries.pop("float64_reference", None)  # one entry per worker that gave the GPU up: all kept
+        self._libraries.update(libraries)
+        if references:
+            self._libraries["float64_reference"] = {**self._libraries.get("float64_reference", {}), **references}
         if result["gpu"]:
             gpu = result["gpu"]
             self.gpus.setdefault(gpu.get("uuid") or f"{result['worker']['host']}:{result['worker']['pid']}",

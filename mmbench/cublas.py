@@ -7,6 +7,8 @@ so both libraries see the same allocations.
 
 from __future__ import annotations
 
+import traceback
+
 import numpy as np
 
 # CUBLAS_PEDANTIC_MATH: pure FP32 arithmetic, never TF32 or other reduced-precision paths.
@@ -74,6 +76,9 @@ def float64_products(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarr
         raise CublasUnavailable(f"CuPy is not installed ({exc}); pip install '.[cublas]'") from None
     try:
         return _products_on_gpu(cupy, a, b)
+    except Exception as exc:
+        traceback.clear_frames(exc.__traceback__)  # its frames would keep the arrays, and their blocks, alive
+        raise
     finally:  # the arrays are gone with _products_on_gpu's frame: their blocks go back to the driver
         cupy.get_default_memory_pool().free_all_blocks()
 
@@ -84,3 +89,8 @@ def _products_on_gpu(cupy, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np
     cupy.abs(a64, out=a64)
     cupy.abs(b64, out=b64)
     return reference, (a64 @ b64).get()
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether a CuPy or cuBLAS error says the GPU ran out of memory (a smaller shape may still fit)."""
+    return type(exc).__name__ == "OutOfMemoryError" or "ALLOC_FAILED" in str(exc) or "out of memory" in str(exc).lower()

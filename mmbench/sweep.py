@@ -361,7 +361,7 @@ class Runner:
         from .ops.gemm import host_products
 
         if self.gpu is not None and not self.gpu_products_error:
-            from .cublas import float64_products
+            from .cublas import float64_products, out_of_memory
 
             started = time.perf_counter()
             try:
@@ -369,7 +369,7 @@ class Runner:
                 self.spent_s["reference_gpu"] = self.spent_s.get("reference_gpu", 0.0) + time.perf_counter() - started
                 return made  # (a failed try's seconds are counted in "inputs" only)
             except Exception as exc:
-                if type(exc).__name__ != "OutOfMemoryError":
+                if not out_of_memory(exc):
                     self.gpu_products_error = _first_line(exc) or type(exc).__name__
         with self.spending("reference_host"):
             return host_products(a, b)

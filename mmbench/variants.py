@@ -391,17 +391,19 @@ def tuning_space(variant: Variant) -> list[Params]:
     the raw product over the sorted names (a seeded random choice depends on it; cached: callers
     must not modify the list). Built one parameter at a time, each constraint tested as soon as
     its names are bound, so that a failing prefix is not multiplied out: dbuf's 995,328 raw points
-    took 5 s as one eval of the constraints' conjunction each, 45 s as one eval per constraint."""
+    took 5 s as one eval of the constraints' conjunction each, 45 s as one eval per constraint.
+    A point is kept when Variant.violated passes it: each constraint on its own, a zero divisor
+    failing it, any other error raised (as there)."""
     if not variant.space:
         return []
     names = sorted(variant.space)
-    position = {name: {value: i for i, value in enumerate(variant.space[name])} for name in names}
-    partial: list[dict[str, int]] = [{}]
+    partial: list[tuple[dict[str, int], dict[str, int]]] = [({}, {})]  # (values, their positions) bound so far
     for name, tests in _binding_order(variant.space, tuple(variant.constraints)):
-        longer = ({**prefix, name: value} for prefix in partial for value in variant.space[name])
-        partial = [bound for bound in longer if all(holds(bound) for holds in tests)]
-    points = [tuple((name, bound[name]) for name in names) for bound in partial]
-    return sorted(points, key=lambda p: [position[name][value] for name, value in p])
+        longer = (({**values, name: value}, {**where, name: i})
+                  for values, where in partial for i, value in enumerate(variant.space[name]))
+        partial = [(values, where) for values, where in longer if all(holds(values) for holds in tests)]
+    partial.sort(key=lambda bound: [bound[1][name] for name in names])
+    return [tuple((name, values[name]) for name in names) for values, _ in partial]
 
 
 def _binding_order(space: Mapping[str, tuple[int, ...]], constraints: tuple[str, ...]):

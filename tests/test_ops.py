@@ -181,3 +181,36 @@ def test_a_runner_gives_the_gpus_products_up_once_but_retries_after_a_shape_too_
     assert np.all(fresh.float64_products(a, b)[0] == 0.0) and "reference_host" not in fresh.spent_s
     assert fresh.spent_s["reference_gpu"] >= 0 and not [k for k in fresh.library_meta()["float64_reference"]
                                                         if k.startswith("not on the GPU")]
+
+
+def test_the_gpus_products_free_their_arrays_before_the_pool_is_emptied_even_when_they_fail(monkeypatch):
+    """CuPy's pool can only hand blocks back to the driver once no array holds them: a failing product
+    (out of memory at the second matmul) must not keep its arrays alive through the traceback."""
+    import sys
+    import types
+    import weakref
+
+    from mmbench import cublas
+
+    alive, seen_at_empty = weakref.WeakSet(), []
+
+    class Array:
+        def __init__(self, n):
+            self.n = n
+            alive.add(self)
+
+        def astype(self, dtype):
+            return Array(self.n)
+
+        def __matmul__(self, other):
+            raise MemoryError("out of memory allocating 1 GiB")
+
+    fake = types.SimpleNamespace(float64="f8", asarray=lambda x: Array(x.size), abs=lambda x, out: x,
+                                 get_default_memory_pool=lambda: types.SimpleNamespace(
+                                     free_all_blocks=lambda: seen_at_empty.append(len(alive))))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    with pytest.raises(MemoryError) as raised:
+        cublas.float64_products(np.ones((2, 3), np.float32), np.ones((3, 4), np.float32))
+    assert seen_at_empty == [0] and cublas.out_of_memory(raised.value)
+    assert not cublas.out_of_memory(RuntimeError("no CUDA device"))
+    assert cublas.out_of_memory(RuntimeError("CUBLAS_STATUS_ALLOC_FAILED"))

@@ -376,3 +376,5 @@ def test_a_zero_divisor_fails_its_point_and_free_parameters_multiply_in_the_raw_
                 constraints=("A > 0", "8 // B >= 2", "A * B <= 4"))
     expected = [(1, 2, 1), (1, 2, 2), (1, 4, 1), (1, 4, 2), (2, 2, 1), (2, 2, 2)]
     assert tuning_space(v) == [tuple(zip("ABC", values)) for values in expected]
+    repeated = replace(v, name="repeated", space={"A": (1, 2, 1), "B": (3,)}, constraints=("B > A",))
+    assert tuning_space(repeated) == [(("A", 1), ("B", 3)), (("A", 2), ("B", 3)), (("A", 1), ("B", 3))]
