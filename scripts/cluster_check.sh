@@ -6,6 +6,8 @@
 # warm-sweep, timed-tune, timed-sweep (the halves, for two device calls on one warm machine: a whole
 # workload may take longer than one call of 10 minutes).
 #   tune:  a tuning pass of dbuf, 160 random configurations at 2048 and 4096, 20 samples each
+#          (tuneN: N configurations, e.g. tune640, whose files are named tune640-*: a pass long enough
+#          that the cluster's fixed start-up, some 6 s more than a plain run's, is a small part of it)
 #   sweep: the limits study (configs/limits.toml): 8 variants, 153 sizes, 1224 points
 # Warming runs the workload once on both GPUs with one sample per point, only to fill PyCUDA's
 # compile cache, so that both timed runs load the same cached kernels (not kept). Timed: on every
@@ -36,16 +38,17 @@ run() {  # run LIMIT NAME GPUS ARGS...: one command, its output in $OUT/NAME.txt
 }
 workload() {  # sets cmd, one, many (the timed runs' own options) for tune or sweep
   case "$1" in
-    tune) cmd=(mmbench tune -v dbuf --engine points --strategy random --budget 160 --seed 1 -s 2048,4096 --runs 20 --jobs 16)
-          many=(--tuning-cache "$dir/tune-cache-cluster.json"); one=(--tuning-cache "$dir/tune-cache-1gpu.json") ;;
+    tune*) local budget=${1#tune}
+           cmd=(mmbench tune -v dbuf --engine points --strategy random --budget "${budget:-160}" --seed 1 -s 2048,4096 --runs 20 --jobs 16)
+           many=(--tuning-cache "$dir/$1-cache-cluster.json"); one=(--tuning-cache "$dir/$1-cache-1gpu.json") ;;
     sweep) cmd=(mmbench run --config configs/limits.toml); many=(); one=() ;;
   esac
 }
 warm() {
   workload "$1"
-  local cache=(); [ "$1" = tune ] && cache=(--tuning-cache /tmp/warm-cache.json)
+  local cache=(); [[ "$1" = tune* ]] && cache=(--tuning-cache /tmp/warm-cache.json)
   rm -f "/tmp/warm-$1.csv" "/tmp/warm-$1.meta.json"  # an earlier call's, on a machine kept warm
-  run 200 "$1-warm" "$all" "${cmd[@]}" --runs 1 --warmup 0 "${cache[@]}" --cluster local -o "/tmp/warm-$1.csv"
+  run 420 "$1-warm" "$all" "${cmd[@]}" --runs 1 --warmup 0 "${cache[@]}" --cluster local -o "/tmp/warm-$1.csv"
 }
 timed() {
   workload "$1"
@@ -59,10 +62,11 @@ for step in "$@"; do
   case "$step" in
     tests) timeout 120 python3 -m pytest -m gpu -q tests/test_gpu.py -k cluster > "$OUT/gpu-tests.txt" 2>&1
            echo "GPU tests: exit $? ($(tail -1 "$OUT/gpu-tests.txt"))"; cp "$OUT/gpu-tests.txt" "$dir/gpu-tests.log" ;;
-    tune|sweep) warm "$step"; timed "$step" ;;
-    warm-tune|warm-sweep) warm "${step#warm-}" ;;
-    timed-tune|timed-sweep) timed "${step#timed-}" ;;
-    *) echo "cluster_check.sh: '$step' is not a step; choose tests, tune, sweep, warm-tune, warm-sweep, timed-tune, timed-sweep"
+    tune|tune[0-9]*|sweep) warm "$step"; timed "$step" ;;
+    warm-tune|warm-tune[0-9]*|warm-sweep) warm "${step#warm-}" ;;
+    timed-tune|timed-tune[0-9]*|timed-sweep) timed "${step#timed-}" ;;
+    *) echo "cluster_check.sh: '$step' is not a step; choose tests, tune (or tuneN), sweep, warm-tune, warm-sweep,"\
+            "timed-tune, timed-sweep"
        exit 2 ;;
   esac
   tar czf "$OUT/cluster-$tag.tar.gz" "$dir"
