@@ -195,7 +195,7 @@ def series_summary(df: pd.DataFrame, rate_of) -> pd.DataFrame:
         mine = df.op == op
         rate[mine] = df.loc[mine, rate_of(op)]
     df = df.assign(_rate=rate)
-    out = df.groupby(SERIES_KEY, sort=False).size().rename("rows").to_frame()  # (a row with a blank key: in none)
+    out = pd.DataFrame(index=df.groupby(SERIES_KEY, sort=False).size().index)  # (a row with a blank key: in none)
     ok = df[(df.status == "ok") & df._rate.notna()]
     by = ok.groupby(SERIES_KEY, sort=False)
     peak = ok.loc[by._rate.idxmax(), SERIES_KEY + ["_rate", "m", "n", "k"]].set_index(SERIES_KEY)
@@ -207,4 +207,4 @@ def series_summary(df: pd.DataFrame, rate_of) -> pd.DataFrame:
         bad.setdefault(tuple(key), []).append((n, status))
     out["not_ok"] = [", ".join(f"{n} {s}" for n, s in sorted(bad[key], key=lambda c: -c[0])) if key in bad else "0"
                      for key in out.index]
-    return out.drop(columns="rows").reset_index()
+    return out.reset_index()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from functools import lru_cache
+from functools import lru_cache, partial
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -62,7 +62,8 @@ class Variant:
 
     def violated(self, params: Params) -> list[str]:
         """The constraints a parameter point breaks (empty when it may be built)."""
-        return [c for c in self.constraints if not _holds(c, params)]
+        bound = dict(params)
+        return [c for c in self.constraints if not _holds(c, bound)]
 
     def problem(self, params: Params) -> str | None:
         """Why a parameter point cannot run on any GPU, known without one: a broken constraint or
@@ -79,9 +80,11 @@ MAX_THREADS_PER_BLOCK = 1024  # every CUDA GPU since compute capability 2.0
 CPU_BACKENDS = ("blas", "numpy", "cpu")  # cpu: compiled C loops (kernels/cpu/), single-threaded
 
 
-def _holds(constraint: str, params: Params) -> bool:
+def _holds(constraint: str, bound: Mapping[str, int]) -> bool:
+    """Whether a constraint holds for these parameter values (tuning_space tests it on a partial
+    point, once its names are bound)."""
     try:
-        return bool(evaluate(constraint, params))
+        return bool(eval(_compiled(constraint), {"__builtins__": {}}, bound))  # registry text, never user input
     except ZeroDivisionError:  # a derived size of zero: the point cannot be built
         return False
 
@@ -397,13 +400,13 @@ def tuning_space(variant: Variant) -> list[Params]:
     if not variant.space:
         return []
     names = sorted(variant.space)
-    partial: list[tuple[dict[str, int], dict[str, int]]] = [({}, {})]  # (values, their positions) bound so far
+    prefixes: list[tuple[dict[str, int], dict[str, int]]] = [({}, {})]  # (values, their positions) bound so far
     for name, tests in _binding_order(variant.space, tuple(variant.constraints)):
         longer = (({**values, name: value}, {**where, name: i})
-                  for values, where in partial for i, value in enumerate(variant.space[name]))
-        partial = [(values, where) for values, where in longer if all(holds(values) for holds in tests)]
-    partial.sort(key=lambda bound: [bound[1][name] for name in names])
-    return [tuple((name, values[name]) for name in names) for values, _ in partial]
+                  for values, where in prefixes for i, value in enumerate(variant.space[name]))
+        prefixes = [(values, where) for values, where in longer if all(holds(values) for holds in tests)]
+    prefixes.sort(key=lambda bound: [bound[1][name] for name in names])
+    return [tuple((name, values[name]) for name in names) for values, _ in prefixes]
 
 
 def _binding_order(space: Mapping[str, tuple[int, ...]], constraints: tuple[str, ...]):
@@ -423,18 +426,5 @@ def _binding_order(space: Mapping[str, tuple[int, ...]], constraints: tuple[str,
             unbound[c] = unbound[c] - {name}
         for c in done:
             del unbound[c]
-        order.append((name, [_test(c) for c in done]))
+        order.append((name, [partial(_holds, c) for c in done]))
     return order
-
-
-def _test(constraint: str) -> Callable[[Mapping[str, int]], bool]:
-    """A constraint as a test of bound names (a derived size of zero fails it, as in Variant.violated)."""
-    code = _compiled(constraint)
-
-    def holds(bound: Mapping[str, int]) -> bool:
-        try:
-            return bool(eval(code, {"__builtins__": {}}, bound))  # registry text, never user input
-        except ZeroDivisionError:
-            return False
-
-    return holds
