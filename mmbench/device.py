@@ -192,7 +192,7 @@ class Gpu:
         self._side = drv.Stream()
         self._fork, self._join = (drv.Event(drv.event_flags.DISABLE_TIMING) for _ in range(2))
         # Keyed by variant name, source folder (another folder holds another version of the
-        # kernel, as scripts/ab_kernels.py compares) and parameters.
+        # kernel) and parameters.
         self._modules: dict[tuple, Any] = {}
         self._functions: dict[tuple, Any] = {}
         self._precompiled: set[tuple] = set()  # modules precompile() put in PyCUDA's cache

@@ -240,8 +240,8 @@ class Session:
 def run_together(runner: Runner, items: Sequence[tuple[Session, Point]],
                  on_row: Callable[[dict], None] | None = None) -> None:
     """Points of one or more sessions in one pass of the runner, each row into its own session's
-    file: the points of a shape share its inputs and float64 reference (scripts/ab_kernels.py
-    interleaves versions of a kernel this way). The sessions must measure alike."""
+    file: the points of a shape share its inputs and float64 reference (versions of a kernel
+    can be interleaved this way). The sessions must measure alike."""
     settings = {session.settings for session, _ in items}
     if len(settings) > 1:
         raise ValueError("sessions run together must have the same settings")

@@ -76,7 +76,7 @@ _PRAGMA_ONCE = re.compile(r"^#pragma once[ \t]*$", re.MULTILINE)
 
 def _header(name: str, variant: Variant) -> Path:
     """A header named by an #include: beside the variant's own kernels/ first (another version of
-    the tree, scripts/ab_kernels.py), else in the package's."""
+    the kernels, outside the package), else in the package's."""
     for root in dict.fromkeys((variant.source_dir or kernels_dir(), kernels_dir())):
         if (root / name).is_file():
             return root / name

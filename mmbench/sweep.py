@@ -223,7 +223,7 @@ def _first_line(exc: BaseException) -> str:
 
 def kernel_key(variant: Variant, params: Params) -> str:
     """How the metadata names a compiled kernel: "name[params]", and the source hash of a kernel
-    file from another tree (scripts/ab_kernels.py), which is another kernel of the same name."""
+    file from another folder, which is another kernel of the same name."""
     key = f"{variant.name}[{format_params(params)}]"
     return key + f"@{source.source_hash(variant)}" if variant.source_dir else key
 

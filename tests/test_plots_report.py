@@ -16,6 +16,7 @@ from mmbench.results import read_metadata, read_results
 
 DATA = Path(__file__).parent / "data"
 CUT = DATA / "zosa-h200-cut.csv"
+LAB3_H200 = DATA / "recorded"  # the first Lab 3 runs on an H200 (issue 13), kept as test data
 ZOSA = Path(__file__).resolve().parent.parent / "configs" / "zosa2017.toml"
 SERIES = ["CUDA-Best const (32x32)", "CUDA-Best (32x32)", "CUDA-Best (16x16)", "CUDA-Best (8x8)", "CUDA-1IL (32x32)",
           "CUDA-C_Unroll (32x32)", "CUDA-1 (32x32)", "CUDA-Naive (32x32)", "CUDA-1u (32x32)", "BLAS (multicore)", "cuBLAS"]
@@ -275,10 +276,9 @@ def test_default_results_skip_derived_tables(tmp_path, monkeypatch):
 
 def test_lab3_report_from_the_committed_h200_runs(tmp_path):
     """Lab 3's study: both tables beside the lab's, the bandwidth against memcpy, the claims checked."""
-    runs = Path(__file__).resolve().parent.parent / "results" / "tuning" / "lab3-h200"
-    both = pd.concat([read_results(runs / "tr-sweep.csv"), read_results(runs / "matmul.csv")])
+    both = pd.concat([read_results(LAB3_H200 / "lab3-h200-tr-sweep.csv.gz"), read_results(LAB3_H200 / "lab3-h200-matmul.csv.gz")])
     both.to_csv(tmp_path / "lab3.csv", index=False)
-    shutil.copy(runs / "matmul.meta.json", tmp_path / "lab3.meta.json")
+    shutil.copy(LAB3_H200 / "lab3-h200-matmul.meta.json", tmp_path / "lab3.meta.json")
     result = invoke("report", "--config", Path(__file__).resolve().parent.parent / "configs" / "lab3-2018.toml",
                     tmp_path / "lab3.csv")
     assert result.exit_code == 0, result.output
@@ -318,8 +318,7 @@ def test_lab3_padding_verdict_reads_bank_conflicts_from_the_profile():
     """Made-up profile counts: the verdict follows the measured conflicts, not the timing."""
     from mmbench.studies import lab3
 
-    runs = Path(__file__).resolve().parent.parent / "results" / "tuning" / "lab3-h200"
-    ok = read_results(runs / "tr-sweep.csv")
+    ok = read_results(LAB3_H200 / "lab3-h200-tr-sweep.csv.gz")
     ok = ok[ok.status == "ok"]
     prof = pd.DataFrame([{"variant": v, "params": "", "n": 4096, "conflicts_per_shared_ld": ld, "conflicts_per_shared_st": 0.0}
                          for v, ld in (("transpose_shmem_unpadded", 31.0), ("transpose_shmem", 0.0))])

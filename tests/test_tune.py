@@ -14,7 +14,7 @@ from mmbench.sizes import Shape
 from mmbench.variants import REGISTRY, format_params, param_points, parse_params, tuning_space
 
 REPO = Path(__file__).resolve().parent.parent
-RECORDED = REPO / "results" / "tuning" / "pipelined-h200" / "tune.csv"
+RECORDED = REPO / "tests" / "data" / "recorded" / "tune-pipelined-h200.csv"  # an H200 tuning of pipelined
 PIPELINED = REGISTRY["pipelined"]
 H200 = tune.DeviceId("NVIDIA H200", "sm_90", 132)
 H100 = tune.DeviceId("NVIDIA H100 80GB HBM3", "sm_90", 132)

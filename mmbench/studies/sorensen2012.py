@@ -129,9 +129,10 @@ def families(ok: pd.DataFrame, shapes: set[tuple[int, int]] | None = None) -> pd
     return df.sort_values(["family", "N"]).reset_index(drop=True)
 
 
-def tuning_rows(meta: dict, cache_path: Path | None = None) -> tuple[pd.DataFrame | None, dict]:
+def tuning_rows(meta: dict, cache_path: Path | None = None, beside: Path | None = None) -> tuple[pd.DataFrame | None, dict]:
     """The batched tuning rows of gemv_tuned on this run's GPU and kernel source (the file its
-    tuning-cache entries name) and that file's metadata; (None, {}) where there are none."""
+    tuning-cache entries name) and that file's metadata; (None, {}) where there are none. A copy
+    in the run's own folder (`beside`/tuning/, as a reference run keeps it) comes first."""
     from .. import batched
     from ..results import read_metadata
     from ..tune import DEFAULT_CACHE, load_cache
@@ -143,10 +144,10 @@ def tuning_rows(meta: dict, cache_path: Path | None = None) -> tuple[pd.DataFram
                and e.get("device") == gpu and (not hashes or {e.get("source_hash"), e.get("rehashed_from")} & hashes)]
     files = sorted({e["results"] for e in entries if str(e.get("results", "")).endswith(".csv.gz")})
     for name in reversed(files):
-        path = Path(name)
-        plain = path.with_name(path.name[:-3])
-        if path.exists():
-            return batched.read_rows(plain), read_metadata(plain)
+        for path in ([beside / "tuning" / Path(name).name] if beside else []) + [Path(name)]:
+            plain = path.with_name(path.name[:-3])
+            if path.exists():
+                return batched.read_rows(plain), read_metadata(plain)
     return None, {}
 
 
@@ -358,7 +359,7 @@ ALT_TEXT = {"fig1-best-kernel": "best kernel per cell", "fig3-best-params": "bes
 def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
                  profile: pd.DataFrame | None, results_path: Path) -> Path:
     ok = ok_rows(df)
-    tuning, tuning_meta = tuning_rows(meta)
+    tuning, tuning_meta = tuning_rows(meta, beside=results_path.parent)
     shapes = family_shapes(meta)
     fam = families(ok, shapes)
     fam_table = fam.assign(MB=(fam.footprint / 1e6).round(3),

@@ -1,0 +1,48 @@
+"""results/ holds reference runs only: one folder per study and GPU, each whole, each in the index,
+every link in the index resolving; the tracked tree stays small enough to travel."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "results"
+INDEX = RESULTS / "README.md"
+TRACKED_LIMIT = 15_000_000  # bytes: the tool, its reference runs and test data, not the lab notebook
+
+
+def _links(markdown: Path) -> list[str]:
+    return [target for target in re.findall(r"\]\(([^)#]+)\)", markdown.read_text(encoding="utf-8"))
+            if "://" not in target]
+
+
+def test_every_folder_is_a_whole_reference_run_listed_in_the_index():
+    text = INDEX.read_text(encoding="utf-8")
+    folders = sorted(p for p in RESULTS.iterdir() if p.is_dir())
+    assert folders, "no reference runs"
+    for folder in folders:
+        assert f"[{folder.name}/]({folder.name}/)" in text, f"{folder.name} is not in results/README.md"
+        stem = folder / folder.name
+        assert stem.with_suffix(".csv").exists() or Path(f"{stem}.csv.gz").exists(), folder.name
+        assert stem.with_suffix(".meta.json").exists(), folder.name
+        assert (folder / "REPORT.md").exists(), folder.name
+
+
+@pytest.mark.parametrize("markdown", [INDEX, *sorted(RESULTS.glob("*/README.md"))], ids=lambda p: str(p.relative_to(REPO)))
+def test_links_resolve(markdown):
+    missing = [t for t in _links(markdown) if not (markdown.parent / t).exists()]
+    assert not missing, f"{markdown.relative_to(REPO)} links to {missing}"
+
+
+def test_the_tracked_tree_is_small():
+    try:
+        names = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    paths = [REPO / n for n in names.decode().split("\0") if n]
+    size = sum(p.stat().st_size for p in paths if p.is_file())
+    assert size < TRACKED_LIMIT, f"the tracked tree is {size / 1e6:.1f} MB (limit {TRACKED_LIMIT / 1e6:.0f} MB)"
