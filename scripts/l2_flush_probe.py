@@ -21,7 +21,7 @@ from mmbench.ops import get_op
 from mmbench.results import write_metadata
 from mmbench.runs import utc_now
 from mmbench.sizes import Shape
-from mmbench.tune import DEFAULT_CACHE, DeviceId, load_cache, lookup
+from mmbench.tune import DeviceId, lookup, read_caches
 from mmbench import source
 from mmbench.variants import format_params, get_variant
 
@@ -55,7 +55,7 @@ def median_ms(gpu, launch, preparation: str) -> float:
 def main(out: Path) -> None:
     gpu = open_gpu()
     op, tuned = get_op("gemv"), get_variant("gemv_tuned")
-    cache, device = load_cache(DEFAULT_CACHE), DeviceId(gpu.facts.name, gpu.facts.arch, gpu.facts.sm_count)
+    cache, device = read_caches(), DeviceId(gpu.facts.name, gpu.facts.arch, gpu.facts.sm_count)
     started, rows = utc_now(), []
     for m, n in SHAPES:
         shape = Shape(m, n, 0)

@@ -2,7 +2,7 @@
 # Lab 3's reference run on the GPU machine (see README "Lab 3"), in two calls of at most 10 minutes:
 #   bash scripts/lab3_run.sh TAG tune     the GPU tests of the transposes and products at awkward shapes,
 #                                         then the transposes beyond the lab tuned at 8192 and 16384
-#                                         (results/tuning/lab3-TAG/, into configs/tuning-cache.json), and
+#                                         (results/tuning/lab3-TAG/, into mmbench/data/tuning-cache.json), and
 #                                         the limits config's 1024, 2049 and 4096 points, to compare with
 #                                         results/limits-h200 (results/checks/gemm-TAG/: no GEMM slower)
 #   bash scripts/lab3_run.sh TAG study    the config run (results/lab3-2018-TAG/), Nsight Compute's bank
@@ -14,6 +14,7 @@ tag=${1:?usage: lab3_run.sh TAG tune|study}; part=${2:?usage: lab3_run.sh TAG tu
 OUT=${OUT:-/tmp/mmbench-out}
 mkdir -p "$OUT"
 source .device/setup.sh > /dev/null
+export MMBENCH_TUNING_CACHE=$PWD/mmbench/data/tuning-cache.json  # these runs tune the shipped cache
 export PYTHONUNBUFFERED=1 COLUMNS=120
 log="$OUT/lab3-$tag-$part.txt"
 mmbench info > "$log" 2>&1
@@ -36,7 +37,7 @@ case "$part" in
     mkdir -p "results/checks/gemm-$tag"
     mmbench run -v best,tile2d,vec4,warptile,pipelined,dbuf,multistage,cublas -s 1024,2049,4096 \
       -o "results/checks/gemm-$tag/limits-points.csv" 2>&1 | tee -a "$log" | tail -14
-    tar czf "$OUT/lab3-$tag-tune.tar.gz" "$dir" "results/checks/gemm-$tag" configs/tuning-cache.json
+    tar czf "$OUT/lab3-$tag-tune.tar.gz" "$dir" "results/checks/gemm-$tag" mmbench/data/tuning-cache.json
     ;;
   study)
     name="lab3-2018-$tag"

@@ -3,7 +3,8 @@ results/tuning/README.md (every tuning session, oldest first), from what the fol
 each folder's README.md or REPORT.md title, and the metadata beside each CSV (GPU, date, commit).
 In a git checkout it indexes the files git tracks (`git add` a new folder first), so a run left
 lying in results/ does not change the committed index; elsewhere, every file.
-The cache column counts the entries of configs/tuning-cache.json that name a CSV of the folder.
+The cache column counts the entries of the shipped tuning cache (mmbench/data/tuning-cache.json)
+that name a CSV of the folder.
 tests/test_results_index.py fails when a committed index differs from what this writes, so a
 new folder comes with its index line.
     usage: python3 scripts/results_index.py [--check]
@@ -23,12 +24,12 @@ sys.path.insert(0, str(REPO))
 
 import pandas as pd  # noqa: E402
 
-from mmbench import batched  # noqa: E402
+from mmbench import batched, places  # noqa: E402
 from mmbench.results import ResultsError, finished_at, metadata_path, read_metadata, read_results  # noqa: E402
 
 RESULTS = Path("results")
 GROUPS = ("checks", "tuning")  # folders of folders; every other folder under results/ is a reference run
-CACHE = Path("configs") / "tuning-cache.json"
+CACHE = places.SHIPPED_CACHE.relative_to(REPO)  # the shipped cache, as the repository holds it
 DERIVED = ("table1.csv",)  # tables drawn from a run, not runs
 FILES: set[Path] = set()  # what indexes() lists, relative to REPO
 
@@ -140,8 +141,8 @@ def top_index(cache_counts: Counter) -> str:
         "(`X.csv` and `X.meta.json`: GPU, driver and library versions, settings, git commit and the",
         "commands that wrote it), the figures drawn from them, and a README.md or REPORT.md saying what",
         "they show. This index is written by `python3 scripts/results_index.py` from those files; a test",
-        "fails when it is out of date. The tuning cache that `mmbench run` reads is",
-        "[configs/tuning-cache.json](../configs/tuning-cache.json), beside the configs.",
+        "fails when it is out of date. The tuning cache that mmbench ships (read by `mmbench run` after",
+        "the user's own) is [mmbench/data/tuning-cache.json](../mmbench/data/tuning-cache.json).",
         "",
         "## Reference runs: one per study and GPU",
         "",
@@ -173,7 +174,7 @@ def tuning_index(cache_counts: Counter) -> str:
         "`mmbench tune` runs of one GPU session (each CSV has one row per configuration and shape, with",
         "its metadata beside it), the comparisons with the vendor library that followed, and a README.md",
         "with the commands, what was chosen and why. `cache entries` counts the entries of",
-        f"[configs/tuning-cache.json](../../configs/tuning-cache.json) that came from the folder ({named} of",
+        f"[mmbench/data/tuning-cache.json](../../mmbench/data/tuning-cache.json) that came from the folder ({named} of",
         f"{len(json.loads((REPO / CACHE).read_text()))} entries name their CSV). Written by `python3 scripts/results_index.py`.",
         "",
         *table(folders, RESULTS / "tuning", cache_counts, with_cache=True),

@@ -2,7 +2,7 @@
 # What the machine code of a variant shows, at its tuned parameters for a size on this GPU
 # (else its defaults): 16-byte shared/global loads, FFMAs, and any local memory (LDL/STL).
 # Needs nvcc and cuobjdump (the GPU machine has both). Usage: bash scripts/sass_check.sh VARIANT N [GPU]
-# GPU names the tuning cache's device when this machine has none (e.g. "NVIDIA H200").
+# GPU names the tuning caches' device when this machine has none (e.g. "NVIDIA H200").
 set -euo pipefail
 variant=${1:?usage: sass_check.sh VARIANT N [GPU]}; n=${2:?usage: sass_check.sh VARIANT N [GPU]}; gpu=${3:-}
 dir=$(mktemp -d)
@@ -15,7 +15,7 @@ from mmbench.sizes import Shape
 from mmbench.variants import get_variant, param_points, format_params
 v, n, out = get_variant(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
 gpu = tune.DeviceId(sys.argv[4]) if sys.argv[4] else device_identity() or tune.DeviceId("")
-tuned = tune.lookup(tune.load_cache(tune.DEFAULT_CACHE), gpu, v, source.source_hash(v), Shape(n, n, n))
+tuned = tune.lookup(tune.read_caches(), gpu, v, source.source_hash(v), Shape(n, n, n))
 params = tuned.params if tuned else param_points(v)[0]
 print(f"{v.name} at n={n}: {format_params(params)}")
 (out / "kernel.cu").write_text(source.module_source(v, params))

@@ -4,7 +4,7 @@
 #                                            resumed after its last whole cell when its file exists;
 #                                            stopped by SIGINT after TUNE_S seconds (default 470), so it
 #                                            compresses its file and records its whole cells in
-#                                            configs/tuning-cache.json: call again until it finishes
+#                                            mmbench/data/tuning-cache.json: call again until it finishes
 #   bash scripts/sorensen_run.sh TAG study   configs/sorensen2012.toml into results/sorensen2012-TAG/
 #                                            (stopped after RUN_S seconds, default 450; --resume next time)
 # PYCUDA_CACHE_DIR is .pycuda-cache/ (git-ignored); .device/pycuda-cache.tar.xz, when there, fills it
@@ -16,6 +16,7 @@ tag=${1:?usage: sorensen_run.sh TAG tune|study}; part=${2:?usage: sorensen_run.s
 OUT=${OUT:-/tmp/mmbench-out}
 mkdir -p "$OUT"
 source .device/setup.sh > /dev/null
+export MMBENCH_TUNING_CACHE=$PWD/mmbench/data/tuning-cache.json  # these runs tune the shipped cache
 export PYTHONUNBUFFERED=1 COLUMNS=120 PYCUDA_CACHE_DIR=$PWD/.pycuda-cache
 mkdir -p "$PYCUDA_CACHE_DIR"
 [ -f .device/pycuda-cache.tar.xz ] && tar xJf .device/pycuda-cache.tar.xz -C "$PYCUDA_CACHE_DIR"
@@ -28,7 +29,7 @@ case "$part" in
     timeout -s INT "${TUNE_S:-470}" mmbench tune -v gemv_tuned -s mesh:1024 --strategy brute --jobs 16 \
       -o "$file" "${resume[@]}" 2>&1 | tee "$log" | tail -20
     # in pieces of 15 MiB (a device call returns files of at most 16 MiB): cat them | tar xz
-    tar czf - "$dir" configs/tuning-cache.json | split -b 15M -d - "$OUT/sorensen-$tag-tune.tar.gz."
+    tar czf - "$dir" mmbench/data/tuning-cache.json | split -b 15M -d - "$OUT/sorensen-$tag-tune.tar.gz."
     ;;
   study)
     dir="results/sorensen2012-$tag"; file="$dir/sorensen2012-$tag.csv"

@@ -2,7 +2,7 @@
 # One GPU call that tunes: the GPU tests, then each tuning pass given (in order, so a later pass
 # may narrow its search with --candidates from an earlier one), then the variants compared with
 # cuBLAS. Every pass writes results/tuning/TAG/tune-NAME.{csv,meta.json} and merges its best
-# configurations into configs/tuning-cache.json. All of it goes back in $OUT/tune-TAG.tar.gz
+# configurations into mmbench/data/tuning-cache.json. All of it goes back in $OUT/tune-TAG.tar.gz
 # (the device tool returns at most 8 files), the log beside it.
 #   usage: bash scripts/tune_run.sh TAG COMPARE_VARIANTS NAME "TUNE ARGS" [NAME "TUNE ARGS" ...]
 #   e.g.   bash scripts/tune_run.sh h200 warptile,dbuf dbuf "-v dbuf -s 2048,4096 --budget 40"
@@ -12,11 +12,12 @@ tag=${1:?usage: tune_run.sh TAG COMPARE_VARIANTS NAME "TUNE ARGS" ...}; compare=
 OUT=${OUT:-/tmp/mmbench-out}
 mkdir -p "$OUT"
 source .device/setup.sh > /dev/null
+export MMBENCH_TUNING_CACHE=$PWD/mmbench/data/tuning-cache.json  # these runs tune the shipped cache
 export PYTHONUNBUFFERED=1 COLUMNS=160
 log="$OUT/tune-log.txt"
 dir="results/tuning/$tag"
 mkdir -p "$dir"
-files=(configs/tuning-cache.json "$dir/compare.csv" "$dir/compare.meta.json")
+files=(mmbench/data/tuning-cache.json "$dir/compare.csv" "$dir/compare.meta.json")
 # GPU_TESTS: a pytest -k expression for the GPU tests to run first (default all), or "none"
 if [ "${GPU_TESTS:-}" != none ]; then
   python3 -m pytest -m gpu -q -x -p no:cacheprovider ${GPU_TESTS:+-k "$GPU_TESTS"} 2>&1 | tee "$log" | tail -4

@@ -42,8 +42,8 @@ def test_the_index_check_fails_for_a_new_folder(tmp_path, monkeypatch):
     index = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(index)
     shutil.copytree(RESULTS, tmp_path / "results")
-    (tmp_path / "configs").mkdir()
-    shutil.copy(REPO / "configs" / "tuning-cache.json", tmp_path / "configs")
+    (tmp_path / index.CACHE).parent.mkdir(parents=True)
+    shutil.copy(REPO / index.CACHE, tmp_path / index.CACHE)
     monkeypatch.setattr(index, "REPO", tmp_path)
     assert index.main(["--check"]) == 0  # the copy, as committed
     new = tmp_path / "results" / "checks" / "zz-new-check"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mmbench import source, tune
+from mmbench import places, source, tune
 from mmbench.cli import main
 from mmbench.results import read_results
 from mmbench.sizes import Shape
@@ -20,6 +20,11 @@ H200 = tune.DeviceId("NVIDIA H200", "sm_90", 132)
 H100 = tune.DeviceId("NVIDIA H100 80GB HBM3", "sm_90", 132)
 H100_PCIE = tune.DeviceId("NVIDIA H100 PCIe", "sm_90", 114)
 G = tune.DeviceId("G")
+
+
+def yours(path):
+    """One cache file read as the user's: what lookup takes."""
+    return (tune.CacheFile.read(path, tune.YOURS),)
 
 
 def test_size_classes_come_from_the_operation():
@@ -86,12 +91,13 @@ def test_cache_round_trip_and_invalidation(tmp_path, recorded):
     path = tmp_path / "cache.json"
     best = tune.best_per_class(recorded, "pipelined")
     tune.record(path, H200, "pipelined", "abc", best, RECORDED)
-    cache = tune.load_cache(path)
-    assert len(cache) == 4 and "NVIDIA H200|pipelined|abc|2048u" in cache
+    entries = tune.load_cache(path)
+    assert len(entries) == 4 and "NVIDIA H200|pipelined|abc|2048u" in entries
+    cache = yours(path)
     got = tune.lookup(cache, H200, PIPELINED, "abc", Shape(2049, 2049, 2049))
     assert format_params(got.params) == best["2048u"]["params"] and got.device == H200.name and not got.borrowed
-    assert cache["NVIDIA H200|pipelined|abc|2048u"]["arch"] == "sm_90"
-    assert cache["NVIDIA H200|pipelined|abc|2048u"]["sm_count"] == 132
+    assert entries["NVIDIA H200|pipelined|abc|2048u"]["arch"] == "sm_90"
+    assert entries["NVIDIA H200|pipelined|abc|2048u"]["sm_count"] == 132
     # Nearest class of the same alignment: 8192 -> 4096, 512 -> 1024, 1000x37x2049 (512u) -> 2048u.
     params = lambda shape: format_params(tune.lookup(cache, H200, PIPELINED, "abc", shape).params)  # noqa: E731
     assert params(Shape(8192, 8192, 8192)) == best["4096"]["params"]
@@ -108,12 +114,11 @@ def test_a_gpu_without_entries_borrows_those_of_its_architecture_and_sm_count(tm
     path = tmp_path / "cache.json"
     best = tune.best_per_class(recorded, "pipelined")
     tune.record(path, H200, "pipelined", "abc", best, RECORDED)
-    cache = tune.load_cache(path)
-    got = tune.lookup(cache, H100, PIPELINED, "abc", Shape(4096, 4096, 4096))
+    got = tune.lookup(yours(path), H100, PIPELINED, "abc", Shape(4096, 4096, 4096))
     assert got.borrowed and got.device == "NVIDIA H200" and format_params(got.params) == best["4096"]["params"]
     # Its own entries, once it has any, come first.
     tune.record(path, H100, "pipelined", "abc", {"4096": {**best["1024"], "gflops": 1.0}}, RECORDED)
-    own = tune.lookup(tune.load_cache(path), H100, PIPELINED, "abc", Shape(4096, 4096, 4096))
+    own = tune.lookup(yours(path), H100, PIPELINED, "abc", Shape(4096, 4096, 4096))
     assert not own.borrowed and format_params(own.params) == best["1024"]["params"]
 
 
@@ -121,13 +126,14 @@ def test_run_uses_the_tuning_cache_and_says_so(tmp_path, monkeypatch, recorded):
     from mmbench import device
 
     monkeypatch.setattr(device, "device_identity", lambda: H200)
+    monkeypatch.setattr(places, "SHIPPED_CACHE", tmp_path / "shipped.json")  # none: the given cache alone
     path = tmp_path / "cache.json"
     best = tune.best_per_class(recorded, "pipelined")
     tune.record(path, H200, "pipelined", source.source_hash(PIPELINED), best, RECORDED)
     result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048,2049", "--tuning-cache", str(path),
                                        "--dry-run", "-o", str(tmp_path / "x.csv")])
     assert result.exit_code == 0, result.output
-    assert "pipelined: tuned parameters from" in result.output and "plan: 2 points" in result.output
+    assert f"pipelined: tuned parameters from your cache {path}" in result.output and "plan: 2 points" in result.output
     assert "for NVIDIA H200:" in result.output
     # Another GPU of the same architecture and SM count borrows the entries, and says whose.
     monkeypatch.setattr(device, "device_identity", lambda: H100)
@@ -151,24 +157,26 @@ def test_run_uses_the_tuning_cache_and_says_so(tmp_path, monkeypatch, recorded):
                                 for k, v in data.items()}))
     result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048", "--tuning-cache", str(path),
                                        "--dry-run", "-o", str(tmp_path / "z.csv")])
-    assert "has no entry for this GPU (NVIDIA H200 (sm_90, 132 SMs)), nor for one of its architecture and SM count, " \
+    assert "have no entry for this GPU (NVIDIA H200 (sm_90, 132 SMs)), nor for one of its architecture and SM count, " \
            "with this kernel source; using defaults" in result.output
 
 
-def test_tune_replay_command(tmp_path):
+def test_tune_replay_command(tmp_path, monkeypatch):
     for suffix in (".csv", ".meta.json"):
         shutil.copy(RECORDED.with_suffix(suffix), tmp_path / f"rec{suffix}")
     # The recorded run measured warptile.cu before its shared code moved into kernels/common/; the
     # committed cache records that the PTX stayed the same (rehashed_from), so the run still counts.
     cache = tmp_path / "cache.json"
-    shutil.copy(REPO / "configs" / "tuning-cache.json", cache)
+    shutil.copy(places.SHIPPED_CACHE, cache)
     before = len(json.loads(cache.read_text()))
     result = CliRunner().invoke(main, ["tune", "-v", "pipelined", "--strategy", "brute", "--replay",
                                        str(tmp_path / "rec.csv"), "--tuning-cache", str(cache)])
     assert result.exit_code == 0, result.output
     assert "the same PTX as today's" in result.output and "best n~2048u:" in result.output
     assert len(json.loads(cache.read_text())) == before  # the same four classes, kept or replaced
-    without = tmp_path / "none.json"  # a cache that does not vouch for the old source: stale
+    # Caches that do not vouch for the old source (the shipped one would: it records the rehash): stale.
+    monkeypatch.setattr(places, "SHIPPED_CACHE", tmp_path / "shipped.json")
+    without = tmp_path / "none.json"
     result = CliRunner().invoke(main, ["tune", "-v", "pipelined", "--strategy", "brute", "--replay",
                                        str(tmp_path / "rec.csv"), "--tuning-cache", str(without)])
     assert result.exit_code == 2 and "would be stale" in result.output
@@ -223,13 +231,13 @@ def test_per_shape_entries_win_over_size_classes(tmp_path, recorded):
     other = next(p for p in recorded[recorded.status == "ok"].params.unique() if p != per_class["2048u"]["params"])
     shape_entry = {**per_shape["2049x2049x2049"], "params": other}
     tune.record(path, H200, "pipelined", "abc", {**per_class, "2049x2049x2049": shape_entry}, RECORDED)
-    cache = tune.load_cache(path)
+    cache = yours(path)
     got = lambda shape: format_params(tune.lookup(cache, H200, PIPELINED, "abc", shape).params)  # noqa: E731
     assert got(Shape(2049, 2049, 2049)) == other
     assert got(Shape(2047, 2047, 2047)) == per_class["2048u"]["params"]
     only_shapes = tmp_path / "shapes.json"
     tune.record(only_shapes, H200, "pipelined", "abc", {"2049x2049x2049": shape_entry}, RECORDED)
-    assert tune.lookup(tune.load_cache(only_shapes), H200, PIPELINED, "abc", Shape(2047, 2047, 2047)) is None
+    assert tune.lookup(yours(only_shapes), H200, PIPELINED, "abc", Shape(2047, 2047, 2047)) is None
 
 
 def test_candidates_are_the_fastest_at_any_shape(recorded):
@@ -271,6 +279,6 @@ def test_tune_candidates_narrow_the_search(tmp_path):
     assert foreign.exit_code == 2 and "no verified configuration of warptile" in foreign.output
 
 
-def test_every_committed_cache_entry_names_its_gpu_architecture_and_sm_count():
-    cache = tune.load_cache(REPO / "configs" / "tuning-cache.json")
+def test_every_shipped_cache_entry_names_its_gpu_architecture_and_sm_count():
+    cache = tune.load_cache(places.SHIPPED_CACHE)
     assert cache and all(e["arch"].startswith("sm_") and e["sm_count"] > 0 for e in cache.values())
