@@ -223,8 +223,7 @@ def describe_cache(path: Path, origin: str | None = None) -> str:
 
 def check_writable_cache(path: Path) -> None:
     """TuneError, before anything is measured, where a tuning could not record its best
-    configurations in `path`: not a cache, or a place no file can be created."""
-    load_cache(path)
+    configurations in `path`: a place no file can be created, or a file that is no cache."""
     ancestor = Path(path).parent
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
@@ -233,6 +232,7 @@ def check_writable_cache(path: Path) -> None:
     target = path if Path(path).exists() else ancestor
     if not os.access(target, os.W_OK):
         raise TuneError(f"tuning cache {path} cannot be written: no write permission in {target}")
+    load_cache(path)
 
 
 def record(path: Path, device: "DeviceId", variant: str, source_hash: str, best: Mapping[str, dict],

@@ -282,3 +282,272 @@ def test_tune_candidates_narrow_the_search(tmp_path):
 def test_every_shipped_cache_entry_names_its_gpu_architecture_and_sm_count():
     cache = tune.load_cache(places.SHIPPED_CACHE)
     assert cache and all(e["arch"].startswith("sm_") and e["sm_count"] > 0 for e in cache.values())
+
+
+# -- where the caches live: the shipped one inside the package, the user's own read first --------------
+def _sha(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _shipped_params(shape: Shape) -> str:
+    """What the shipped cache alone gives pipelined at a shape on an H200."""
+    shipped = (tune.CacheFile.read(places.SHIPPED_CACHE, tune.SHIPPED),)
+    return format_params(tune.lookup(shipped, H200, PIPELINED, source.source_hash(PIPELINED), shape).params)
+
+
+def test_run_from_an_unrelated_folder_takes_the_shipped_cache_and_says_so(tmp_path, monkeypatch):
+    """The issue's bug: the cache was read from configs/ under the current folder, so a run from
+    any other folder silently used the defaults."""
+    from mmbench import device
+
+    monkeypatch.setattr(device, "device_identity", lambda: H200)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048", "--dry-run", "-o", "x.csv"])
+    assert result.exit_code == 0, result.output
+    tuned = _shipped_params(Shape(2048, 2048, 2048))
+    assert tuned != format_params(param_points(PIPELINED)[0])  # the shipped tuning is not the defaults
+    assert (f"pipelined: tuned parameters from the shipped cache {places.SHIPPED_CACHE} for NVIDIA H200: {tuned}"
+            in result.output)
+    assert list(tmp_path.iterdir()) == []  # a dry run writes nothing
+
+
+def test_your_cache_wins_over_the_shipped_one_per_size_class(tmp_path, monkeypatch):
+    """An entry of the user's cache (here through $MMBENCH_TUNING_CACHE) replaces the shipped entry
+    of its GPU, variant, source and size class; the shipped entries still serve the other classes."""
+    from mmbench import device
+
+    monkeypatch.setattr(device, "device_identity", lambda: H200)
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / "mine" / "cache.json"
+    monkeypatch.setenv(places.CACHE_ENV, str(mine))
+    defaults = format_params(param_points(PIPELINED)[0])
+    tune.record(mine, H200, "pipelined", source.source_hash(PIPELINED),
+                {"2048": {"params": defaults, "gflops": 1.0, "shapes": 1, "tried": 1}}, RECORDED)
+    result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048,4096", "--dry-run", "-o", "x.csv"])
+    assert result.exit_code == 0, result.output
+    assert f"pipelined: tuned parameters from your cache {mine} for NVIDIA H200: {defaults}" in result.output
+    assert (f"pipelined: tuned parameters from the shipped cache {places.SHIPPED_CACHE} for NVIDIA H200: "
+            f"{_shipped_params(Shape(4096, 4096, 4096))}") in result.output
+    # --tuning-cache PATH stands for the user's cache in this run: the variable's file is not read.
+    other = tmp_path / "other.json"
+    other.write_text("{}\n")
+    result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048", "--tuning-cache", str(other),
+                                       "--dry-run", "-o", "x.csv"])
+    assert result.exit_code == 0 and "from your cache" not in result.output
+    assert f"from the shipped cache {places.SHIPPED_CACHE}" in result.output
+
+
+def test_lookup_merges_the_caches_entry_by_entry():
+    """One lookup over the caches in order: the user's entry wins for its key only; a user's entry
+    of another GPU of the kind does not displace the shipped entries of this GPU."""
+    def entry(device, cls, params):
+        return {"device": device, "variant": "pipelined", "source_hash": "h", "size_class": cls, "params": params,
+                "gflops": 1.0, "arch": "sm_90", "sm_count": 132}
+
+    defaults, other = format_params(param_points(PIPELINED)[0]), _shipped_params(Shape(64, 64, 64))
+    shipped = tune.CacheFile(Path("shipped.json"), tune.SHIPPED,
+                             {"a": entry(H200.name, "1024", other), "b": entry(H200.name, "4096", other)})
+    mine = tune.CacheFile(Path("mine.json"), tune.YOURS,
+                          {"c": entry(H200.name, "1024", defaults), "d": entry(H100.name, "4096", defaults)})
+    got = lambda shape: tune.lookup((mine, shipped), H200, PIPELINED, "h", shape)  # noqa: E731
+    assert got(Shape(1024, 1024, 1024)) == tune.Tuned(parse_params(defaults), H200.name, False, Path("mine.json"),
+                                                      tune.YOURS)
+    assert got(Shape(4096, 4096, 4096)) == tune.Tuned(parse_params(other), H200.name, False, Path("shipped.json"),
+                                                      tune.SHIPPED)
+    # The H100 has its own entry in the user's cache only: it takes it, not the H200's borrowed ones.
+    assert tune.lookup((mine, shipped), H100, PIPELINED, "h", Shape(4096, 4096, 4096)).origin == tune.YOURS
+    assert tune.lookup((shipped,), H100, PIPELINED, "h", Shape(4096, 4096, 4096)).borrowed
+
+
+def test_tuning_caches_can_be_switched_off_for_one_run(tmp_path, monkeypatch):
+    from mmbench import device
+
+    monkeypatch.setattr(device, "device_identity", lambda: H200)
+    result = CliRunner().invoke(main, ["run", "-v", "pipelined,cublas", "-s", "2048", "--tuning-cache", "none",
+                                       "--dry-run", "-o", str(tmp_path / "x.csv")])
+    assert result.exit_code == 0, result.output
+    assert "pipelined: tuning caches off; default parameters" in result.output
+    assert "tuned parameters from" not in result.output
+
+
+def _one_line_exit_2(result, needle: str) -> None:
+    lines = result.output.rstrip("\n").splitlines()
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and needle in lines[0], result.output
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): _sha(p) if p.is_file() else "dir" for p in sorted(root.rglob("*"))}
+
+
+BAD_CACHES = {  # what a file holds -> what the one line says of it
+    "list.json": ("[]", "expected a JSON object of entries, found a list"),
+    "number.json": ("3", "expected a JSON object of entries, found a number"),
+    "scalar-entry.json": ('{"k": 1}', "entry 'k' is a number, not an object"),
+    "no-keys.json": ('{"k": {"device": "G"}}', "entry 'k' has no variant"),
+    "bad-params.json": ('{"k": {"device": "G", "variant": "v", "source_hash": "h", "size_class": "1024", '
+                        '"params": "BM", "gflops": 1}}', "entry 'k' has params 'BM'; expected NAME=VALUE"),
+    "no-score.json": ('{"k": {"device": "G", "variant": "v", "source_hash": "h", "size_class": "1024", '
+                      '"params": "BM=1"}}', "entry 'k' has no score"),
+    "bad.json": ("{", "is not a tuning cache (bad JSON"),
+}
+
+
+@pytest.mark.parametrize("how", ["option", "variable"])
+@pytest.mark.parametrize("name", sorted(BAD_CACHES))
+@pytest.mark.parametrize("command", [["run", "-v", "pipelined", "-s", "64", "-o", "r.csv"],
+                                     ["tune", "-v", "pipelined", "-s", "64", "-o", "t.csv", "--budget", "2"]])
+def test_a_cache_of_the_wrong_shape_is_one_line_naming_it(tmp_path, monkeypatch, command, name, how):
+    """Valid JSON that is no tuning cache (a list, a number, entries that are not objects or lack
+    what lookup reads), given by option or by $MMBENCH_TUNING_CACHE: one line naming the file, exit
+    2, nothing written (tune refuses before measuring)."""
+    monkeypatch.chdir(tmp_path)
+    text, needle = BAD_CACHES[name]
+    (tmp_path / name).write_text(text)
+    if how == "option":
+        command = [*command, "--tuning-cache", name]
+    else:
+        monkeypatch.setenv(places.CACHE_ENV, name)
+    before = _snapshot(tmp_path)
+    _one_line_exit_2(CliRunner().invoke(main, command), f"{name} is not a tuning cache")
+    _one_line_exit_2(CliRunner().invoke(main, command), needle)
+    assert _snapshot(tmp_path) == before
+
+
+def test_a_tuning_cache_that_is_not_there_is_an_error_for_run(tmp_path, monkeypatch):
+    """run reads --tuning-cache PATH: a path with no file was silently an empty cache."""
+    monkeypatch.chdir(tmp_path)
+    for args in (["run", "-v", "pipelined", "-s", "64", "-o", "r.csv", "--tuning-cache", "nope.json"],
+                 ["run", "-v", "blas", "-s", "64", "--tuning-cache", "nope.json"],
+                 ["run", "-v", "pipelined", "-s", "64", "--tuning-cache", "nope.json", "--dry-run"],
+                 ["run", "-v", "pipelined", "-s", "64", "--tuning-cache", str(tmp_path)]):
+        _one_line_exit_2(CliRunner().invoke(main, args), f"--tuning-cache '{args[args.index('--tuning-cache') + 1]}': "
+                                                         f"no such file")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_place_where_no_cache_can_be_written_is_refused_before_tuning(tmp_path, monkeypatch):
+    from mmbench.cli import running
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(running, "_execute", lambda *a, **k: pytest.fail("measured before refusing"))
+    Path("a-file").write_text("")
+    for args, needle in (([], "tuning cache a-file/cache.json cannot be created: a-file is not a folder"),
+                         (["--tuning-cache", "none"], "--tuning-cache none is for run")):
+        _one_line_exit_2(CliRunner().invoke(main, ["tune", "-v", "pipelined", "-s", "64", "--budget", "2", "-o", "t.csv",
+                                                   *(args or ["--tuning-cache", "a-file/cache.json"])]), needle)
+    monkeypatch.setenv(places.CACHE_ENV, "a-file/cache.json")
+    _one_line_exit_2(CliRunner().invoke(main, ["tune", "-v", "pipelined", "-s", "64", "--budget", "2", "-o", "t.csv"]),
+                     "tuning cache a-file/cache.json cannot be created")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+def test_tune_writes_to_your_cache_never_the_shipped_one(tmp_path, monkeypatch):
+    """Both ways a tuning records (the points engine's record_tuning, a replay) go to the user's
+    cache by default, and say so; the shipped file is unchanged."""
+    from mmbench.cli import running
+
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / "data" / "mmbench" / "tuning-cache.json"
+    monkeypatch.setenv(places.CACHE_ENV, str(mine))
+    shipped = _sha(places.SHIPPED_CACHE)
+
+    def measured(points, settings, output, about, **kwargs):  # the recorded run stands for the GPU's
+        for suffix in (".csv", ".meta.json"):
+            shutil.copy(RECORDED.with_suffix(suffix), output.with_suffix(suffix))
+
+    monkeypatch.setattr(running, "_execute", measured)
+    result = CliRunner().invoke(main, ["tune", "-v", "pipelined", "-s", "1024,2048,2049,4096", "--budget", "3",
+                                       "-o", "t.csv"])
+    assert result.exit_code == 0, result.output
+    assert f"written to your cache {mine} (NVIDIA H200, pipelined source" in result.output
+    assert {e["size_class"] for e in tune.load_cache(mine).values()} == {"1024", "2048", "2048u", "4096"}
+    mine.unlink()
+    for suffix in (".csv", ".meta.json"):
+        shutil.copy(RECORDED.with_suffix(suffix), tmp_path / f"rec{suffix}")
+    result = CliRunner().invoke(main, ["tune", "-v", "pipelined", "--strategy", "brute", "--replay", "rec.csv"])
+    assert result.exit_code == 0, result.output
+    assert f"written to your cache {mine}" in result.output and len(tune.load_cache(mine)) == 4
+    dry = CliRunner().invoke(main, ["tune", "-v", "pipelined", "--budget", "3", "--dry-run"])
+    assert f"tuning cache: your cache {mine}" in dry.output
+    assert _sha(places.SHIPPED_CACHE) == shipped
+
+
+def test_the_batched_tuner_records_in_your_cache(tmp_path, monkeypatch):
+    from mmbench import runs
+
+    mine = tmp_path / "tuning-cache.json"
+    monkeypatch.setenv(places.CACHE_ENV, str(mine))
+    given = {}
+
+    def tuned(variant, configs, shapes, cache, seed, jobs, output, cache_path, *args, **kwargs):
+        given["cache"] = cache_path
+        return {}, G, {}
+
+    monkeypatch.setattr(runs, "tune_batched", tuned)
+    result = CliRunner().invoke(main, ["tune", "-v", "gemv_tuned", "-s", "cell:3x3", "--budget", "2",
+                                       "-o", str(tmp_path / "t.csv")])
+    assert result.exit_code == 0, result.output
+    assert given["cache"] == mine and f"written to your cache {mine}" in result.output
+
+
+def test_the_default_user_cache_is_in_the_user_data_folder(monkeypatch):
+    from platformdirs import user_data_path
+
+    monkeypatch.delenv(places.CACHE_ENV, raising=False)
+    assert places.user_cache() == user_data_path("mmbench") / "tuning-cache.json"
+    assert tune.read_caches()[0].path == places.user_cache()
+    assert [c.origin for c in tune.read_caches()] == [tune.YOURS, tune.SHIPPED]
+    assert [c.origin for c in tune.read_caches(places.SHIPPED_CACHE)] == [tune.SHIPPED]  # read once
+
+
+def test_the_metadata_records_where_each_variants_parameters_came_from(tmp_path, monkeypatch):
+    """The run hands the caches' record to the session (per variant: the cache, yours or shipped, the
+    GPU its entries were measured on, borrowed or not), which keeps it in its invocation."""
+    from mmbench import device, runs
+    from mmbench.sweep import Point, Settings
+
+    monkeypatch.setattr(device, "device_identity", lambda: H100)  # borrows the H200's shipped entries
+    handed, execute = {}, runs.execute
+    monkeypatch.setattr(runs, "execute", lambda *a, **k: handed.update(k) or runs.Outcome(a[2], "finished"))
+    monkeypatch.setattr("mmbench.cli.running._summary", lambda output: "")
+    result = CliRunner().invoke(main, ["run", "-v", "pipelined,multistage,tile2d", "-s", "2048,4096",
+                                       "-o", str(tmp_path / "r.csv")])
+    assert result.exit_code == 0, result.output
+    record = handed["tuning"]
+    assert [c["origin"] for c in record["read"]] == [tune.YOURS, tune.SHIPPED]
+    assert record["read"][1] == {"path": str(places.SHIPPED_CACHE), "origin": tune.SHIPPED,
+                                 "entries": len(tune.load_cache(places.SHIPPED_CACHE))}
+    shipped = {"cache": str(places.SHIPPED_CACHE), "origin": tune.SHIPPED, "measured_on": "NVIDIA H200",
+               "borrowed": True, "shapes": 2}
+    assert record["variants"]["pipelined"] == record["variants"]["multistage"] == [shipped]
+    assert record["variants"]["tile2d"] == [{"cache": None, "origin": "defaults", "measured_on": None,
+                                            "borrowed": False, "shapes": 2}]
+    # The session writes it into this invocation's record (a resume may read other caches).
+    out = tmp_path / "blas.csv"
+    outcome = execute([Point(REGISTRY["blas"], (), Shape(32, 32, 32), "hot")], Settings(runs=1), out, {"name": "t"},
+                           ["mmbench"], say=lambda _: None, tuning=record)
+    assert outcome.state == "finished"
+    meta = json.loads(out.with_suffix(".meta.json").read_text())
+    assert meta["invocations"][-1]["tuning_caches"] == record
+
+
+def test_the_wheel_ships_the_tuning_cache_beside_the_kernels(tmp_path):
+    """hatchling (the build backend) puts mmbench/ into the wheel: the shipped cache travels with it."""
+    import zipfile
+
+    from hatchling.builders.wheel import WheelBuilder
+
+    (wheel,) = WheelBuilder(str(REPO)).build(directory=str(tmp_path), versions=["standard"])
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "mmbench/data/tuning-cache.json" in names and "mmbench/kernels/gemm/dbuf.cu" in names
+    assert zipfile.ZipFile(wheel).read("mmbench/data/tuning-cache.json") == places.SHIPPED_CACHE.read_bytes()
+
+
+def test_the_shipped_cache_is_package_data():
+    from importlib.resources import files
+
+    assert (files("mmbench") / "data" / "tuning-cache.json").is_file()
+    assert Path(str(files("mmbench") / "data" / "tuning-cache.json")) == places.SHIPPED_CACHE
