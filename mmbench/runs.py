@@ -141,9 +141,11 @@ def with_tuned(sel: Selection, caches: Sequence, say: Say) -> Selection:
             say(line)
         if found and len(found) < len(shapes):
             say(f"{v.name}: no tuned entry at {len(shapes) - len(found)} of its {len(shapes)} shapes; defaults there")
-        if not found and any(e.get("variant") == v.name for c in caches for e in c.entries.values()):
-            say(f"{v.name}: the tuning caches have no entry for this GPU ({device or 'none found'}), nor for "
-                f"one of its architecture and SM count, with this kernel source; using defaults (run `mmbench tune`)")
+        if not found and device is None:
+            say(f"{v.name}: no GPU found here to look up its tuned parameters for; using defaults")
+        elif not found and any(e.get("variant") == v.name for c in caches for e in c.entries.values()):
+            say(f"{v.name}: the tuning caches have no entry for this GPU ({device}), nor for one of its architecture "
+                f"and SM count, with this kernel source; using defaults (run `mmbench tune`)")
     return replace(sel, tuned={**sel.tuned, **tuned})
 
 

@@ -372,6 +372,15 @@ def test_tuning_caches_can_be_switched_off_for_one_run(tmp_path, monkeypatch):
     assert "tuned parameters from" not in result.output
 
 
+def test_without_a_gpu_a_run_says_it_takes_the_defaults(tmp_path, monkeypatch):
+    from mmbench import device
+
+    monkeypatch.setattr(device, "device_identity", lambda: None)
+    result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048", "--dry-run", "-o", str(tmp_path / "x.csv")])
+    assert result.exit_code == 0, result.output
+    assert "pipelined: no GPU found here to look up its tuned parameters for; using defaults" in result.output
+
+
 def _one_line_exit_2(result, needle: str) -> None:
     lines = result.output.rstrip("\n").splitlines()
     assert result.exit_code == 2, result.output
