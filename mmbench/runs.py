@@ -111,41 +111,81 @@ def check_buildable(points: Sequence[Point]) -> None:
             raise RunRefused(f"{p.variant.name} {format_params(p.params)}: {problem}")
 
 
-def with_tuned(sel: Selection, cache_path: Path, say: Say) -> Selection:
-    """Give each tunable variant whose parameters the user did not set its tuned parameters
-    for this GPU and kernel source (or, where this GPU has none, those of a GPU of the same
-    architecture and SM count), and say which."""
+def _tunable(sel: Selection) -> list:
+    """The variants of a selection that take tuned parameters: a tuning space, and no axis set by the user."""
+    return [v for v in sel.variants if v.space and len(v.space) > 1 and not set(v.axes) & set(sel.overrides)]
+
+
+def with_tuned(sel: Selection, caches: Sequence, say: Say) -> Selection:
+    """Give each tunable variant whose parameters the user did not set its tuned parameters for
+    this GPU and kernel source from the tuning caches (tune.read_caches: the user's, then the
+    shipped; empty: caches switched off), and say which cache gave them, for which GPU."""
     from . import source
     from .device import device_identity
-    from .tune import TuneError, load_cache, lookup
+    from .tune import lookup
 
-    tunable = [v for v in sel.variants if v.space and len(v.space) > 1 and not set(v.axes) & set(sel.overrides)]
+    tunable = _tunable(sel)
     if not tunable:
         return sel
-    try:
-        cache = load_cache(cache_path)
-    except TuneError as exc:
-        raise RunRefused(str(exc)) from None
+    if not caches:
+        say(f"{', '.join(v.name for v in tunable)}: tuning caches off; default parameters")
+        return sel
     device = device_identity()
     tuned = {}
     for v in tunable:
-        found = ({shape: lookup(cache, device, v, source.source_hash(v), shape) for shape in sel.shapes(v)}
-                 if device else {})
+        shapes = sel.shapes(v)
+        found = ({shape: lookup(caches, device, v, source.source_hash(v), shape) for shape in shapes} if device else {})
         found = {shape: t for shape, t in found.items() if t}
-        if found:
-            tuned.update({(v.name, shape): t.params for shape, t in found.items()})
-            kinds = sorted({format_params(t.params) for t in found.values()})
-            if len(kinds) > 4:  # a mesh of cells: say how many, not each
-                kinds = [f"{len(kinds)} configurations over {len({get_op(v.op).size_class(s) for s in found})} size classes"]
-            lender = next(iter(found.values()))
-            whose = (f"for {device.name}" if not lender.borrowed else
-                     f"of {lender.device}: {device.name} has no entry, and {lender.device} has the same "
-                     f"architecture ({device.arch}) and SM count ({device.sm_count})")
-            say(f"{v.name}: tuned parameters from {cache_path} {whose}: {'; '.join(kinds)}")
-        elif any(e.get("variant") == v.name for e in cache.values()):
-            say(f"{v.name}: the tuning cache has no entry for this GPU ({device or 'none found'}), nor for "
-                f"one of its architecture and SM count, with this kernel source; using defaults (run `mmbench tune`)")
+        tuned.update({(v.name, shape): t for shape, t in found.items()})
+        for line in _tuned_lines(v, found, device):
+            say(line)
+        if found and len(found) < len(shapes):
+            say(f"{v.name}: no tuned entry at {len(shapes) - len(found)} of its {len(shapes)} shapes; defaults there")
+        if not found and device is None:
+            say(f"{v.name}: no GPU found here to look up its tuned parameters for; using defaults")
+        elif not found and any(e.get("variant") == v.name for c in caches for e in c.entries.values()):
+            say(f"{v.name}: the tuning caches have no entry for this GPU ({device}), nor for one of its architecture "
+                f"and SM count, with this kernel source; using defaults (run `mmbench tune`)")
     return replace(sel, tuned={**sel.tuned, **tuned})
+
+
+def _tuned_lines(variant, found: dict, device) -> list[str]:
+    """One line per cache and GPU that gave a variant tuned parameters: which cache (yours or the
+    shipped one, and its path), measured on which GPU, and the parameters."""
+    from .tune import describe_cache
+
+    groups: dict[tuple, list] = {}
+    for shape, t in found.items():
+        groups.setdefault((t.cache, t.origin, t.device, t.borrowed), []).append((shape, t))
+    lines = []
+    for (path, origin, lender, borrowed), items in groups.items():
+        kinds = sorted({format_params(t.params) for _, t in items})
+        if len(kinds) > 4:  # a mesh of cells: say how many, not each
+            kinds = [f"{len(kinds)} configurations over {len({get_op(variant.op).size_class(s) for s, _ in items})} "
+                     f"size classes"]
+        whose = (f"for {device.name}" if not borrowed else
+                 f"of {lender}: {device.name} has no entry, and {lender} has the same "
+                 f"architecture ({device.arch}) and SM count ({device.sm_count})")
+        lines.append(f"{variant.name}: tuned parameters from {describe_cache(path, origin)} {whose}: {'; '.join(kinds)}")
+    return lines
+
+
+def tuning_record(selections: Sequence[Selection], caches: Sequence) -> dict:
+    """What a run's metadata keeps of its tuning: the caches read (none: switched off) and, per
+    tunable variant, where its parameters came from: each cache (path, yours or shipped), the GPU
+    its entries were measured on, whether borrowed, over how many shapes; "defaults" where none."""
+    variants: dict[str, dict[tuple, int]] = {}
+    for sel in selections:
+        for v in _tunable(sel):
+            sources = variants.setdefault(v.name, {})
+            for shape in sel.shapes(v):
+                t = sel.tuned.get((v.name, shape))
+                key = (str(t.cache), t.origin, t.device, t.borrowed) if t else (None, "defaults", None, False)
+                sources[key] = sources.get(key, 0) + 1
+    fields = ("cache", "origin", "measured_on", "borrowed")
+    return {"read": [{"path": str(c.path), "origin": c.origin, "entries": len(c.entries)} for c in caches],
+            "variants": {name: [{**dict(zip(fields, key)), "shapes": n} for key, n in sources.items()]
+                         for name, sources in variants.items()}}
 
 
 # -- running -----------------------------------------------------------------------------------------
@@ -172,7 +212,7 @@ class Session:
 
     def __init__(self, output: Path, settings: Settings, about: dict, command: list[str], runner: Runner, *,
                  points_planned: int, resume: bool = False, previous: dict | None = None, say: Say = print,
-                 points: Sequence[Point] = (), spent: dict | None = None):
+                 points: Sequence[Point] = (), spent: dict | None = None, tuning: dict | None = None):
         previous = previous or {}
         self.output, self.settings, self.runner, self.counts = output, settings, runner, {}
         self.earlier = history(previous)
@@ -194,7 +234,8 @@ class Session:
         self.spent: dict[str, dict[str, float]] = {}
         add_spent(self.spent, spent or {})
         self.invocation = {"command": command, "started_at": started_at, "resumed": resume,
-                           "repaired": "; ".join(notices) or None, "points_planned": points_planned}
+                           "repaired": "; ".join(notices) or None, "points_planned": points_planned,
+                           **({"tuning_caches": tuning} if tuning else {})}  # per invocation: a resume may read others
         self.facts = environment.collect(runner.gpu)
         first_start = (self.earlier[0].get("started_at") if self.earlier else None) or started_at
         # What each scope of the file's rows covers (host buffers pinned, end to end), the earlier ones kept.
@@ -286,11 +327,13 @@ class Outcome:
 
 def execute(points: Sequence[Point], settings: Settings, output: Path, about: dict, command: list[str], *,
             prepare: Callable[[Runner], None] | None = None, resume: bool = False, previous: dict | None = None,
-            on_row: Callable[[dict], None] | None = None, say: Say = print, cluster=None) -> Outcome:
+            on_row: Callable[[dict], None] | None = None, say: Say = print, cluster=None,
+            tuning: dict | None = None) -> Outcome:
     """Run points into output with metadata (`about` goes into it); prepare(runner) runs first
     (the tuner compiles its configurations there; not on a cluster, whose workers compile each
     chunk's kernels in parallel as it arrives). Ctrl-C ends the run as `interrupted`, with every finished row kept. cluster: a
-    cluster.ClusterSpec to spread the points over (this process stays the only writer)."""
+    cluster.ClusterSpec to spread the points over (this process stays the only writer). tuning:
+    where the tuned parameters came from (tuning_record), kept in this invocation's record."""
     runner = open_runner(settings, points, cluster, say)
     prepare = prepare if cluster is None else None
     try:
@@ -299,7 +342,8 @@ def execute(points: Sequence[Point], settings: Settings, output: Path, about: di
             with runner.spending("prepare"):
                 prepare(runner)
         session = Session(output, settings, about, command, runner, points_planned=len(points), resume=resume,
-                          previous=previous, say=say, points=points, spent=spent_between(before, runner.time_spent()))
+                          previous=previous, say=say, points=points, spent=spent_between(before, runner.time_spent()),
+                          tuning=tuning)
     except BaseException:
         runner.close()
         raise

@@ -15,7 +15,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from .kernel_clock import MODES as KERNEL_CLOCK_MODES
 from .kernel_clock import KernelClock, KernelClockError, per_call_ms
 from .timing import CACHE_MODES, MAX_BATCH, noise, stop_reason, summarize, time_cpu, time_gpu
 from .variants import Params, Variant, format_params, param_points
+
+if TYPE_CHECKING:
+    from .tune import Tuned
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,7 @@ class Selection:
     variants: tuple[Variant, ...]
     spec: str
     overrides: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    tuned: Mapping[tuple[str, Shape], Params] = field(default_factory=dict)  # from the tuning cache
+    tuned: Mapping[tuple[str, Shape], Tuned] = field(default_factory=dict)  # from the tuning caches (tune.Tuned)
     scopes: tuple[str, ...] = ("kernel",)  # what the samples cover (ops.base.SCOPES), each its own points
     pads: tuple[bool, ...] = (False,)  # run on the inputs as given, padded to each kernel's tile multiple, or both
 
@@ -139,7 +142,7 @@ def plan(selections: Iterable[Selection], cache: str) -> list[Point]:
                 # A kernel without border checks is always padded; a CPU point has no scope but its own.
                 pads = (True,) if op.must_pad(variant) else sel.pads if variant.on_gpu else (False,)
                 scopes = sel.scopes if variant.on_gpu else ("kernel",)
-                for params in [tuned] if tuned else param_points(variant, sel.overrides):
+                for params in [tuned.params] if tuned else param_points(variant, sel.overrides):
                     for scope in scopes:
                         for pad in dict.fromkeys(pads):
                             point = Point(variant, params, shape, point_cache, scope, pad)

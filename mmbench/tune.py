@@ -5,6 +5,10 @@ configuration is compiled, verified and timed by the harness and becomes a row, 
 included. The best configuration per (device, variant, kernel source hash, size class) goes
 into a tuning cache that ``mmbench run`` reads. A change to the kernel source changes its hash,
 so stale entries are never used. Generic: the size classes come from the variant's operation.
+
+Two caches are read, the user's first (places.user_cache(), or ``--tuning-cache PATH``), then
+the one the package ships (places.SHIPPED_CACHE): a user's entry replaces the shipped entry of
+the same GPU, variant, kernel source and size class. ``mmbench tune`` writes to the user's.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import datetime as dt
 import itertools
 import json
 import math
+import os
 import random
 import re
 from dataclasses import dataclass
@@ -22,11 +27,11 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from . import places
 from .sizes import Shape
 from .ops import get_op
 from .variants import Params, Variant, format_params, get_variant, param_points, parse_params, tuning_space
 
-DEFAULT_CACHE = Path("configs") / "tuning-cache.json"  # an input of every run, beside the configs
 STRATEGIES = ("brute", "random")
 
 
@@ -141,13 +146,93 @@ def cache_key(device: str, variant: str, source_hash: str, cls: str) -> str:
     return f"{device}|{variant}|{source_hash}|{cls}"
 
 
+YOURS, SHIPPED = "your cache", "shipped"  # whose a cache is, as a run reports and records it
+# What lookup reads of every entry; a cache whose entries lack one is refused when read.
+ENTRY_KEYS = ("device", "variant", "source_hash", "size_class", "params")
+PARAMS = r"[A-Za-z_]\w*=\d+(,[A-Za-z_]\w*=\d+)*"  # format_params' text
+
+
 def load_cache(path: Path) -> dict:
+    """A cache file's entries, checked for the shape lookup and record rely on; {} where there is no
+    file yet (a user's cache before their first `mmbench tune`). TuneError names the file otherwise."""
     try:
-        return json.loads(Path(path).read_text())
+        cache = json.loads(Path(path).read_text())
     except FileNotFoundError:
         return {}
-    except ValueError as exc:
+    except OSError as exc:  # a folder, no permission
+        raise TuneError(f"{path} cannot be read as a tuning cache: {exc.strerror}") from None
+    except ValueError as exc:  # bad JSON, or bytes that are not UTF-8
         raise TuneError(f"{path} is not a tuning cache (bad JSON: {exc})") from None
+    problem = _cache_problem(cache)
+    if problem:
+        raise TuneError(f"{path} is not a tuning cache: {problem}")
+    return cache
+
+
+def _cache_problem(cache) -> str | None:
+    """What makes parsed JSON no tuning cache (an object of entries keyed GPU|variant|source|class)."""
+    if not isinstance(cache, dict):
+        return f"expected a JSON object of entries, found a {_json_kind(cache)}"
+    for key, entry in cache.items():
+        if not isinstance(entry, dict):
+            return f"entry '{key}' is a {_json_kind(entry)}, not an object"
+        missing = [k for k in ENTRY_KEYS if not isinstance(entry.get(k), str)]
+        if missing:
+            return f"entry '{key}' has no {missing[0]} (every entry names {', '.join(ENTRY_KEYS)})"
+        if entry["params"] and not re.fullmatch(PARAMS, entry["params"]):
+            return f"entry '{key}' has params '{entry['params']}'; expected NAME=VALUE,..."
+        if not isinstance(entry.get("gflops", entry.get("gbytes_per_s")), (int, float)):
+            return f"entry '{key}' has no score (gflops or gbytes_per_s)"
+    return None
+
+
+def _json_kind(value) -> str:
+    return {list: "list", str: "string", bool: "boolean", type(None): "null", dict: "object"}.get(type(value), "number")
+
+
+@dataclass(frozen=True)
+class CacheFile:
+    """One tuning cache as read: where it is, whose it is (YOURS or SHIPPED) and its entries."""
+
+    path: Path
+    origin: str
+    entries: Mapping[str, dict]
+
+    @classmethod
+    def read(cls, path: Path, origin: str) -> "CacheFile":
+        return cls(Path(path), origin, load_cache(path))
+
+
+def origin_of(path: Path) -> str:
+    """Whose a cache file is: the shipped one, or (any other path) the user's."""
+    return SHIPPED if Path(path).resolve() == places.SHIPPED_CACHE.resolve() else YOURS
+
+
+def read_caches(user: Path | None = None) -> tuple[CacheFile, ...]:
+    """The caches a run reads, in lookup order: the user's (`user`, else places.user_cache()), then
+    the shipped one. A user cache that is the shipped file is read once, as the shipped one."""
+    user = Path(user) if user is not None else places.user_cache()
+    mine = () if origin_of(user) == SHIPPED else (CacheFile.read(user, YOURS),)
+    return (*mine, CacheFile.read(places.SHIPPED_CACHE, SHIPPED))
+
+
+def describe_cache(path: Path, origin: str | None = None) -> str:
+    """A cache as messages name it: "your cache PATH" or "the shipped cache PATH"."""
+    return f"{'your cache' if (origin or origin_of(path)) == YOURS else 'the shipped cache'} {path}"
+
+
+def check_writable_cache(path: Path) -> None:
+    """TuneError, before anything is measured, where a tuning could not record its best
+    configurations in `path`: a place no file can be created, or a file that is no cache."""
+    ancestor = Path(path).parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise TuneError(f"tuning cache {path} cannot be created: {ancestor} is not a folder")
+    target = path if Path(path).exists() else ancestor
+    if not os.access(target, os.W_OK):
+        raise TuneError(f"tuning cache {path} cannot be written: no write permission in {target}")
+    load_cache(path)
 
 
 def record(path: Path, device: "DeviceId", variant: str, source_hash: str, best: Mapping[str, dict],
@@ -164,9 +249,16 @@ def record(path: Path, device: "DeviceId", variant: str, source_hash: str, best:
                                                                "tuned_at": stamp, "results": str(results), **entry}
            for cls, entry in best.items()}
     new = {k: e for k, e in new.items() if k not in cache or _score(cache[k]) < _score(e)}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({**cache, **new}, indent=2, sort_keys=True) + "\n")
+    _write_whole(Path(path), json.dumps({**cache, **new}, indent=2, sort_keys=True) + "\n")
     return new
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Replace a file in one step: a Ctrl-C or a full disk while writing leaves the old cache whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
 
 
 @dataclass(frozen=True)
@@ -184,49 +276,60 @@ class DeviceId:
 
 @dataclass(frozen=True)
 class Tuned:
-    """Tuned parameters for one shape, and the GPU whose tuning they come from."""
+    """Tuned parameters for one shape, the GPU whose tuning they come from and the cache that holds them."""
 
     params: Params
     device: str
     borrowed: bool  # True: another GPU of the same architecture and SM count
+    cache: Path | None = None
+    origin: str | None = None  # YOURS or SHIPPED
 
 
-def same_code_sources(cache: Mapping, variant: str, current: str) -> set[str]:
+def same_code_sources(caches: Sequence[CacheFile], variant: str, current: str) -> set[str]:
     """The source hashes whose measurements still hold for the kernel now: its current hash, and
-    the hashes its cache entries were moved from because the PTX was shown identical
-    (scripts/same_code.py)."""
-    return {current} | {e["rehashed_from"] for e in cache.values()
+    the hashes any cache's entries were moved from because the PTX was shown identical
+    (scripts/same_code.py): a fact about the kernel, whichever cache records it."""
+    return {current} | {e["rehashed_from"] for c in caches for e in c.entries.values()
                         if e.get("variant") == variant and e.get("source_hash") == current and e.get("rehashed_from")}
 
 
-def lookup(cache: Mapping, device: DeviceId, variant: Variant, source_hash: str, shape: Shape) -> Tuned | None:
-    """The tuned configuration for a shape on a device: the device's own entries first, else those
-    of a GPU of the same architecture and SM count (the same kernel choices fit it). Within one
-    GPU's entries: the shape's own entry (tuned --per-shape), else its size class, else the
-    nearest tuned class."""
-    mine = [e for e in cache.values() if e["variant"] == variant.name and e["source_hash"] == source_hash]
-    own = [e for e in mine if e["device"] == device.name]
-    kin = sorted((e for e in mine if e["device"] != device.name and device.arch and device.sm_count
+def lookup(caches: Sequence[CacheFile], device: DeviceId, variant: Variant, source_hash: str,
+           shape: Shape) -> Tuned | None:
+    """The tuned configuration for a shape on a device, from caches in order (the user's, then
+    the shipped): an earlier cache's entry replaces a later one's for the same GPU, variant, source
+    and size class. Then the device's own entries first, else those of a GPU of the same
+    architecture and SM count (the same kernel choices fit it). Within one GPU's entries: the
+    shape's own entry (tuned --per-shape), else its size class, else the nearest tuned class."""
+    merged: dict[str, tuple[CacheFile, dict]] = {}
+    for cache in reversed(caches):
+        merged.update({cache_key(e["device"], e["variant"], e["source_hash"], e["size_class"]): (cache, e)
+                       for e in cache.entries.values()})
+    mine = [(c, e) for c, e in merged.values() if e["variant"] == variant.name and e["source_hash"] == source_hash]
+    own = [(c, e) for c, e in mine if e["device"] == device.name]
+    kin = sorted(((c, e) for c, e in mine if e["device"] != device.name and device.arch and device.sm_count
                   and e.get("arch") == device.arch and e.get("sm_count") == device.sm_count),
-                 key=lambda e: e["device"])
+                 key=lambda ce: ce[1]["device"])
     if own:
         return _nearest(own, variant, shape, device.name, False)
     if kin:
-        first = kin[0]["device"]
-        return _nearest([e for e in kin if e["device"] == first], variant, shape, first, True)
+        first = kin[0][1]["device"]
+        return _nearest([(c, e) for c, e in kin if e["device"] == first], variant, shape, first, True)
     return None
 
 
-def _nearest(entries: list[dict], variant: Variant, shape: Shape, device: str, borrowed: bool) -> Tuned | None:
-    exact = [e for e in entries if e["size_class"] == shape_class(shape)]
-    entries = exact or [e for e in entries if not re.fullmatch(r"\d+x\d+x\d+", str(e["size_class"]))]
+def _nearest(entries: list[tuple[CacheFile, dict]], variant: Variant, shape: Shape, device: str,
+             borrowed: bool) -> Tuned | None:
+    exact = [(c, e) for c, e in entries if e["size_class"] == shape_class(shape)]
+    entries = exact or [(c, e) for c, e in entries if not re.fullmatch(r"\d+x\d+x\d+", str(e["size_class"]))]
     if not entries:
         return None
     op = get_op(variant.op)
     wanted = op.size_class(shape)
-    nearest = min(entries, key=lambda e: op.class_distance(wanted, str(e["size_class"])))
+    cache, nearest = min(entries, key=lambda ce: op.class_distance(wanted, str(ce[1]["size_class"])))
     params = parse_params(nearest["params"])
-    return None if variant.violated(params) else Tuned(params, device, borrowed)
+    if set(dict(params)) != set(variant.axes) or variant.violated(params):  # another version's parameters
+        return None
+    return Tuned(params, device, borrowed, cache.path, cache.origin)
 
 
 def replay(recorded: pd.DataFrame, variant: Variant, strategy: str, budget: int | None, seed: int = 0) -> dict[str, dict]:

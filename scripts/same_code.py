@@ -7,7 +7,7 @@ whose default reproduces the old code). Identical PTX means identical machine co
 measurements still describe the kernel, and --rehash moves those cache entries to the new hash,
 recording the old one (`rehashed_from`) and the defaults it added to their parameters.
 Needs nvcc only (no GPU).
-    usage: python3 scripts/same_code.py REV [--cache configs/tuning-cache.json] [--rehash]
+    usage: python3 scripts/same_code.py REV [--cache mmbench/data/tuning-cache.json] [--rehash]
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from mmbench import source  # noqa: E402
+from mmbench import places, source  # noqa: E402
 from mmbench.variants import REGISTRY, param_points, parse_params  # noqa: E402
 
 
@@ -65,7 +65,7 @@ def kernels_at(rev: str, into: Path) -> Path:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("rev")
-    ap.add_argument("--cache", type=Path, default=REPO / "configs" / "tuning-cache.json")
+    ap.add_argument("--cache", type=Path, default=places.SHIPPED_CACHE)
     ap.add_argument("--rehash", action="store_true", help="move the entries of variants whose PTX is unchanged")
     args = ap.parse_args(argv)
     cache = json.loads(args.cache.read_text())

@@ -11,6 +11,9 @@ from hypothesis import settings
 # mmbench's own cache (ptxas reports, compiled CPU loops) starts empty in every test session, so
 # the compile checks run nvcc each time, never a report kept from an earlier session.
 os.environ["MMBENCH_CACHE_DIR"] = tempfile.mkdtemp(prefix="mmbench-test-cache-")
+# The user's tuning cache (places.user_cache()) is the session's own file, not yet there: no test
+# reads the tunings of whoever runs the tests, and none writes into theirs.
+os.environ["MMBENCH_TUNING_CACHE"] = os.path.join(tempfile.mkdtemp(prefix="mmbench-test-tuning-"), "tuning-cache.json")
 
 # Property tests run the same examples on every run, with no time limit per example: a slow
 # example (a large size spec) must fail or pass on its merits, never on the machine's speed.

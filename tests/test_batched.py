@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from mmbench import batched
 from mmbench.batched import Measured, class_rows, done_classes, verdict
 from mmbench.ops import get_op
 from mmbench.sizes import Shape
-from mmbench.tune import DeviceId, lookup
+from mmbench.tune import YOURS, CacheFile, DeviceId, lookup
 from mmbench.variants import REGISTRY
 
 GEMV = get_op("gemv")
@@ -131,8 +132,9 @@ def test_best_per_class_takes_the_highest_mean_among_the_verified():
 def test_a_run_takes_its_shapes_cell_else_the_nearest_tuned_cell():
     tuned = REGISTRY["gemv_tuned"]
     entry = lambda cls, p: {"device": "G", "variant": "gemv_tuned", "source_hash": "h", "size_class": cls, "params": p}  # noqa: E731
-    cache = {"a": entry("cell03x14", "BLOCKSIZE=64,KERNEL=1,WORKSIZE_M=1,WORKSIZE_N=2"),
-             "b": entry("cell14x03", "BLOCKSIZE=256,KERNEL=0,WORKSIZE_M=2,WORKSIZE_N=1")}
+    entries = {"a": entry("cell03x14", "BLOCKSIZE=64,KERNEL=1,WORKSIZE_M=1,WORKSIZE_N=2"),
+               "b": entry("cell14x03", "BLOCKSIZE=256,KERNEL=0,WORKSIZE_M=2,WORKSIZE_N=1")}
+    cache = (CacheFile(Path("cache.json"), YOURS, entries),)
     device = DeviceId("G")
     assert dict(lookup(cache, device, tuned, "h", Shape(8, 4000, 0)).params)["KERNEL"] == 1
     assert dict(lookup(cache, device, tuned, "h", Shape(4000, 8, 0)).params)["BLOCKSIZE"] == 256

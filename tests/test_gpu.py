@@ -13,7 +13,7 @@ from mmbench.cli import main
 from mmbench.ops import OPERATIONS, get_op
 from mmbench.results import read_results, samples_of
 from mmbench.sweep import Runner, Selection, Settings, plan
-from mmbench.variants import REGISTRY, Variant, parse_params, tuning_space
+from mmbench.variants import REGISTRY, Variant, format_params, parse_params, tuning_space
 
 pytestmark = pytest.mark.gpu
 
@@ -327,6 +327,32 @@ def test_cli_batched_tune_fills_the_cache_by_cell_and_run_picks_each_shapes_cell
     assert set(rows.status) == {"ok"}
     assert rows[rows.m == 8].params.iloc[0] == by_cell["cell03x14"]
     assert rows[rows.m == 4000].params.iloc[0] == by_cell["cell14x03"]
+
+
+def test_a_run_from_an_unrelated_folder_takes_the_shipped_tuning(gpu, tmp_path, monkeypatch):
+    """The issue's H100 measurement: the same command gave dbuf 106.6 % of cuBLAS from the checkout
+    and 63.9 % from /tmp, silently untuned. From any folder, the shipped cache now gives dbuf its
+    tuned parameters (this GPU's entries, or a GPU's of its architecture and SM count), the rows
+    carry them and the metadata says which cache gave them."""
+    from mmbench import places, source, tune
+    from mmbench.device import device_identity
+    from mmbench.sizes import Shape
+
+    dbuf, shape = REGISTRY["dbuf"], Shape(1024, 1024, 1024)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(places.CACHE_ENV, str(tmp_path / "no-cache-yet.json"))  # the user has tuned nothing
+    wanted = tune.lookup(tune.read_caches(), device_identity(), dbuf, source.source_hash(dbuf), shape)
+    if wanted is None:
+        pytest.skip(f"the shipped cache has no dbuf entry for {device_identity()} or a GPU of its kind")
+    result = CliRunner().invoke(main, ["run", "-v", "dbuf", "-s", "1024", "--runs", "2", "-o", "r.csv"])
+    assert result.exit_code == 0, result.output
+    assert f"dbuf: tuned parameters from the shipped cache {places.SHIPPED_CACHE}" in result.output
+    rows = read_results(tmp_path / "r.csv")
+    assert list(rows.params) == [format_params(wanted.params)] and list(rows.status) == ["ok"]
+    meta = json.loads((tmp_path / "r.meta.json").read_text())
+    (record,) = meta["invocations"][-1]["tuning_caches"]["variants"]["dbuf"]
+    assert record == {"cache": str(places.SHIPPED_CACHE), "origin": tune.SHIPPED, "measured_on": wanted.device,
+                      "borrowed": wanted.borrowed, "shapes": 1}
 
 
 def test_a_cluster_of_the_visible_gpus_runs_a_sweep_and_tags_each_row_with_its_gpu(tmp_path, capfd):

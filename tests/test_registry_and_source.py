@@ -8,7 +8,8 @@ import pytest
 from mmbench import source
 from mmbench.ops import get_op
 from mmbench.ops.gemm import accumulates, entries, launch_geometry, launches
-from mmbench.tune import DEFAULT_CACHE, load_cache
+from mmbench.places import SHIPPED_CACHE
+from mmbench.tune import load_cache
 from mmbench.variants import (REGISTRY, VariantError, format_params, get_variant, param_points, parse_params,
                               tuning_space)
 
@@ -18,7 +19,7 @@ SAMPLE_PER_SPACE = 4
 
 def compile_points(variant):
     """(params, used) for every point of a small tuning space (the paper's blocks); for the
-    ladder's spaces of hundreds of points, the defaults and every configuration the committed
+    ladder's spaces of hundreds of points, the defaults and every configuration the shipped
     tuning cache holds (used: run builds them), and a seeded sample (the tuner itself compiles
     and verifies whatever it tries, and skips configurations that spill)."""
     space = tuning_space(variant)
@@ -26,7 +27,7 @@ def compile_points(variant):
         return [(p, True) for p in param_points(variant)]
     if len(space) <= 3:
         return [(p, True) for p in space]
-    cached = [parse_params(e["params"]) for e in load_cache(DEFAULT_CACHE).values()
+    cached = [parse_params(e["params"]) for e in load_cache(SHIPPED_CACHE).values()
               if e["variant"] == variant.name and e["source_hash"] == source.source_hash(variant)]
     used = list(dict.fromkeys(param_points(variant) + cached))
     sample = random.Random(variant.name).sample(space, SAMPLE_PER_SPACE)

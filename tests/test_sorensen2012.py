@@ -17,9 +17,16 @@ from mmbench.cli import main
 from mmbench.ops.gemv import cell_points
 from mmbench.results import read_metadata, read_results
 from mmbench.studies import sorensen2012 as study
+from mmbench.tune import YOURS, CacheFile
 
 DATA = Path(__file__).parent / "data"
 CUT = DATA / "sorensen2012-h100c-cut.csv"
+
+
+def tuning_entry(device: str, results: Path, source_hash: str = "any", cls: str = "cell00x00") -> dict:
+    """A whole gemv_tuned cache entry (as `mmbench tune` writes one) naming its tuning file."""
+    return {"variant": "gemv_tuned", "device": device, "source_hash": source_hash, "size_class": cls,
+            "params": "BLOCKSIZE=32,KERNEL=0,WORKSIZE_M=1,WORKSIZE_N=1", "gflops": 1.0, "results": str(results)}
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "sorensen2012.toml"
 
 
@@ -76,8 +83,9 @@ def test_the_atomics_finding_reads_the_tuning_rows(ok, meta, tmp_path):
     tune.parent.mkdir()
     shutil.copy(DATA / "sorensen2012-h100c-tune-cut.csv.gz", tune)
     (tmp_path / "t" / "tune.meta.json").write_text(json.dumps({"invocations": [{"wall_s": 100.0, "compile_s": 10.0}]}))
-    cache = tmp_path / "cache.json"
-    cache.write_text(json.dumps({"k": {"variant": "gemv_tuned", "device": meta["gpu"]["name"], "results": str(tune)}}))
+    path = tmp_path / "cache.json"
+    path.write_text(json.dumps({"k": tuning_entry(meta["gpu"]["name"], tune)}))
+    cache = (CacheFile.read(path, YOURS),)
     rows, tmeta = study.tuning_rows(meta, cache)
     assert sorted(rows.size_class.unique()) == ["cell02x20", "cell04x14", "cell10x10"]
     (atomics,) = [v for v in study.verdicts(ok, meta, rows) if v.finding == "Atomics cost the wide shapes"]
@@ -88,13 +96,13 @@ def test_the_atomics_finding_reads_the_tuning_rows(ok, meta, tmp_path):
 def test_the_tuning_of_another_kernel_source_is_not_this_runs(meta, tmp_path):
     """A run reads the tuning of the kernel source it measured (its metadata's source hash), not a
     later tuning of a changed kernel that the cache also holds."""
-    cache, entries = tmp_path / "cache.json", {}
+    path, entries = tmp_path / "cache.json", {}
     for folder, digest in (("a", "measured"), ("b", "changed later")):
         (tmp_path / folder).mkdir()
         shutil.copy(DATA / "sorensen2012-h100c-tune-cut.csv.gz", tmp_path / folder / "tune.csv.gz")
-        entries[folder] = {"variant": "gemv_tuned", "device": meta["gpu"]["name"], "source_hash": digest,
-                           "results": str(tmp_path / folder / "tune.csv.gz")}
-    cache.write_text(json.dumps(entries))
+        entries[folder] = tuning_entry(meta["gpu"]["name"], tmp_path / folder / "tune.csv.gz", digest)
+    path.write_text(json.dumps(entries))
+    cache = (CacheFile.read(path, YOURS),)
     (tmp_path / "a" / "tune.meta.json").write_text(json.dumps({"name": "a"}))
     (tmp_path / "b" / "tune.meta.json").write_text(json.dumps({"name": "b"}))
     run = {**meta, "kernels": {"gemv_tuned[BLOCKSIZE=32,KERNEL=0,WORKSIZE_M=1,WORKSIZE_N=1]": {"source_hash": "measured"}}}

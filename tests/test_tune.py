@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mmbench import source, tune
+from mmbench import places, source, tune
 from mmbench.cli import main
 from mmbench.results import read_results
 from mmbench.sizes import Shape
@@ -20,6 +20,11 @@ H200 = tune.DeviceId("NVIDIA H200", "sm_90", 132)
 H100 = tune.DeviceId("NVIDIA H100 80GB HBM3", "sm_90", 132)
 H100_PCIE = tune.DeviceId("NVIDIA H100 PCIe", "sm_90", 114)
 G = tune.DeviceId("G")
+
+
+def yours(path):
+    """One cache file read as the user's: what lookup takes."""
+    return (tune.CacheFile.read(path, tune.YOURS),)
 
 
 def test_size_classes_come_from_the_operation():
@@ -86,12 +91,13 @@ def test_cache_round_trip_and_invalidation(tmp_path, recorded):
     path = tmp_path / "cache.json"
     best = tune.best_per_class(recorded, "pipelined")
     tune.record(path, H200, "pipelined", "abc", best, RECORDED)
-    cache = tune.load_cache(path)
-    assert len(cache) == 4 and "NVIDIA H200|pipelined|abc|2048u" in cache
+    entries = tune.load_cache(path)
+    assert len(entries) == 4 and "NVIDIA H200|pipelined|abc|2048u" in entries
+    cache = yours(path)
     got = tune.lookup(cache, H200, PIPELINED, "abc", Shape(2049, 2049, 2049))
     assert format_params(got.params) == best["2048u"]["params"] and got.device == H200.name and not got.borrowed
-    assert cache["NVIDIA H200|pipelined|abc|2048u"]["arch"] == "sm_90"
-    assert cache["NVIDIA H200|pipelined|abc|2048u"]["sm_count"] == 132
+    assert entries["NVIDIA H200|pipelined|abc|2048u"]["arch"] == "sm_90"
+    assert entries["NVIDIA H200|pipelined|abc|2048u"]["sm_count"] == 132
     # Nearest class of the same alignment: 8192 -> 4096, 512 -> 1024, 1000x37x2049 (512u) -> 2048u.
     params = lambda shape: format_params(tune.lookup(cache, H200, PIPELINED, "abc", shape).params)  # noqa: E731
     assert params(Shape(8192, 8192, 8192)) == best["4096"]["params"]
@@ -108,12 +114,11 @@ def test_a_gpu_without_entries_borrows_those_of_its_architecture_and_sm_count(tm
     path = tmp_path / "cache.json"
     best = tune.best_per_class(recorded, "pipelined")
     tune.record(path, H200, "pipelined", "abc", best, RECORDED)
-    cache = tune.load_cache(path)
-    got = tune.lookup(cache, H100, PIPELINED, "abc", Shape(4096, 4096, 4096))
+    got = tune.lookup(yours(path), H100, PIPELINED, "abc", Shape(4096, 4096, 4096))
     assert got.borrowed and got.device == "NVIDIA H200" and format_params(got.params) == best["4096"]["params"]
     # Its own entries, once it has any, come first.
     tune.record(path, H100, "pipelined", "abc", {"4096": {**best["1024"], "gflops": 1.0}}, RECORDED)
-    own = tune.lookup(tune.load_cache(path), H100, PIPELINED, "abc", Shape(4096, 4096, 4096))
+    own = tune.lookup(yours(path), H100, PIPELINED, "abc", Shape(4096, 4096, 4096))
     assert not own.borrowed and format_params(own.params) == best["1024"]["params"]
 
 
@@ -121,13 +126,14 @@ def test_run_uses_the_tuning_cache_and_says_so(tmp_path, monkeypatch, recorded):
     from mmbench import device
 
     monkeypatch.setattr(device, "device_identity", lambda: H200)
+    monkeypatch.setattr(places, "SHIPPED_CACHE", tmp_path / "shipped.json")  # none: the given cache alone
     path = tmp_path / "cache.json"
     best = tune.best_per_class(recorded, "pipelined")
     tune.record(path, H200, "pipelined", source.source_hash(PIPELINED), best, RECORDED)
     result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048,2049", "--tuning-cache", str(path),
                                        "--dry-run", "-o", str(tmp_path / "x.csv")])
     assert result.exit_code == 0, result.output
-    assert "pipelined: tuned parameters from" in result.output and "plan: 2 points" in result.output
+    assert f"pipelined: tuned parameters from your cache {path}" in result.output and "plan: 2 points" in result.output
     assert "for NVIDIA H200:" in result.output
     # Another GPU of the same architecture and SM count borrows the entries, and says whose.
     monkeypatch.setattr(device, "device_identity", lambda: H100)
@@ -151,24 +157,26 @@ def test_run_uses_the_tuning_cache_and_says_so(tmp_path, monkeypatch, recorded):
                                 for k, v in data.items()}))
     result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048", "--tuning-cache", str(path),
                                        "--dry-run", "-o", str(tmp_path / "z.csv")])
-    assert "has no entry for this GPU (NVIDIA H200 (sm_90, 132 SMs)), nor for one of its architecture and SM count, " \
+    assert "have no entry for this GPU (NVIDIA H200 (sm_90, 132 SMs)), nor for one of its architecture and SM count, " \
            "with this kernel source; using defaults" in result.output
 
 
-def test_tune_replay_command(tmp_path):
+def test_tune_replay_command(tmp_path, monkeypatch):
     for suffix in (".csv", ".meta.json"):
         shutil.copy(RECORDED.with_suffix(suffix), tmp_path / f"rec{suffix}")
     # The recorded run measured warptile.cu before its shared code moved into kernels/common/; the
     # committed cache records that the PTX stayed the same (rehashed_from), so the run still counts.
     cache = tmp_path / "cache.json"
-    shutil.copy(REPO / "configs" / "tuning-cache.json", cache)
+    shutil.copy(places.SHIPPED_CACHE, cache)
     before = len(json.loads(cache.read_text()))
     result = CliRunner().invoke(main, ["tune", "-v", "pipelined", "--strategy", "brute", "--replay",
                                        str(tmp_path / "rec.csv"), "--tuning-cache", str(cache)])
     assert result.exit_code == 0, result.output
     assert "the same PTX as today's" in result.output and "best n~2048u:" in result.output
     assert len(json.loads(cache.read_text())) == before  # the same four classes, kept or replaced
-    without = tmp_path / "none.json"  # a cache that does not vouch for the old source: stale
+    # Caches that do not vouch for the old source (the shipped one would: it records the rehash): stale.
+    monkeypatch.setattr(places, "SHIPPED_CACHE", tmp_path / "shipped.json")
+    without = tmp_path / "none.json"
     result = CliRunner().invoke(main, ["tune", "-v", "pipelined", "--strategy", "brute", "--replay",
                                        str(tmp_path / "rec.csv"), "--tuning-cache", str(without)])
     assert result.exit_code == 2 and "would be stale" in result.output
@@ -223,13 +231,13 @@ def test_per_shape_entries_win_over_size_classes(tmp_path, recorded):
     other = next(p for p in recorded[recorded.status == "ok"].params.unique() if p != per_class["2048u"]["params"])
     shape_entry = {**per_shape["2049x2049x2049"], "params": other}
     tune.record(path, H200, "pipelined", "abc", {**per_class, "2049x2049x2049": shape_entry}, RECORDED)
-    cache = tune.load_cache(path)
+    cache = yours(path)
     got = lambda shape: format_params(tune.lookup(cache, H200, PIPELINED, "abc", shape).params)  # noqa: E731
     assert got(Shape(2049, 2049, 2049)) == other
     assert got(Shape(2047, 2047, 2047)) == per_class["2048u"]["params"]
     only_shapes = tmp_path / "shapes.json"
     tune.record(only_shapes, H200, "pipelined", "abc", {"2049x2049x2049": shape_entry}, RECORDED)
-    assert tune.lookup(tune.load_cache(only_shapes), H200, PIPELINED, "abc", Shape(2047, 2047, 2047)) is None
+    assert tune.lookup(yours(only_shapes), H200, PIPELINED, "abc", Shape(2047, 2047, 2047)) is None
 
 
 def test_candidates_are_the_fastest_at_any_shape(recorded):
@@ -271,6 +279,284 @@ def test_tune_candidates_narrow_the_search(tmp_path):
     assert foreign.exit_code == 2 and "no verified configuration of warptile" in foreign.output
 
 
-def test_every_committed_cache_entry_names_its_gpu_architecture_and_sm_count():
-    cache = tune.load_cache(REPO / "configs" / "tuning-cache.json")
+def test_every_shipped_cache_entry_names_its_gpu_architecture_and_sm_count():
+    cache = tune.load_cache(places.SHIPPED_CACHE)
     assert cache and all(e["arch"].startswith("sm_") and e["sm_count"] > 0 for e in cache.values())
+
+
+# -- where the caches live: the shipped one inside the package, the user's own read first --------------
+def _sha(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _shipped_params(shape: Shape) -> str:
+    """What the shipped cache alone gives pipelined at a shape on an H200."""
+    shipped = (tune.CacheFile.read(places.SHIPPED_CACHE, tune.SHIPPED),)
+    return format_params(tune.lookup(shipped, H200, PIPELINED, source.source_hash(PIPELINED), shape).params)
+
+
+def test_run_from_an_unrelated_folder_takes_the_shipped_cache_and_says_so(tmp_path, monkeypatch):
+    """The issue's bug: the cache was read from configs/ under the current folder, so a run from
+    any other folder silently used the defaults."""
+    from mmbench import device
+
+    monkeypatch.setattr(device, "device_identity", lambda: H200)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048", "--dry-run", "-o", "x.csv"])
+    assert result.exit_code == 0, result.output
+    tuned = _shipped_params(Shape(2048, 2048, 2048))
+    assert tuned != format_params(param_points(PIPELINED)[0])  # the shipped tuning is not the defaults
+    assert (f"pipelined: tuned parameters from the shipped cache {places.SHIPPED_CACHE} for NVIDIA H200: {tuned}"
+            in result.output)
+    assert list(tmp_path.iterdir()) == []  # a dry run writes nothing
+
+
+def test_your_cache_wins_over_the_shipped_one_per_size_class(tmp_path, monkeypatch):
+    """An entry of the user's cache (here through $MMBENCH_TUNING_CACHE) replaces the shipped entry
+    of its GPU, variant, source and size class; the shipped entries still serve the other classes."""
+    from mmbench import device
+
+    monkeypatch.setattr(device, "device_identity", lambda: H200)
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / "mine" / "cache.json"
+    monkeypatch.setenv(places.CACHE_ENV, str(mine))
+    defaults = format_params(param_points(PIPELINED)[0])
+    tune.record(mine, H200, "pipelined", source.source_hash(PIPELINED),
+                {"2048": {"params": defaults, "gflops": 1.0, "shapes": 1, "tried": 1}}, RECORDED)
+    result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048,4096", "--dry-run", "-o", "x.csv"])
+    assert result.exit_code == 0, result.output
+    assert f"pipelined: tuned parameters from your cache {mine} for NVIDIA H200: {defaults}" in result.output
+    assert (f"pipelined: tuned parameters from the shipped cache {places.SHIPPED_CACHE} for NVIDIA H200: "
+            f"{_shipped_params(Shape(4096, 4096, 4096))}") in result.output
+    # --tuning-cache PATH stands for the user's cache in this run: the variable's file is not read.
+    other = tmp_path / "other.json"
+    other.write_text("{}\n")
+    result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048", "--tuning-cache", str(other),
+                                       "--dry-run", "-o", "x.csv"])
+    assert result.exit_code == 0 and "from your cache" not in result.output
+    assert f"from the shipped cache {places.SHIPPED_CACHE}" in result.output
+
+
+def test_lookup_merges_the_caches_entry_by_entry():
+    """One lookup over the caches in order: the user's entry wins for its key only; a user's entry
+    of another GPU of the kind does not displace the shipped entries of this GPU."""
+    def entry(device, cls, params):
+        return {"device": device, "variant": "pipelined", "source_hash": "h", "size_class": cls, "params": params,
+                "gflops": 1.0, "arch": "sm_90", "sm_count": 132}
+
+    defaults, other = format_params(param_points(PIPELINED)[0]), _shipped_params(Shape(64, 64, 64))
+    shipped = tune.CacheFile(Path("shipped.json"), tune.SHIPPED,
+                             {"a": entry(H200.name, "1024", other), "b": entry(H200.name, "4096", other)})
+    mine = tune.CacheFile(Path("mine.json"), tune.YOURS,
+                          {"c": entry(H200.name, "1024", defaults), "d": entry(H100.name, "4096", defaults)})
+    got = lambda shape: tune.lookup((mine, shipped), H200, PIPELINED, "h", shape)  # noqa: E731
+    assert got(Shape(1024, 1024, 1024)) == tune.Tuned(parse_params(defaults), H200.name, False, Path("mine.json"),
+                                                      tune.YOURS)
+    assert got(Shape(4096, 4096, 4096)) == tune.Tuned(parse_params(other), H200.name, False, Path("shipped.json"),
+                                                      tune.SHIPPED)
+    # The H100 has its own entry in the user's cache only: it takes it, not the H200's borrowed ones.
+    assert tune.lookup((mine, shipped), H100, PIPELINED, "h", Shape(4096, 4096, 4096)).origin == tune.YOURS
+    assert tune.lookup((shipped,), H100, PIPELINED, "h", Shape(4096, 4096, 4096)).borrowed
+
+
+def test_tuning_caches_can_be_switched_off_for_one_run(tmp_path, monkeypatch):
+    from mmbench import device
+
+    monkeypatch.setattr(device, "device_identity", lambda: H200)
+    result = CliRunner().invoke(main, ["run", "-v", "pipelined,cublas", "-s", "2048", "--tuning-cache", "none",
+                                       "--dry-run", "-o", str(tmp_path / "x.csv")])
+    assert result.exit_code == 0, result.output
+    assert "pipelined: tuning caches off; default parameters" in result.output
+    assert "tuned parameters from" not in result.output
+
+
+def test_without_a_gpu_a_run_says_it_takes_the_defaults(tmp_path, monkeypatch):
+    from mmbench import device
+
+    monkeypatch.setattr(device, "device_identity", lambda: None)
+    result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048", "--dry-run", "-o", str(tmp_path / "x.csv")])
+    assert result.exit_code == 0, result.output
+    assert "pipelined: no GPU found here to look up its tuned parameters for; using defaults" in result.output
+
+
+def _one_line_exit_2(result, needle: str) -> None:
+    lines = result.output.rstrip("\n").splitlines()
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and needle in lines[0], result.output
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): _sha(p) if p.is_file() else "dir" for p in sorted(root.rglob("*"))}
+
+
+BAD_CACHES = {  # what a file holds -> what the one line says of it
+    "list.json": ("[]", "expected a JSON object of entries, found a list"),
+    "number.json": ("3", "expected a JSON object of entries, found a number"),
+    "scalar-entry.json": ('{"k": 1}', "entry 'k' is a number, not an object"),
+    "no-keys.json": ('{"k": {"device": "G"}}', "entry 'k' has no variant"),
+    "bad-params.json": ('{"k": {"device": "G", "variant": "v", "source_hash": "h", "size_class": "1024", '
+                        '"params": "BM", "gflops": 1}}', "entry 'k' has params 'BM'; expected NAME=VALUE"),
+    "no-score.json": ('{"k": {"device": "G", "variant": "v", "source_hash": "h", "size_class": "1024", '
+                      '"params": "BM=1"}}', "entry 'k' has no score"),
+    "bad.json": ("{", "is not a tuning cache (bad JSON"),
+}
+
+
+@pytest.mark.parametrize("how", ["option", "variable"])
+@pytest.mark.parametrize("name", sorted(BAD_CACHES))
+@pytest.mark.parametrize("command", [["run", "-v", "pipelined", "-s", "64", "-o", "r.csv"],
+                                     ["tune", "-v", "pipelined", "-s", "64", "-o", "t.csv", "--budget", "2"]])
+def test_a_cache_of_the_wrong_shape_is_one_line_naming_it(tmp_path, monkeypatch, command, name, how):
+    """Valid JSON that is no tuning cache (a list, a number, entries that are not objects or lack
+    what lookup reads), given by option or by $MMBENCH_TUNING_CACHE: one line naming the file, exit
+    2, nothing written (tune refuses before measuring)."""
+    monkeypatch.chdir(tmp_path)
+    text, needle = BAD_CACHES[name]
+    (tmp_path / name).write_text(text)
+    if how == "option":
+        command = [*command, "--tuning-cache", name]
+    else:
+        monkeypatch.setenv(places.CACHE_ENV, name)
+    before = _snapshot(tmp_path)
+    _one_line_exit_2(CliRunner().invoke(main, command), f"{name} is not a tuning cache")
+    _one_line_exit_2(CliRunner().invoke(main, command), needle)
+    assert _snapshot(tmp_path) == before
+
+
+def test_a_tuning_cache_that_is_not_there_is_an_error_for_run(tmp_path, monkeypatch):
+    """run reads --tuning-cache PATH: a path with no file was silently an empty cache."""
+    monkeypatch.chdir(tmp_path)
+    for args in (["run", "-v", "pipelined", "-s", "64", "-o", "r.csv", "--tuning-cache", "nope.json"],
+                 ["run", "-v", "blas", "-s", "64", "--tuning-cache", "nope.json"],
+                 ["run", "-v", "pipelined", "-s", "64", "--tuning-cache", "nope.json", "--dry-run"],
+                 ["run", "-v", "pipelined", "-s", "64", "--tuning-cache", str(tmp_path)]):
+        _one_line_exit_2(CliRunner().invoke(main, args), f"--tuning-cache '{args[args.index('--tuning-cache') + 1]}': "
+                                                         f"no such file")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_place_where_no_cache_can_be_written_is_refused_before_tuning(tmp_path, monkeypatch):
+    from mmbench.cli import running
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(running, "_execute", lambda *a, **k: pytest.fail("measured before refusing"))
+    Path("a-file").write_text("")
+    for args, needle in (([], "tuning cache a-file/cache.json cannot be created: a-file is not a folder"),
+                         (["--tuning-cache", "none"], "--tuning-cache none is for run")):
+        _one_line_exit_2(CliRunner().invoke(main, ["tune", "-v", "pipelined", "-s", "64", "--budget", "2", "-o", "t.csv",
+                                                   *(args or ["--tuning-cache", "a-file/cache.json"])]), needle)
+    monkeypatch.setenv(places.CACHE_ENV, "a-file/cache.json")
+    _one_line_exit_2(CliRunner().invoke(main, ["tune", "-v", "pipelined", "-s", "64", "--budget", "2", "-o", "t.csv"]),
+                     "tuning cache a-file/cache.json cannot be created")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+def test_tune_writes_to_your_cache_never_the_shipped_one(tmp_path, monkeypatch):
+    """Both ways a tuning records (the points engine's record_tuning, a replay) go to the user's
+    cache by default, and say so; the shipped file is unchanged."""
+    from mmbench.cli import running
+
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / "data" / "mmbench" / "tuning-cache.json"
+    monkeypatch.setenv(places.CACHE_ENV, str(mine))
+    shipped = _sha(places.SHIPPED_CACHE)
+
+    def measured(points, settings, output, about, **kwargs):  # the recorded run stands for the GPU's
+        for suffix in (".csv", ".meta.json"):
+            shutil.copy(RECORDED.with_suffix(suffix), output.with_suffix(suffix))
+
+    monkeypatch.setattr(running, "_execute", measured)
+    result = CliRunner().invoke(main, ["tune", "-v", "pipelined", "-s", "1024,2048,2049,4096", "--budget", "3",
+                                       "-o", "t.csv"])
+    assert result.exit_code == 0, result.output
+    assert f"written to your cache {mine} (NVIDIA H200, pipelined source" in result.output
+    assert {e["size_class"] for e in tune.load_cache(mine).values()} == {"1024", "2048", "2048u", "4096"}
+    mine.unlink()
+    for suffix in (".csv", ".meta.json"):
+        shutil.copy(RECORDED.with_suffix(suffix), tmp_path / f"rec{suffix}")
+    result = CliRunner().invoke(main, ["tune", "-v", "pipelined", "--strategy", "brute", "--replay", "rec.csv"])
+    assert result.exit_code == 0, result.output
+    assert f"written to your cache {mine}" in result.output and len(tune.load_cache(mine)) == 4
+    dry = CliRunner().invoke(main, ["tune", "-v", "pipelined", "--budget", "3", "--dry-run"])
+    assert f"tuning cache: your cache {mine}" in dry.output
+    assert _sha(places.SHIPPED_CACHE) == shipped
+
+
+def test_the_batched_tuner_records_in_your_cache(tmp_path, monkeypatch):
+    from mmbench import runs
+
+    mine = tmp_path / "tuning-cache.json"
+    monkeypatch.setenv(places.CACHE_ENV, str(mine))
+    given = {}
+
+    def tuned(variant, configs, shapes, cache, seed, jobs, output, cache_path, *args, **kwargs):
+        given["cache"] = cache_path
+        return {}, G, {}
+
+    monkeypatch.setattr(runs, "tune_batched", tuned)
+    result = CliRunner().invoke(main, ["tune", "-v", "gemv_tuned", "-s", "cell:3x3", "--budget", "2",
+                                       "-o", str(tmp_path / "t.csv")])
+    assert result.exit_code == 0, result.output
+    assert given["cache"] == mine and f"written to your cache {mine}" in result.output
+
+
+def test_the_default_user_cache_is_in_the_user_data_folder(monkeypatch):
+    from platformdirs import user_data_path
+
+    monkeypatch.delenv(places.CACHE_ENV, raising=False)
+    assert places.user_cache() == user_data_path("mmbench") / "tuning-cache.json"
+    assert tune.read_caches()[0].path == places.user_cache()
+    assert [c.origin for c in tune.read_caches()] == [tune.YOURS, tune.SHIPPED]
+    assert [c.origin for c in tune.read_caches(places.SHIPPED_CACHE)] == [tune.SHIPPED]  # read once
+
+
+def test_the_metadata_records_where_each_variants_parameters_came_from(tmp_path, monkeypatch):
+    """The run hands the caches' record to the session (per variant: the cache, yours or shipped, the
+    GPU its entries were measured on, borrowed or not), which keeps it in its invocation."""
+    from mmbench import device, runs
+    from mmbench.sweep import Point, Settings
+
+    monkeypatch.setattr(device, "device_identity", lambda: H100)  # borrows the H200's shipped entries
+    handed, execute = {}, runs.execute
+    monkeypatch.setattr(runs, "execute", lambda *a, **k: handed.update(k) or runs.Outcome(a[2], "finished"))
+    monkeypatch.setattr("mmbench.cli.running._summary", lambda output: "")
+    result = CliRunner().invoke(main, ["run", "-v", "pipelined,multistage,tile2d", "-s", "2048,4096",
+                                       "-o", str(tmp_path / "r.csv")])
+    assert result.exit_code == 0, result.output
+    record = handed["tuning"]
+    assert [c["origin"] for c in record["read"]] == [tune.YOURS, tune.SHIPPED]
+    assert record["read"][1] == {"path": str(places.SHIPPED_CACHE), "origin": tune.SHIPPED,
+                                 "entries": len(tune.load_cache(places.SHIPPED_CACHE))}
+    shipped = {"cache": str(places.SHIPPED_CACHE), "origin": tune.SHIPPED, "measured_on": "NVIDIA H200",
+               "borrowed": True, "shapes": 2}
+    assert record["variants"]["pipelined"] == record["variants"]["multistage"] == [shipped]
+    assert record["variants"]["tile2d"] == [{"cache": None, "origin": "defaults", "measured_on": None,
+                                            "borrowed": False, "shapes": 2}]
+    # The session writes it into this invocation's record (a resume may read other caches).
+    out = tmp_path / "blas.csv"
+    outcome = execute([Point(REGISTRY["blas"], (), Shape(32, 32, 32), "hot")], Settings(runs=1), out, {"name": "t"},
+                           ["mmbench"], say=lambda _: None, tuning=record)
+    assert outcome.state == "finished"
+    meta = json.loads(out.with_suffix(".meta.json").read_text())
+    assert meta["invocations"][-1]["tuning_caches"] == record
+
+
+def test_the_wheel_ships_the_tuning_cache_beside_the_kernels(tmp_path):
+    """hatchling (the build backend) puts mmbench/ into the wheel: the shipped cache travels with it."""
+    import zipfile
+
+    from hatchling.builders.wheel import WheelBuilder
+
+    (wheel,) = WheelBuilder(str(REPO)).build(directory=str(tmp_path), versions=["standard"])
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "mmbench/data/tuning-cache.json" in names and "mmbench/kernels/gemm/dbuf.cu" in names
+    assert zipfile.ZipFile(wheel).read("mmbench/data/tuning-cache.json") == places.SHIPPED_CACHE.read_bytes()
+
+
+def test_the_shipped_cache_is_package_data():
+    from importlib.resources import files
+
+    assert (files("mmbench") / "data" / "tuning-cache.json").is_file()
+    assert Path(str(files("mmbench") / "data" / "tuning-cache.json")) == places.SHIPPED_CACHE

@@ -15,7 +15,6 @@ from ..results import ResultsError, latest_results, update_metadata
 from ..runs import DEFAULTS
 from ..sizes import SizeSpecError
 from ..sweep import Settings, plan
-from ..tune import DEFAULT_CACHE
 from ..variants import VariantError, get_variant
 from .common import InputError, RunFailed, _results_arg, _split, console
 from .running import _selections
@@ -184,13 +183,14 @@ def verify_timing(variants, sizes, runs, ncu_cache, kernel_clock, output):
     from ..profile import ProfileError, ncu_command
     from ..results import read_results, sibling
     from ..verify_timing import TOLERANCE, compare, ncu_reference
-    from .running import _execute
+    from .running import _execute, _reading_caches
 
     _, selections, _ = _selections((variants,), sizes, None, (), None)
     workflow.check_output(output)
     if output.exists() and output.stat().st_size > 0:
         raise InputError(f"{output} already exists; choose another --output")
-    selections = [workflow.with_tuned(sel, DEFAULT_CACHE, lambda t: console.print(t, soft_wrap=True)) for sel in selections]
+    caches = _reading_caches(None)  # the user's, then the shipped: as a plain run
+    selections = [workflow.with_tuned(sel, caches, lambda t: console.print(t, soft_wrap=True)) for sel in selections]
     points = [p for p in plan(selections, "cold") if p.variant.on_gpu]
     if not points:
         raise InputError(f"--variant {variants}: no GPU variant to check")
@@ -198,7 +198,8 @@ def verify_timing(variants, sizes, runs, ncu_cache, kernel_clock, output):
         ncu_command([])  # no ncu: say so before timing anything
     except ProfileError as exc:
         raise RunFailed(str(exc)) from None
-    _execute(points, Settings(runs=runs, kernel_clock=kernel_clock), output, {"name": "verify-timing"})
+    _execute(points, Settings(runs=runs, kernel_clock=kernel_clock), output, {"name": "verify-timing"},
+             tuning=workflow.tuning_record(selections, caches))
     try:
         table = compare(read_results(output), ncu_reference(points, ncu_cache))
     except ProfileError as exc:

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from .. import places
 from .. import runs as workflow  # not "runs": the commands have a --runs option
 from ..analysis import series_summary
 from ..config import ConfigError, load_config
@@ -19,7 +20,6 @@ from ..results import TUNING_DIR, ResultsError, read_results, run_csv, torn_mess
 from ..sizes import FORMS, Shape, SizeSpecError
 from ..sweep import Point, Selection, Settings, plan, scoped_name
 from ..timing import CACHE_MODES
-from ..tune import DEFAULT_CACHE
 from ..variants import REGISTRY, VariantError, format_params, get_variant, tuning_space
 from .common import ARGV, InputError, RunFailed, _int_list, _split, console
 
@@ -87,12 +87,13 @@ def _cluster_spec(cluster: str | None, scheduler: str | None, workers: int | Non
     return ClusterSpec(scheduler=scheduler, workers=workers)
 
 
-def _execute(points, settings, output, about, *, prepare=None, strict=True, resume=False, previous=None, cluster=None):
+def _execute(points, settings, output, about, *, prepare=None, strict=True, resume=False, previous=None, cluster=None,
+             tuning=None):
     """workflow.execute with a progress bar, then the summary; exit 1 when interrupted, or (strict)
     when a point was wrong or failed (the tuner expects some to fail)."""
     with progress_bar(len(points)) as on_row:
         outcome = workflow.execute(points, settings, output, about, list(ARGV), prepare=prepare, resume=resume,
-                               previous=previous, on_row=on_row, say=say, cluster=cluster)
+                               previous=previous, on_row=on_row, say=say, cluster=cluster, tuning=tuning)
     console.print(_summary(output))
     say(f"results: {output}  (metadata: {output.with_suffix('.meta.json')})")
     if outcome.state == "interrupted":
@@ -157,6 +158,42 @@ def _selections(variants, sizes, blocks, params, config, scope=None, pad=False) 
                              f"their parameters: {', '.join(sorted(known)) or 'none'}")
     scopes, pads = _scopes(scope, pad, chosen)
     return "run", [Selection(chosen, spec, overrides, scopes=scopes, pads=pads)], {}
+
+
+NO_CACHE = "none"  # --tuning-cache none: no tuned parameters, the variants' defaults
+
+
+def _reading_caches(given: str | None):
+    """The tuning caches a run reads, in lookup order (tune.read_caches): the user's (a PATH
+    given, which must exist; else places.user_cache()), then the shipped one; none with
+    --tuning-cache none."""
+    from ..tune import TuneError, read_caches
+
+    if given is not None and given.strip().lower() == NO_CACHE:
+        return ()
+    if given is not None and not Path(given).is_file():
+        raise InputError(f"--tuning-cache {given!r}: no such file; name an existing tuning cache, or none to run "
+                         f"with default parameters")
+    try:
+        return read_caches(Path(given) if given is not None else None)
+    except TuneError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _writing_cache(given: Path | None) -> Path:
+    """The cache a tuning records its best configurations in: the one given, else the user's
+    (places.user_cache()); refused before anything is measured where that cannot be."""
+    from ..tune import TuneError, check_writable_cache
+
+    if given is not None and str(given).strip().lower() == NO_CACHE:
+        raise InputError(f"--tuning-cache {NO_CACHE} is for run: a tuning records its best configurations in a cache "
+                         f"(default: yours, {places.user_cache()})")
+    path = given if given is not None else places.user_cache()
+    try:
+        check_writable_cache(path)
+    except TuneError as exc:
+        raise InputError(str(exc)) from None
+    return path
 
 
 def _parse_params(params: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
@@ -240,8 +277,10 @@ def _summary_table(df, csv_path) -> Table:
 @click.option("--block", "blocks", metavar="B[,B...]", help="Block sizes to sweep (the BLOCK parameter), e.g. 8,16,32.")
 @click.option("--params", "params", multiple=True, metavar="K=V[/V],...",
               help="Set kernel parameters, e.g. BM=128,BK=8/16 (a/b sweeps both); overrides the tuning cache.")
-@click.option("--tuning-cache", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_CACHE,
-              show_default=True, help="Tuned parameters, used for variants whose parameters are not set.")
+@click.option("--tuning-cache", metavar="PATH|none",
+              help="Tuned parameters for variants whose parameters are not set: this cache is read first, then the "
+                   f"shipped one. Default: your cache (${places.CACHE_ENV}, else the user data folder's "
+                   "tuning-cache.json). none: no tuned parameters, the variants' defaults.")
 @click.option("--config", type=click.Path(dir_okay=False, path_type=Path),
               help="Run a whole experiment from configs/*.toml (its sweeps and settings).")
 @click.option("--runs", type=click.IntRange(min=1), help="Timed samples per point (default 10).")
@@ -284,6 +323,7 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
       mmbench run --config configs/zosa2017.toml
     """
     name, selections, cfg = _selections(variants, sizes, blocks, params, config, scope, pad)
+    caches = _reading_caches(tuning_cache)
     spec = _cluster_spec(cluster, scheduler, workers)
     if resume and output is None:
         raise InputError("--resume needs --output naming the CSV to continue")
@@ -299,7 +339,7 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
     given = {**cfg, **{k: v for k, v in chosen.items() if v is not None}}  # cfg: what the config's [run] sets
     settings = Settings(**workflow.resolve_settings(given, output, previous if resume else None), cpu_budget_s=cpu_budget,
                         budget_s=time_budget)
-    selections = [workflow.with_tuned(sel, tuning_cache, say) for sel in selections]
+    selections = [workflow.with_tuned(sel, caches, say) for sel in selections]
     try:
         points = plan(selections, settings.cache)
     except VariantError as exc:  # a parameter value outside its domain
@@ -317,7 +357,7 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
         console.print(f"nothing to do: all {len(points)} points are already in {output}", soft_wrap=True)
         return
     _execute(todo, settings, output, {"name": name, "config": str(config) if config else None}, previous=previous,
-             resume=resume, cluster=spec)
+             resume=resume, cluster=spec, tuning=workflow.tuning_record(selections, caches))
 
 
 @click.command()
@@ -342,7 +382,9 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
 @click.option("--jobs", type=click.IntRange(min=1), default=8, show_default=True, help="Parallel nvcc processes.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
               help="Tuning CSV: one row per configuration and shape (default results/tuning/tune-VARIANT-TIMESTAMP/tune-VARIANT-TIMESTAMP.csv).")
-@click.option("--tuning-cache", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_CACHE, show_default=True)
+@click.option("--tuning-cache", type=click.Path(dir_okay=False, path_type=Path), metavar="PATH",
+              help=f"Where the best configurations go. Default: your cache (${places.CACHE_ENV}, else the user data "
+                   "folder's tuning-cache.json), which run reads before the shipped one.")
 @click.option("--dry-run", is_flag=True, help="Print the space and the configurations to try; needs no GPU.")
 @click.option("--replay", type=click.Path(dir_okay=False, path_type=Path),
               help="No GPU: run the strategy against a recorded tuning CSV and fill the cache from it.")
@@ -360,9 +402,10 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
          tuning_cache, dry_run, replay, pinned_text, per_shape, candidates_from, top, pool_gpus, cluster, scheduler,
          workers):
     """Search a variant's parameter space: compile, verify and time every configuration tried,
-    record each as a row, and keep the best per size class (or per shape) in the tuning cache."""
+    record each as a row, and keep the best per size class (or per shape) in your tuning cache
+    (or --tuning-cache PATH), which `mmbench run` reads before the shipped one."""
     from .. import source
-    from ..tune import TuneError, candidates, choose, describe
+    from ..tune import TuneError, candidates, choose, describe, describe_cache
 
     try:
         variant = get_variant(variant_name)
@@ -379,8 +422,9 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
         configs = choose(variant, strategy, budget, seed, narrowed, pinned=pinned)
     except (VariantError, SizeSpecError, TuneError, ResultsError) as exc:
         raise InputError(str(exc)) from None
+    cache_path = _writing_cache(tuning_cache)
     if replay:
-        _replay(variant, replay, strategy, budget, seed, tuning_cache)
+        _replay(variant, replay, strategy, budget, seed, cache_path)
         return
     space = len(tuning_space(variant))
     engine = engine if engine != "auto" else get_op(variant.op).tune_engine
@@ -414,6 +458,7 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
         if len(configs) > 20:
             console.print(f"  ... and {len(configs) - 20} more", soft_wrap=True)
         console.print(f"output: {output}", soft_wrap=True)
+        say(f"tuning cache: {describe_cache(cache_path)}")
         return
     workflow.check_output(output)
     if not resume and (output.exists() and output.stat().st_size > 0 or output.with_name(output.name + ".gz").exists()):
@@ -430,29 +475,29 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
         say(f"batched: {len(configs)} configurations x {len(shapes)} shapes in {classes} size classes, "
             f"one timed launch each ({cache} cache"
             f"{'' if prune == 0 else f'; pruned under {prune:g} of the best at each pivot'})")
-        best, device, counts = workflow.tune_batched(variant, configs, shapes, cache, seed, jobs, output, tuning_cache,
+        best, device, counts = workflow.tune_batched(variant, configs, shapes, cache, seed, jobs, output, cache_path,
                                                      {**about, "tuning": {**about["tuning"], "engine": "batched"}},
                                                      list(ARGV), resume=resume, prune=prune, say=say, cluster=spec)
         say(f"rows: {', '.join(f'{n} {k}' for k, n in counts.items() if k != 'wall_s')}; "
             f"{counts.get('wall_s', 0):.0f} s measuring")
-        say(f"best configuration in {len(best)} size classes; tuning cache: {tuning_cache} ({device.name}, "
+        say(f"best configuration in {len(best)} size classes written to {describe_cache(cache_path)} ({device.name}, "
             f"{variant.name} source {source.source_hash(variant)})")
         return
     _execute(points, settings, output, about, prepare=lambda r: r.gpu.precompile(variant, configs, jobs), strict=False,
              cluster=spec)
     try:
-        best, device = workflow.record_tuning(output, variant, per_shape, tuning_cache, pool=pool_gpus)
+        best, device = workflow.record_tuning(output, variant, per_shape, cache_path, pool=pool_gpus)
     except workflow.RunRefused as exc:
         raise InputError(str(exc)) from None
     for line in describe(best):
         say(f"best {line}")
-    say(f"tuning cache: {tuning_cache} ({device.name}, {variant.name} source {source.source_hash(variant)})")
+    say(f"written to {describe_cache(cache_path)} ({device.name}, {variant.name} source {source.source_hash(variant)})")
 
 
 def _replay(variant, recorded: Path, strategy: str, budget: int | None, seed: int, cache_path: Path) -> None:
     from .. import source
     from ..results import read_metadata
-    from ..tune import TuneError, describe, load_cache, record, recorded_source, same_code_sources
+    from ..tune import TuneError, describe, describe_cache, read_caches, record, recorded_source, same_code_sources
     from ..tune import replay as replay_strategy
 
     try:
@@ -467,7 +512,7 @@ def _replay(variant, recorded: Path, strategy: str, budget: int | None, seed: in
     if not device or not measured_hash:
         raise InputError(f"{recorded}: its metadata names no GPU or no {variant.name} kernel source hash")
     try:
-        equivalent = same_code_sources(load_cache(cache_path), variant.name, current)
+        equivalent = same_code_sources(read_caches(cache_path), variant.name, current)
     except TuneError as exc:
         raise InputError(str(exc)) from None
     if measured_hash not in equivalent:
@@ -475,12 +520,12 @@ def _replay(variant, recorded: Path, strategy: str, budget: int | None, seed: in
                          f"its results would be stale; tune again")
     if measured_hash != current:
         say(f"{recorded} measured {variant.name} source {measured_hash}: the same PTX as today's {current} "
-            f"(scripts/same_code.py, as {cache_path} records)")
+            f"(scripts/same_code.py, as the tuning caches record)")
     best = replay_strategy(rows, variant, strategy, budget, seed)
     if not best:
         raise RunFailed(f"{recorded} has no configuration of {variant.name} verified at every shape of a class")
     record(cache_path, device, variant.name, current, best, recorded)
     for line in describe(best):
         console.print(f"best {line}", soft_wrap=True)
-    console.print(f"tuning cache: {cache_path} ({device.name}, {variant.name} source {current}, replayed from {recorded})",
-                  soft_wrap=True)
+    console.print(f"written to {describe_cache(cache_path)} ({device.name}, {variant.name} source {current}, "
+                  f"replayed from {recorded})", soft_wrap=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -129,19 +130,25 @@ def families(ok: pd.DataFrame, shapes: set[tuple[int, int]] | None = None) -> pd
     return df.sort_values(["family", "N"]).reset_index(drop=True)
 
 
-def tuning_rows(meta: dict, cache_path: Path | None = None, beside: Path | None = None) -> tuple[pd.DataFrame | None, dict]:
+def tuning_rows(meta: dict, caches: Sequence | None = None, beside: Path | None = None) -> tuple[pd.DataFrame | None, dict]:
     """The batched tuning rows of gemv_tuned on this run's GPU and kernel source (the file its
-    tuning-cache entries name) and that file's metadata; (None, {}) where there are none. A copy
-    in the run's own folder (`beside`/tuning/, as a reference run keeps it) comes first."""
+    tuning-cache entries name: in the user's cache or the shipped one, tune.read_caches() unless
+    `caches` are given) and that file's metadata; (None, {}) where there are none. A copy in the
+    run's own folder (`beside`/tuning/, as a reference run keeps it) comes first."""
     from .. import batched
     from ..results import read_metadata
-    from ..tune import DEFAULT_CACHE, load_cache
+    from ..tune import TuneError, read_caches
 
+    try:
+        caches = read_caches() if caches is None else caches
+    except TuneError as exc:  # a user cache that is not one: the report says so in one line
+        raise ResultsError(str(exc)) from None
     gpu = (meta.get("gpu") or {}).get("name")
     # the source the run measured: a tuning of another version of the kernel is not this run's
     hashes = {k.get("source_hash") for name, k in (meta.get("kernels") or {}).items() if name.startswith(f"{TUNED}[")}
-    entries = [e for e in load_cache(cache_path or DEFAULT_CACHE).values() if e.get("variant") == TUNED
-               and e.get("device") == gpu and (not hashes or {e.get("source_hash"), e.get("rehashed_from")} & hashes)]
+    entries = [e for c in caches for e in c.entries.values()
+               if e.get("variant") == TUNED and e.get("device") == gpu
+               and (not hashes or {e.get("source_hash"), e.get("rehashed_from")} & hashes)]
     files = sorted({e["results"] for e in entries if str(e.get("results", "")).endswith(".csv.gz")})
     for name in reversed(files):
         for path in ([beside / "tuning" / Path(name).name] if beside else []) + [Path(name)]:
