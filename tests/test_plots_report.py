@@ -260,6 +260,18 @@ def test_redrawn_figures_are_byte_identical(results_copy, tmp_path):
     assert b"<dc:date>" not in (tmp_path / "a" / "fig2-gflops.svg").read_bytes()
 
 
+
+def test_a_variants_colour_is_its_own_not_its_place_in_the_registry():
+    """A variant added to the registry shifted the fallback colour of every one after it, so the
+    limits figure's multistage line came back another colour: colours go by name."""
+    from mmbench.analysis import Series
+
+    for name in ("multistage", "transpose_vec", "gemv_tuned", "a_users_kernel"):
+        assert len({plots.style(Series(name, "", name, order))["color"] for order in (0, 7, 13, 40)}) == 1, name
+    pinned = list(plots.COLOURS.values())
+    assert len(set(pinned)) == len(pinned)  # no two variants share a colour
+
+
 def test_default_results_skip_derived_tables(tmp_path, monkeypatch):
     """`mmbench table` writes table1.csv beside the run; the newest run, not that table, stays the default."""
     monkeypatch.chdir(tmp_path)
