@@ -390,6 +390,18 @@ def test_every_studys_figures_are_plot_commands_and_titles_stay_the_papers(df, m
     plt.close(fig)
 
 
+def test_the_plot_listing_shows_each_familys_whole_short_help(monkeypatch):
+    """Click cut a help at its first period: five families read "Sørensen Fig." or "Lameski Fig."."""
+    from mmbench.studies import figure_families
+
+    monkeypatch.setenv("COLUMNS", "80")
+    listing = invoke("plot", "--help").output.splitlines()
+    for name, family in figure_families().items():
+        (line,) = [line for line in listing if line.split()[:1] == [name]]
+        assert line.split(None, 1)[1] == family.short and len(line) <= 80, line  # whole, on its own line
+    assert invoke("plot", "gemv-mesh", "--help").output.count("Sørensen Fig. 5: cuBLAS and the tuned kernel") == 1
+
+
 def test_limits_report_gives_the_targets_and_the_spread_over_the_paper_sizes(tmp_path):
     cut = tmp_path / "limits.csv"
     shutil.copy(LIMITS, cut)
