@@ -51,6 +51,26 @@ def test_list_one_variant_in_full_and_the_wide_table(monkeypatch):
     assert wide.exit_code == 0 and "BLOCK=32" in wide.output and REGISTRY["best"].description in wide.output
 
 
+def test_the_progress_bar_gives_an_eta_and_shapes_as_the_user_writes_them(monkeypatch):
+    """The bar said how long a sweep had run, never how long it has left; a transpose's 64 x 32
+    read 64x32x0 there and a square GEMM 64x64x64."""
+    import io
+
+    from rich.console import Console
+
+    from mmbench.cli import running
+
+    clock, out = [0.0], io.StringIO()
+    monkeypatch.setattr(running, "console", Console(file=out, width=120, get_time=lambda: clock[0]))
+    with running.progress_bar(10) as on_row:
+        for t, (m, n, k) in ((0, (64, 64, 64)), (10, (1000, 37, 2049)), (20, (64, 32, 0))):
+            clock[0] = t
+            on_row({"variant": "v", "params": "BLOCK=32", "m": m, "n": n, "k": k})
+    text = out.getvalue()
+    assert "3/10 0:00:20 ETA 0:01:10" in text  # 7 points left at one point per 10 s
+    assert "v BLOCK=32 64x32 " in text and "x0" not in text
+
+
 def test_dry_run_prints_the_plan_without_a_gpu(no_gpu, tmp_path):
     result = invoke("run", "--variant", "best", "--variant", "naive,cublas", "--sizes", "63:2049", "--block", "8,16,32",
                     "--dry-run", "-o", tmp_path / "x.csv")
