@@ -39,6 +39,32 @@ def test_list_fits_a_narrow_terminal(monkeypatch):
     assert "665" in result.output and "40640" in result.output  # warptile's and dbuf's tuning spaces
 
 
+@pytest.mark.parametrize("wide", [False, True], ids=["compact", "wide"])
+@pytest.mark.parametrize("columns", [80, 60, 40])
+def test_list_shows_every_fact_whole_at_any_width(monkeypatch, columns, wide):
+    """The listing cropped what did not fit: at 60 columns the tuning space vanished, and --wide at
+    80 was names and slivers. Now columns fold or leave, and below any table each variant is a
+    paragraph; a user's variant with a long label folds too."""
+    import dataclasses
+    import re
+
+    from mmbench.cli import listing
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    registry = {**REGISTRY, "a_users_kernel": dataclasses.replace(
+        REGISTRY["best"], name="a_users_kernel", label="a label long enough to fold over two lines of the table")}
+    monkeypatch.setattr(listing, "REGISTRY", registry)
+    out = invoke("list", *(["--wide"] if wide else [])).output
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= columns and "…" not in out
+    assert all(line.rstrip()[-1] in "┓┃┩│┘┛" for line in lines if line[:1] in "┏┃┡│└┗")  # no row cut short
+    for v in registry.values():
+        assert re.search(rf"(^|[│ ]){v.name}[ (│]", out, re.MULTILINE), v.name
+    assert re.search(r"[│ ]40640( |$)", out, re.MULTILINE)  # dbuf's tuning space
+    words = set(re.sub("[│┃]", " ", out).split())
+    assert set(REGISTRY["dbuf"].description.split()) <= words or not wide
+
+
 def test_list_one_variant_in_full_and_the_wide_table(monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     result = invoke("list", "-v", "dbuf")
