@@ -209,8 +209,8 @@ def verify_timing(variants, sizes, runs, ncu_cache, kernel_clock, output):
     for col in ("variant", "size", "events us", "kernel us", "kernels only", "ncu us", "kernels / ncu", "events / ncu"):
         shown.add_column(col, justify="right" if col != "variant" else "left")
     for r in table.itertuples():
-        shown.add_row(r.variant, str(row_shape(r)), f"{r.events_us:.2f}", f"{r.kernel_us:.2f}", f"{r.kernels_only_us:.2f}", f"{r.ncu_us:.2f}",
-                      f"{r.kernel_vs_ncu:.3f}" + ("" if r.within else " !"), f"{r.events_vs_ncu:.3f}")
+        shown.add_row(r.variant, str(row_shape(r)), f"{r.events_us:.2f}", f"{r.kernel_us:.2f}", f"{r.kernels_only_us:.2f}",
+                      f"{r.ncu_us:.2f}", f"{r.kernel_vs_ncu:.3f}" + ("" if r.within else " !"), f"{r.events_vs_ncu:.3f}")
     console.print(shown)
     for r in table[table.ncu_note != ""].itertuples():
         console.print(f"ncu could not time {r.variant} {row_shape(r)}: {r.ncu_note}", soft_wrap=True)
