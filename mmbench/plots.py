@@ -7,6 +7,7 @@ its colour in every figure (registry order), and its block size sets the line st
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import matplotlib
@@ -25,18 +26,23 @@ from .analysis import Series  # noqa: E402
 from .ceilings import datasheet  # noqa: E402
 from .results import ResultsError  # noqa: E402
 
-# One colour per variant, the same in every figure; other variants cycle through tab20.
+# One colour per variant, the same in every figure; other variants take one of tab20's by their name.
 COLOURS = {"best_const": "tab:blue", "best": "tab:orange", "interleaved": "tab:green", "unroll_k2": "tab:red",
            "shared": "tab:purple", "naive": "tab:brown", "shared_uncoalesced": "tab:pink", "blas": "tab:gray",
            "cublas": "tab:olive", "tile2d": "tab:cyan", "vec4": "navy", "warptile": "darkgreen", "pipelined": "black",
-           "dbuf": "crimson"}
+           "dbuf": "crimson", "multistage": "darkgoldenrod"}
 FALLBACK = plt.get_cmap("tab20").colors
 LINESTYLE = {32: "-", 16: "--", 8: ":"}
 
 
+def colour_of(variant: str):
+    """A variant's colour in every figure. Keyed by its name, never by its place in the registry:
+    a variant added to the registry must not repaint the others (and the committed figures)."""
+    return COLOURS.get(variant) or FALLBACK[zlib.crc32(variant.encode()) % len(FALLBACK)]
+
+
 def style(s: Series) -> dict:
-    colour = COLOURS.get(s.variant, FALLBACK[s.order % len(FALLBACK)])
-    return {"color": colour, "linestyle": LINESTYLE.get(s.block, "-"), "label": s.label}
+    return {"color": colour_of(s.variant), "linestyle": LINESTYLE.get(s.block, "-"), "label": s.label}
 
 
 def _title(ax, what: str, meta: dict) -> None:

@@ -57,6 +57,13 @@ class Shape:
         return str(self.m) if self.is_square else f"{self.m}x{self.n}x{self.k}"
 
 
+def row_shape(row) -> Shape:
+    """The shape of a results row, a mapping or a named tuple with m, n and k: what a message or a
+    table shows of it (a transpose's 64 x 32 reads 64x32, not 64x32x0)."""
+    get = row.__getitem__ if hasattr(row, "keys") else row.__getattribute__
+    return Shape(int(get("m")), int(get("n")), int(get("k")))
+
+
 _INT = r"(\d+)"
 _RANGE = re.compile(rf"^{_INT}:{_INT}(?::([+x])(\d+))?$")
 _SHAPE = re.compile(rf"^{_INT}x{_INT}x{_INT}$")

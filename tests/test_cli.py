@@ -39,6 +39,32 @@ def test_list_fits_a_narrow_terminal(monkeypatch):
     assert "665" in result.output and "40640" in result.output  # warptile's and dbuf's tuning spaces
 
 
+@pytest.mark.parametrize("wide", [False, True], ids=["compact", "wide"])
+@pytest.mark.parametrize("columns", [80, 60, 40])
+def test_list_shows_every_fact_whole_at_any_width(monkeypatch, columns, wide):
+    """The listing cropped what did not fit: at 60 columns the tuning space vanished, and --wide at
+    80 was names and slivers. Now columns fold or leave, and below any table each variant is a
+    paragraph; a user's variant with a long label folds too."""
+    import dataclasses
+    import re
+
+    from mmbench.cli import listing
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    registry = {**REGISTRY, "a_users_kernel": dataclasses.replace(
+        REGISTRY["best"], name="a_users_kernel", label="a label long enough to fold over two lines of the table")}
+    monkeypatch.setattr(listing, "REGISTRY", registry)
+    out = invoke("list", *(["--wide"] if wide else [])).output
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= columns and "…" not in out
+    assert all(line.rstrip()[-1] in "┓┃┩│┘┛" for line in lines if line[:1] in "┏┃┡│└┗")  # no row cut short
+    for v in registry.values():
+        assert re.search(rf"(^|[│ ]){v.name}[ (│]", out, re.MULTILINE), v.name
+    assert re.search(r"[│ ]40640( |$)", out, re.MULTILINE)  # dbuf's tuning space
+    words = set(re.sub("[│┃]", " ", out).split())
+    assert set(REGISTRY["dbuf"].description.split()) <= words or not wide
+
+
 def test_list_one_variant_in_full_and_the_wide_table(monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     result = invoke("list", "-v", "dbuf")
@@ -49,6 +75,26 @@ def test_list_one_variant_in_full_and_the_wide_table(monkeypatch):
     monkeypatch.setenv("COLUMNS", "250")
     wide = invoke("list", "--wide")
     assert wide.exit_code == 0 and "BLOCK=32" in wide.output and REGISTRY["best"].description in wide.output
+
+
+def test_the_progress_bar_gives_an_eta_and_shapes_as_the_user_writes_them(monkeypatch):
+    """The bar said how long a sweep had run, never how long it has left; a transpose's 64 x 32
+    read 64x32x0 there and a square GEMM 64x64x64."""
+    import io
+
+    from rich.console import Console
+
+    from mmbench.cli import running
+
+    clock, out = [0.0], io.StringIO()
+    monkeypatch.setattr(running, "console", Console(file=out, width=120, get_time=lambda: clock[0]))
+    with running.progress_bar(10) as on_row:
+        for t, (m, n, k) in ((0, (64, 64, 64)), (10, (1000, 37, 2049)), (20, (64, 32, 0))):
+            clock[0] = t
+            on_row({"variant": "v", "params": "BLOCK=32", "m": m, "n": n, "k": k})
+    text = out.getvalue()
+    assert "3/10 0:00:20 ETA 0:01:10" in text  # 7 points left at one point per 10 s
+    assert "v BLOCK=32 64x32 " in text and "x0" not in text
 
 
 def test_dry_run_prints_the_plan_without_a_gpu(no_gpu, tmp_path):

@@ -1,5 +1,6 @@
 """Figures, Table 1 and the report from a cut of the real H200 run (tests/data), on the CPU."""
 
+import re
 import shutil
 from pathlib import Path
 
@@ -261,6 +262,95 @@ def test_redrawn_figures_are_byte_identical(results_copy, tmp_path):
     assert b"<dc:date>" not in (tmp_path / "a" / "fig2-gflops.svg").read_bytes()
 
 
+REPO = Path(__file__).resolve().parent.parent
+# The reference runs the README cites, one per study and GPU: their committed figures, REPORT.md and
+# tables are what `mmbench report` (and `mmbench table`) write from their committed CSV.
+REFERENCE_RUNS = ("zosa2017-h200", "lab3-2018-h200c", "lameski2013-h100", "amd-tiling-h100", "limits-h200",
+                  "sorensen2012-h100c")
+
+
+def _inputs(name: str) -> set[str]:
+    """What a reference folder holds that no command of mmbench draws: the run's files and its notes."""
+    return {f"{name}.csv", f"{name}.csv.gz", f"{name}.meta.json", f"{name}.profile.csv", "README.md", "run.log"}
+
+
+def _committed(folder: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_mtime_ns for p in folder.iterdir() if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def redrawn(tmp_path_factory):
+    """name -> a fresh folder holding what `mmbench report` (and `mmbench table`, where the run keeps
+    Table 1) write from the committed CSV of that reference run. Run from the repository root: the
+    metadata names its config (and the tuning cache its files) relative to it."""
+    made = {}
+
+    def redraw(name: str) -> Path:
+        if name not in made:
+            folder, out = REPO / "results" / name, tmp_path_factory.mktemp(name)
+            csv = next(folder / f for f in (f"{name}.csv", f"{name}.csv.gz") if (folder / f).exists())
+            config = REPO / "configs" / Path(read_metadata(csv)["config"]).name
+            before = _committed(folder)
+            with pytest.MonkeyPatch.context() as mp:
+                mp.chdir(REPO)
+                result = invoke("report", "--config", config, csv, "--out", out)
+                assert result.exit_code == 0, result.output
+                if (folder / "table1.md").exists():
+                    result = invoke("table", csv, "--out", out)
+                    assert result.exit_code == 0, result.output
+            assert _committed(folder) == before, "the report wrote into the committed folder"
+            made[name] = out
+        return made[name]
+
+    return redraw
+
+
+@pytest.mark.parametrize("name", REFERENCE_RUNS)
+def test_a_reference_runs_report_and_tables_are_what_mmbench_writes_from_its_csv(redrawn, name):
+    """REPORT.md names the file it read (a CSV gzipped after its report named the .csv that the tree
+    lacks), and every drawn file in the folder is one the commands still draw, none stale."""
+    folder, out = REPO / "results" / name, redrawn(name)
+    written = {p.name for p in out.iterdir()}
+    committed = set(_committed(folder))
+    assert written <= committed, f"not committed: {sorted(written - committed)}"
+    assert committed - written <= _inputs(name), f"committed but no longer drawn: {sorted(committed - written - _inputs(name))}"
+    for text in sorted(f for f in written if f.endswith((".md", ".csv"))):
+        assert (out / text).read_text() == (folder / text).read_text(), f"{name}/{text} differs"
+
+
+def _matplotlib_that_drew(png: Path) -> str:
+    """The matplotlib version in a PNG's Software text chunk (matplotlib writes it there)."""
+    found = re.search(rb"Matplotlib version\s*([0-9][0-9a-z.+]*)", png.read_bytes())
+    return found.group(1).decode() if found else "unknown"
+
+
+@pytest.mark.parametrize("name", REFERENCE_RUNS)
+def test_a_reference_runs_figures_redraw_byte_identical(redrawn, name):
+    """PNG and SVG, byte for byte, on the matplotlib that drew them: another version renders (and
+    names itself in the files) differently, so there only the report and the tables are compared."""
+    import matplotlib
+
+    folder, out = REPO / "results" / name, redrawn(name)
+    figures = sorted(p.name for p in out.iterdir() if p.suffix in (".png", ".svg"))
+    assert figures, f"no figure drawn for {name}"
+    drew = _matplotlib_that_drew(folder / next(f for f in figures if f.endswith(".png")))
+    if drew != matplotlib.__version__:
+        pytest.skip(f"{name}'s figures were drawn by matplotlib {drew}; this is {matplotlib.__version__}")
+    differ = [f for f in figures if (out / f).read_bytes() != (folder / f).read_bytes()]
+    assert not differ, f"{name}: {differ} differ from the committed files"
+
+
+def test_a_variants_colour_is_its_own_not_its_place_in_the_registry():
+    """A variant added to the registry shifted the fallback colour of every one after it, so the
+    limits figure's multistage line came back another colour: colours go by name."""
+    from mmbench.analysis import Series
+
+    for name in ("multistage", "transpose_vec", "gemv_tuned", "a_users_kernel"):
+        assert len({plots.style(Series(name, "", name, order))["color"] for order in (0, 7, 13, 40)}) == 1, name
+    pinned = list(plots.COLOURS.values())
+    assert len(set(pinned)) == len(pinned)  # no two variants share a colour
+
+
 def test_default_results_skip_derived_tables(tmp_path, monkeypatch):
     """`mmbench table` writes table1.csv beside the run; the newest run, not that table, stays the default."""
     monkeypatch.chdir(tmp_path)
@@ -298,6 +388,18 @@ def test_every_studys_figures_are_plot_commands_and_titles_stay_the_papers(df, m
     fig = report.fig_roofline(df, meta, profile, None)  # the study's default size: the largest profiled
     assert fig.axes[0].get_title().startswith("Figures 3-4: roofline at n = 2048\n")
     plt.close(fig)
+
+
+def test_the_plot_listing_shows_each_familys_whole_short_help(monkeypatch):
+    """Click cut a help at its first period: five families read "Sørensen Fig." or "Lameski Fig."."""
+    from mmbench.studies import figure_families
+
+    monkeypatch.setenv("COLUMNS", "80")
+    listing = invoke("plot", "--help").output.splitlines()
+    for name, family in figure_families().items():
+        (line,) = [line for line in listing if line.split()[:1] == [name]]
+        assert line.split(None, 1)[1] == family.short and len(line) <= 80, line  # whole, on its own line
+    assert invoke("plot", "gemv-mesh", "--help").output.count("Sørensen Fig. 5: cuBLAS and the tuned kernel") == 1
 
 
 def test_limits_report_gives_the_targets_and_the_spread_over_the_paper_sizes(tmp_path):

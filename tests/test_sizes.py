@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mmbench.sizes import Shape, SizeSpecError, paper_sweep, parse_shape, parse_sizes
+from mmbench.sizes import Shape, SizeSpecError, paper_sweep, parse_shape, parse_sizes, row_shape
 
 
 def sides(spec):
@@ -142,3 +142,13 @@ def test_gemv_reads_grids_beside_its_own_forms():
 
     assert get_op("gemv").parse_sizes("[1,2]x[3,4],cell:0x0")[:4] == [Shape(1, 3, 0), Shape(1, 4, 0), Shape(2, 3, 0),
                                                                       Shape(2, 4, 0)]
+
+
+def test_a_rows_shape_reads_as_the_user_writes_it():
+    """Tables and messages built their own text from a row's m, n and k: 64x32x0 for a transpose."""
+    import pandas as pd
+
+    df = pd.DataFrame({"m": [64, 4096, 1000, 1024], "n": [32, 4096, 37, 1024], "k": [0, 0, 2049, 1024]})
+    expected = ["64x32", "4096", "1000x37x2049", "1024"]
+    assert [str(row_shape(r)) for r in df.itertuples()] == expected  # named tuples
+    assert [str(row_shape(r)) for r in df.to_dict("records")] == expected  # mappings

@@ -120,7 +120,7 @@ class StudyFigures(click.Group):
 
     def get_command(self, ctx, name):
         family = _families().get(name)
-        return _plot_command(name, family.help) if family else None
+        return _plot_command(name, family) if family else None
 
 
 @click.group(cls=StudyFigures)
@@ -128,8 +128,8 @@ def plot():
     """Draw a study's figures from a results CSV (PNG and SVG; no GPU needed)."""
 
 
-def _plot_command(name: str, help_text: str) -> click.Command:
-    @click.command(name, help=f"{help_text}. RESULTS defaults to the newest CSV under results/.")
+def _plot_command(name: str, family) -> click.Command:
+    @click.command(name, short_help=family.short, help=f"{family.help}. RESULTS defaults to the newest CSV under results/.")
     @RESULTS_ARG
     @OUT_OPTION
     @click.option("--size", type=click.IntRange(min=1), help="Roofline only: the size n placed on it "

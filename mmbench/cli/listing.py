@@ -15,9 +15,10 @@ COMMANDS = ("list_variants",)
 @click.command("list")
 @click.option("--variant", "-v", "names", multiple=True, metavar="NAME[,NAME...]",
               help="Show these variants in full: description, parameters and defaults, constraints, tuning space.")
-@click.option("--wide", is_flag=True, help="One wide table with every column (for a wide terminal).")
+@click.option("--wide", is_flag=True, help="Every column: one wide table where the terminal is wide enough (about 130 "
+                                           "columns), else a paragraph a variant.")
 def list_variants(names, wide):
-    """Show the variants: a compact table by default, one variant in full with -v NAME."""
+    """Show the variants: a compact table that fits the terminal, one variant in full with -v NAME."""
     if names:
         try:
             chosen = [get_variant(n) for n in _split(names) or [""]]
@@ -26,21 +27,65 @@ def list_variants(names, wide):
         for v in chosen:
             _print_variant(v)
         return
-    table = Table(title="mmbench variants" + ("" if wide else " (details: mmbench list -v NAME)"))
-    for col in ("name", "op") + (("backend",) if wide else ()) + ("paper label",):
-        table.add_column(col, no_wrap=True)
-    table.add_column("space", justify="right", no_wrap=True)
-    if wide:
-        table.add_column("parameters (default)")
-        table.add_column("what it does")
-    for v in REGISTRY.values():
-        space = str(len(tuning_space(v))) if v.space else "-"
-        if wide:
-            table.add_row(v.name, v.op, v.backend, v.label, space,
-                          format_params(param_points(v)[0]).replace(",", " ") or "-", v.description)
+    rows = [_row(v) for v in REGISTRY.values()]
+    for fixed, wrapped, title in WIDE if wide else COMPACT:
+        if _fits(rows, fixed, wrapped, console.width):
+            console.print(_table(rows, fixed, wrapped, title))
+            return
+    # narrower than any table: one variant a paragraph, every fact of the listing at any width
+    console.print("\n".join(line for row in rows for line in _paragraph(row, console.width, wide)))
+
+
+# The tables, widest first, the first that fits the terminal is shown: the columns shown whole
+# (no_wrap), then those folded into the width left, each at least as wide as given here.
+COMPACT = ((("name", "op", "space"), {"paper label": 12}, "mmbench variants (details: mmbench list -v NAME)"),
+           (("name", "space"), {"paper label": 12}, "mmbench variants (op and details: mmbench list -v NAME)"))
+WIDE = ((("name", "op", "backend", "space"), {"paper label": 12, "parameters (default)": 20, "what it does": 30},
+         "mmbench variants"),)
+ORDER = ("name", "op", "backend", "paper label", "space", "parameters (default)", "what it does")
+
+
+def _row(v) -> dict[str, str]:
+    return {"name": v.name, "op": v.op, "backend": v.backend, "paper label": v.label,
+            "space": str(len(tuning_space(v))) if v.space else "-",
+            "parameters (default)": format_params(param_points(v)[0]).replace(",", " ") or "-",
+            "what it does": v.description}
+
+
+def _fits(rows: list[dict], fixed: tuple[str, ...], wrapped: dict[str, int], width: int) -> bool:
+    """Whether a table of these columns fits: the fixed ones whole, the others at their least width
+    (rich's box: a rule before each column and after the last, a space either side of each cell)."""
+    whole = sum(max(len(c), *(len(r[c]) for r in rows)) for c in fixed)
+    columns = len(fixed) + len(wrapped)
+    return whole + sum(wrapped.values()) + 3 * columns + 1 <= width
+
+
+def _table(rows: list[dict], fixed: tuple[str, ...], wrapped: dict[str, int], title: str) -> Table:
+    """The listing's table of these columns, in the listing's order."""
+    table = Table(title=title)
+    for col in (c for c in ORDER if c in fixed or c in wrapped):
+        if col in fixed:
+            table.add_column(col, no_wrap=True, justify="right" if col == "space" else "left")
         else:
-            table.add_row(v.name, v.op, v.label, space)
-    console.print(table)
+            table.add_column(col, overflow="fold")  # no min_width: rich would widen it past the terminal
+    for r in rows:
+        table.add_row(*(r[c] for c in ORDER if c in fixed or c in wrapped))
+    return table
+
+
+def _paragraph(row: dict, width: int, wide: bool) -> list[str]:
+    """One variant of the listing for a terminal too narrow for its table; wide: with its
+    parameters and description."""
+    import textwrap
+
+    head = f"{row['name']} ({row['op']}" + (f", {row['backend']}" if wide else "") + \
+        f"): {row['paper label']}; tuning space {row['space']}"
+    lines = textwrap.wrap(head, width=width, subsequent_indent="    ", break_on_hyphens=False)
+    if wide:
+        fill = dict(width=width, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
+        lines += textwrap.wrap(f"parameters: {row['parameters (default)']}", **fill)
+        lines += textwrap.wrap(row["what it does"], **fill)
+    return lines
 
 
 def _print_variant(v) -> None:

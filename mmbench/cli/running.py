@@ -17,7 +17,7 @@ from ..config import ConfigError, load_config
 from ..ops import get_op
 from ..ops.base import SCOPES
 from ..results import TUNING_DIR, ResultsError, read_results, run_csv, torn_message
-from ..sizes import FORMS, Shape, SizeSpecError
+from ..sizes import FORMS, SizeSpecError, row_shape
 from ..sweep import Point, Selection, Settings, plan, scoped_name
 from ..timing import CACHE_MODES
 from ..variants import REGISTRY, VariantError, format_params, get_variant, tuning_space
@@ -38,10 +38,13 @@ def say(text: str) -> None:
 def progress_bar(total: int):
     """Yields the on_row callback of a sweep: a progress line that appears with the first row, so
     a run refused before it starts prints its one error line only."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
 
+    # The ETA is the points left at the pace of the last 30 s: sizes grow along a sweep, so it is
+    # a lower bound while they do.
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=console, transient=False)
+                        TextColumn("ETA"), TimeRemainingColumn(), console=console, transient=False)
     task = None
 
     def on_row(row: dict) -> None:
@@ -49,7 +52,7 @@ def progress_bar(total: int):
         if task is None:
             progress.start()
             task = progress.add_task("sweeping", total=total)
-        progress.update(task, advance=1, description=f"{row['variant']} {row['params']} {row['m']}x{row['n']}x{row['k']}")
+        progress.update(task, advance=1, description=f"{row['variant']} {row['params']} {row_shape(row)}")
 
     try:
         yield on_row
@@ -261,7 +264,7 @@ def _summary_table(df, csv_path) -> Table:
             table.add_row(name, "0", s.not_ok, "-", "-", "-", "-")
             continue
         table.add_row(name, str(s.ok), s.not_ok, f"{s.median:.1f}\n{unit}", f"{s.peak:.1f}\n{unit}",
-                      str(Shape(int(s.m), int(s.n), int(s.k))), f"{s.cv_median:.3f}")
+                      str(row_shape(s)), f"{s.cv_median:.3f}")
     if hidden:
         table.add_row(f"... {hidden} more series: every one is in the CSV", "", "", "", "", "", "")
     return table

@@ -157,11 +157,11 @@ def fig_tiles(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figu
 
 
 FIGURES = {
-    "amd-speedup": FigureFamily("AMD tiling: speedup of LDS and register tiling over naive, per shape family",
+    "amd-speedup": FigureFamily("AMD tiling: LDS and register tiling over naive", "AMD tiling: speedup of LDS and register tiling over naive, per shape family",
                                 (Figure("fig-amd-speedup", fig_speedup),)),
-    "amd-cublas": FigureFamily("AMD tiling: each step's GFLOP/s as % of cuBLAS, per shape family",
+    "amd-cublas": FigureFamily("AMD tiling: each step as % of cuBLAS", "AMD tiling: each step's GFLOP/s as % of cuBLAS, per shape family",
                                (Figure("fig-amd-percent-cublas", fig_percent_cublas),)),
-    "amd-tiles": FigureFamily("AMD tiling: GFLOP/s of each tile configuration at the tuning shapes",
+    "amd-tiles": FigureFamily("AMD tiling: GFLOP/s of each tile configuration", "AMD tiling: GFLOP/s of each tile configuration at the tuning shapes",
                               (Figure("fig-amd-tiles", fig_tiles),)),
 }
 ALT_TEXT = {"fig-amd-speedup": "speedup over naive", "fig-amd-percent-cublas": "percent of cuBLAS",

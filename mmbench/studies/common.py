@@ -21,9 +21,11 @@ class Figure:
 
 @dataclass(frozen=True)
 class FigureFamily:
-    """`mmbench plot NAME`: its help, its figures, and optionally a summary table printed after them
-    (summary(df) -> (title, columns, rows of strings))."""
+    """`mmbench plot NAME`: its short help (its line in `mmbench plot --help`, whole in 80 columns:
+    Click would cut a long help at its first period, "Fig."), its help, its figures, and optionally
+    a summary table printed after them (summary(df) -> (title, columns, rows of strings))."""
 
+    short: str
     help: str
     figures: tuple[Figure, ...]
     summary: Callable | None = None

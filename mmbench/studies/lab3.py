@@ -201,9 +201,9 @@ def fig_matmul_time(df: pd.DataFrame, meta: dict, profile=None, size=None) -> pl
 
 
 FIGURES = {  # `mmbench plot NAME`; the report embeds them
-    "transpose-bandwidth": FigureFamily("Lab 3: transpose GB/s by size, the device copy dashed",
+    "transpose-bandwidth": FigureFamily("Lab 3: transpose GB/s by size, copy dashed", "Lab 3: transpose GB/s by size, the device copy dashed",
                                         (Figure("fig-transpose-bandwidth", fig_transpose_bandwidth),)),
-    "matmul-time": FigureFamily("Lab 3: matrix multiplication time by size, log scale",
+    "matmul-time": FigureFamily("Lab 3: matrix multiplication time by size", "Lab 3: matrix multiplication time by size, log scale",
                                 (Figure("fig-matmul-time", fig_matmul_time),)),
 }
 ALT_TEXT = {"fig-transpose-bandwidth": "transpose bandwidth", "fig-matmul-time": "matmul time"}

@@ -259,9 +259,9 @@ def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, f
 
 
 FIGURES = {
-    "lameski-fig3": FigureFamily("Lameski Fig. 3: border checks' speed normalized to padding's, k = 32, per scope",
+    "lameski-fig3": FigureFamily("Lameski Fig. 3: border checks over padding, k=32", "Lameski Fig. 3: border checks' speed normalized to padding's, k = 32, per scope",
                                  (Figure("fig-lameski-fig3", fig3),)),
-    "lameski-fig4": FigureFamily("Lameski Fig. 4: the same for k = 64", (Figure("fig-lameski-fig4", fig4),)),
-    "lameski-heatmap": FigureFamily("Lameski: border checks over padding by (hA, wB), per k and scope",
+    "lameski-fig4": FigureFamily("Lameski Fig. 4: border checks over padding, k=64", "Lameski Fig. 4: the same for k = 64", (Figure("fig-lameski-fig4", fig4),)),
+    "lameski-heatmap": FigureFamily("Lameski: border checks over padding by (hA, wB)", "Lameski: border checks over padding by (hA, wB), per k and scope",
                                     (Figure("fig-lameski-heatmap", fig_heatmap),)),
 }

@@ -38,7 +38,7 @@ def summary(df: pd.DataFrame) -> tuple[str, list[str], list[list[str]]]:
 
 
 FIGURES = {
-    "vs-cublas": FigureFamily("Percent of cuBLAS per size per variant, with the targets' ratios printed",
+    "vs-cublas": FigureFamily("Limits: % of cuBLAS per size per variant", "Percent of cuBLAS per size per variant, with the targets' ratios printed",
                               (Figure("vs-cublas", lambda df, meta, profile, size: plots.fig_vs_cublas(df, meta)),),
                               summary),
 }

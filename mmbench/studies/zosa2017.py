@@ -114,12 +114,12 @@ def fig_roofline(df: pd.DataFrame, meta: dict, profile: pd.DataFrame | None, siz
 
 
 FIGURES = {  # `mmbench plot NAME`; the report embeds them all
-    "gflops": FigureFamily("Figures 1 and 2: GFLOP/s by block size and over all sizes",
+    "gflops": FigureFamily("Zosa Figs. 1-2: GFLOP/s by block size, by size", "Figures 1 and 2: GFLOP/s by block size and over all sizes",
                            (Figure("fig1-block-sizes", lambda df, meta, profile, size: fig_block_sizes(df, meta)),
                             Figure("fig2-gflops", lambda df, meta, profile, size: fig_gflops(df, meta)))),
-    "roofline": FigureFamily("Figures 3 and 4: roofline with datasheet and measured ceilings",
+    "roofline": FigureFamily("Zosa Figs. 3-4: roofline, datasheet and measured", "Figures 3 and 4: roofline with datasheet and measured ceilings",
                              (Figure("fig3-4-roofline", fig_roofline),)),
-    "speedup": FigureFamily("Figure 5: CUDA-Best over BLAS, and cuBLAS over CUDA-Best",
+    "speedup": FigureFamily("Zosa Fig. 5: CUDA-Best over BLAS, cuBLAS over it", "Figure 5: CUDA-Best over BLAS, and cuBLAS over CUDA-Best",
                             (Figure("fig5-speedup", lambda df, meta, profile, size: fig_speedup(df, meta)),)),
 }
 
