@@ -383,3 +383,37 @@ def test_a_batched_tuning_that_fails_is_one_line_and_keeps_its_classes_for_resum
     meta = read_metadata(tmp_path / "out" / "t.csv")
     assert meta["state"] == "failed" and meta["invocations"][-1]["error"] == "RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS"
     assert (tmp_path / "out" / "t.csv").exists()  # plain, as a resume continues it
+
+
+# -- on a GPU (pytest -m gpu) ----------------------------------------------------------------------------
+@pytest.mark.gpu
+def test_a_gpu_run_interrupted_after_two_rows_keeps_them_and_its_gpu_and_resumes(tmp_path, monkeypatch):
+    out = tmp_path / "r.csv"
+    stop_at(monkeypatch, ("after row 2", Runner, "_run_point", 3), KeyboardInterrupt())
+    result = invoke("run", "-v", "best", "-s", "63:129", "--runs", "2", "-o", out)
+    assert result.exit_code == 130 and "r.csv holds 2 finished points (2 from this run)" in result.output, result.output
+    meta = read_metadata(out)
+    assert meta["state"] == "interrupted" and meta["invocations"][0]["gpu"]["uuid"] == meta["gpu"]["uuid"]
+    monkeypatch.undo()
+    again = invoke("run", "-v", "best", "-s", "63:129", "-o", out, "--resume")
+    assert again.exit_code == 0, again.output
+    df = read_results(out)
+    assert len(df) == 9 and (df.status == "ok").all() and (df.gpu_uuid == meta["gpu"]["uuid"]).all()
+    assert [i["state"] for i in read_metadata(out)["invocations"]] == ["interrupted", "finished"]
+
+
+@pytest.mark.gpu
+def test_a_batched_tuning_on_the_gpu_interrupted_after_a_class_keeps_it_and_resumes(tmp_path, monkeypatch):
+    cache = tmp_path / "cache.json"
+    cache.write_text("{}\n")
+    out = tmp_path / "t" / "t.csv"
+    args = ["tune", "-v", "gemv_tuned", "-s", "cell:3x14,cell:14x3", "--budget", "4", "-o", out, "--tuning-cache", cache]
+    stop_at(monkeypatch, ("second class", batched, "measure_class", 2), KeyboardInterrupt())
+    result = invoke(*args)
+    assert result.exit_code == 130, result.output
+    assert "t.csv.gz holds 1 finished size class (1 from this run)" in " ".join(result.output.split())
+    assert len(json.loads(cache.read_text())) == 1 and read_metadata(out)["state"] == "interrupted"
+    monkeypatch.undo()
+    again = invoke(*args, "--resume")
+    assert again.exit_code == 0, again.output
+    assert batched.read_rows(out)["size_class"].nunique() == 2 and len(json.loads(cache.read_text())) == 2
