@@ -151,9 +151,16 @@ class ClassWriter:
 
 
 def compress(path: Path) -> Path:
-    """The finished CSV into CSV.gz (the plain file removed): what is committed."""
-    with open(path, "rb") as src, gzip.open(gz_path(path), "wb", compresslevel=9) as dst:
-        shutil.copyfileobj(src, dst)
+    """The finished CSV into CSV.gz (the plain file removed): what is committed. The CSV.gz is
+    written aside and renamed into place, so an interrupted compression leaves the CSV as it was."""
+    part = gz_path(path).with_name(gz_path(path).name + ".part")
+    try:
+        with open(path, "rb") as src, gzip.open(part, "wb", compresslevel=9) as dst:
+            shutil.copyfileobj(src, dst)
+        part.replace(gz_path(path))
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
     path.unlink()
     return gz_path(path)
 

@@ -19,6 +19,7 @@ import json
 import math
 import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -290,42 +291,86 @@ def add_columns(path: Path, found: Scan) -> str | None:
 
 def _rewrite(path: Path, text: str) -> None:
     tmp = path.with_suffix(".csv.tmp")
-    tmp.write_text(text, encoding="utf-8", newline="")
-    tmp.replace(path)  # atomic: the file is whole before and after
+    try:
+        tmp.write_text(text, encoding="utf-8", newline="")
+        tmp.replace(path)  # atomic: the file is whole before and after
+    except BaseException:  # interrupted: the file stays as it was, and no copy beside it
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 # -- writing rows ------------------------------------------------------------------------------------
 class CsvSink:
     """Appends rows to a CSV, each in one write of the whole line, so an interrupted run loses
-    nothing and leaves at most one torn line (which scan() recognizes)."""
+    nothing and leaves at most one torn line (which scan() recognizes). A new file appears with its
+    first row: the header and that row are written aside and renamed into place together, so a
+    results CSV never stands with a header alone (a run stopped before its first row leaves none)."""
 
     def __init__(self, path: Path):
         self.path = path
+        self._fd: int | None = None
+        self.exists = False  # whether the file is there: a new one only from its first row on
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fresh = not path.exists() or path.stat().st_size == 0
-            if not fresh:
+            if path.exists() and path.stat().st_size > 0:
                 header = scan(path).header
                 if tuple(header) != COLUMNS:
                     raise ResultsError(f"{path} has other columns than this mmbench writes; choose another --output")
-            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+                self.exists = True
+            else:
+                check_creatable(path)
         except OSError as exc:
             raise ResultsError(f"cannot write {path}: {exc.strerror or exc}") from None
-        if fresh:
-            self._write_line(COLUMNS)
 
-    def _write_line(self, values) -> None:
+    @staticmethod
+    def _line(values) -> bytes:
         buf = io.StringIO()
         csv.writer(buf, lineterminator="\r\n").writerow(values)
-        data = buf.getvalue().encode("utf-8")
+        return buf.getvalue().encode("utf-8")
+
+    @staticmethod
+    def _write(fd: int, data: bytes) -> None:
         while data:  # a regular file takes it in one write; loop for the rare partial write
-            data = data[os.write(self._fd, data):]
+            data = data[os.write(fd, data):]
 
     def write(self, row: Mapping) -> None:
-        self._write_line([_cell(row.get(c)) for c in COLUMNS])
+        line = self._line([_cell(row.get(c)) for c in COLUMNS])
+        if not self.exists:
+            self._create(line)
+        else:
+            self._write(self._fd, line)
+
+    def _create(self, first_row: bytes) -> None:
+        """The new file with its header and first row, renamed into place whole; the open
+        descriptor goes on appending to it."""
+        part = self.path.with_name(self.path.name + ".part")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(part, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            self._write(fd, self._line(COLUMNS))
+            self._write(fd, first_row)
+            os.replace(part, self.path)
+        except BaseException:  # Ctrl-C or a full disk: no half-made file stays behind
+            os.close(fd)
+            part.unlink(missing_ok=True)
+            raise
+        self._fd, self.exists = fd, True
 
     def close(self) -> None:
-        os.close(self._fd)
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def check_creatable(path: Path) -> None:
+    """OSError when a file cannot be created at path: a file is made and removed in the nearest
+    folder that exists (the folders missing below it would be made there), so nothing is left."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    fd, probe = tempfile.mkstemp(dir=folder, prefix=".mmbench-probe-")
+    os.close(fd)
+    os.unlink(probe)
 
 
 def _cell(value):
@@ -431,8 +476,13 @@ def latest_results(root: Path = RESULTS_DIR) -> Path:
 def write_metadata(csv_path: Path, meta: Mapping) -> Path:
     path = metadata_path(csv_path)
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(meta, indent=2, sort_keys=False, default=str) + "\n")
-    tmp.replace(path)  # atomic: a reader never sees half a file
+    path.parent.mkdir(parents=True, exist_ok=True)  # a new run's metadata comes before its CSV
+    try:
+        tmp.write_text(json.dumps(meta, indent=2, sort_keys=False, default=str) + "\n")
+        tmp.replace(path)  # atomic: a reader never sees half a file
+    except BaseException:  # interrupted: the metadata stays as it was, and no copy beside it
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 
@@ -522,8 +572,10 @@ def recorded_settings(csv_path: Path, meta: Mapping | None = None) -> dict:
 
 
 def status_counts(csv_path: Path) -> dict[str, int]:
-    """How many rows of each status the whole file holds."""
+    """How many rows of each status the whole file holds (none when there is no file yet)."""
     counts: dict[str, int] = {}
+    if not csv_path.exists() or csv_path.stat().st_size == 0:
+        return counts
     for r in scan(csv_path).rows:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     return counts

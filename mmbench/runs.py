@@ -10,13 +10,15 @@ from __future__ import annotations
 import datetime as dt
 import os
 import time
+import traceback
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from . import ceilings, environment
-from .results import (COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, add_columns, older_columns, history,
-                      read_metadata, recorded_settings, row_key, scan, set_aside_torn, status_counts, write_metadata)
+from .results import (COLUMNS, COMPRESSED, MEASUREMENT_SETTINGS, CsvSink, ResultsError, add_columns, history,
+                      metadata_path, older_columns, read_metadata, recorded_settings, row_key, scan, set_aside_torn,
+                      sibling, status_counts, write_metadata)
 from .ops import get_op
 from .ops.base import SCOPES
 from .sweep import Point, Runner, Selection, Settings, add_spent, kernel_key, spent_between
@@ -31,7 +33,11 @@ class RunRefused(ValueError):
 
 
 class RunAborted(RuntimeError):
-    """The run could not start or go on (no GPU, interrupted)."""
+    """The run could not start or go on (no GPU, a failure): one line saying what the file holds."""
+
+
+class RunInterrupted(RunAborted):
+    """Ctrl-C: what finished is kept; the message says what the file holds and how to go on."""
 
 
 def utc_now() -> str:
@@ -39,8 +45,10 @@ def utc_now() -> str:
 
 
 # -- before anything runs ----------------------------------------------------------------------------
-def check_output(output: Path) -> None:
-    """Refuse an output that cannot be written, before anything runs or is touched."""
+def check_output(output: Path, compressed_resumes: bool = False) -> None:
+    """Refuse an output that cannot be written, or whose run was finished and compressed (X.csv.gz
+    beside it; compressed_resumes: a batched tuning's resume, which unpacks it), before anything
+    runs or is touched."""
     if output.is_dir():
         raise RunRefused(f"--output {output} is a folder; name a CSV file")
     if output.suffix != ".csv":
@@ -53,6 +61,20 @@ def check_output(output: Path) -> None:
     target = output if output.exists() else ancestor
     if not os.access(target, os.W_OK):  # root passes this anywhere; opening the file later says the rest
         raise RunRefused(f"--output {output} cannot be written: no write permission in {target}")
+    packed = sibling(output, COMPRESSED)
+    if packed.exists() and not compressed_resumes:
+        raise RunRefused(f"--output {output}: {packed} is that run, finished and compressed, with its metadata "
+                         f"{metadata_path(output)}; a compressed run is not written to again: choose another --output")
+
+
+def check_new_output(output: Path, hint: str) -> None:
+    """Refuse to begin a new results file where one is: its rows, or its metadata standing alone
+    (the record of a run whose CSV is elsewhere), would be lost."""
+    for path in (output, sibling(output, COMPRESSED)):
+        if path.exists() and path.stat().st_size > 0:
+            raise RunRefused(f"{path} already exists; {hint}")
+    if metadata_path(output).exists():
+        raise RunRefused(f"{metadata_path(output)} already exists without {output.name}: it records an earlier run; {hint}")
 
 
 def resumable(output: Path):
@@ -205,30 +227,137 @@ def open_runner(settings: Settings, points: Sequence[Point], cluster=None, say: 
         raise RunAborted(f"cannot open the GPU: {exc}") from None
 
 
+# -- where and with what: the file keeps its first machine, each invocation its own ----------------
+def first_record(previous: Mapping, now: Mapping) -> dict:
+    """The file's top-level record of where and with what it was measured (host, software, git,
+    GPU, ...): that of the invocation that began it, kept on every resume, since each invocation
+    keeps its own; this run's where the file has none yet."""
+    return {k: previous.get(k) or v for k, v in now.items()}
+
+
+def _at(meta, *keys):
+    """meta[k1][k2]..., or None where a level is missing."""
+    for key in keys:
+        meta = meta.get(key) if isinstance(meta, Mapping) else None
+    return meta
+
+
+SOFTWARE_PARTS = (("mmbench", "mmbench"), ("packages", "packages"), ("nvcc", "nvcc"), ("blas", "BLAS"),
+                  ("kernel_sources", "kernel sources"))
+
+
+def machine_changes(first: Mapping, now: Mapping) -> list[str]:
+    """How this run's machine differs from the one that began a file: its host, GPU, commit and
+    the parts of its software that differ ([] when nothing does, or the file does not say)."""
+    changes = [f"{label} {_at(now, *keys)} (was {_at(first, *keys)})"
+               for label, keys in (("host", ("host", "hostname")), ("GPU", ("gpu", "uuid")), ("commit", ("git", "commit")))
+               if _at(first, *keys) and _at(now, *keys) and _at(first, *keys) != _at(now, *keys)]
+    if first.get("software") and now.get("software"):
+        parts = [label for key, label in SOFTWARE_PARTS if _at(first, "software", key) != _at(now, "software", key)]
+        changes += [f"software ({', '.join(parts)})"] if parts else []
+    return changes
+
+
+def say_machine_changes(output: Path, previous: Mapping, facts: Mapping, say: Say) -> None:
+    """A resume on another machine or software is allowed, and said in one line."""
+    changes = machine_changes(previous, facts) if previous else []
+    if changes:
+        say(f"note: {output} was begun elsewhere; this run differs in {'; '.join(changes)}. Its rows name the host "
+            f"(and GPU) that measured them; the metadata keeps the first machine at its top and each run's own in "
+            f"its invocations")
+
+
+# -- what a run leaves when it stops --------------------------------------------------------------
+def missing_folders(path: Path) -> list[Path]:
+    """The folders above path that do not exist yet, deepest first: what a run makes, and takes
+    back when it measured nothing."""
+    missing, folder = [], path.parent
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def remove_unmeasured(output: Path, folders: Sequence[Path]) -> None:
+    """Take back what a new run that measured nothing made: its CSV (a header at most), its
+    metadata and the folders it made (left where something else is in them)."""
+    output.unlink(missing_ok=True)
+    metadata_path(output).unlink(missing_ok=True)
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty: not ours alone
+            break
+
+
+def file_counts(output: Path) -> dict[str, int]:
+    """The file's rows by status as it is now ({} when there is none or it cannot be read)."""
+    try:
+        return status_counts(output)
+    except ResultsError:
+        return {}
+
+
+def counted(n: int, one: str, many: str) -> str:
+    """1 finished point, 2 finished points."""
+    return f"{n} {one if n == 1 else many}"
+
+
+def interrupted_message(output: Path, in_file: Mapping[str, int], mine: int | None = None) -> str:
+    """What an interrupted run says: how many finished points the file holds (this run's among
+    them), and how to go on; or that nothing was written."""
+    held = sum(in_file.values())
+    if not held and not output.exists():
+        return "interrupted before the first point finished: nothing was written"
+    ours = "" if mine is None else f" ({mine} from this run)"
+    return (f"interrupted: {output} holds {counted(held, 'finished point', 'finished points')}{ours}; rerun with "
+            f"--output {output} --resume to continue")
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception as one line: its type and the first line of its message."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def failed_message(output: Path, failure: BaseException, in_file: Mapping[str, int]) -> str:
+    """What a failed run says: the error, and what the file holds (or that nothing was written)."""
+    held = sum(in_file.values())
+    if not held and not output.exists():
+        return f"the run failed before the first point finished, and nothing was written: {first_line(failure)}"
+    return (f"the run failed: {first_line(failure)}; {output} holds {counted(held, 'finished point', 'finished points')} "
+            f"and its metadata the error; rerun with --output {output} --resume to continue")
+
+
 class Session:
     """One results CSV being written from a runner: rows go in whole as they finish, and the
     metadata (settings, GPU, software, kernels, every invocation) is kept current, so a crash
-    loses nothing. On resume, a torn last row is set aside first and the history is kept."""
+    loses nothing. A new file appears with its first row, its metadata just before it, so a run
+    stopped sooner leaves nothing behind. On resume, a torn last row is set aside first and the
+    history is kept: the file's first machine stays at the top, each invocation records its own."""
 
     def __init__(self, output: Path, settings: Settings, about: dict, command: list[str], runner: Runner, *,
                  points_planned: int, resume: bool = False, previous: dict | None = None, say: Say = print,
                  points: Sequence[Point] = (), spent: dict | None = None, tuning: dict | None = None):
         previous = previous or {}
-        self.output, self.settings, self.runner, self.counts = output, settings, runner, {}
+        self.output, self.settings, self.runner, self.counts, self.previous = output, settings, runner, {}, previous
         self.earlier = history(previous)
         then, now = (previous.get("gpu") or {}).get("name"), runner.gpu_names()
         if then and now and now != {then}:
             raise RunRefused(f"{output} was measured on {then}; this run's GPUs are {', '.join(sorted(now))}: one "
                              f"file, one GPU model, so choose another --output")
+        self.facts = environment.collect(runner.gpu)  # before anything on disk changes: it takes a while
+        self.new_folders, self.new_metadata = missing_folders(output), not metadata_path(output).exists()
         notices = []
         try:
-            if resume and output.exists():
+            if resume and output.exists() and output.stat().st_size > 0:
                 notices = [n for n in (set_aside_torn(output, scan(output)), add_columns(output, scan(output))) if n]
-            for notice in notices:
-                say(notice)
             self.sink = CsvSink(output)
         except ResultsError as exc:
             raise RunRefused(str(exc)) from None
+        for notice in notices:
+            say(notice)
+        say_machine_changes(output, previous, self.facts, say)
         started_at = utc_now()
         # where the runner's time went in this invocation's passes (and its preparing), by process
         self.spent: dict[str, dict[str, float]] = {}
@@ -236,35 +365,37 @@ class Session:
         self.invocation = {"command": command, "started_at": started_at, "resumed": resume,
                            "repaired": "; ".join(notices) or None, "points_planned": points_planned,
                            **({"tuning_caches": tuning} if tuning else {})}  # per invocation: a resume may read others
-        self.facts = environment.collect(runner.gpu)
         first_start = (self.earlier[0].get("started_at") if self.earlier else None) or started_at
         # What each scope of the file's rows covers (host buffers pinned, end to end), the earlier ones kept.
         scopes = {**(previous.get("scopes") or {}), **{p.scope: SCOPES[p.scope] for p in points if p.scope != "kernel"}}
-        self.meta = {**about, "settings": {**settings.__dict__}, "started_at": first_start, **runner.library_meta(),
+        self.meta = {**about, "settings": {**settings.__dict__}, "started_at": first_start,
                      **({"scopes": scopes} if scopes else {}),
-                     **self.facts, "ceilings": ceilings.cached_for(self.facts["gpu"]) or previous.get("ceilings")}
-        if self.meta.get("gpu") is None and previous.get("gpu"):
-            self.meta["gpu"] = previous["gpu"]  # a cluster's client has no GPU: the file's stays until workers report
+                     "ceilings": ceilings.cached_for(self.facts["gpu"]) or previous.get("ceilings")}
         self.kernels = dict(previous.get("kernels") or {})
         self.kernel_keys: set[str] = set()  # the kernels of this file's points (a runner may serve several)
         self.started = time.perf_counter()
-        self._save("running")
+        if self.sink.exists:  # a new file's metadata comes with its first row
+            self._save("running")
 
     def _save(self, state: str, **more) -> None:
-        self.invocation.update(state=state, git=self.facts["git"], **more)
         if self.spent:
             self.invocation["time_spent_s"] = {process: {phase: round(s, 3) for phase, s in phases.items()}
                                                for process, phases in self.spent.items()}
         mine = {k: v for k, v in self.runner.kernels.items() if k in self.kernel_keys}
         cluster = self.runner.meta() if hasattr(self.runner, "meta") else {}  # its workers and GPUs
-        cluster |= self.runner.kernel_clock_meta() if hasattr(self.runner, "kernel_clock_meta") else {}
+        clock = self.runner.kernel_clock_meta() if hasattr(self.runner, "kernel_clock_meta") else {}
         libraries = self.runner.library_meta()  # a cluster's workers report theirs as they go
-        write_metadata(self.output, {**self.meta, **libraries, **cluster, "state": state, "finished_at": self.invocation.get("finished_at"),
+        machine = {**self.facts, **cluster}  # this invocation's host, software, git and GPU (a cluster's: its workers')
+        self.invocation.update(state=state, **machine, **({"libraries": libraries} if libraries else {}), **more)
+        write_metadata(self.output, {**self.meta, **first_record(self.previous, {**machine, **libraries}), **clock,
+                                     "state": state, "finished_at": self.invocation.get("finished_at"),
                                      "status_counts": status_counts(self.output), "kernels": {**self.kernels, **mine},
                                      "invocations": [*self.earlier, self.invocation]})
 
     def write(self, row: dict, point: Point) -> None:
-        """One finished point's row into the file, whole."""
+        """One finished point's row into the file, whole (a new file's metadata first)."""
+        if not self.sink.exists:
+            self._save("running")
         self.sink.write(row)
         self.counts[row["status"]] = self.counts.get(row["status"], 0) + 1
         self.kernel_keys.add(kernel_key(point.variant, point.params))
@@ -272,10 +403,17 @@ class Session:
     def run(self, points: Sequence[Point], on_row: Callable[[dict], None] | None = None) -> None:
         run_together(self.runner, [(self, p) for p in points], on_row)
 
-    def finish(self, state: str) -> None:
+    def finish(self, state: str, failure: BaseException | None = None) -> None:
+        """Record how the invocation ended (and why it failed); a new file that got no row is
+        taken back, its metadata and folders with it."""
         self.sink.close()
+        if not self.sink.exists and self.new_metadata:
+            remove_unmeasured(self.output, self.new_folders)
+            return
+        why = ({"error": first_line(failure), "traceback": "".join(traceback.format_exception(failure))}
+               if failure is not None else {})
         self._save(state, finished_at=utc_now(), wall_s=round(time.perf_counter() - self.started, 2),
-                   status_counts=self.counts)
+                   status_counts=self.counts, **why)
 
 
 def run_together(runner: Runner, items: Sequence[tuple[Session, Point]],
@@ -318,7 +456,8 @@ def run_together(runner: Runner, items: Sequence[tuple[Session, Point]],
 class Outcome:
     output: Path
     state: str  # finished or interrupted
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)  # this run's rows by status
+    in_file: dict[str, int] = field(default_factory=dict)  # the file's, earlier runs' included
 
     @property
     def failures(self) -> dict[str, int]:
@@ -331,33 +470,45 @@ def execute(points: Sequence[Point], settings: Settings, output: Path, about: di
             tuning: dict | None = None) -> Outcome:
     """Run points into output with metadata (`about` goes into it); prepare(runner) runs first
     (the tuner compiles its configurations there; not on a cluster, whose workers compile each
-    chunk's kernels in parallel as it arrives). Ctrl-C ends the run as `interrupted`, with every finished row kept. cluster: a
-    cluster.ClusterSpec to spread the points over (this process stays the only writer). tuning:
-    where the tuned parameters came from (tuning_record), kept in this invocation's record."""
-    runner = open_runner(settings, points, cluster, say)
-    prepare = prepare if cluster is None else None
+    chunk's kernels in parallel as it arrives). cluster: a cluster.ClusterSpec to spread the points
+    over (this process stays the only writer). tuning: where the tuned parameters came from
+    (tuning_record), kept in this invocation's record.
+
+    Ctrl-C at any stage ends the run as `interrupted`, with every finished row kept; any other
+    failure ends it as `failed` (the metadata keeps the error) and is RunAborted, one line. A new
+    file that got no row is not left behind, nor its metadata."""
+    runner = session = None
+    state, failure = "finished", None
     try:
+        runner = open_runner(settings, points, cluster, say)
         before = runner.time_spent()
-        if prepare:
+        if prepare and cluster is None:
             with runner.spending("prepare"):
                 prepare(runner)
         session = Session(output, settings, about, command, runner, points_planned=len(points), resume=resume,
                           previous=previous, say=say, points=points, spent=spent_between(before, runner.time_spent()),
                           tuning=tuning)
-    except BaseException:
-        runner.close()
-        raise
-    state = "finished"
-    try:
         session.run(points, on_row)
     except KeyboardInterrupt:
         state = "interrupted"
-    finally:
-        try:
+    except Exception as exc:
+        if session is None and isinstance(exc, (RunRefused, RunAborted)):  # said before anything was measured
+            if runner is not None:
+                runner.close()
+            raise
+        state, failure = "failed", exc  # a bug, a dead GPU, a full disk: the metadata must not say finished
+    try:
+        if runner is not None:
             runner.close()
-        finally:  # the metadata finished whatever closing met
-            session.finish(state)
-    return Outcome(output, state, session.counts)
+    except Exception as exc:
+        state, failure = "failed", failure or exc
+    finally:  # the metadata finished whatever closing met
+        if session is not None:
+            session.finish(state, failure)
+    outcome = Outcome(output, state, session.counts if session else {}, file_counts(output))
+    if failure is not None:
+        raise RunAborted(failed_message(output, failure, outcome.in_file)) from failure
+    return outcome
 
 
 # -- tuning ------------------------------------------------------------------------------------------
@@ -417,16 +568,73 @@ def refuse_batched_resume(output: Path, configs: int, cache: str, prune: float, 
                          f"one kernel; choose another --output")
 
 
+def _open_batched(variant, configs: Sequence, cache: str, l2_flush: str, jobs: int, output: Path, previous: Mapping,
+                  say: Say, cluster=None):
+    """(gpu, cluster runner, tuner, compile_s, facts) of a batched tuning: this process's GPU with
+    every configuration compiled and loaded, or a cluster's workers (which compile per class), and
+    what environment.collect says of this machine; refused when the file was measured on another
+    GPU model."""
+    from . import batched
+
+    t0 = time.perf_counter()
+    gpu = runner = tuner = None
+    if cluster is None:
+        from .device import open_gpu
+
+        try:
+            gpu = open_gpu()
+        except Exception as exc:  # GpuUnavailable and the like: nothing can run
+            raise RunAborted(f"cannot open the GPU: {exc}") from None
+        now = {gpu.facts.name}
+    else:
+        from .cluster import ClusterError, ClusterRunner
+
+        try:
+            runner = ClusterRunner(Settings(), [], cluster, say, gpus=True)
+        except ClusterError as exc:
+            raise RunAborted(str(exc)) from None
+        now = runner.gpu_names()
+    try:
+        then = (previous.get("gpu") or {}).get("name")
+        if then and now and now != {then}:
+            raise RunRefused(f"{output} was measured on {then}; this run's GPUs are {', '.join(sorted(now))}: one "
+                             f"file, one GPU model")
+        if gpu is not None:
+            gpu.precompile(variant, list(configs), jobs)
+            tuner = batched.BatchedTuner(gpu, variant, configs, cache, l2_flush)
+            say(f"compiled and loaded {len(configs)} configurations in {time.perf_counter() - t0:.0f} s "
+                f"({len(tuner.problems)} cannot run)")
+        compile_s = round(time.perf_counter() - t0, 1) if gpu is not None else None
+        return gpu, runner, tuner, compile_s, environment.collect(gpu)
+    except BaseException:  # refused, or Ctrl-C while compiling: the cluster's client goes
+        if runner:
+            runner.close()
+        raise
+
+
+def classes_held(output: Path) -> int:
+    """How many size classes a batched tuning file (or its CSV.gz) holds (0 when there is none)."""
+    from . import batched
+
+    try:
+        return int(batched.read_rows(output)["size_class"].nunique())
+    except batched.BatchError:
+        return 0
+
+
 def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed: int, jobs: int, output: Path,
                  cache_path: Path, about: dict, command: list[str], *, resume: bool = False, prune: float = 0.0,
                  say: Say = print, cluster=None):
     """The batched tuner (batched.py) into output, resumable by whole size class, then the best
     configuration per class into the tuning cache. Returns (best, device, counts). cluster: a
-    cluster.ClusterSpec whose workers measure whole classes (each compiles with `jobs` nvcc)."""
+    cluster.ClusterSpec whose workers measure whole classes (each compiles with `jobs` nvcc).
+    Ctrl-C is RunInterrupted and any other failure RunAborted, one line each saying how many
+    classes the file holds; a new file that got no class is not left behind, nor its metadata."""
     from . import batched, source
     from .tune import DeviceId
 
     refuse_batched_resume(output, len(configs), cache, prune, resume, source.source_hash(variant))
+    new_folders, new_metadata = missing_folders(output), not metadata_path(output).exists()
     try:
         done, notice = batched.done_classes(output, len(configs)) if resume else (set(), None)
     except batched.BatchError as exc:
@@ -437,62 +645,38 @@ def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed:
     if notice:
         say(notice)
     t0 = time.perf_counter()
-    if cluster is None:
-        from .device import open_gpu
-
-        try:
-            gpu = open_gpu()
-        except Exception as exc:  # GpuUnavailable and the like: nothing can run
-            raise RunAborted(f"cannot open the GPU: {exc}") from None
-        now, runner = {gpu.facts.name}, None
-    else:
-        from .cluster import ClusterError, ClusterRunner
-
-        try:
-            runner = ClusterRunner(Settings(), [], cluster, say, gpus=True)
-        except ClusterError as exc:
-            raise RunAborted(str(exc)) from None
-        gpu, now = None, runner.gpu_names()
-    then = (previous.get("gpu") or {}).get("name")
-    if then and now and now != {then}:
-        if runner:
-            runner.close()
-        raise RunRefused(f"{output} was measured on {then}; this run's GPUs are {', '.join(sorted(now))}: one file, "
-                         f"one GPU model")
-    if gpu is not None:
-        gpu.precompile(variant, list(configs), jobs)
-        tuner = batched.BatchedTuner(gpu, variant, configs, cache, l2_flush)
-        say(f"compiled and loaded {len(configs)} configurations in {time.perf_counter() - t0:.0f} s "
-            f"({len(tuner.problems)} cannot run)")
-    compile_s = round(time.perf_counter() - t0, 1)
-    facts = environment.collect(gpu)
+    try:
+        gpu, runner, tuner, compile_s, facts = _open_batched(variant, configs, cache, l2_flush, jobs, output, previous,
+                                                             say, cluster)
+    except KeyboardInterrupt:
+        raise RunInterrupted("interrupted before the first size class was measured: " + (
+            f"{output} holds the {counted(len(done), 'size class', 'size classes')} it held; rerun with --output "
+            f"{output} --resume to continue"
+            if resume else "nothing was written")) from None
+    say_machine_changes(output, previous, facts, say)
     invocation = {"command": command, "started_at": utc_now(), "resumed": resume, "repaired": notice,
-                  "classes_done_before": len(done), "compile_s": compile_s if gpu is not None else None}
+                  "classes_done_before": len(done), "compile_s": compile_s}
     about = {**about, "tuning": {**about.get("tuning", {}), "source_hash": source.source_hash(variant)}}
     meta = {**about, "engine": "batched", "settings": {"runs": 1, "warmup": 0, "cache": cache, "seed": seed, "prune": prune,
                                              "l2_flush": l2_flush},
-            "started_at": previous.get("started_at") or invocation["started_at"], **facts,
+            "started_at": previous.get("started_at") or invocation["started_at"],
             "kernels": {**(previous.get("kernels") or {}), **(tuner.kernels if gpu is not None else {})}}
-    if meta.get("gpu") is None and previous.get("gpu"):
-        meta["gpu"] = previous["gpu"]  # on a cluster, until a worker reports its GPU
     earlier = history(previous)
 
     def save(state: str, **more) -> None:
-        invocation.update(state=state, git=facts["git"], **more)
-        on_cluster = runner.meta() if runner else {}  # the workers, and the GPU model they share
+        machine = {**facts, **(runner.meta() if runner else {})}  # a cluster's workers, and the GPU model they share
+        invocation.update(state=state, **machine, **more)
         kernels = {**meta["kernels"], **(runner.kernels if runner else {})}
-        write_metadata(output, {**meta, **on_cluster, "kernels": kernels, "state": state,
+        write_metadata(output, {**meta, **first_record(previous, machine), "kernels": kernels, "state": state,
                                 "invocations": [*earlier, invocation]})
-
-    output.parent.mkdir(parents=True, exist_ok=True)
-    save("running")
 
     def progress(cls: str, i: int, total: int) -> None:
         if i == total or i % 10 == 0:
             say(f"  {i}/{total} classes ({cls}), {time.perf_counter() - t0:.0f} s")
 
-    state, counts = "finished", {}
+    state, counts, failure = "finished", {}, None
     try:
+        save("running")
         if runner is None:
             batched.run(tuner, shapes, output, seed, done, progress, counts, prune)
         else:
@@ -500,15 +684,27 @@ def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed:
                                prune)
     except KeyboardInterrupt:
         state = "interrupted"
-    except BaseException:
-        state = "failed"  # a CUDA error, a full disk: the metadata must not say finished
-        raise
+    except Exception as exc:
+        state, failure = "failed", exc  # a CUDA error, a full disk: the metadata must not say finished
     finally:
         errors = counts.pop("errors", [])
-        save(state, finished_at=utc_now(), wall_s=round(time.perf_counter() - t0, 1), status_counts=counts,
-             **({"class_errors": errors} if errors else {}))
         if runner:
             runner.close()
+    held = classes_held(output)
+    if state != "finished" and not held and new_metadata:  # a new file that got no class: nothing is left
+        remove_unmeasured(output, new_folders)
+        if failure is not None:
+            raise RunAborted(f"the tuning failed before the first size class finished, and nothing was written: "
+                             f"{first_line(failure)}") from failure
+        raise RunInterrupted("interrupted before the first size class finished: nothing was written")
+    why = ({"error": first_line(failure), "traceback": "".join(traceback.format_exception(failure))}
+           if failure is not None else {})
+    save(state, finished_at=utc_now(), wall_s=round(time.perf_counter() - t0, 1), status_counts=counts,
+         **({"class_errors": errors} if errors else {}), **why)
+    if failure is not None:  # the plain CSV stays for --resume; its whole classes are not recorded yet
+        raise RunAborted(f"the tuning failed: {first_line(failure)}; {output} holds "
+                         f"{counted(held, 'finished size class', 'finished size classes')} and its metadata the error; "
+                         f"rerun with --output {output} --resume to continue") from failure
     if gpu is not None:
         device = DeviceId(gpu.facts.name, gpu.facts.arch, gpu.facts.sm_count)
     else:
@@ -522,8 +718,10 @@ def tune_batched(variant, configs: Sequence, shapes: Sequence, cache: str, seed:
         device = DeviceId(recorded["name"], recorded.get("arch"), recorded.get("sm_count"))
     best = record_batched(output, variant, device, cache_path)
     if state != "finished":
-        raise RunAborted(f"interrupted: the {len(best)} finished classes are in {batched.gz_path(output)} and their best "
-                         f"configurations in {cache_path}; rerun with --output {output} --resume")
+        raise RunInterrupted(f"interrupted: {batched.gz_path(output)} holds "
+                             f"{counted(held, 'finished size class', 'finished size classes')} ({held - len(done)} from "
+                             f"this run), their best configurations in {cache_path}; rerun with --output {output} "
+                             f"--resume to continue")
     if errors:
         raise RunAborted(f"{len(errors)} size classes could not be measured ({errors[0]}); the others are in "
                          f"{batched.gz_path(output)}: rerun with --output {output} --resume")

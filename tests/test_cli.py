@@ -160,7 +160,7 @@ def test_interrupt_keeps_rows_and_resume_finishes(tmp_path, monkeypatch):
 
     monkeypatch.setattr(Runner, "_run_point", interrupted_on_third)
     result = invoke("run", "-v", "blas", "-s", "31:97", "--runs", "1", "-o", out)
-    assert result.exit_code == 1 and "interrupted" in result.output and "--resume" in result.output
+    assert result.exit_code == 130 and "interrupted" in result.output and "--resume" in result.output
     assert len(read_results(out)) == 2
     assert json.loads(out.with_suffix(".meta.json").read_text())["state"] == "interrupted"
     monkeypatch.setattr(Runner, "_run_point", real)

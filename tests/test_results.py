@@ -223,7 +223,7 @@ def test_a_file_ending_in_a_bare_carriage_return_is_ended_before_appending(tmp_p
 @pytest.mark.parametrize("cut", [3, 40, -1])
 def test_a_header_cut_short_is_torn_and_the_file_starts_anew(tmp_path, cut):
     path = tmp_path / "r.csv"
-    header = written(path).split("\r\n")[0]
+    header = written(path, 64).split("\r\n")[0]
     path.write_text(header[:cut], newline="")
     found = scan(path)
     assert found.torn.problem == "a header cut short" and found.rows == [] and found.header == COLUMNS

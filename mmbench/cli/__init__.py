@@ -9,14 +9,14 @@ import sys
 
 import click
 
-from ..runs import RunAborted, RunRefused
-from .common import ARGV, InputError, RunFailed
+from ..runs import RunAborted, RunInterrupted, RunRefused, file_counts, interrupted_message
+from .common import ARGV, COUNTED_OUTPUT, InputError, Interrupted, RunFailed
 
 
 class OneLineErrors(click.Group):
     """Click's own usage errors (an unknown option, a value outside its choices or range) as one
     line naming the bad value, exit 2, like mmbench's own InputError, without the usage text; the
-    workflow's refusals exit 2 and its aborts exit 1, the same way."""
+    workflow's refusals exit 2 and its aborts exit 1, the same way; Ctrl-C exits 130."""
 
     def main(self, args=None, *rest, **kwargs):
         ARGV[:] = ["mmbench", *(sys.argv[1:] if args is None else args)]  # as typed, for the metadata
@@ -31,8 +31,13 @@ class OneLineErrors(click.Group):
             raise InputError(" ".join(exc.format_message().split())) from None
         except RunRefused as exc:
             raise InputError(str(exc)) from None
+        except RunInterrupted as exc:
+            raise Interrupted(str(exc)) from None
         except RunAborted as exc:
             raise RunFailed(str(exc)) from None
+        except KeyboardInterrupt:  # one line, not Click's "Aborted!": what the run's file holds, where there is one
+            output = ctx.meta.get(COUNTED_OUTPUT)
+            raise Interrupted(interrupted_message(output, file_counts(output)) if output else "interrupted") from None
 
 
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})

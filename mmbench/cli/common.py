@@ -23,6 +23,21 @@ class RunFailed(click.ClickException):
     exit_code = 1
 
 
+class Interrupted(click.ClickException):
+    """Ctrl-C: one line saying what was kept, exit status 130 (128 + SIGINT, the shell's convention)."""
+
+    exit_code = 130
+
+
+COUNTED_OUTPUT = "mmbench.counted_output"  # where interrupts_count leaves the output, in the context's shared meta
+
+
+def interrupts_count(output: Path) -> None:
+    """From here on, Ctrl-C says how many finished points output holds (the group's handler reads
+    it): whatever the command was doing, the user learns what the file kept."""
+    click.get_current_context().meta[COUNTED_OUTPUT] = output
+
+
 def _split(values: tuple[str, ...]) -> list[str]:
     return [item.strip() for value in values for item in value.split(",") if item.strip()]
 

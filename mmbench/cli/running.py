@@ -16,12 +16,12 @@ from ..analysis import series_summary
 from ..config import ConfigError, load_config
 from ..ops import get_op
 from ..ops.base import SCOPES
-from ..results import TUNING_DIR, ResultsError, read_results, run_csv, torn_message
+from ..results import TUNING_DIR, ResultsError, metadata_path, read_results, run_csv, torn_message
 from ..sizes import FORMS, SizeSpecError, row_shape
 from ..sweep import Point, Selection, Settings, plan, scoped_name
 from ..timing import CACHE_MODES
 from ..variants import REGISTRY, VariantError, format_params, get_variant, tuning_space
-from .common import ARGV, InputError, RunFailed, _int_list, _split, console
+from .common import ARGV, InputError, Interrupted, RunFailed, _int_list, _split, console, interrupts_count
 
 COMMANDS = ("run", "tune")
 ENGINES = ("auto", "points", "batched")
@@ -92,16 +92,16 @@ def _cluster_spec(cluster: str | None, scheduler: str | None, workers: int | Non
 
 def _execute(points, settings, output, about, *, prepare=None, strict=True, resume=False, previous=None, cluster=None,
              tuning=None):
-    """workflow.execute with a progress bar, then the summary; exit 1 when interrupted, or (strict)
-    when a point was wrong or failed (the tuner expects some to fail)."""
+    """workflow.execute with a progress bar, then the summary; exit 130 when interrupted, 1 when
+    the run failed or (strict) a point was wrong or failed (the tuner expects some to fail)."""
     with progress_bar(len(points)) as on_row:
         outcome = workflow.execute(points, settings, output, about, list(ARGV), prepare=prepare, resume=resume,
                                previous=previous, on_row=on_row, say=say, cluster=cluster, tuning=tuning)
-    console.print(_summary(output))
-    say(f"results: {output}  (metadata: {output.with_suffix('.meta.json')})")
+    if outcome.in_file:  # an interrupted new run may have written nothing
+        console.print(_summary(output))
+        say(f"results: {output}  (metadata: {metadata_path(output)})")
     if outcome.state == "interrupted":
-        raise RunFailed(f"interrupted: the {sum(outcome.counts.values())} finished points are in {output}; "
-                        f"rerun with --output {output} --resume to continue")
+        raise Interrupted(workflow.interrupted_message(output, outcome.in_file, sum(outcome.counts.values())))
     if outcome.failures and strict:
         raise RunFailed(", ".join(f"{n} point(s) {s}" for s, n in outcome.failures.items())
                         + f"; see the reason column of {output}")
@@ -333,9 +333,10 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     output = output or run_csv(f"{name}-{stamp}")
     workflow.check_output(output)
+    interrupts_count(output)
     found = workflow.resumable(output) if resume else None
-    if not resume and output.exists() and output.stat().st_size > 0:
-        raise InputError(f"{output} already exists; pass --resume to continue it or choose another --output")
+    if not resume:
+        workflow.check_new_output(output, "pass --resume to continue it or choose another --output")
     previous = workflow.previous_metadata(output, found, say) if resume else {}
     chosen = {"runs": runs, "warmup": warmup, "cache": cache, "threads": threads, "seed": seed, "max_noise": max_noise,
               "noise_clock": noise_clock}
@@ -463,11 +464,13 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
         console.print(f"output: {output}", soft_wrap=True)
         say(f"tuning cache: {describe_cache(cache_path)}")
         return
-    workflow.check_output(output)
-    if not resume and (output.exists() and output.stat().st_size > 0 or output.with_name(output.name + ".gz").exists()):
-        raise InputError(f"{output} already exists; choose another --output{' or --resume' if engine == 'batched' else ''}")
+    workflow.check_output(output, compressed_resumes=engine == "batched")
+    if not resume:
+        workflow.check_new_output(output, f"choose another --output{' or --resume' if engine == 'batched' else ''}")
     if engine == "batched":
         workflow.refuse_batched_resume(output, len(configs), cache, prune, resume, source.source_hash(variant))
+    else:
+        interrupts_count(output)
     announce()  # after every refusal: a bad input is one line
     about = {"name": f"tune-{variant.name}", "tuning": {"variant": variant.name, "strategy": strategy, "budget": budget,
                                                          "seed": seed, "space": space, "tried": len(configs),
