@@ -45,14 +45,23 @@ def check_output(output: Path) -> None:
         raise RunRefused(f"--output {output} is a folder; name a CSV file")
     if output.suffix != ".csv":
         raise RunRefused(f"--output {output}: a results file ends in .csv")
-    ancestor = output.parent
+    problem = cannot_create(output)
+    if problem:
+        raise RunRefused(f"--output {output}: {problem}")
+
+
+def cannot_create(path: Path) -> str | None:
+    """Why a file or folder at path (and the folders above it) cannot be made or written, or None:
+    the nearest existing folder above it is a file, or this user may not write there."""
+    ancestor = path.parent
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        raise RunRefused(f"--output {output}: {ancestor} is not a folder")
-    target = output if output.exists() else ancestor
+        return f"{ancestor} is not a folder"
+    target = path if path.exists() else ancestor
     if not os.access(target, os.W_OK):  # root passes this anywhere; opening the file later says the rest
-        raise RunRefused(f"--output {output} cannot be written: no write permission in {target}")
+        return f"cannot be written: no write permission in {target}"
+    return None
 
 
 def resumable(output: Path):
