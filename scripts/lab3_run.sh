@@ -28,7 +28,8 @@ case "$part" in
     for v in transpose_pipe transpose_swizzle transpose_vec transpose_tiled; do
       cands=()
       for f in $(grep -l ",$v," results/tuning/*/*.csv 2>/dev/null); do cands+=(--candidates "$f"); done
-      mmbench tune -v "$v" --strategy brute -s 8192,16384 --runs 10 --top 4 "${cands[@]}" -o "$dir/tune-$v.csv" 2>&1 \
+      [ ${#cands[@]} -gt 0 ] && cands+=(--top 4)  # tune refuses --top without --candidates
+      mmbench tune -v "$v" --strategy brute -s 8192,16384 --runs 10 "${cands[@]}" -o "$dir/tune-$v.csv" 2>&1 \
         | tee -a "$log" | grep -E "^best|^Error|configurations"
     done
     mmbench run -v transpose_pipe,transpose_swizzle,transpose_vec,transpose_tiled,memcpy -s 8192,16384 --runs 20 \
