@@ -16,7 +16,8 @@ from typing import Callable, Sequence
 
 from . import ceilings, environment
 from .results import (COLUMNS, MEASUREMENT_SETTINGS, CsvSink, ResultsError, add_columns, older_columns, history,
-                      read_metadata, recorded_settings, row_key, scan, set_aside_torn, status_counts, write_metadata)
+                      metadata_path, read_metadata, recorded_settings, row_key, scan, set_aside_torn, status_counts,
+                      write_metadata)
 from .ops import get_op
 from .ops.base import SCOPES
 from .sweep import Point, Runner, Selection, Settings, add_spent, kernel_key, spent_between
@@ -48,6 +49,8 @@ def check_output(output: Path) -> None:
     problem = cannot_create(output)
     if problem:
         raise RunRefused(f"--output {output}: {problem}")
+    if metadata_path(output).is_dir():  # found only after the first row, as a traceback
+        raise RunRefused(f"--output {output}: its metadata goes to {metadata_path(output)}, which is a folder")
 
 
 def cannot_create(path: Path) -> str | None:

@@ -222,6 +222,26 @@ CASES = [
     (["run", "-v", "blas", "-s", "32", "--scheduler", "nonsense"],
      "--scheduler 'nonsense': expected an address such as tcp://HOST:8786 (a host and its port)"),
     (["run", "-v", "blas", "-s", "32", "--scheduler", "tcp://host"], "--scheduler 'tcp://host': expected an address"),
+    # variants and workers a command would leave out without a word
+    (["verify-timing", "-o", "v.csv", "-v", "best,blas"],
+     "--variant blas: it runs on the CPU; verify-timing checks GPU variants against Nsight Compute"),
+    (["profile", "--config", ZOSA, "-v", "best,blas"], "--variant blas: not a GPU series of "),
+    (["profile", "--config", ZOSA, "-v", "dbuf"], "--variant dbuf: not a GPU series of "),
+    (["run", "-v", "best", "-s", "32", "--cluster", "local", "--workers", "2"],
+     "--workers 2 sizes a local cluster of CPU processes; these points need a GPU"),
+    (["tune", "-v", "pipelined", "--strategy", "brute", "--cluster", "local", "--workers", "2", "--dry-run"],
+     "--workers 2 sizes a local cluster of CPU processes"),
+    # files beside the results that are not what their names say
+    (["plot", "roofline", "profiled.csv"], "profiled.profile.csv is not an mmbench profile: it has no column variant"),
+    (["plot", "gflops", "foldered.csv"], "foldered.meta.json cannot be read: Is a directory"),
+    (["tune", "-v", "pipelined", "--strategy", "brute", "--replay", "foldered.csv"],
+     "foldered.meta.json cannot be read: Is a directory"),
+    (["run", "-v", "blas", "-s", "32", "-o", "foldered.csv", "--resume"],
+     "--output foldered.csv: its metadata goes to foldered.meta.json, which is a folder"),
+    (["run", "-v", "blas", "-s", "32", "-o", "fresh.csv"], "--output fresh.csv: its metadata goes to fresh.meta.json, which is a folder"),
+    (["tune", "-v", "pipelined", "--strategy", "brute", "--tuning-cache", "afile/c.json", "--dry-run"],
+     "--tuning-cache afile/c.json: afile is not a folder"),
+    (["report", "--config", "own.toml", "r.csv"], "own.toml: no study for paper ''"),
 ]
 
 
@@ -254,6 +274,13 @@ def workdir(tmp_path_factory):
         lines = Path("r.csv").read_text().splitlines(keepends=True)
         Path("dup.csv").write_text("".join(lines + lines[1:]))  # its one row appended again
         Path("dup.meta.json").write_bytes(Path("r.meta.json").read_bytes())
+        for name in ("profiled", "foldered"):
+            Path(f"{name}.csv").write_bytes(Path("r.csv").read_bytes())
+        Path("profiled.meta.json").write_bytes(Path("r.meta.json").read_bytes())
+        Path("profiled.profile.csv").write_text("a,b\n1,2\n")
+        Path("foldered.meta.json").mkdir()  # a folder where a file is wanted
+        Path("fresh.meta.json").mkdir()
+        Path("own.toml").write_text(SWEEP)  # an experiment of one's own: no paper
         return Path(here)
 
 

@@ -30,9 +30,7 @@ def _load(results: Path | None, clock: str | None = None):
     """(path, DataFrame, metadata, profile or None) of RESULTS, with clear errors; a torn last
     row is left out and said so in one line. Times and rates are those of the clock asked for,
     else of the run's figure_clock setting (metadata), else the events'."""
-    import pandas as pd
-
-    from ..profile import profile_path
+    from ..profile import ProfileError, profile_path, read_profile
     from ..results import read_metadata
 
     path = _results_arg(results)
@@ -52,7 +50,10 @@ def _load(results: Path | None, clock: str | None = None):
         raise InputError(str(exc)) from None
     meta = {**meta, "figure_clock": clock}
     prof = profile_path(path)
-    profile_df = pd.read_csv(prof, dtype={"params": str}).fillna({"params": ""}) if prof.exists() else None
+    try:
+        profile_df = read_profile(prof) if prof.exists() else None
+    except ProfileError as exc:
+        raise InputError(str(exc)) from None
     return path, df, meta, profile_df
 
 
@@ -214,9 +215,12 @@ def report(config, results, out_dir, clock):
 
     try:
         cfg = load_config(config)
-        paper = study(cfg.paper)
-    except (ConfigError, ValueError) as exc:
+    except ConfigError as exc:
         raise InputError(str(exc)) from None
+    try:
+        paper = study(cfg.paper)
+    except ValueError as exc:  # a config of one's own names no paper: no study writes its report
+        raise InputError(f"{config}: {exc}") from None
     path, df, meta, profile_df = _load(results, clock)
     out = _out_dir(path, out_dir)
     figures = {}

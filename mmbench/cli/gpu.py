@@ -123,8 +123,11 @@ def profile(config, points_spec, variants, results):
         except VariantError as exc:
             raise InputError(str(exc)) from None
     cache = cfg.get("cache", DEFAULTS["cache"])
-    points = [p for p in plan(selections, cache) if p.variant.on_gpu and (p.variant.op, p.shape) in shapes
-              and (not wanted or p.variant.name in wanted)]
+    on_gpu = [p for p in plan(selections, cache) if p.variant.on_gpu]
+    series = dict.fromkeys(p.variant.name for p in on_gpu)
+    for name in sorted(wanted - set(series)):  # it would be left out without a word
+        raise InputError(f"--variant {name}: not a GPU series of {config}; its GPU series: {', '.join(series)}")
+    points = [p for p in on_gpu if (p.variant.op, p.shape) in shapes and (not wanted or p.variant.name in wanted)]
     if not points:
         raise InputError(f"no GPU point of {config} matches --points {points_spec}"
                          + (f" and --variant {','.join(sorted(wanted))}" if wanted else ""))
@@ -211,9 +214,11 @@ def verify_timing(variants, sizes, runs, ncu_cache, kernel_clock, output):
     if output.exists() and output.stat().st_size > 0:
         raise InputError(f"{output} already exists; choose another --output")
     selections = [workflow.with_tuned(sel, DEFAULT_CACHE, lambda t: console.print(t, soft_wrap=True)) for sel in selections]
-    points = [p for p in plan(selections, "cold") if p.variant.on_gpu]
-    if not points:
-        raise InputError(f"--variant {variants}: no GPU variant to check")
+    cpu = [v.name for sel in selections for v in sel.variants if not v.on_gpu]
+    if cpu:  # Nsight Compute times GPU kernels only: a CPU variant would be left out
+        raise InputError(f"--variant {cpu[0]}: it runs on the CPU; verify-timing checks GPU variants against Nsight "
+                         f"Compute")
+    points = plan(selections, "cold")
     try:
         ncu_command([])  # no ncu: say so before timing anything
     except ProfileError as exc:

@@ -79,12 +79,16 @@ def cluster_options(fn):
     return fn
 
 
-def _cluster_spec(cluster: str | None, scheduler: str | None, workers: int | None):
-    """The cluster a run asked for, or None (Dask is then never imported)."""
+def _cluster_spec(cluster: str | None, scheduler: str | None, workers: int | None, gpus: bool):
+    """The cluster a run asked for, or None (Dask is then never imported); gpus: whether some
+    point needs a GPU (a local cluster then has one worker per GPU)."""
     if cluster and scheduler:
         raise InputError("--cluster local starts a cluster and --scheduler uses a running one: give one of them")
     if workers is not None and not cluster:
         raise InputError("--workers sizes a cluster that --cluster local starts")
+    if workers is not None and gpus:
+        raise InputError(f"--workers {workers} sizes a local cluster of CPU processes; these points need a GPU, and "
+                         f"--cluster local starts one worker per GPU (CUDA_VISIBLE_DEVICES chooses them)")
     if scheduler is not None and not _address(scheduler):
         raise InputError(f"--scheduler '{scheduler.strip()}': expected an address such as tcp://HOST:8786 (a host and "
                          f"its port)")
@@ -335,7 +339,7 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
       mmbench run --config configs/zosa2017.toml
     """
     name, selections, cfg = _selections(variants, sizes, blocks, params, config, scope, pad)
-    spec = _cluster_spec(cluster, scheduler, workers)
+    spec = _cluster_spec(cluster, scheduler, workers, any(v.on_gpu for sel in selections for v in sel.variants))
     if resume and output is None:
         raise InputError("--resume needs --output naming the CSV to continue")
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -431,6 +435,9 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
         configs = choose(variant, strategy, budget, seed, narrowed, pinned=pinned)
     except (VariantError, SizeSpecError, TuneError, ResultsError) as exc:
         raise InputError(str(exc)) from None
+    problem = workflow.cannot_create(tuning_cache)  # written at the end: found then, the tuning would be lost
+    if problem:
+        raise InputError(f"--tuning-cache {tuning_cache}: {problem}")
     ctx = click.get_current_context()
     if replay:
         refuse_given(ctx, REPLAY_IGNORES, f"a replay (--replay {replay}) runs nothing: it takes the variant, --strategy, "
@@ -449,7 +456,7 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     prune = PRUNE if prune is None else prune
     if resume and (engine != "batched" or output is None):
         raise InputError("--resume continues a batched tuning file: give --engine batched (or auto) and --output")
-    spec = _cluster_spec(cluster, scheduler, workers)
+    spec = _cluster_spec(cluster, scheduler, workers, variant.on_gpu)
     if pool_gpus and (spec is None or engine == "batched"):
         raise InputError("--pool-gpus pools the timings of GPUs of different models on a cluster (--cluster or "
                          "--scheduler) into one cache entry, for --engine points"
