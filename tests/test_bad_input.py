@@ -349,3 +349,11 @@ def test_a_folder_this_user_may_not_write_is_refused_before_anything_runs(workdi
     assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
     assert "cannot be written: no write permission in " in result.output
     assert _snapshot(workdir) == before
+
+
+@pytest.mark.parametrize("config", sorted((Path(ZOSA).parent).glob("*.toml")), ids=lambda p: p.name)
+def test_every_shipped_config_passes_the_checks(tmp_path, monkeypatch, config):
+    """What the refusals must never catch: the studies' own configs, as the README runs them."""
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["run", "--config", str(config), "-o", "x.csv", "--dry-run"])
+    assert result.exit_code == 0, result.output
