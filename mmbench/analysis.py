@@ -122,6 +122,11 @@ def curve(df: pd.DataFrame, s: Series, column: str = "gflops_mean") -> pd.Series
     """column by square size n for one series (verified points only), sorted by n."""
     sq = square(df)
     rows = sq[(sq.variant == s.variant) & (sq.params == s.params) & (sq.status == "ok")]
+    twice = rows.n[rows.n.duplicated()]
+    if len(twice):  # a file holds a point once; which of two rows a curve shows would be a guess
+        n = int(twice.iloc[0])
+        raise ResultsError(f"{s.label} has {int((rows.n == n).sum())} verified rows at n = {n}: a curve takes one a "
+                           f"size (rows appended twice?)")
     return rows.set_index("n")[column].sort_index()
 
 

@@ -16,10 +16,11 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from .ops import get_op
+from .ops import get_op, timing_problem
 from .ops.base import SCOPES
 from .sizes import SizeSpecError
-from .sweep import Selection
+from .studies import STUDIES
+from .sweep import Selection, Settings
 from .timing import CACHE_MODES
 from .variants import Variant, VariantError, get_variant, param_points
 
@@ -67,10 +68,29 @@ def _unknown(where: str, table: Mapping, allowed: set[str]) -> None:
         raise ConfigError(f"{where}: unknown key '{extra[0]}'; allowed: {', '.join(sorted(allowed))}")
 
 
-def _int(where: str, value: Any, minimum: int) -> int:
+def _int(where: str, value: Any, minimum: int, maximum: int | None = None) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise ConfigError(f"{where}: {value!r} is not an integer >= {minimum}")
+    if maximum is not None and value > maximum:
+        raise ConfigError(f"{where}: {value!r} is more than {maximum}")
     return value
+
+
+def _name(path: Path, name: Any) -> str:
+    """The run's name, which names its default output folder and files: a plain file name."""
+    text = str(name)
+    if not text or text.startswith(".") or "/" in text or "\\" in text:
+        raise ConfigError(f"{path}: name {text!r}: a run's name names its folder and files, so no '/', '\\' "
+                          f"or leading '.' (and not empty)")
+    return text
+
+
+def _paper(path: Path, paper: Any) -> str:
+    """The study whose report the config's runs make (optional: a user's own experiment has none)."""
+    if paper != "" and paper not in STUDIES:
+        raise ConfigError(f"{path}: paper {paper!r}: no study knows it; known: {', '.join(STUDIES)} "
+                          f"(leave paper out for an experiment of your own)")
+    return paper
 
 
 def _sweep(where: str, table: Any) -> SweepConfig:
@@ -124,25 +144,28 @@ def _scopes(where: str, table: Mapping, variants: tuple[Variant, ...]) -> tuple[
     for scope in scopes:
         if scope not in SCOPES:
             raise ConfigError(f"{where}.scopes: '{scope}'; choose from: {', '.join(SCOPES)}")
-        for v in variants:
-            if scope not in get_op(v.op).scopes:
-                raise ConfigError(f"{where}.scopes: {v.name} is a {v.op}, timed only as {', '.join(get_op(v.op).scopes)}")
-    if any(pads) and not all(get_op(v.op).can_pad for v in variants):
-        bad = next(v for v in variants if not get_op(v.op).can_pad)
-        raise ConfigError(f"{where}.pad: {bad.name} is a {bad.op}, which has no padding (only GEMM kernels pad)")
+    problem = timing_problem(variants, scopes, pads)
+    if problem:
+        raise ConfigError(f"{where}.{'pad' if problem[0] == 'pad' else 'scopes'}: {problem[1]}")
     return tuple(dict.fromkeys(scopes)), tuple(dict.fromkeys(pads))
 
 
 def load_config(path: Path | str) -> ExperimentConfig:
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}), so not a TOML config") from None
+    except OSError as exc:  # a folder, no permission
+        raise ConfigError(f"{path}: cannot be read: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     _unknown(str(path), data, TOP_KEYS)
     run = data.get("run", {})
+    if not isinstance(run, dict):
+        raise ConfigError(f"{path}: run: expected a table such as [run] runs = 10")
     _unknown(f"{path}: run", run, RUN_KEYS)
     cache = run.get("cache", "cold")
     if cache not in CACHE_MODES:
@@ -152,11 +175,11 @@ def load_config(path: Path | str) -> ExperimentConfig:
         raise ConfigError(f"{path}: needs at least one [[sweep]] table")
     return ExperimentConfig(
         path=path,
-        name=str(data.get("name", path.stem)),
+        name=_name(path, data.get("name", path.stem)),
         description=str(data.get("description", "")),
-        paper=str(data.get("paper", "")),
-        runs=_int(f"{path}: run.runs", run.get("runs", 10), 1),
-        warmup=_int(f"{path}: run.warmup", run.get("warmup", 3), 0),
+        paper=_paper(path, data.get("paper", "")),
+        runs=_int(f"{path}: run.runs", run.get("runs", 10), 1, Settings().max_runs),
+        warmup=_int(f"{path}: run.warmup", run.get("warmup", 3), 0, Settings().max_runs),
         cache=cache,
         threads=_int(f"{path}: run.threads", run["threads"], 1) if "threads" in run else None,
         sweeps=tuple(_sweep(f"{path}: sweep[{i}]", s) for i, s in enumerate(sweeps)),

@@ -142,3 +142,20 @@ def profile_path(csv_path):
     from .results import sibling
 
     return sibling(csv_path, ".profile.csv")
+
+
+ROOFLINE_COLUMNS = COLUMNS[:11]  # what every profile has; the shared-memory counts came later
+
+
+def read_profile(path) -> pd.DataFrame:
+    """A profile beside a results CSV (what `mmbench profile` wrote); ProfileError in one line when
+    the file is not one, rather than a pandas traceback in the middle of a figure."""
+    try:
+        df = pd.read_csv(path, dtype={"params": str})
+    except (ValueError, OSError) as exc:  # pandas' ParserError and EmptyDataError are ValueErrors, as is a bad byte
+        raise ProfileError(f"{path} is not an mmbench profile: {str(exc).splitlines()[0]}") from None
+    missing = [c for c in ROOFLINE_COLUMNS if c not in df]
+    if missing:
+        raise ProfileError(f"{path} is not an mmbench profile: it has no column {', '.join(missing)} "
+                           f"(rerun `mmbench profile` or move it away)")
+    return df.fillna({"params": ""})

@@ -498,6 +498,8 @@ def read_metadata(csv_path: Path) -> dict:
         meta = json.loads(path.read_text())
     except (ValueError, UnicodeDecodeError) as exc:
         raise ResultsError(f"{path} is not mmbench metadata (bad JSON: {exc})") from None
+    except OSError as exc:  # a folder of that name, no permission
+        raise ResultsError(f"{path} cannot be read: {exc.strerror or exc}") from None
     if not isinstance(meta, dict):
         raise ResultsError(f"{path} is not mmbench metadata (not a JSON object)")
     problem = _metadata_problem(meta)

@@ -53,18 +53,29 @@ def check_output(output: Path, compressed_resumes: bool = False) -> None:
         raise RunRefused(f"--output {output} is a folder; name a CSV file")
     if output.suffix != ".csv":
         raise RunRefused(f"--output {output}: a results file ends in .csv")
-    ancestor = output.parent
-    while not ancestor.exists() and ancestor != ancestor.parent:
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise RunRefused(f"--output {output}: {ancestor} is not a folder")
-    target = output if output.exists() else ancestor
-    if not os.access(target, os.W_OK):  # root passes this anywhere; opening the file later says the rest
-        raise RunRefused(f"--output {output} cannot be written: no write permission in {target}")
+    problem = cannot_create(output)
+    if problem:
+        raise RunRefused(f"--output {output}: {problem}")
+    if metadata_path(output).is_dir():  # found only after the first row, as a traceback
+        raise RunRefused(f"--output {output}: its metadata goes to {metadata_path(output)}, which is a folder")
     packed = sibling(output, COMPRESSED)
     if packed.exists() and not compressed_resumes:
         raise RunRefused(f"--output {output}: {packed} is that run, finished and compressed, with its metadata "
                          f"{metadata_path(output)}; a compressed run is not written to again: choose another --output")
+
+
+def cannot_create(path: Path) -> str | None:
+    """Why a file or folder at path (and the folders above it) cannot be made or written, or None:
+    the nearest existing folder above it is a file, or this user may not write there."""
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return f"{ancestor} is not a folder"
+    target = path if path.exists() else ancestor
+    if not os.access(target, os.W_OK):  # root passes this anywhere; opening the file later says the rest
+        return f"cannot be written: no write permission in {target}"
+    return None
 
 
 def check_new_output(output: Path, hint: str) -> None:

@@ -4,14 +4,28 @@ status 2, no traceback, and no file in the working folder created or changed."""
 import hashlib
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
 from mmbench import batched
 from mmbench.cli import main
+from mmbench.environment import own_cpus
 from mmbench.results import write_metadata
 
 ZOSA = str(Path(__file__).resolve().parent.parent / "configs" / "zosa2017.toml")
+CORES = own_cpus()
+SWEEP = '[[sweep]]\nname = "s"\nvariants = ["blas"]\nsizes = "32"\n'
+CONFIGS = {  # what the workdir's small configs say, beyond one sweep of blas at 32
+    "scopes.toml": '[[sweep]]\nname = "s"\nvariants = ["best", "blas"]\nsizes = "32"\nscopes = ["kernel", "device"]\n',
+    "padded.toml": '[[sweep]]\nname = "s"\nvariants = ["cublas"]\nsizes = "32"\npad = true\n',
+    "paper.toml": 'paper = "nope"\n' + SWEEP,
+    "escape.toml": 'name = "../escape"\n' + SWEEP,
+    "runlist.toml": "run = [1]\n" + SWEEP,
+    "samples.toml": "[run]\nruns = 5000\n" + SWEEP,
+    "threads.toml": f"[run]\nthreads = {CORES + 1}\n" + SWEEP,
+    "cached.toml": '[run]\ncache = "hot"\n' + SWEEP,
+}
 
 CASES = [
     # run: what to run
@@ -37,8 +51,8 @@ CASES = [
     (["run", "-v", "dbuf", "-s", "32", "--params", "SK=1,SPLITK=2"], "constraint 'SK == 0 or SPLITK == 1' does not hold"),
     # run: how to measure
     (["run", "-v", "blas", "-s", "32", "--cache", "warm"], "'--cache': 'warm' is not one of 'cold', 'hot'"),
-    (["run", "-v", "blas", "-s", "32", "--runs", "0"], "'--runs': 0 is not in the range x>=1"),
-    (["run", "-v", "blas", "-s", "32", "--warmup", "-1"], "'--warmup': -1 is not in the range x>=0"),
+    (["run", "-v", "blas", "-s", "32", "--runs", "0"], "'--runs': 0 is not in the range 1<=x<=1000"),
+    (["run", "-v", "blas", "-s", "32", "--warmup", "-1"], "'--warmup': -1 is not in the range 0<=x<=1000"),
     (["run", "-v", "blas", "-s", "32", "--threads", "0"], "'--threads': 0 is not in the range x>=1"),
     (["run", "-v", "blas", "-s", "32", "--seed", "x"], "'--seed': 'x' is not a valid integer"),
     (["run", "-v", "blas", "-s", "32", "--bogus"], "No such option '--bogus'"),
@@ -46,7 +60,7 @@ CASES = [
     (["run", "-v", "shared", "-s", "33", "--scope", ","], "--scope ',' names no scope; choose from: kernel"),
     (["run", "-v", "transpose_naive", "-s", "33", "--scope", "device"],
      "--scope device: transpose_naive is a transpose, timed only as kernel"),
-    (["run", "-v", "gemv_row", "-s", "33", "--pad"], "--pad: gemv_row is a gemv, which has no padding (only GEMM kernels pad)"),
+    (["run", "-v", "gemv_row", "-s", "33", "--pad"], "--pad: gemv_row is a gemv, which has no padding"),
     (["tune", "-v", "shared_padded", "-s", "64", "--engine", "batched", "--strategy", "brute"],
      "shared_padded has no border checks and runs only on padded inputs, which the batched engine does not make"),
     (["run", "--config", ZOSA, "--pad"], "do not combine it with --variant, --sizes, --block, --params, --scope or --pad"),
@@ -94,6 +108,140 @@ CASES = [
      "r.csv is not a batched tuning file of this mmbench (other columns)"),
     (["tune", "-v", "gemv_tuned", "-s", "cell:3x3", "--strategy", "brute", "-o", "bare.csv", "--resume"],
      "bare.csv has no metadata beside it: how it was measured is unknown"),
+    # an option of one value given twice: Click kept the last without a word
+    (["run", "-v", "blas", "-s", "64", "-s", "128"], "--sizes is given 2 times ('64', '128'): it takes one value"),
+    (["run", "-v", "blas", "-s", "32", "--runs", "1", "--runs=2"], "--runs is given 2 times ('1', '2')"),
+    (["run", "-v", "best", "--sizes=32", "-s32", "--cache", "hot"], "--sizes is given 2 times ('32', '32')"),
+    (["tune", "-v", "pipelined", "-v", "dbuf", "--dry-run"], "--variant is given 2 times ('pipelined', 'dbuf')"),
+    (["plot", "gflops", "r.csv", "--out", "a", "--out", "b"], "--out is given 2 times"),
+    (["table", "r.csv", "--sizes", "32", "--sizes", "64"], "--sizes is given 2 times ('32', '64')"),
+    (["report", "--config", ZOSA, "--config", ZOSA, "r.csv"], "--config is given 2 times"),
+    (["verify-timing", "-o", "a.csv", "-o", "b.csv"], "--output is given 2 times"),
+    (["profile", "--config", ZOSA, "--points", "256", "--points", "512"], "--points is given 2 times"),
+    (["ceilings", "--results", "r.csv", "--results", "r.csv"], "--results is given 2 times"),
+    # parameters set twice
+    (["run", "-s", "32", "--block", "16", "--params", "BLOCK=32"], "--block 16 and --params BLOCK=32 both set BLOCK"),
+    (["run", "-s", "32", "--params", "BLOCK=16,BLOCK=32"], "--params sets BLOCK twice (BLOCK=16 and BLOCK=32); "
+     "give each parameter once (BLOCK=16/32 sweeps both)"),
+    (["run", "-s", "32", "--params", "BLOCK=16", "--params", "BLOCK=8/32"], "--params sets BLOCK twice"),
+    (["tune", "-v", "pipelined", "--params", "BM=128,BM=64", "--dry-run"], "--params sets BM twice"),
+    # scopes and padding a variant cannot take: refused for every variant, never dropped
+    (["run", "-v", "blas", "-s", "33", "--scope", "device"],
+     "--scope device: blas runs on the CPU: it is timed as its own call (kernel), never padded"),
+    (["run", "-v", "blas", "-s", "33", "--pad"], "--pad: blas runs on the CPU"),
+    (["run", "-v", "best,blas", "-s", "33", "--pad"], "--pad: blas runs on the CPU"),
+    (["run", "-v", "best,cpu_naive_matmul", "-s", "33", "--scope", "kernel,end_to_end"],
+     "--scope end_to_end: cpu_naive_matmul runs on the CPU"),
+    (["run", "-v", "cublas", "-s", "33", "--pad"], "--pad: cublas has no tile over C to pad to"),
+    (["run", "-v", "gemv_row", "-s", "33", "--scope", "end_to_end"], "--scope end_to_end: gemv_row is a gemv, timed only as kernel"),
+    (["run", "-v", "best", "-s", "33", "--scope", ""], "--scope '' names no scope; choose from: kernel, device, end_to_end"),
+    (["run", "--config", "scopes.toml"], "scopes.toml: sweep[0].scopes: blas runs on the CPU"),
+    (["run", "--config", "padded.toml"], "padded.toml: sweep[0].pad: cublas has no tile over C to pad to"),
+    # numbers that mean nothing
+    (["run", "-v", "best", "-s", "33", "--max-noise", "nan"], "'--max-noise': 'nan' is not a finite number"),
+    (["run", "-v", "best", "-s", "33", "--max-noise", "inf"], "'--max-noise': inf is not in the range 0<x<1"),
+    (["run", "-v", "best", "-s", "33", "--max-noise", "1"], "'--max-noise': 1.0 is not in the range 0<x<1"),
+    (["run", "-v", "best", "-s", "33", "--max-noise", "0"], "'--max-noise': 0.0 is not in the range 0<x<1"),
+    (["run", "-v", "best", "-s", "33", "--max-noise", "few"], "'--max-noise': 'few' is not a valid float"),
+    (["run", "-v", "best", "-s", "33", "--max-noise", "0.1", "--time-budget", "inf"],
+     "'--time-budget': 'inf' is not a finite number"),
+    (["run", "-v", "best", "-s", "33", "--max-noise", "0.1", "--time-budget", "nan"],
+     "'--time-budget': 'nan' is not a finite number"),
+    (["run", "-v", "best", "-s", "33", "--max-noise", "0.1", "--time-budget", "-1"], "'--time-budget': -1.0 is not in the range x>0"),
+    (["run", "-v", "cpu_naive_matmul", "-s", "33", "--cpu-budget", "nan"], "'--cpu-budget': 'nan' is not a finite number"),
+    (["run", "-v", "cpu_naive_matmul", "-s", "33", "--cpu-budget", "inf"], "'--cpu-budget': 'inf' is not a finite number"),
+    (["run", "-v", "cpu_naive_matmul", "-s", "33", "--cpu-budget", "0"], "'--cpu-budget': 0.0 is not in the range x>0"),
+    (["tune", "-v", "gemv_tuned", "--prune", "nan"], "'--prune': 'nan' is not a finite number"),
+    (["tune", "-v", "gemv_tuned", "--prune", "-inf"], "'--prune': -inf is not in the range 0<=x<1"),
+    (["run", "-v", "blas", "-s", "64", "--seed", "-1"], "'--seed': -1 is not in the range 0<=x<=4294967295"),
+    (["run", "-v", "blas", "-s", "64", "--seed", str(2**32)], "'--seed': 4294967296 is not in the range 0<=x<=4294967295"),
+    (["tune", "-v", "pipelined", "--budget", "3", "--seed", "-1", "--dry-run"], "'--seed': -1 is not in the range"),
+    (["run", "-v", "blas", "-s", "64", "--runs", "1001"], "'--runs': 1001 is not in the range 1<=x<=1000"),
+    (["run", "-v", "blas", "-s", "64", "--warmup", "99999999999"], "'--warmup': 99999999999 is not in the range 0<=x<=1000"),
+    (["tune", "-v", "pipelined", "--runs", "5000", "--dry-run"], "'--runs': 5000 is not in the range 1<=x<=1000"),
+    (["verify-timing", "-o", "v.csv", "--runs", "0"], "'--runs': 0 is not in the range 1<=x<=1000"),
+    (["run", "--config", "samples.toml"], "samples.toml: run.runs: 5000 is more than 1000"),
+    (["run", "-v", "blas", "-s", "33", "--threads", str(CORES + 1)],
+     f"--threads {CORES + 1}: this process may use {CORES} cores"),
+    (["run", "--config", "threads.toml"], f"threads.toml: run.threads = {CORES + 1}: this process may use {CORES} cores"),
+    # settings no variant of the run uses
+    (["run", "-v", "best", "-s", "33", "--time-budget", "5"],
+     "--time-budget 5.0: it applies to a noise target (--max-noise), which this run does not set"),
+    (["run", "-v", "best", "-s", "33", "--noise-clock", "kernel"], "--noise-clock kernel: it applies to a noise target"),
+    (["run", "-v", "blas", "-s", "33", "--cpu-budget", "5"], "--cpu-budget 5.0: no variant of this run is a compiled CPU loop"),
+    (["run", "-v", "best", "-s", "33", "--threads", "1"], "--threads 1: no variant of this run runs on the CPU"),
+    (["run", "-v", "blas", "-s", "33", "--cache", "cold"], "--cache cold: no variant of this run runs on the GPU"),
+    (["run", "-v", "blas", "-s", "33", "--max-noise", "0.1"], "--max-noise 0.1: no variant of this run runs on the GPU"),
+    (["run", "--config", "cached.toml"], "cached.toml: run.cache = hot: no variant of this run runs on the GPU"),
+    (["tune", "-v", "pipelined", "--strategy", "brute", "--top", "2", "--dry-run"],
+     "--top 2: it counts the fastest configurations of --candidates files, and none is given"),
+    (["tune", "-v", "pipelined", "--strategy", "brute", "--pool-gpus", "--dry-run"],
+     "--pool-gpus pools the timings of GPUs of different models on a cluster"),
+    (["tune", "-v", "gemv_tuned", "-s", "cell:3x3", "--strategy", "brute", "--pool-gpus", "--cluster", "local", "--dry-run"],
+     "this tuning uses --engine batched"),
+    (["tune", "-v", "pipelined", "--strategy", "brute", "--replay", "r.csv", "--runs", "3"],
+     "--runs 3: a replay (--replay r.csv) runs nothing: it takes the variant, --strategy, --budget, --seed and --tuning-cache only"),
+    (["tune", "-v", "pipelined", "--strategy", "brute", "--replay", "r.csv", "--dry-run"], "--dry-run: a replay (--replay r.csv)"),
+    (["tune", "-v", "pipelined", "--strategy", "brute", "--replay", "r.csv", "-s", "64"], "--sizes 64: a replay"),
+    (["list", "--wide", "-v", "best"], "--wide widens the table of every variant; -v shows variants in full"),
+    # an option of one plot family given to another
+    (["plot", "gflops", "r.csv", "--size", "5"], "--size 5: an option of plot roofline only; plot gflops does not take it"),
+    (["plot", "speedup", "r.csv", "--size", "5"], "plot speedup does not take it"),
+    (["plot", "vs-cublas", "r.csv", "--size", "5"], "plot vs-cublas does not take it"),
+    (["plot", "gemv-mesh", "r.csv", "--size", "5"], "plot gemv-mesh does not take it"),
+    # configs refused where they are run, in one line
+    (["run", "--config", "latin.toml"], "latin.toml: not UTF-8 text (byte 0), so not a TOML config"),
+    (["report", "--config", "latin.toml", "r.csv"], "latin.toml: not UTF-8 text"),
+    (["profile", "--config", "latin.toml"], "latin.toml: not UTF-8 text"),
+    (["run", "--config", "paper.toml"], "paper.toml: paper 'nope': no study knows it; known: zosa-gemm-shared-memory-ilp"),
+    (["run", "--config", "escape.toml"], "escape.toml: name '../escape': a run's name names its folder and files"),
+    (["run", "--config", "runlist.toml"], "runlist.toml: run: expected a table"),
+    # what used to be a traceback
+    (["table", "dup.csv"], "BLAS (multicore) has 2 verified rows at n = 32: a curve takes one a size"),
+    (["plot", "gflops", "r.csv", "--out", "afile/sub"], "--out afile/sub: afile is not a folder"),
+    (["table", "r.csv", "--out", "afile/sub"], "--out afile/sub: afile is not a folder"),
+    (["report", "--config", ZOSA, "r.csv", "--out", "afile/sub"], "--out afile/sub: afile is not a folder"),
+    (["run", "-v", "blas", "-s", "32", "-o", "afile/x.csv"], "--output afile/x.csv: afile is not a folder"),
+    (["verify-timing", "-o", "afile/sub/x.csv"], "--output afile/sub/x.csv: afile is not a folder"),
+    (["tune", "-v", "pipelined", "--strategy", "brute", "-o", "afile/x.csv", "--dry-run"],
+     "--output afile/x.csv: afile is not a folder"),
+    (["tune", "-v", "pipelined", "--strategy", "brute", "-o", "x.txt", "--dry-run"], "--output x.txt: a results file ends in .csv"),
+    # empty, missing or foreign where a file or a list is wanted
+    (["plot", "gflops", "r.csv", "--out", ""], "'--out': an empty path names nothing"),
+    (["table", "r.csv", "--out", " "], "'--out': an empty path names nothing"),
+    (["plot", "gflops", ""], "'[RESULTS]': an empty path names nothing"),
+    (["run", "-v", "blas", "-s", "32", "-o", ""], "an empty path names nothing"),
+    (["run", "--config", ""], "'--config': an empty path names nothing"),
+    (["tune", "-v", "pipelined", "--strategy", "brute", "--replay", ""], "'--replay': an empty path names nothing"),
+    (["table", "r.csv", "--sizes", ""], "empty size spec"),
+    (["table", "r.csv", "--sizes", "32,5x6x7"], "--sizes 32,5x6x7: Table 1's rows are square sizes n (n x n x n); 5x6x7 is not square"),
+    (["profile", "--config", ZOSA, "-v", ""], "--variant '' names no variant"),
+    (["ceilings", "--results", "missing.csv"], "no results file at missing.csv"),
+    (["ceilings", "--results", "foreign.csv"], "foreign.csv is not an mmbench results CSV"),
+    (["ceilings", "--results", "binary.csv"], "binary.csv is not an mmbench results CSV (a binary file)"),
+    (["run", "-v", "blas", "-s", "32", "--scheduler", "nonsense"],
+     "--scheduler 'nonsense': expected an address such as tcp://HOST:8786 (a host and its port)"),
+    (["run", "-v", "blas", "-s", "32", "--scheduler", "tcp://host"], "--scheduler 'tcp://host': expected an address"),
+    # variants and workers a command would leave out without a word
+    (["verify-timing", "-o", "v.csv", "-v", "best,blas"],
+     "--variant blas: it runs on the CPU; verify-timing checks GPU variants against Nsight Compute"),
+    (["profile", "--config", ZOSA, "-v", "best,blas"], "--variant blas: not a GPU series of "),
+    (["profile", "--config", ZOSA, "-v", "dbuf"], "--variant dbuf: not a GPU series of "),
+    (["run", "-v", "best", "-s", "32", "--cluster", "local", "--workers", "2"],
+     "--workers 2 sizes a local cluster of CPU processes; these points need a GPU"),
+    (["tune", "-v", "pipelined", "--strategy", "brute", "--cluster", "local", "--workers", "2", "--dry-run"],
+     "--workers 2 sizes a local cluster of CPU processes"),
+    # files beside the results that are not what their names say
+    (["plot", "roofline", "profiled.csv"], "profiled.profile.csv is not an mmbench profile: it has no column variant"),
+    (["plot", "gflops", "foldered.csv"], "foldered.meta.json cannot be read: Is a directory"),
+    (["tune", "-v", "pipelined", "--strategy", "brute", "--replay", "foldered.csv"],
+     "foldered.meta.json cannot be read: Is a directory"),
+    (["run", "-v", "blas", "-s", "32", "-o", "foldered.csv", "--resume"],
+     "--output foldered.csv: its metadata goes to foldered.meta.json, which is a folder"),
+    (["run", "-v", "blas", "-s", "32", "-o", "fresh.csv"], "--output fresh.csv: its metadata goes to fresh.meta.json, which is a folder"),
+    (["tune", "-v", "pipelined", "--strategy", "brute", "--tuning-cache", "afile/c.json", "--dry-run"],
+     "tuning cache afile/c.json cannot be created: afile is not a folder"),
+    (["report", "--config", "own.toml", "r.csv"], "own.toml: no study for paper ''"),
 ]
 
 
@@ -119,11 +267,25 @@ def workdir(tmp_path_factory):
         Path("bare.csv").write_text(",".join(batched.COLUMNS) + "\n")  # one whose metadata is lost
         write_metadata(Path("t.csv"), {"settings": {"runs": 1, "warmup": 0, "cache": "cold", "seed": 0},
                                        "tuning": {"tried": 1536}})
+        Path("afile").write_text("")  # a file where a folder is wanted
+        Path("latin.toml").write_bytes(b"\xff\xfename = 'x'\n")
+        for name, text in CONFIGS.items():
+            Path(name).write_text(text)
+        lines = Path("r.csv").read_text().splitlines(keepends=True)
+        Path("dup.csv").write_text("".join(lines + lines[1:]))  # its one row appended again
+        Path("dup.meta.json").write_bytes(Path("r.meta.json").read_bytes())
+        for name in ("profiled", "foldered"):
+            Path(f"{name}.csv").write_bytes(Path("r.csv").read_bytes())
+        Path("profiled.meta.json").write_bytes(Path("r.meta.json").read_bytes())
+        Path("profiled.profile.csv").write_text("a,b\n1,2\n")
+        Path("foldered.meta.json").mkdir()  # a folder where a file is wanted
+        Path("fresh.meta.json").mkdir()
+        Path("own.toml").write_text(SWEEP)  # an experiment of one's own: no paper
         return Path(here)
 
 
-def test_there_are_at_least_thirty_cases():
-    assert len(CASES) >= 30
+def test_there_are_at_least_120_cases():
+    assert len(CASES) >= 120
 
 
 @pytest.mark.parametrize("args,needle", CASES, ids=[" ".join(a) or "-" for a, _ in CASES])
@@ -137,3 +299,61 @@ def test_bad_input_is_one_line_exit_2_and_touches_nothing(workdir, monkeypatch, 
     assert needle in lines[0], lines[0]
     assert "Traceback" not in result.output
     assert _snapshot(workdir) == before
+
+
+def test_every_command_refuses_an_option_given_twice():
+    """A command made with click.command rather than cli.common.command would let Click keep the
+    last of two values without a word."""
+    from mmbench.cli.common import OneValueEach
+
+    ctx = click.Context(main)
+    plot = main.commands["plot"]
+    commands = [c for c in main.commands.values() if not isinstance(c, click.Group)]
+    commands += [plot.get_command(ctx, name) for name in plot.list_commands(ctx)]
+    assert len(commands) > 12 and all(isinstance(c, OneValueEach) for c in commands)
+
+
+@pytest.mark.parametrize("args", [
+    # each setting applies to one variant of the run at least: taken, not refused
+    ["-v", "best,blas,cpu_naive_matmul", "--cache", "hot", "--threads", "1", "--max-noise", "0.1", "--noise-clock",
+     "kernel", "--time-budget", "3", "--cpu-budget", "9", "--seed", str(2**32 - 1), "--runs", "1000", "--warmup", "1000"],
+    ["-v", "best,cublas", "--scope", "kernel,device,end_to_end"],
+    ["-v", "dbuf,shared,shared_padded", "--pad", "--scope", "device"],
+    ["-v", "blas", "--threads", str(CORES), "--scheduler", "tcp://[::1]:8786"],
+])
+def test_what_applies_is_taken(tmp_path, monkeypatch, args):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["run", "-s", "33", "-o", "x.csv", "--dry-run", *args])
+    assert result.exit_code == 0, result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args", [
+    ["plot", "gflops", "r.csv", "--out", "figures"],
+    ["table", "r.csv", "--out", "figures"],
+    ["report", "--config", ZOSA, "r.csv", "--out", "figures"],
+    ["run", "-v", "blas", "-s", "32", "-o", "new.csv"],
+    ["ceilings", "--results", "r.csv"],
+])
+def test_a_folder_this_user_may_not_write_is_refused_before_anything_runs(workdir, monkeypatch, args):
+    """As a read-only folder is to anyone but root (these tests may run as root, whom the
+    permissions do not stop): refused in one line before anything is drawn, run or measured."""
+    from types import SimpleNamespace
+
+    from mmbench import runs
+
+    monkeypatch.chdir(workdir)
+    monkeypatch.setattr(runs, "os", SimpleNamespace(access=lambda path, mode: False, W_OK=2))
+    before = _snapshot(workdir)
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+    assert "cannot be written: no write permission in " in result.output
+    assert _snapshot(workdir) == before
+
+
+@pytest.mark.parametrize("config", sorted((Path(ZOSA).parent).glob("*.toml")), ids=lambda p: p.name)
+def test_every_shipped_config_passes_the_checks(tmp_path, monkeypatch, config):
+    """What the refusals must never catch: the studies' own configs, as the README runs them."""
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["run", "--config", str(config), "-o", "x.csv", "--dry-run"])
+    assert result.exit_code == 0, result.output

@@ -200,7 +200,7 @@ def test_failing_point_becomes_a_row_and_the_sweep_goes_on(tmp_path, monkeypatch
     (["--params", "BLOCK"], "--params 'BLOCK': expected NAME=V[/V...] pairs"),
     (["-v", "warptile", "--params", "BM=0"], "parameter BM=[0] for 'warptile': values must be positive integers"),
     (["--cache", "warm"], "'warm' is not one of 'cold', 'hot'"),
-    (["--runs", "0"], "0 is not in the range x>=1"),
+    (["--runs", "0"], "0 is not in the range 1<=x<=1000"),
     (["--resume"], "--resume needs --output"),
     (["--config", ZOSA, "--variant", "best"], "do not combine it with --variant"),
     (["--config", "nope.toml"], "nope.toml: no such config file"),

@@ -65,6 +65,19 @@ GOOD_SWEEP = '[[sweep]]\nname = "s"\nvariants = ["best"]\nsizes = "64"\n'
      "sweep[0].pad: gemv_row is a gemv, which has no padding"),
     ('[[sweep]]\nname = "s"\nvariants = ["memcpy"]\nsizes = "64"\nscopes = ["end_to_end"]\n',
      "sweep[0].scopes: memcpy is a copy, timed only as kernel"),
+    # what used to be dropped without a word, or refused only later
+    ('[[sweep]]\nname = "s"\nvariants = ["best", "blas"]\nsizes = "64"\nscopes = ["kernel", "device"]\n',
+     "sweep[0].scopes: blas runs on the CPU: it is timed as its own call (kernel), never padded"),
+    ('[[sweep]]\nname = "s"\nvariants = ["best", "blas"]\nsizes = "64"\npad = [false, true]\n',
+     "sweep[0].pad: blas runs on the CPU"),
+    ('[[sweep]]\nname = "s"\nvariants = ["cublas"]\nsizes = "64"\npad = true\n', "sweep[0].pad: cublas has no tile over C to pad to"),
+    ('paper = "zosa"\n' + GOOD_SWEEP, "paper 'zosa': no study knows it; known: zosa-gemm-shared-memory-ilp, limits"),
+    ("paper = 2017\n" + GOOD_SWEEP, "paper 2017: no study knows it"),
+    ('name = "../elsewhere"\n' + GOOD_SWEEP, "name '../elsewhere': a run's name names its folder and files"),
+    ('name = ""\n' + GOOD_SWEEP, "name '': a run's name names its folder and files"),
+    ("run = 3\n" + GOOD_SWEEP, "run: expected a table"),
+    ("[run]\nruns = 1001\n" + GOOD_SWEEP, "run.runs: 1001 is more than 1000"),
+    ("[run]\nwarmup = 1001\n" + GOOD_SWEEP, "run.warmup: 1001 is more than 1000"),
 ])
 def test_errors_name_the_file_and_key(tmp_path, text, needle):
     with pytest.raises(ConfigError) as err:
@@ -75,6 +88,17 @@ def test_errors_name_the_file_and_key(tmp_path, text, needle):
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="no such config file"):
         load_config(tmp_path / "nope.toml")
+
+
+def test_a_file_that_is_not_utf8_is_an_error_naming_it(tmp_path):
+    path = tmp_path / "latin.toml"
+    path.write_bytes('name = "Sørensen"\n'.encode("latin-1") + GOOD_SWEEP.encode())
+    with pytest.raises(ConfigError, match=r"latin.toml: not UTF-8 text \(byte 9\)"):
+        load_config(path)
+
+
+def test_a_config_without_a_paper_is_an_experiment_of_ones_own(tmp_path):
+    assert load_config(write(tmp_path, GOOD_SWEEP)).paper == ""
 
 
 def test_a_switch_may_be_zero_where_its_variant_allows(tmp_path):

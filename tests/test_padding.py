@@ -155,6 +155,25 @@ def test_the_plan_pads_a_kernel_without_border_checks_always_and_keeps_cpu_point
     assert len({p.key for p in points}) == len(points)
 
 
+def test_each_operation_says_which_scopes_and_padding_a_variant_takes():
+    """What runs and configs ask before planning: a scope or padding a variant cannot take is
+    refused with the reason, where the plan would leave it out without a word."""
+    from mmbench.ops import timing_problem
+
+    v = REGISTRY
+    assert timing_problem((v["best"], v["dbuf"], v["cublas"]), tuple(SCOPES), (False,)) is None
+    assert timing_problem((v["shared"], v["dbuf"], v["shared_padded"]), ("kernel", "device"), (False, True)) is None
+    assert timing_problem((v["blas"], v["cpu_naive_matmul"]), ("kernel",), (False,)) is None
+    assert timing_problem((v["best"], v["cublas"]), ("kernel",), (False, True)) == \
+        ("pad", "cublas has no tile over C to pad to")
+    cpu = "blas runs on the CPU: it is timed as its own call (kernel), never padded"
+    assert timing_problem((v["best"], v["blas"]), ("kernel",), (True,)) == ("pad", cpu)
+    assert timing_problem((v["best"], v["blas"]), ("kernel", "device"), (False,)) == ("device", cpu)
+    assert timing_problem((v["transpose_naive"],), ("end_to_end",), (False,)) == \
+        ("end_to_end", "transpose_naive is a transpose, timed only as kernel")
+    assert timing_problem((v["gemv_row"],), ("kernel",), (True,)) == ("pad", "gemv_row is a gemv, which has no padding")
+
+
 def test_padded_buffers_beyond_free_memory_are_a_skipped_row():
     runner = Runner(Settings(runs=1, warmup=0), [])
     runner.gpu = NumpyGpu(1)

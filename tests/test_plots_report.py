@@ -42,6 +42,16 @@ def test_series_in_registry_order_with_paper_labels(df):
     assert [s.label for s in analysis.series_list(df)] == SERIES
 
 
+def test_a_curve_refuses_two_rows_at_one_size_rather_than_pick_one(df):
+    from mmbench.results import ResultsError
+
+    blas = analysis.find(df, "blas")
+    assert analysis.curve(df, blas).index.is_unique
+    twice = pd.concat([df, df[(df.variant == "blas") & (df.n == 1024)]])
+    with pytest.raises(ResultsError, match="BLAS \\(multicore\\) has 2 verified rows at n = 1024: a curve takes one"):
+        analysis.curve(twice, blas)
+
+
 def test_figure1_bars_per_block_and_size(df, meta):
     fig = report.fig_block_sizes(df, meta)
     ax = fig.axes[0]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import copy
+import math
+from functools import partial
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 
 from ..results import ResultsError, latest_results
@@ -36,6 +40,91 @@ def interrupts_count(output: Path) -> None:
     """From here on, Ctrl-C says how many finished points output holds (the group's handler reads
     it): whatever the command was doing, the user learns what the file kept."""
     click.get_current_context().meta[COUNTED_OUTPUT] = output
+
+
+class OneValueEach(click.Command):
+    """A command that refuses an option of one value given more than once: Click would keep the
+    last and drop the others silently. Repeatable options (multiple=True, as --variant) collect
+    every one, and flags say the same thing each time, so both may repeat."""
+
+    def parse_args(self, ctx, args):
+        if not ctx.resilient_parsing:  # shell completion parses half-typed lines: refuse nothing there
+            _refuse_repeats(self, ctx, args)
+        return super().parse_args(ctx, args)
+
+
+command = partial(click.command, cls=OneValueEach)  # every mmbench command is one
+
+
+def _refuse_repeats(cmd: click.Command, ctx: click.Context, args: list[str]) -> None:
+    """Parse the arguments once more with every one-value option collecting each occurrence, and
+    refuse the first given twice, naming its values."""
+    single = [p for p in cmd.get_params(ctx)
+              if isinstance(p, click.Option) and not (p.multiple or p.count or p.is_flag)]
+    collecting = []
+    for param in cmd.get_params(ctx):
+        if param in single:
+            param = copy.copy(param)
+            param.multiple = True
+        collecting.append(param)
+    try:
+        opts, _, _ = click.Command(cmd.name, params=collecting).make_parser(ctx).parse_args(args=list(args))
+    except click.UsageError:
+        return  # the real parse says what is wrong, in the same words
+    for param in single:
+        values = opts.get(param.name)
+        if isinstance(values, list) and len(values) > 1:
+            raise InputError(f"{max(param.opts, key=len)} is given {len(values)} times "
+                             f"({', '.join(repr(v) for v in values)}): it takes one value, and all but the last would "
+                             f"be dropped; give it once")
+
+
+class Finite(click.FloatRange):
+    """A FloatRange that refuses nan and inf: a range lets nan through (every comparison with it
+    is false), and an infinite budget or fraction means nothing."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+class GivenPath(click.Path):
+    """A click.Path that refuses an empty value: Path("") is the current folder, which nobody means
+    by typing nothing."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value.strip():
+            self.fail("an empty path names nothing", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+FILE = GivenPath(dir_okay=False, path_type=Path)  # a file's path: a folder there is refused
+FOLDER = GivenPath(file_okay=False, path_type=Path)  # a folder's path: a file there is refused
+SEED = click.IntRange(0, 2**32 - 1)  # what every random generator of numpy takes as a seed
+
+
+def given(ctx: click.Context, name: str) -> bool:
+    """Whether the user gave this option (on the command line), not left it to its default."""
+    return ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
+
+
+def refuse_given(ctx: click.Context, names, why: str) -> None:
+    """Refuse the first of these options the user gave, with why it cannot apply."""
+    for param in ctx.command.params:
+        if param.name in names and given(ctx, param.name):
+            shown = _shown(ctx.params[param.name])
+            raise InputError(f"{max(param.opts, key=len)}{' ' + shown if shown else ''}: {why}")
+
+
+def _shown(value) -> str:
+    """An option's value as the user might have typed it ('' for a flag)."""
+    if isinstance(value, bool):
+        return ""
+    if isinstance(value, (tuple, list)):
+        return ",".join(map(str, value))
+    return str(value)
 
 
 def _split(values: tuple[str, ...]) -> list[str]:

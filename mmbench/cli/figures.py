@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from .common import InputError, _results_arg, console
+from .common import FILE, FOLDER, InputError, _results_arg, command, console
 from ..config import ConfigError, load_config
 from ..results import ResultsError, read_results
 from ..sizes import SizeSpecError, parse_sizes
@@ -15,8 +15,8 @@ from ..sizes import SizeSpecError, parse_sizes
 COMMANDS = ("plot", "table", "report")  # registered on the main group by cli/__init__.py
 
 
-RESULTS_ARG = click.argument("results", required=False, type=click.Path(dir_okay=False, path_type=Path))
-OUT_OPTION = click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+RESULTS_ARG = click.argument("results", required=False, type=FILE)
+OUT_OPTION = click.option("--out", "out_dir", type=FOLDER,
                           help="Folder for the files (default: RESULTS's own folder, results/X/ for results/X/X.csv; else a folder "
                                "named after it beside it).")
 
@@ -30,9 +30,7 @@ def _load(results: Path | None, clock: str | None = None):
     """(path, DataFrame, metadata, profile or None) of RESULTS, with clear errors; a torn last
     row is left out and said so in one line. Times and rates are those of the clock asked for,
     else of the run's figure_clock setting (metadata), else the events'."""
-    import pandas as pd
-
-    from ..profile import profile_path
+    from ..profile import ProfileError, profile_path, read_profile
     from ..results import read_metadata
 
     path = _results_arg(results)
@@ -52,14 +50,23 @@ def _load(results: Path | None, clock: str | None = None):
         raise InputError(str(exc)) from None
     meta = {**meta, "figure_clock": clock}
     prof = profile_path(path)
-    profile_df = pd.read_csv(prof, dtype={"params": str}).fillna({"params": ""}) if prof.exists() else None
+    try:
+        profile_df = read_profile(prof) if prof.exists() else None
+    except ProfileError as exc:
+        raise InputError(str(exc)) from None
     return path, df, meta, profile_df
 
 
 def _out_dir(path: Path, out_dir: Path | None) -> Path:
+    """The folder the files go to, refused before anything is drawn when it cannot be made or written."""
     from ..results import figure_dir
+    from ..runs import cannot_create
 
-    return out_dir or figure_dir(path)
+    out = out_dir or figure_dir(path)
+    problem = cannot_create(out)
+    if problem:
+        raise InputError(f"{'--out ' if out_dir else ''}{out}: {problem}")
+    return out
 
 
 def _save(fig_fn, out_dir: Path, stem: str) -> list[Path]:
@@ -128,21 +135,37 @@ def plot():
     """Draw a study's figures from a results CSV (PNG and SVG; no GPU needed)."""
 
 
+# Options some figure families take (a family's `options` names them); the others refuse them.
+FAMILY_OPTIONS = {
+    "size": click.option("--size", type=click.IntRange(min=1), help="The size n placed on the roofline "
+                         "(default: the largest profiled size, else the largest size)."),
+}
+
+
 def _plot_command(name: str, family) -> click.Command:
-    @click.command(name, short_help=family.short, help=f"{family.help}. RESULTS defaults to the newest CSV under results/.")
-    @RESULTS_ARG
-    @OUT_OPTION
-    @click.option("--size", type=click.IntRange(min=1), help="Roofline only: the size n placed on it "
-                  "(default: the largest profiled size, else the largest size).")
-    @CLOCK_OPTION
-    def command(results, out_dir, size, clock):
+    def draw(results, out_dir, clock, size=None):
         path, df, meta, profile_df = _load(results, clock)
         _figures(name, df, meta, profile_df, _out_dir(path, out_dir), size)
 
-    return command
+    draw = CLOCK_OPTION(draw)  # decorators in reverse: the help lists RESULTS, --out, the family's, --clock
+    for option, add in FAMILY_OPTIONS.items():
+        draw = (add if option in family.options else _refused_option(name, option))(draw)
+    draw = RESULTS_ARG(OUT_OPTION(draw))
+    return command(name, short_help=family.short, help=f"{family.help}. RESULTS defaults to the newest CSV under results/.")(draw)
 
 
-@click.command()
+def _refused_option(name: str, option: str):
+    """A hidden --OPTION on a family that does not take it: given, it is refused in one line naming
+    the families that do (Click alone would say only that there is no such option)."""
+    def refuse(ctx, param, value):
+        if value is not None:
+            takers = " and ".join(f"plot {f}" for f, family in _families().items() if option in family.options)
+            raise InputError(f"--{option} {value}: an option of {takers} only; plot {name} does not take it")
+
+    return click.option(f"--{option}", hidden=True, expose_value=False, callback=refuse)
+
+
+@command()
 @RESULTS_ARG
 @OUT_OPTION
 @click.option("--sizes", "sizes_spec", metavar="SPEC",
@@ -155,9 +178,9 @@ def table(results, out_dir, sizes_spec):
 
     path, df, _, _ = _load(results)
     try:
-        sizes = [s.n for s in parse_sizes(sizes_spec) if s.is_square] if sizes_spec else TABLE1_SIZES
+        sizes = _table_sizes(sizes_spec) if sizes_spec is not None else TABLE1_SIZES
         t = table1(analysis.ok_rows(df), sizes)
-    except (SizeSpecError, ResultsError) as exc:
+    except ResultsError as exc:
         raise InputError(str(exc)) from None
     out = _out_dir(path, out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -168,8 +191,20 @@ def table(results, out_dir, sizes_spec):
     console.print(f"wrote {out / 'table1.md'} and {out / 'table1.csv'}", soft_wrap=True)
 
 
-@click.command()
-@click.option("--config", type=click.Path(dir_okay=False, path_type=Path), required=True,
+def _table_sizes(spec: str) -> list[int]:
+    """The n of each square size of a --sizes spec; a shape that is not square is refused, not left out."""
+    try:
+        shapes = parse_sizes(spec)
+    except SizeSpecError as exc:
+        raise InputError(str(exc)) from None
+    odd = [str(s) for s in shapes if not s.is_square]
+    if odd:
+        raise InputError(f"--sizes {spec}: Table 1's rows are square sizes n (n x n x n); {odd[0]} is not square")
+    return [s.n for s in shapes]
+
+
+@command()
+@click.option("--config", type=FILE, required=True,
               help="The experiment (its [reference] table holds the paper's numbers).")
 @RESULTS_ARG
 @OUT_OPTION
@@ -180,9 +215,12 @@ def report(config, results, out_dir, clock):
 
     try:
         cfg = load_config(config)
-        paper = study(cfg.paper)
-    except (ConfigError, ValueError) as exc:
+    except ConfigError as exc:
         raise InputError(str(exc)) from None
+    try:
+        paper = study(cfg.paper)
+    except ValueError as exc:  # a config of one's own names no paper: no study writes its report
+        raise InputError(f"{config}: {exc}") from None
     path, df, meta, profile_df = _load(results, clock)
     out = _out_dir(path, out_dir)
     figures = {}

@@ -16,13 +16,13 @@ from ..runs import DEFAULTS
 from ..sizes import SizeSpecError, row_shape
 from ..sweep import Settings, plan
 from ..variants import VariantError, get_variant
-from .common import InputError, RunFailed, _results_arg, _split, console
-from .running import _selections
+from .common import FILE, InputError, RunFailed, _results_arg, _split, command, console
+from .running import SAMPLES, _selections
 
 COMMANDS = ("info", "ceilings", "profile", "verify_timing")
 
 
-@click.command()
+@command()
 def info():
     """Print the device, its limits and the software versions (works without a GPU)."""
     from ..device import GpuUnavailable, open_gpu
@@ -51,11 +51,13 @@ def _open_gpu_or_fail():
         raise RunFailed(f"cannot open the GPU: {exc}") from None
 
 
-@click.command()
-@click.option("--results", type=click.Path(dir_okay=False, path_type=Path),
+@command()
+@click.option("--results", type=FILE,
               help="Results CSV whose metadata records the ceilings (default: the newest under results/, if any).")
 def ceilings(results):
     """Measure the FP32 FMA peak and the DRAM copy bandwidth of the GPU, next to its datasheet."""
+    if results is not None:  # checked before measuring: a bad file found after would waste the measurement
+        _recordable(results)
     gpu = _open_gpu_or_fail()
     measured = ceilings_mod.measure(gpu, environment.gpu_info(gpu))
     cache = ceilings_mod.save_cached(measured)
@@ -77,13 +79,29 @@ def ceilings(results):
     console.print(f"recorded in {target.with_suffix('.meta.json')}", soft_wrap=True)
 
 
-@click.command()
-@click.option("--config", type=click.Path(dir_okay=False, path_type=Path), required=True,
+def _recordable(results: Path) -> None:
+    """Refuse a results CSV whose metadata cannot take the ceilings: missing, not mmbench's, or
+    beside metadata that cannot be written."""
+    from ..results import metadata_path, read_metadata, scan
+    from ..runs import cannot_create
+
+    try:
+        scan(results)
+        read_metadata(results)
+    except ResultsError as exc:
+        raise InputError(str(exc)) from None
+    problem = cannot_create(metadata_path(results))
+    if problem:
+        raise InputError(f"--results {results}: {problem}")
+
+
+@command()
+@click.option("--config", type=FILE, required=True,
               help="Experiment whose series are profiled.")
 @click.option("--points", "points_spec", default="256,1024,2048", show_default=True, metavar="SPEC",
               help="Sizes to profile (a size spec, as for run --sizes).")
 @click.option("--variant", "-v", "variants", multiple=True, help="Only these variants (default: every GPU series).")
-@click.option("--results", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--results", type=FILE,
               help="Results CSV the profile belongs to; written beside it as .profile.csv (default: the newest).")
 def profile(config, points_spec, variants, results):
     """Run Nsight Compute on chosen points: DRAM bytes and FP32 operations (the roofline), bank conflicts."""
@@ -96,14 +114,19 @@ def profile(config, points_spec, variants, results):
     except SizeSpecError as exc:
         raise InputError(str(exc)) from None
     wanted = set(_split(variants))
+    if variants and not wanted:
+        raise InputError(f"--variant '{','.join(variants)}' names no variant; leave it out to profile every GPU series")
     for name in wanted:
         try:
             get_variant(name)
         except VariantError as exc:
             raise InputError(str(exc)) from None
     cache = cfg.get("cache", DEFAULTS["cache"])
-    points = [p for p in plan(selections, cache) if p.variant.on_gpu and (p.variant.op, p.shape) in shapes
-              and (not wanted or p.variant.name in wanted)]
+    on_gpu = [p for p in plan(selections, cache) if p.variant.on_gpu]
+    series = dict.fromkeys(p.variant.name for p in on_gpu)
+    for name in sorted(wanted - set(series)):  # it would be left out without a word
+        raise InputError(f"--variant {name}: not a GPU series of {config}; its GPU series: {', '.join(series)}")
+    points = [p for p in on_gpu if (p.variant.op, p.shape) in shapes and (not wanted or p.variant.name in wanted)]
     if not points:
         raise InputError(f"no GPU point of {config} matches --points {points_spec}"
                          + (f" and --variant {','.join(sorted(wanted))}" if wanted else ""))
@@ -163,18 +186,18 @@ def _print_info(facts: dict, gpu_note: str | None) -> None:
                       "pip install '.[cuda,cublas]'", soft_wrap=True)
 
 
-@click.command("verify-timing")
+@command("verify-timing")
 @click.option("--variant", "-v", "variants", default="best,dbuf,cublas", show_default=True, metavar="NAME[,NAME...]",
               help="The variants to check.")
 @click.option("--sizes", "-s", default="63,128,512,2048,8192", show_default=True, metavar="SPEC",
               help="The sizes to check them at.")
-@click.option("--runs", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--runs", type=SAMPLES, default=10, show_default=True)
 @click.option("--ncu-cache", type=click.Choice(["all", "none"]), default="all", show_default=True,
               help="Nsight Compute's --cache-control: all flushes every cache before each kernel, none leaves them.")
 @click.option("--kernel-clock", type=click.Choice(["concurrent", "serial", "isolated"]), default="concurrent",
               show_default=True, help="CUPTI's kernel records: as the kernels run back to back, serialized by CUPTI, "
                                       "or of calls each launched on an idle GPU (as Nsight Compute replays one).")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), required=True,
+@click.option("--output", "-o", type=FILE, required=True,
               help="Results CSV of the timed points; the comparison goes beside it as NAME.verify.csv.")
 def verify_timing(variants, sizes, runs, ncu_cache, kernel_clock, output):
     """Time points here (events and the kernel clock) and under Nsight Compute; print both times and
@@ -191,9 +214,11 @@ def verify_timing(variants, sizes, runs, ncu_cache, kernel_clock, output):
         raise InputError(f"{output} already exists; choose another --output")
     caches = _reading_caches(None)  # the user's, then the shipped: as a plain run
     selections = [workflow.with_tuned(sel, caches, lambda t: console.print(t, soft_wrap=True)) for sel in selections]
-    points = [p for p in plan(selections, "cold") if p.variant.on_gpu]
-    if not points:
-        raise InputError(f"--variant {variants}: no GPU variant to check")
+    cpu = [v.name for sel in selections for v in sel.variants if not v.on_gpu]
+    if cpu:  # Nsight Compute times GPU kernels only: a CPU variant would be left out
+        raise InputError(f"--variant {cpu[0]}: it runs on the CPU; verify-timing checks GPU variants against Nsight "
+                         f"Compute")
+    points = plan(selections, "cold")
     try:
         ncu_command([])  # no ncu: say so before timing anything
     except ProfileError as exc:

@@ -7,12 +7,12 @@ from rich.table import Table
 
 from ..ops import get_op
 from ..variants import REGISTRY, VariantError, format_params, get_variant, param_points, tuning_space
-from .common import InputError, _split, console
+from .common import InputError, _split, command, console
 
 COMMANDS = ("list_variants",)
 
 
-@click.command("list")
+@command("list")
 @click.option("--variant", "-v", "names", multiple=True, metavar="NAME[,NAME...]",
               help="Show these variants in full: description, parameters and defaults, constraints, tuning space.")
 @click.option("--wide", is_flag=True, help="Every column: one wide table where the terminal is wide enough (about 130 "
@@ -20,6 +20,9 @@ COMMANDS = ("list_variants",)
 def list_variants(names, wide):
     """Show the variants: a compact table that fits the terminal, one variant in full with -v NAME."""
     if names:
+        if wide:
+            raise InputError("--wide widens the table of every variant; -v shows variants in full, one fact a line: "
+                             "give one of them")
         try:
             chosen = [get_variant(n) for n in _split(names) or [""]]
         except VariantError as exc:

@@ -10,24 +10,31 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from .. import places
+from .. import environment, places
 from .. import runs as workflow  # not "runs": the commands have a --runs option
 from ..analysis import series_summary
 from ..config import ConfigError, load_config
-from ..ops import get_op
+from ..ops import get_op, timing_problem
 from ..ops.base import SCOPES
 from ..results import TUNING_DIR, ResultsError, metadata_path, read_results, run_csv, torn_message
 from ..sizes import FORMS, SizeSpecError, row_shape
 from ..sweep import Point, Selection, Settings, plan, scoped_name
 from ..timing import CACHE_MODES
 from ..variants import REGISTRY, VariantError, format_params, get_variant, tuning_space
-from .common import ARGV, InputError, Interrupted, RunFailed, _int_list, _split, console, interrupts_count
+from .common import (ARGV, FILE, SEED, Finite, InputError, Interrupted, RunFailed, _int_list, _split, command, console,
+                     interrupts_count, refuse_given)
 
 COMMANDS = ("run", "tune")
+# What `tune --replay` leaves unused: it reads a recorded tuning and runs nothing.
+REPLAY_IGNORES = ("sizes_spec", "runs", "warmup", "cache", "engine", "resume", "prune", "jobs", "output", "dry_run",
+                  "pinned_text", "per_shape", "candidates_from", "top", "pool_gpus", "cluster", "scheduler", "workers")
 ENGINES = ("auto", "points", "batched")
 PRUNE = 0.5  # the batched tuner's default: see batched.py
 PAPER_SWEEP = "63:2049"
 DEFAULTS = workflow.DEFAULTS
+# Samples and warm-up launches a point may take: a noise target stops at this many samples too.
+SAMPLES = click.IntRange(1, Settings().max_runs)
+WARMUP = click.IntRange(0, Settings().max_runs)
 
 
 def say(text: str) -> None:
@@ -75,19 +82,30 @@ def cluster_options(fn):
     return fn
 
 
-def _cluster_spec(cluster: str | None, scheduler: str | None, workers: int | None):
-    """The cluster a run asked for, or None (Dask is then never imported)."""
+def _cluster_spec(cluster: str | None, scheduler: str | None, workers: int | None, gpus: bool):
+    """The cluster a run asked for, or None (Dask is then never imported); gpus: whether some
+    point needs a GPU (a local cluster then has one worker per GPU)."""
     if cluster and scheduler:
         raise InputError("--cluster local starts a cluster and --scheduler uses a running one: give one of them")
     if workers is not None and not cluster:
         raise InputError("--workers sizes a cluster that --cluster local starts")
-    if scheduler is not None and not scheduler.strip():
-        raise InputError("--scheduler '': expected an address such as tcp://HOST:8786")
+    if workers is not None and gpus:
+        raise InputError(f"--workers {workers} sizes a local cluster of CPU processes; these points need a GPU, and "
+                         f"--cluster local starts one worker per GPU (CUDA_VISIBLE_DEVICES chooses them)")
+    if scheduler is not None and not _address(scheduler):
+        raise InputError(f"--scheduler '{scheduler.strip()}': expected an address such as tcp://HOST:8786 (a host and "
+                         f"its port)")
     if not (cluster or scheduler):
         return None
     from ..cluster import ClusterSpec
 
     return ClusterSpec(scheduler=scheduler, workers=workers)
+
+
+def _address(text: str) -> bool:
+    """Whether text looks like a Dask scheduler's address: [PROTOCOL://]HOST:PORT."""
+    host, _, port = text.strip().split("://", 1)[-1].rpartition(":")
+    return bool(host) and port.isdigit()
 
 
 def _execute(points, settings, output, about, *, prepare=None, strict=True, resume=False, previous=None, cluster=None,
@@ -109,21 +127,48 @@ def _execute(points, settings, output, about, *, prepare=None, strict=True, resu
 
 
 def _scopes(scope: str | None, pad: bool, chosen) -> tuple[tuple[str, ...], tuple[bool, ...]]:
-    """--scope and --pad read and checked against the operations of the chosen variants."""
-    scopes = tuple(dict.fromkeys(_split((scope,)))) if scope else ("kernel",)
-    if scope is not None and not scopes:
+    """--scope and --pad read and checked against each chosen variant: one that cannot be timed so
+    is refused, never left out."""
+    scopes = tuple(dict.fromkeys(_split((scope,)))) if scope is not None else ("kernel",)
+    if not scopes:
         raise InputError(f"--scope '{scope}' names no scope; choose from: {', '.join(SCOPES)}")
     for name in scopes:
         if name not in SCOPES:
             raise InputError(f"--scope '{name}'; choose from: {', '.join(SCOPES)}")
-    for v in chosen:
-        op = get_op(v.op)
-        wrong = [x for x in scopes if x not in op.scopes]
-        if wrong:
-            raise InputError(f"--scope {wrong[0]}: {v.name} is a {op.name}, timed only as {', '.join(op.scopes)}")
-        if pad and not op.can_pad:
-            raise InputError(f"--pad: {v.name} is a {op.name}, which has no padding (only GEMM kernels pad)")
+    problem = timing_problem(chosen, scopes, (pad,))
+    if problem:
+        raise InputError(f"--pad: {problem[1]}" if problem[0] == "pad" else f"--scope {problem[0]}: {problem[1]}")
     return scopes, (True,) if pad else (False,)
+
+
+def _refuse_unused_settings(given: dict, settings: Settings, variants, config: Path | None, scheduler: str | None) -> None:
+    """Refuse a setting given (by option or by the config's [run]) that no variant of the run uses,
+    or that cannot hold on this machine: it would be recorded in the metadata and do nothing."""
+    ctx = click.get_current_context()
+
+    def named(key: str) -> str:
+        return f"--{key.replace('_', '-')} {given[key]}" if ctx.params.get(key) is not None else \
+            f"{config}: run.{key} = {given[key]}"
+
+    on_gpu, on_cpu = any(v.on_gpu for v in variants), any(not v.on_gpu for v in variants)
+    if "cache" in given and not on_gpu:
+        raise InputError(f"{named('cache')}: no variant of this run runs on the GPU (a CPU point's caches are never "
+                         f"flushed: its rows say hot)")
+    if "max_noise" in given and not on_gpu:
+        raise InputError(f"{named('max_noise')}: no variant of this run runs on the GPU (a CPU point takes exactly "
+                         f"--runs samples)")
+    if "threads" in given and not on_cpu:
+        raise InputError(f"{named('threads')}: no variant of this run runs on the CPU, whose BLAS threads it sets")
+    cores = environment.own_cpus()
+    if given.get("threads", 0) > cores and not scheduler:  # a running cluster's workers are elsewhere
+        raise InputError(f"{named('threads')}: this process may use {cores} cores; more BLAS threads than cores "
+                         f"would measure their contention (and the rows, settings and BLAS would disagree)")
+    if settings.max_noise is None:
+        refuse_given(ctx, ("noise_clock", "time_budget"), "it applies to a noise target (--max-noise), which this "
+                                                          "run does not set")
+    if not any(v.backend == "cpu" for v in variants):
+        refuse_given(ctx, ("cpu_budget",), "no variant of this run is a compiled CPU loop (backend cpu), the points "
+                                           "it budgets")
 
 
 def _selections(variants, sizes, blocks, params, config, scope=None, pad=False) -> tuple[str, list[Selection], dict]:
@@ -153,6 +198,9 @@ def _selections(variants, sizes, blocks, params, config, scope=None, pad=False) 
         raise InputError(str(exc)) from None
     overrides = _parse_params(params)
     if blocks is not None:
+        if "BLOCK" in overrides:
+            raise InputError(f"--block {blocks} and --params BLOCK={'/'.join(map(str, overrides['BLOCK']))} both set "
+                             f"BLOCK; give one of them")
         overrides["BLOCK"] = _int_list("--block", blocks)
     known = {axis for v in chosen for axis in v.axes}
     for name in overrides:
@@ -204,11 +252,17 @@ def _parse_params(params: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
     out = {}
     if params and not _split(params):
         raise InputError(f"--params '{','.join(params)}': expected NAME=V[/V...] pairs, e.g. BM=128,BK=8/16")
+    given: dict[str, str] = {}
     for item in _split(params):
         name, eq, values = item.partition("=")
-        if not eq or not name.strip():
+        name = name.strip()
+        if not eq or not name:
             raise InputError(f"--params '{item}': expected NAME=V[/V...] pairs, e.g. BM=128,BK=8/16")
-        out[name.strip()] = _int_list(f"--params {name}", values.replace("/", ","), minimum=0)  # flags may be 0
+        if name in given:  # the last would win silently
+            raise InputError(f"--params sets {name} twice ({name}={given[name]} and {item}); give each parameter once "
+                             f"({name}={given[name]}/{values.strip()} sweeps both)")
+        given[name] = values.strip()
+        out[name] = _int_list(f"--params {name}", values.replace("/", ","), minimum=0)  # flags may be 0
     return out
 
 
@@ -270,7 +324,7 @@ def _summary_table(df, csv_path) -> Table:
     return table
 
 
-@click.command()
+@command()
 @click.option("--variant", "-v", "variants", multiple=True, metavar="NAME[,NAME...]",
               help="Variant(s) to run; repeat or comma-separate. Default: best. See `mmbench list`.")
 @click.option("--sizes", "-s", metavar="SPEC",
@@ -284,26 +338,27 @@ def _summary_table(df, csv_path) -> Table:
               help="Tuned parameters for variants whose parameters are not set: this cache is read first, then the "
                    f"shipped one. Default: your cache (${places.CACHE_ENV}, else the user data folder's "
                    "tuning-cache.json). none: no tuned parameters, the variants' defaults.")
-@click.option("--config", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--config", type=FILE,
               help="Run a whole experiment from configs/*.toml (its sweeps and settings).")
-@click.option("--runs", type=click.IntRange(min=1), help="Timed samples per point (default 10).")
-@click.option("--warmup", type=click.IntRange(min=0), help="Untimed launches before the samples (default 3).")
+@click.option("--runs", type=SAMPLES, help="Timed samples per point (default 10).")
+@click.option("--warmup", type=WARMUP, help="Untimed launches before the samples (default 3).")
 @click.option("--cache", type=click.Choice(CACHE_MODES), help="cold: flush L2 before every sample (default); hot: no flush.")
-@click.option("--threads", type=click.IntRange(min=1), help="CPU BLAS threads (default: the library's).")
-@click.option("--seed", type=int, help=f"Seed of the random inputs (default {DEFAULTS['seed']}).")
-@click.option("--max-noise", type=click.FloatRange(min=0, min_open=True), metavar="FRACTION",
+@click.option("--threads", type=click.IntRange(min=1), help="CPU BLAS threads (default: the library's); at most "
+              "the cores this process may use.")
+@click.option("--seed", type=SEED, help=f"Seed of the random inputs (default {DEFAULTS['seed']}).")
+@click.option("--max-noise", type=Finite(0, 1, min_open=True, max_open=True), metavar="FRACTION",
               help="Sample until the relative noise (std / mean, samples taken while the SM clock sagged left out) is "
                    "under FRACTION, e.g. 0.005, with --runs as the least number, within --time-budget; the row says "
                    "the noise reached and why sampling stopped. Default: exactly --runs samples.")
 @click.option("--noise-clock", type=click.Choice(["events", "kernel"]),
               help="With --max-noise: whose samples the target judges, the events' (default) or the kernel clock's "
                    "(CUPTI; far less noisy at small sizes).")
-@click.option("--time-budget", type=click.FloatRange(min=0, min_open=True), default=Settings().budget_s,
+@click.option("--time-budget", type=Finite(min=0, min_open=True), default=Settings().budget_s,
               show_default=True, metavar="SECONDS", help="With --max-noise: the most sampling time a point may take.")
-@click.option("--cpu-budget", type=click.FloatRange(min=0, min_open=True), default=Settings().cpu_budget_s,
+@click.option("--cpu-budget", type=Finite(min=0, min_open=True), default=Settings().cpu_budget_s,
               show_default=True, metavar="SECONDS",
               help="Time a compiled naive CPU point may take; one estimated longer is a skipped row.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--output", "-o", type=FILE,
               help="Results CSV (metadata goes beside it as .meta.json). Default: results/NAME-TIMESTAMP/NAME-TIMESTAMP.csv.")
 @click.option("--resume", is_flag=True, help="Skip points already in --output and append the rest, with the "
               "file's measurement settings (a torn last row is set aside and measured again).")
@@ -327,7 +382,7 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
     """
     name, selections, cfg = _selections(variants, sizes, blocks, params, config, scope, pad)
     caches = _reading_caches(tuning_cache)
-    spec = _cluster_spec(cluster, scheduler, workers)
+    spec = _cluster_spec(cluster, scheduler, workers, any(v.on_gpu for sel in selections for v in sel.variants))
     if resume and output is None:
         raise InputError("--resume needs --output naming the CSV to continue")
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -343,6 +398,7 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
     given = {**cfg, **{k: v for k, v in chosen.items() if v is not None}}  # cfg: what the config's [run] sets
     settings = Settings(**workflow.resolve_settings(given, output, previous if resume else None), cpu_budget_s=cpu_budget,
                         budget_s=time_budget)
+    _refuse_unused_settings(given, settings, {v for sel in selections for v in sel.variants}, config, scheduler)
     selections = [workflow.with_tuned(sel, caches, say) for sel in selections]
     try:
         points = plan(selections, settings.cache)
@@ -364,15 +420,15 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
              resume=resume, cluster=spec, tuning=workflow.tuning_record(selections, caches))
 
 
-@click.command()
+@command()
 @click.option("--variant", "-v", "variant_name", required=True, help="The variant to tune (one with a tuning space).")
 @click.option("--sizes", "-s", "sizes_spec", default="1024,2048,4096", show_default=True, metavar="SPEC",
               help="Shapes to tune at; the best configuration is kept per size class (nearest power of two).")
 @click.option("--strategy", type=click.Choice(["brute", "random"]), default="random", show_default=True)
 @click.option("--budget", type=click.IntRange(min=1), help="Configurations to try (random; the defaults count).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random strategy.")
-@click.option("--runs", type=click.IntRange(min=1), help="Timed samples per point (points engine; default 5).")
-@click.option("--warmup", type=click.IntRange(min=0), help="Untimed launches per point (points engine; default 2).")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the random strategy and the inputs.")
+@click.option("--runs", type=SAMPLES, help="Timed samples per point (points engine; default 5).")
+@click.option("--warmup", type=WARMUP, help="Untimed launches per point (points engine; default 2).")
 @click.option("--cache", type=click.Choice(CACHE_MODES), default="cold", show_default=True)
 @click.option("--engine", type=click.Choice(ENGINES), default="auto", show_default=True,
               help="points: every configuration and shape a sweep point with its own row and samples; batched: "
@@ -380,22 +436,22 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
                    "millions of points, as GEMV's mesh); auto: batched for operations that check sums, "
                    "GEMV, else points.")
 @click.option("--resume", is_flag=True, help="Batched engine: continue --output after its last whole size class.")
-@click.option("--prune", type=click.FloatRange(0, 1, max_open=True), metavar="FRACTION",
+@click.option("--prune", type=Finite(0, 1, max_open=True), metavar="FRACTION",
               help=f"Batched engine: a configuration slower at a size class's pivot shape than FRACTION of the best's "
                    f"speed is not timed at the class's other shapes (a pruned row); 0 times all (default {PRUNE}).")
 @click.option("--jobs", type=click.IntRange(min=1), default=8, show_default=True, help="Parallel nvcc processes.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--output", "-o", type=FILE,
               help="Tuning CSV: one row per configuration and shape (default results/tuning/tune-VARIANT-TIMESTAMP/tune-VARIANT-TIMESTAMP.csv).")
 @click.option("--tuning-cache", type=click.Path(dir_okay=False, path_type=Path), metavar="PATH",
               help=f"Where the best configurations go. Default: your cache (${places.CACHE_ENV}, else the user data "
                    "folder's tuning-cache.json), which run reads before the shipped one.")
 @click.option("--dry-run", is_flag=True, help="Print the space and the configurations to try; needs no GPU.")
-@click.option("--replay", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--replay", type=FILE,
               help="No GPU: run the strategy against a recorded tuning CSV and fill the cache from it.")
 @click.option("--params", "pinned_text", metavar="K=V[/V],...", help="Pin parameters; search only the rest.")
 @click.option("--per-shape", is_flag=True,
               help="Keep the best configuration of every shape, not of every size class; run uses it at that exact shape.")
-@click.option("--candidates", "candidates_from", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--candidates", "candidates_from", multiple=True, type=FILE,
               help="Search only configurations among the --top fastest at some shape of this tuning CSV (repeatable).")
 @click.option("--top", type=click.IntRange(min=1), default=4, show_default=True,
               help="With --candidates: how many of the fastest per recorded shape.")
@@ -427,9 +483,14 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     except (VariantError, SizeSpecError, TuneError, ResultsError) as exc:
         raise InputError(str(exc)) from None
     cache_path = _writing_cache(tuning_cache)
+    ctx = click.get_current_context()
     if replay:
+        refuse_given(ctx, REPLAY_IGNORES, f"a replay (--replay {replay}) runs nothing: it takes the variant, --strategy, "
+                                          f"--budget, --seed and --tuning-cache only")
         _replay(variant, replay, strategy, budget, seed, cache_path)
         return
+    if not candidates_from:
+        refuse_given(ctx, ("top",), "it counts the fastest configurations of --candidates files, and none is given")
     space = len(tuning_space(variant))
     engine = engine if engine != "auto" else get_op(variant.op).tune_engine
     if engine == "batched" and (runs is not None or warmup is not None or per_shape):
@@ -440,7 +501,11 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     prune = PRUNE if prune is None else prune
     if resume and (engine != "batched" or output is None):
         raise InputError("--resume continues a batched tuning file: give --engine batched (or auto) and --output")
-    spec = _cluster_spec(cluster, scheduler, workers)
+    spec = _cluster_spec(cluster, scheduler, workers, variant.on_gpu)
+    if pool_gpus and (spec is None or engine == "batched"):
+        raise InputError("--pool-gpus pools the timings of GPUs of different models on a cluster (--cluster or "
+                         "--scheduler) into one cache entry, for --engine points"
+                         + (f"; this tuning uses --engine {engine}" if spec else "; this tuning runs on one machine"))
     settings = Settings(runs=runs or 5, warmup=2 if warmup is None else warmup, cache=cache, seed=seed, skip_spills=True)
     unchecked = get_op(variant.op).must_pad(variant)  # a kernel without border checks runs padded
     if unchecked and engine == "batched":
@@ -455,6 +520,7 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
         console.print(f"{variant.name}: {space} configurations satisfy its constraints; trying {len(configs)} "
                       f"({strategy}) at {len(shapes)} shape(s)", soft_wrap=True)
 
+    workflow.check_output(output)  # a dry run refuses what the run would
     if dry_run:
         announce()
         for p in configs[:20]:

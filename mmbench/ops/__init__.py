@@ -21,4 +21,19 @@ def get_op(name: str) -> Operation:
         raise ValueError(f"unknown operation '{name}'; choose from: {', '.join(OPERATIONS)}") from None
 
 
-__all__ = ["OPERATIONS", "Check", "DeviceBuffers", "Operation", "get_op"]
+def timing_problem(variants, scopes, pads) -> tuple[str, str] | None:
+    """(the scope, or "pad", and why) for the first variant that cannot be timed in one of these
+    scopes or padded (when pads holds True); None when every variant can."""
+    for v in variants:
+        op = get_op(v.op)
+        for scope in scopes:
+            problem = op.scope_problem(v, scope, False)
+            if problem:
+                return scope, problem
+        problem = op.scope_problem(v, "kernel", True) if any(pads) else None
+        if problem:
+            return "pad", problem
+    return None
+
+
+__all__ = ["OPERATIONS", "Check", "DeviceBuffers", "Operation", "get_op", "timing_problem"]

@@ -258,6 +258,18 @@ class Operation:
         """Whether the variant's kernel only runs on padded inputs (it has no border checks)."""
         return False
 
+    def scope_problem(self, variant: Variant, scope: str, pad: bool) -> str | None:
+        """Why a variant of this operation cannot be timed in this scope (SCOPES), or padded when pad
+        is true; None when it can. Runs and configs ask before anything is planned, so a scope or
+        padding that cannot apply is refused, never dropped."""
+        if not variant.on_gpu and (scope != "kernel" or pad):
+            return f"{variant.name} runs on the CPU: it is timed as its own call (kernel), never padded"
+        if scope not in self.scopes:
+            return f"{variant.name} is a {self.name}, timed only as {', '.join(self.scopes)}"
+        if pad and not self.can_pad:
+            return f"{variant.name} is a {self.name}, which has no padding"
+        return None
+
     def timed(self, gpu, variant: Variant, params: Params, shape: Shape, scope: str, pad: bool, bufs: DeviceBuffers,
               inputs: Any, compute: Callable[[Shape, DeviceBuffers], Callable[[], None]]) -> Timed:
         """What a point's samples time: compute(shape, buffers) is a launch of the variant on buffers

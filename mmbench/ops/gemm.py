@@ -165,11 +165,20 @@ def _round_up(value: int, multiple: int) -> int:
 def padded_shape(variant: Variant, params: Params, shape: Shape) -> Shape:
     """The shape a kernel runs at on padded inputs: m and n rounded up to its tile (the rows and
     columns of C a block computes), k to its k-tile (the k one step of its loop covers)."""
-    if variant.backend != "cuda" or tuple(_geometry(variant, "grid")) != GEOMETRY["grid"]:
-        raise ScopeError(f"{variant.name} has no tile over C to pad to")
+    problem = tile_problem(variant)
+    if problem:
+        raise ScopeError(problem)
     rows, cols = (evaluate(e, params) for e in _geometry(variant, "tile"))
     depth = evaluate(_geometry(variant, "k_tile"), params)
     return Shape(_round_up(shape.m, rows), _round_up(shape.n, cols), _round_up(shape.k, depth))
+
+
+def tile_problem(variant: Variant) -> str | None:
+    """Why a variant cannot run padded to its tile (a library call, or a kernel whose grid is not
+    laid over C), or None."""
+    if variant.backend != "cuda" or tuple(_geometry(variant, "grid")) != GEOMETRY["grid"]:
+        return f"{variant.name} has no tile over C to pad to"
+    return None
 
 
 def pad_into(out: np.ndarray, matrix: np.ndarray) -> np.ndarray:
@@ -361,6 +370,9 @@ class Gemm(Operation):
 
     def must_pad(self, variant: Variant) -> bool:
         return _geometry(variant, "unchecked") != "0"
+
+    def scope_problem(self, variant: Variant, scope: str, pad: bool) -> str | None:
+        return super().scope_problem(variant, scope, pad) or (tile_problem(variant) if pad else None)
 
     def timed(self, gpu, variant: Variant, params: Params, shape: Shape, scope: str, pad: bool, bufs: DeviceBuffers,
               inputs: GemmInputs, compute) -> Timed:

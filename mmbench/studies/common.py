@@ -29,6 +29,7 @@ class FigureFamily:
     help: str
     figures: tuple[Figure, ...]
     summary: Callable | None = None
+    options: tuple[str, ...] = ()  # options of `mmbench plot` beyond every family's that it takes ("size")
 
 
 @dataclass(frozen=True)

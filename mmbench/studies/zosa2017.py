@@ -118,7 +118,7 @@ FIGURES = {  # `mmbench plot NAME`; the report embeds them all
                            (Figure("fig1-block-sizes", lambda df, meta, profile, size: fig_block_sizes(df, meta)),
                             Figure("fig2-gflops", lambda df, meta, profile, size: fig_gflops(df, meta)))),
     "roofline": FigureFamily("Zosa Figs. 3-4: roofline, datasheet and measured", "Figures 3 and 4: roofline with datasheet and measured ceilings",
-                             (Figure("fig3-4-roofline", fig_roofline),)),
+                             (Figure("fig3-4-roofline", fig_roofline),), options=("size",)),
     "speedup": FigureFamily("Zosa Fig. 5: CUDA-Best over BLAS, cuBLAS over it", "Figure 5: CUDA-Best over BLAS, and cuBLAS over CUDA-Best",
                             (Figure("fig5-speedup", lambda df, meta, profile, size: fig_speedup(df, meta)),)),
 }
