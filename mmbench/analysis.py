@@ -33,8 +33,9 @@ def series_of(variant: str, params: str, csv_label: str = "") -> Series:
 
 
 def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """Verified, timed rows only; a clear error when there are none."""
-    ok = df[df.status == "ok"]
+    """Verified, timed rows only (a row without a time of the figures' clock, see with_clock, is
+    not drawn); a clear error when there are none."""
+    ok = df[(df.status == "ok") & (df.time_ms_median.notna() if "time_ms_median" in df else True)]
     if ok.empty:
         raise ResultsError("the results hold no verified (status ok) rows to plot")
     return ok
@@ -61,6 +62,9 @@ def with_clock(df: pd.DataFrame, clock: str) -> pd.DataFrame:
         out[column] = out[column] * out[f"time_ms_{name}"] / kernel[name]
     for name, values in kernel.items():
         out[f"time_ms_{name}"] = values
+    if out.time_ms_median[out.status == "ok"].isna().all():  # every figure would be empty
+        raise ResultsError("the results have no kernel-clock times (their kernel_ms_* columns are empty: measured "
+                           "without the kernel clock); draw them with --clock events")
     return out
 
 

@@ -8,6 +8,7 @@ its colour in every figure (registry order), and its block size sets the line st
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import matplotlib
 
@@ -55,11 +56,13 @@ def _log2_sizes(ax) -> None:
 def fig_curves(df: pd.DataFrame, meta: dict, title: str) -> plt.Figure:
     """GFLOP/s of every series over all square sizes."""
     ok = analysis.ok_rows(df)
+    curves = [(s, analysis.curve(ok, s)) for s in analysis.series_list(ok)]
+    curves = [(s, c) for s, c in curves if c.notna().any()]
+    if not curves:
+        raise ResultsError("the curves need verified GFLOP/s rows at square sizes (n x n x n)")
     fig, ax = plt.subplots(figsize=(10, 6), layout="constrained")
-    for s in analysis.series_list(ok):
-        c = analysis.curve(ok, s)
-        if len(c):
-            ax.plot(c.index, c.values, marker=".", markersize=3, linewidth=1.2, **style(s))
+    for s, c in curves:
+        ax.plot(c.index, c.values, marker=".", markersize=3, linewidth=1.2, **style(s))
     _log2_sizes(ax)
     ax.set_ylabel("GFLOP/s (mean of samples)")
     ax.legend(fontsize=8, ncol=2, loc="upper left")
@@ -169,6 +172,18 @@ def heatmap(ax, table: pd.DataFrame, label: str, center: float | None = None, fm
         if np.isfinite(v):
             ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=6)
     ax.figure.colorbar(image, ax=ax, label=label, shrink=0.8)
+
+
+def made(draw: Callable[[], plt.Figure]) -> plt.Figure:
+    """draw()'s figure; when draw raises (the data cannot make the figure), the figures it opened
+    are closed first, so that a refused figure leaves nothing behind, not even in memory."""
+    before = set(plt.get_fignums())
+    try:
+        return draw()
+    except Exception:
+        for number in set(plt.get_fignums()) - before:
+            plt.close(number)
+        raise
 
 
 def save(fig: plt.Figure, out_dir: Path, stem: str) -> list[Path]:
