@@ -92,7 +92,7 @@ def test_roofline_without_profile_uses_algorithmic_intensity(df, meta):
     fig = plots.fig_roofline(df, meta, None, 1024)
     ax = fig.axes[0]
     assert "algorithmic minimum" in ax.get_title()
-    assert {round(c.get_offsets()[0][0], 2) for c in ax.collections} == {round(analysis.algorithmic_intensity(1024, 1024, 1024), 2)}
+    assert {round(c.get_offsets()[0][0], 2) for c in ax.collections} == {round(analysis.algorithmic_intensity("gemm", 1024, 1024, 1024), 2)}
     plt.close(fig)
 
 

@@ -194,7 +194,7 @@ def _plot_command(name: str, help_text: str) -> click.Command:
     @RESULTS_ARG
     @OUT_OPTION
     @click.option("--size", type=click.IntRange(min=1), help="Roofline only: the size n placed on it "
-                  "(default: the largest profiled size, else the largest size).")
+                  "(default: the largest at which every operation of the run ran, profiled if any was).")
     @CLOCK_OPTION
     def command(results, out_dir, size, clock):
         family = _families()[name]
