@@ -109,12 +109,14 @@ def _roofs(meta: dict) -> list[tuple]:
     return roofs
 
 
-def fig_roofline(df: pd.DataFrame, meta: dict, profile: pd.DataFrame | None, size: int,
+def fig_roofline(df: pd.DataFrame, meta: dict, profile: pd.DataFrame | None, size: int | None,
                  title: str = "Roofline") -> plt.Figure:
-    """Datasheet and measured ceilings, every GPU series at size n. Those doing FLOPs (GEMM, GEMV)
-    sit at their intensity (measured where profiled); those without (copies, transposes) have no
-    place on a FLOP axis, so a strip at the left shows their GB/s against the DRAM roofs."""
+    """Datasheet and measured ceilings, every GPU series at size n (None: analysis.roofline_size).
+    Those doing FLOPs (GEMM, GEMV) sit at their intensity (measured where profiled); those without
+    (copies, transposes) have no place on a FLOP axis, so a strip at the left shows their GB/s
+    against the DRAM roofs."""
     roofs = _roofs(meta)
+    size = size or analysis.roofline_size(df, profile)
     points = roofline_points(df, profile, size)
     placed, moving = points[points.intensity > 0], points[points.intensity == 0]
     if moving.empty:

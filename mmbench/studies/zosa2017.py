@@ -110,7 +110,6 @@ def fig_speedup(df: pd.DataFrame, meta: dict) -> plt.Figure:
 def fig_roofline(df: pd.DataFrame, meta: dict, profile: pd.DataFrame | None, size: int | None) -> plt.Figure:
     """Figures 3 and 4 in one, at n = size (default: analysis.roofline_size, the largest profiled
     size where the most series ran), with every operation of the run."""
-    size = size or analysis.roofline_size(df, profile)
     return plots.fig_roofline(df, meta, profile, size, title="Figures 3-4: roofline")
 
 
