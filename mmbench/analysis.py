@@ -64,7 +64,8 @@ def with_clock(df: pd.DataFrame, clock: str) -> pd.DataFrame:
         out[column] = out[column] * out[f"time_ms_{name}"] / kernel[name]
     for name, values in kernel.items():
         out[f"time_ms_{name}"] = values
-    if out.time_ms_median[out.status == "ok"].isna().all():  # every figure would be empty
+    verified = out.status == "ok"
+    if verified.any() and out.time_ms_median[verified].isna().all():  # every figure would be empty
         raise ResultsError("the results have no kernel-clock times (their kernel_ms_* columns are empty: measured "
                            "without the kernel clock); draw them with --clock events")
     return out

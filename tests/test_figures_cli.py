@@ -198,6 +198,25 @@ def test_a_figure_table_or_report_the_data_cannot_make_is_refused_before_writing
     assert files(tmp_path) == before
 
 
+def test_rows_without_a_time_of_the_figures_clock_are_not_drawn():
+    """--clock kernel: a row the kernel clock did not time (the CPU's) keeps its status but is no
+    point of any figure; none timed at all is refused before any figure is made."""
+    import pandas as pd
+
+    from mmbench.analysis import ok_rows, with_clock
+    from mmbench.results import ResultsError
+
+    df = pd.DataFrame({"variant": ["best", "blas", "naive"], "status": ["ok", "ok", "wrong"],
+                       "time_ms_mean": [1.0, 2.0, 3.0], "time_ms_median": [1.0, 2.0, 3.0], "time_ms_min": [1.0] * 3,
+                       "gflops_mean": [10.0] * 3, "gflops_median": [10.0] * 3, "gbytes_per_s": [1.0] * 3,
+                       "kernel_ms_mean": [0.5, None, None], "kernel_ms_median": [0.5, None, None],
+                       "kernel_ms_min": [0.5, None, None]})
+    assert list(ok_rows(with_clock(df, "kernel")).variant) == ["best"]
+    assert list(ok_rows(df).variant) == ["best", "blas"]
+    with pytest.raises(ResultsError, match="no kernel-clock times"):
+        with_clock(df.assign(kernel_ms_median=None), "kernel")
+
+
 @pytest.mark.parametrize("config", CUTS)
 def test_each_studys_report_refuses_every_other_studys_run(tmp_path, config):
     """The check is the config's, for every study: a report needs a row of each variant it sweeps."""
@@ -291,3 +310,15 @@ def test_profile_goes_beside_the_newest_run_that_holds_its_points(runs, monkeypa
     assert (runs / "zosa" / "zosa.profile.csv").exists() and not (runs / "limits" / "limits.profile.csv").exists()
     assert str(holding.with_name("zosa.profile.csv")) in result.output
     json.loads(holding.with_suffix(".meta.json").read_text())  # untouched metadata still whole
+
+
+@pytest.mark.gpu
+def test_the_design_cards_two_commands_on_a_gpu(gpu, runs):
+    """On a GPU: `mmbench run --variant best --sizes ...`, then `mmbench plot roofline` with no file
+    draws that run, from a folder that is not the checkout (fewer sizes than 63:2049, for time)."""
+    run = invoke("run", "--variant", "best", "--sizes", "63,64,2049", "--runs", "2")
+    assert run.exit_code == 0, run.output
+    [csv] = list(runs.glob("run-*/run-*.csv"))
+    roofline = invoke("plot", "roofline")
+    assert roofline.exit_code == 0, roofline.output
+    assert f"results: {csv} " in roofline.output and (csv.parent / "fig3-4-roofline.png").exists()
