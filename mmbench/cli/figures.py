@@ -88,12 +88,14 @@ def _load(path: Path, clock: str | None = None) -> Loaded:
 def _chosen(results: Path | None, clock: str | None, make, command: str, reference: str):
     """(Loaded, make(Loaded)) of RESULTS, or when none is named of the newest run in the user's
     runs folder that make() takes. make() decides, raising InputError, before anything is written."""
+    def loaded_and_made(path: Path):
+        loaded = _load(path, clock)
+        return loaded, make(loaded)
+
     if results is not None:
-        loaded = _load(results, clock)
-        made = make(loaded)
+        loaded, made = loaded_and_made(results)
     else:
-        path, (loaded, made) = newest_run(lambda p: (lambda run: (run, make(run)))(_load(p, clock)), command,
-                                          reference)
+        path, (loaded, made) = newest_run(loaded_and_made, command, reference)
         console.print(f"results: {path} (the newest run in {places.runs_dir()}/ that `mmbench {command}` can use)",
                       soft_wrap=True)
     if loaded.warning:
@@ -136,23 +138,22 @@ def _draw(family, run: Loaded, size: int | None) -> Drawn:
     return drawn
 
 
-def _written(path: Path, write) -> None:
-    """write() the file at path; a folder where it cannot be created is one line, exit 2."""
+def _written(path: Path, write):
+    """write()'s value, write() making the file at path; a folder where it cannot be made is one
+    line, exit 2."""
     try:
-        write()
+        return write()
     except OSError as exc:
         raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def _write(drawn: Drawn, out_dir: Path) -> dict[str, Path]:
+def _write(drawn: Drawn, out_dir: Path) -> None:
     """Save a family made by _draw (PNG and SVG each), say what was written and what was not, and
-    print its summary; returns {stem: png path}."""
+    print its summary."""
     from .. import plots
 
-    written = {}
     for stem, fig in drawn.figures.items():
-        _written(out_dir / f"{stem}.png", lambda: written.update({stem: plots.save(fig, out_dir, stem)}))
-        for p in written[stem]:
+        for p in _written(out_dir / f"{stem}.png", lambda: plots.save(fig, out_dir, stem)):
             console.print(f"wrote {p}", soft_wrap=True)
     for line in drawn.missing:
         console.print(line, soft_wrap=True)
@@ -164,7 +165,6 @@ def _write(drawn: Drawn, out_dir: Path) -> dict[str, Path]:
         for row in rows:
             table.add_row(*row)
         console.print(table)
-    return {stem: paths[0] for stem, paths in written.items()}
 
 
 def _holdings(df) -> str:
