@@ -7,8 +7,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .ops import get_op
 from .results import ResultsError
-from .variants import REGISTRY, parse_params, series_label
+from .sizes import Shape
+from .variants import CPU_BACKENDS, REGISTRY, parse_params, series_label
 
 
 @dataclass(frozen=True)
@@ -33,8 +35,9 @@ def series_of(variant: str, params: str, csv_label: str = "") -> Series:
 
 
 def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """Verified, timed rows only; a clear error when there are none."""
-    ok = df[df.status == "ok"]
+    """Verified, timed rows only (a row without a time of the figures' clock, see with_clock, is
+    not drawn); a clear error when there are none."""
+    ok = df[(df.status == "ok") & (df.time_ms_median.notna() if "time_ms_median" in df else True)]
     if ok.empty:
         raise ResultsError("the results hold no verified (status ok) rows to plot")
     return ok
@@ -61,6 +64,10 @@ def with_clock(df: pd.DataFrame, clock: str) -> pd.DataFrame:
         out[column] = out[column] * out[f"time_ms_{name}"] / kernel[name]
     for name, values in kernel.items():
         out[f"time_ms_{name}"] = values
+    verified = out.status == "ok"
+    if verified.any() and out.time_ms_median[verified].isna().all():  # every figure would be empty
+        raise ResultsError("the results have no kernel-clock times (their kernel_ms_* columns are empty: measured "
+                           "without the kernel clock); draw them with --clock events")
     return out
 
 
@@ -144,9 +151,38 @@ def ratio(df: pd.DataFrame, top: Series, bottom: Series) -> pd.Series:
     return (a[both] / b[both]).dropna()
 
 
-def algorithmic_intensity(m: int, n: int, k: int) -> float:
-    """FLOPs per byte if every operand moved through DRAM exactly once: 2mnk / 4(mk + kn + mn)."""
-    return 2.0 * m * n * k / (4.0 * (m * k + k * n + m * n))
+def algorithmic_intensity(op: str, m: int, n: int, k: int) -> float:
+    """FLOPs per byte if every operand moved through DRAM exactly once, by the operation's work
+    model: 2mnk / 4(mk + kn + mn) for GEMM, 2mn / 4(mn + m + n) for GEMV, 0 for copies and
+    transposes (they do no FLOPs)."""
+    operation, shape = get_op(op), Shape(int(m), int(n), int(k))
+    return operation.flops(shape) / operation.min_bytes(shape)
+
+
+def on_gpu(df: pd.DataFrame) -> pd.Series:
+    """Which rows ran on the GPU (their backend is not a CPU's): what a GPU's roofs can bound."""
+    return ~df.backend.isin(CPU_BACKENDS)
+
+
+def square_shapes(df: pd.DataFrame) -> pd.DataFrame:
+    """Plain rows of square shapes in every operation's own dimensions: n x n x n for GEMM, n x n
+    for the operations of two (their k is 0)."""
+    df = plain(df)
+    return df[(df.m == df.n) & ((df.k == df.n) | (df.k == 0))]
+
+
+def roofline_size(df: pd.DataFrame, profile: pd.DataFrame | None) -> int:
+    """The size n a roofline places its points at by default: the largest at which the most
+    operations of the run (all, as a rule) have a verified square GPU row, and of those, where
+    Nsight Compute profiled, the largest profiled."""
+    ok = square_shapes(ok_rows(df))
+    ok = ok[on_gpu(ok)]
+    if ok.empty:
+        raise ResultsError("the roofline needs verified GPU rows at square sizes (n x n, or n x n x n)")
+    ops = ok.groupby("n").op.nunique()
+    every = set(ops[ops == ops.max()].index)
+    profiled = every & set(profile.n) if profile is not None else set()
+    return int(max(profiled or every))
 
 
 def percent_of(df: pd.DataFrame, reference: str = "cublas") -> pd.DataFrame:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import zlib
 from pathlib import Path
+from typing import Callable
 
 import matplotlib
 
@@ -61,11 +62,13 @@ def _log2_sizes(ax) -> None:
 def fig_curves(df: pd.DataFrame, meta: dict, title: str) -> plt.Figure:
     """GFLOP/s of every series over all square sizes."""
     ok = analysis.ok_rows(df)
+    curves = [(s, analysis.curve(ok, s)) for s in analysis.series_list(ok)]
+    curves = [(s, c) for s, c in curves if c.notna().any()]
+    if not curves:
+        raise ResultsError("the curves need verified GFLOP/s rows at square sizes (n x n x n)")
     fig, ax = plt.subplots(figsize=(10, 6), layout="constrained")
-    for s in analysis.series_list(ok):
-        c = analysis.curve(ok, s)
-        if len(c):
-            ax.plot(c.index, c.values, marker=".", markersize=3, linewidth=1.2, **style(s))
+    for s, c in curves:
+        ax.plot(c.index, c.values, marker=".", markersize=3, linewidth=1.2, **style(s))
     _log2_sizes(ax)
     ax.set_ylabel("GFLOP/s (mean of samples)")
     ax.legend(fontsize=8, ncol=2, loc="upper left")
@@ -78,59 +81,118 @@ def square_count(df: pd.DataFrame) -> int:
 
 
 def roofline_points(df: pd.DataFrame, profile: pd.DataFrame | None, size: int) -> pd.DataFrame:
-    """Each GPU series at size n: achieved GFLOP/s and its intensity, measured or algorithmic."""
-    ok = analysis.square(analysis.ok_rows(df))
+    """Each GPU series at the square size n of its operation (n x n x n, or n x n): its op, GFLOP/s,
+    GB/s and intensity, measured (Nsight Compute) where profiled, else its operation's algorithmic
+    one; 0 for an operation without FLOPs (a copy, a transpose)."""
+    ok = analysis.square_shapes(analysis.ok_rows(df))
+    ok = ok[analysis.on_gpu(ok) & (ok.n == size)]  # a CPU baseline has no place under the GPU's roof
     rows = []
     for s in analysis.series_list(ok):
-        if s.variant == "blas":
-            continue  # a CPU baseline has no place under the GPU's roof
-        at = ok[(ok.variant == s.variant) & (ok.params == s.params) & (ok.n == size)]
-        if at.empty:
-            continue
+        at = ok[(ok.variant == s.variant) & (ok.params == s.params)].iloc[0]
         measured = None
         if profile is not None:
             p = profile[(profile.variant == s.variant) & (profile.params.fillna("") == s.params) & (profile.n == size)]
             measured = float(p.dram_intensity.iloc[0]) if len(p) else None
-        rows.append({"series": s, "gflops": float(at.gflops_mean.iloc[0]),
-                     "intensity": measured if measured else analysis.algorithmic_intensity(size, size, size),
-                     "measured": measured is not None})
+        rows.append({"series": s, "op": at.op, "gflops": float(at.gflops_mean), "gbytes_per_s": float(at.gbytes_per_s),
+                     "intensity": measured if measured else analysis.algorithmic_intensity(at.op, at.m, at.n, at.k),
+                     "measured": bool(measured)})
     if not rows:
         raise ResultsError(f"no verified GPU rows at n = {size} for the roofline")
     return pd.DataFrame(rows)
 
 
-def fig_roofline(df: pd.DataFrame, meta: dict, profile: pd.DataFrame | None, size: int,
-                 title: str = "Roofline") -> plt.Figure:
-    """Datasheet and measured ceilings, each series at its intensity (measured where profiled)."""
+def _roofs(meta: dict) -> list[tuple]:
+    """(name, FP32 TFLOP/s or None, DRAM GB/s, line style, colour) of the datasheet and, where
+    measured (`mmbench ceilings`), of the GPU itself."""
     gpu = meta.get("gpu")
     if not gpu:
         raise ResultsError("the roofline needs a GPU run's metadata (no 'gpu' in the .meta.json)")
     sheet = datasheet(gpu)
-    measured = meta.get("ceilings")
-    points = roofline_points(df, profile, size)
-    fig, ax = plt.subplots(figsize=(9, 6), layout="constrained")
-    x = np.logspace(-1, 3.3, 400)
     roofs = [("datasheet", sheet["fp32_tflops"], sheet["dram_gbytes_per_s"], "--", "grey")]
+    measured = meta.get("ceilings")
     if measured:
         roofs.append(("measured", measured["fp32_fma_tflops"], measured["dram_copy_gbytes_per_s"], "-", "black"))
+    return roofs
+
+
+def fig_roofline(df: pd.DataFrame, meta: dict, profile: pd.DataFrame | None, size: int | None,
+                 title: str = "Roofline") -> plt.Figure:
+    """Datasheet and measured ceilings, every GPU series at size n (None: analysis.roofline_size).
+    Those doing FLOPs (GEMM, GEMV) sit at their intensity (measured where profiled); those without
+    (copies, transposes) have no place on a FLOP axis, so a strip at the left shows their GB/s
+    against the DRAM roofs."""
+    roofs = _roofs(meta)
+    size = size or analysis.roofline_size(df, profile)
+    points = roofline_points(df, profile, size)
+    placed, moving = points[points.intensity > 0], points[points.intensity == 0]
+    if moving.empty:
+        fig, ax = plt.subplots(figsize=(9, 6), layout="constrained")
+    else:
+        fig, (strip, ax) = plt.subplots(1, 2, figsize=(12, 6), layout="constrained", gridspec_kw={"width_ratios": [1, 3]})
+    x = np.logspace(-1, 3.3, 400)
     for name, tflops, gbs, ls, colour in roofs:
-        ax.plot(x, np.minimum(tflops * 1e3, gbs * x), linestyle=ls, color=colour, linewidth=1.5,
-                label=f"{name}: {tflops:.1f} TFLOP/s FP32, {gbs:.0f} GB/s DRAM")
-    for p in points.itertuples():
+        if tflops:
+            ax.plot(x, np.minimum(tflops * 1e3, gbs * x), linestyle=ls, color=colour, linewidth=1.5,
+                    label=f"{name}: {tflops:.1f} TFLOP/s FP32, {gbs:.0f} GB/s DRAM")
+        else:  # no FP32 peak known for this architecture: the bandwidth roof alone
+            ax.plot(x, gbs * x, linestyle=ls, color=colour, linewidth=1.5,
+                    label=f"{name}: FP32 peak unknown, {gbs:.0f} GB/s DRAM")
+    labels = _distinct_labels(points)
+    for p in placed.itertuples():
         st = style(p.series)
-        ax.scatter(p.intensity, p.gflops, s=55, zorder=3, color=st["color"], label=st["label"],
+        ax.scatter(p.intensity, p.gflops, s=55, zorder=3, color=st["color"], label=labels[p.Index],
                    facecolors=st["color"] if p.measured else "none", edgecolors=st["color"], linewidths=1.5)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte), log scale")
     ax.set_ylabel("GFLOP/s, log scale")
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=7.5, loc="lower right", ncol=2)
-    how = ("measured DRAM traffic (Nsight Compute), filled markers" if points.measured.all() else
-           "algorithmic minimum 2mnk / 4(mk+kn+mn), hollow markers" if not points.measured.any() else
-           "measured DRAM traffic (filled) or algorithmic minimum (hollow)")
-    _title(ax, f"{title} at n = {size}\nintensity: {how}", meta)
+    if moving.empty:
+        ax.legend(fontsize=7.5, loc="lower right", ncol=2)
+    else:  # more series than the corner holds: the legend goes under both panels
+        _bandwidth_strip(strip, moving, roofs, labels)
+        handles, names = ax.get_legend_handles_labels()
+        more, more_names = strip.get_legend_handles_labels()
+        fig.legend(handles + more, names + more_names, fontsize=7.5, loc="outside lower center", ncol=4)
+    _title(ax, f"{title} at n = {size}\nintensity: {_intensity_basis(placed)}", meta)
     return fig
+
+
+def _distinct_labels(points: pd.DataFrame) -> dict:
+    """Each point's legend text: its series' label, with its parameters where two series share one
+    (Lab 3's shared matmul with and without its padding)."""
+    labels = pd.Series([s.label for s in points.series], index=points.index)
+    shared = labels.duplicated(keep=False)
+    return {i: f"{label} {s.params}" if shared[i] and s.params else label
+            for i, label, s in zip(points.index, labels, points.series)}
+
+
+def _intensity_basis(placed: pd.DataFrame) -> str:
+    """How the placed points' intensities were found, for the title."""
+    minimum = ("algorithmic minimum 2mnk / 4(mk+kn+mn)" if set(placed.op) <= {"gemm"} else
+               "algorithmic minimum, each operation's FLOPs over its fewest DRAM bytes")
+    return ("no operation with FLOPs" if placed.empty else
+            "measured DRAM traffic (Nsight Compute), filled markers" if placed.measured.all() else
+            f"{minimum}, hollow markers" if not placed.measured.any() else
+            "measured DRAM traffic (filled) or algorithmic minimum (hollow)")
+
+
+def _bandwidth_strip(ax, moving: pd.DataFrame, roofs: list[tuple], labels: dict) -> None:
+    """Operations without FLOPs at the roofline's left: each series' GB/s (bytes read and written,
+    as the DRAM roofs count them) against the DRAM roofs, a column a series."""
+    for name, _, gbs, ls, colour in roofs:
+        ax.axhline(gbs, linestyle=ls, color=colour, linewidth=1.5)
+    for i, p in enumerate(moving.itertuples()):
+        st = style(p.series)
+        ax.scatter(i, p.gbytes_per_s, s=55, zorder=3, marker="D", color=st["color"], label=labels[p.Index])
+    ax.set_xlim(-0.75, len(moving) - 0.25)
+    ax.set_xticks([])
+    ax.set_yscale("log")
+    values = [*moving.gbytes_per_s, *(gbs for _, _, gbs, _, _ in roofs)]
+    ax.set_ylim(min(values) / 2, max(values) * 1.5)  # room below: a lone point is not zoomed onto its roof
+    ax.set_xlabel("no FLOPs (copies, transposes):\nGB/s against the DRAM roofs")
+    ax.set_ylabel("GB/s (bytes read and written), log scale")
+    ax.grid(True, which="both", axis="y", alpha=0.25)
 
 
 def fig_vs_cublas(df: pd.DataFrame, meta: dict) -> plt.Figure:
@@ -175,6 +237,18 @@ def heatmap(ax, table: pd.DataFrame, label: str, center: float | None = None, fm
         if np.isfinite(v):
             ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=6)
     ax.figure.colorbar(image, ax=ax, label=label, shrink=0.8)
+
+
+def made(draw: Callable[[], plt.Figure]) -> plt.Figure:
+    """draw()'s figure; when draw raises (the data cannot make the figure), the figures it opened
+    are closed first, so that a refused figure leaves nothing behind, not even in memory."""
+    before = set(plt.get_fignums())
+    try:
+        return draw()
+    except Exception:
+        for number in set(plt.get_fignums()) - before:
+            plt.close(number)
+        raise
 
 
 def save(fig: plt.Figure, out_dir: Path, stem: str) -> list[Path]:

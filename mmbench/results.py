@@ -66,13 +66,9 @@ class ResultsError(ValueError):
     """A results file that is missing, empty, damaged or not ours."""
 
 
-RESULTS_DIR = Path("results")
-TUNING_DIR = RESULTS_DIR / "tuning"
-
-
-def run_csv(name: str, root: Path = RESULTS_DIR) -> Path:
-    """Where a run named NAME writes by default: its own folder, ``root/NAME/NAME.csv``, so its
-    metadata, figures and report end up together."""
+def run_csv(name: str, root: Path) -> Path:
+    """Where a run named NAME writes by default: its own folder, ``root/NAME/NAME.csv`` (root: the
+    user's runs, places.runs_dir()), so its metadata, figures and report end up together."""
     return root / name / f"{name}.csv"
 
 
@@ -455,11 +451,14 @@ def _is_results_csv(path: Path) -> bool:
     return all(c in header for c in KEY + ("status",) if c not in ADDED_COLUMNS)
 
 
-def latest_results(root: Path = RESULTS_DIR) -> Path:
-    """The results CSV whose run finished last (by its metadata, not the file's mtime), among the
-    CSVs under root that have metadata beside them; what RESULTS means when left out."""
+def runs_newest_first(root: Path, skip: Path | None = None) -> list[Path]:
+    """The results CSVs under root that have metadata beside them, the run that finished last
+    first (by its metadata, not the file's mtime), leaving out those under skip (the tunings);
+    where a command finds its input when none is named."""
     found = []
     for path in sorted(root.rglob("*.csv")) if root.is_dir() else []:
+        if skip is not None and path.is_relative_to(skip):
+            continue
         if metadata_path(path).exists() and _is_results_csv(path):
             try:
                 end = finished_at(read_metadata(path))
@@ -467,9 +466,7 @@ def latest_results(root: Path = RESULTS_DIR) -> Path:
                 continue
             if end:
                 found.append((end, str(path), path))
-    if not found:
-        raise ResultsError(f"no results CSV with its metadata under {root}/; run `mmbench run` first or name one")
-    return max(found)[2]
+    return [path for *_, path in sorted(found, reverse=True)]
 
 
 # -- metadata ----------------------------------------------------------------------------------------

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import subprocess
 import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+REPO = Path(__file__).resolve().parent.parent
 
 # mmbench's own cache (ptxas reports, compiled CPU loops) starts empty in every test session, so
 # the compile checks run nvcc each time, never a report kept from an earlier session.
@@ -14,6 +19,8 @@ os.environ["MMBENCH_CACHE_DIR"] = tempfile.mkdtemp(prefix="mmbench-test-cache-")
 # The user's tuning cache (places.user_cache()) is the session's own file, not yet there: no test
 # reads the tunings of whoever runs the tests, and none writes into theirs.
 os.environ["MMBENCH_TUNING_CACHE"] = os.path.join(tempfile.mkdtemp(prefix="mmbench-test-tuning-"), "tuning-cache.json")
+# A run a test leaves to its default output lands here, never in the user's runs folder.
+os.environ["MMBENCH_RUNS"] = tempfile.mkdtemp(prefix="mmbench-test-runs-")
 
 # Property tests run the same examples on every run, with no time limit per example: a slow
 # example (a large size spec) must fail or pass on its merits, never on the machine's speed.
@@ -41,3 +48,40 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def tree_state(root: Path) -> dict[str, str] | None:
+    """What `git status` lists in a checkout (changed, added and untracked files; ignored ones not),
+    each with its status and a hash of its bytes, so that a further change to a file already
+    changed shows too; None where root is not a git checkout (an unpacked sdist)."""
+    try:
+        proc = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=all", "-z"],
+                              capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    state, entries = {}, iter(proc.stdout.split("\0"))
+    for entry in entries:
+        if not entry:
+            continue
+        status, path = entry[:2], entry[3:]
+        if "R" in status or "C" in status:
+            next(entries, None)  # -z gives a rename's source as the next entry
+        file = root / path
+        state[path] = status + " " + (hashlib.sha256(file.read_bytes()).hexdigest() if file.is_file() else "-")
+    return state
+
+
+@pytest.fixture(scope="session", autouse=True)
+def checkout_untouched():
+    """No test writes into the checkout: the session fails, naming the files, when git sees any
+    file created, changed or removed by it (write under tmp_path, chdir there, or set MMBENCH_RUNS)."""
+    before = tree_state(REPO)
+    yield
+    after = tree_state(REPO)
+    if before is None or after is None:
+        return
+    changed = sorted(path for path in before.keys() | after.keys() if before.get(path) != after.get(path))
+    if changed:
+        pytest.fail(f"the tests wrote into the checkout {REPO}: {', '.join(changed)}", pytrace=False)

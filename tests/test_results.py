@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from mmbench.results import (COLUMNS, KEY, CsvSink, ResultsError, done_keys, history, join_samples, latest_results,
+from mmbench.results import (COLUMNS, KEY, CsvSink, ResultsError, done_keys, history, join_samples, runs_newest_first,
                              read_metadata, read_results, recorded_settings, samples_of, scan, set_aside_torn,
                              torn_path, write_metadata)
 
@@ -162,10 +162,10 @@ def test_binary_and_foreign_files_are_clear_errors(tmp_path):
         read_results(path)
 
 
-def test_latest_results_is_the_run_that_finished_last_by_its_metadata(tmp_path):
+def test_runs_newest_first_by_their_metadata_not_their_files(tmp_path):
     import os
 
-    root = tmp_path / "results"
+    root = tmp_path / "runs"
     (root / "a").mkdir(parents=True)
     old, new = root / "old.csv", root / "a" / "new.csv"
     for path, start in ((old, "2026-11-20T10:00:00+00:00"), (new, "2026-11-21T10:00:00+00:00")):
@@ -176,12 +176,16 @@ def test_latest_results_is_the_run_that_finished_last_by_its_metadata(tmp_path):
     derived.write_text("n,BLAS\n64,1.0\n")
     orphan = root / "orphan.csv"  # results without metadata do not qualify
     written(orphan, 64)
+    tuning = root / "tuning" / "t" / "t.csv"  # the tunings, left out when asked
+    tuning.parent.mkdir(parents=True)
+    written(tuning, 64)
+    write_metadata(tuning, {"started_at": "2026-11-23T10:00:00+00:00"})
     os.utime(old, (2e9, 2e9))  # the newest file by mtime is not the newest run
-    assert latest_results(root) == new
+    assert runs_newest_first(root, skip=root / "tuning") == [new, old]
+    assert runs_newest_first(root) == [tuning, new, old]
     write_metadata(old, {"started_at": "2026-11-20T10:00:00+00:00", "finished_at": "2026-11-22T00:00:00+00:00"})
-    assert latest_results(root) == old
-    with pytest.raises(ResultsError, match="no results CSV with its metadata"):
-        latest_results(tmp_path / "none")
+    assert runs_newest_first(root, skip=root / "tuning") == [old, new]
+    assert runs_newest_first(tmp_path / "none") == []
 
 
 def test_history_of_metadata_written_before_histories():
@@ -261,9 +265,9 @@ def test_a_killed_resumed_run_counts_from_its_last_start():
 def test_a_run_writes_into_its_own_folder_and_draws_there():
     from mmbench.results import figure_dir, run_csv
 
-    csv = run_csv("zosa2017-h100")
-    assert csv == Path("results/zosa2017-h100/zosa2017-h100.csv") and figure_dir(csv) == csv.parent
-    assert run_csv("tune-dbuf-1", Path("results/tuning")) == Path("results/tuning/tune-dbuf-1/tune-dbuf-1.csv")
+    csv = run_csv("zosa2017-h100", Path("runs"))
+    assert csv == Path("runs/zosa2017-h100/zosa2017-h100.csv") and figure_dir(csv) == csv.parent
+    assert run_csv("tune-dbuf-1", Path("runs/tuning")) == Path("runs/tuning/tune-dbuf-1/tune-dbuf-1.csv")
     assert figure_dir(Path("results/tuning/dbuf-h200j/compare.csv")) == Path("results/tuning/dbuf-h200j/compare")
     assert figure_dir(Path("r.csv")) == Path("r")
 

@@ -86,7 +86,7 @@ def test_amd_figures_and_report_from_the_cut(amd, tmp_path):
         for f in family.figures:
             figures[f.stem] = save(f.draw(amd, meta, None, None), tmp_path, f.stem)[0]
     assert len(figures) == 3 and len(module.fig_speedup(amd, meta).axes) == 4
-    report = module.write_report(tmp_path, amd, meta, {}, figures, None, AMD).read_text()
+    report = module.report(amd, meta, {}, figures, None, AMD)
     assert "NVIDIA H100 80GB HBM3" in report and "| Register tiling adds to LDS tiling |" in report
     assert "![speedup over naive](fig-amd-speedup.png)" in report
 
@@ -150,6 +150,6 @@ def test_lameski_figures_and_report_from_the_cut(lameski, tmp_path):
                 continue
             figures[f.stem] = save(f.draw(lameski, meta, None, None), tmp_path, f.stem)[0]
     assert len(module.fig_heatmap(lameski, meta).axes) >= 3
-    report = module.write_report(tmp_path, lameski, meta, {"device": "a GTX 680"}, figures, None, LAMESKI).read_text()
+    report = module.report(lameski, meta, {"device": "a GTX 680"}, figures, None, LAMESKI)
     assert "| Padding beats border checks on average, k = 32 | 15.51 % average improvement (GTX 680) |" in report
     assert "dbuf 4095 -> 4096" in report and "![Fig. 3](fig-lameski-fig3.png)" in report

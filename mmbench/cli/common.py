@@ -6,12 +6,14 @@ import copy
 import math
 from functools import partial
 from pathlib import Path
+from typing import Callable, TypeVar
 
 import click
 from click.core import ParameterSource
 from rich.console import Console
 
-from ..results import ResultsError, latest_results
+from .. import places
+from ..results import runs_newest_first
 
 ARGV = ["mmbench"]  # this invocation's command line as typed, set by the group, kept in the metadata
 console = Console(markup=False, highlight=False)  # messages hold brackets such as .[cuda]
@@ -143,12 +145,23 @@ def _int_list(option: str, text: str, minimum: int = 1) -> tuple[int, ...]:
     return values
 
 
-def _results_arg(results: Path | None) -> Path:
-    """RESULTS as given, or the newest results CSV under results/."""
-    try:
-        path = results or latest_results()
-    except ResultsError as exc:
-        raise InputError(str(exc)) from None
-    if not path.exists():
-        raise InputError(f"no results file at {path}")
-    return path
+T = TypeVar("T")
+
+
+def newest_run(usable: Callable[[Path], T], command: str, reference: str | None = None) -> tuple[Path, T]:
+    """The newest run in the user's runs folder (places.runs_dir(), tunings left out) that the
+    command can use, with what usable(path) made of it; usable raises InputError, saying why, for
+    a run it cannot use. None: one line naming the runs folder and, where given, a reference run."""
+    root = places.runs_dir()
+    runs = runs_newest_first(root, skip=places.tuning_runs_dir())
+    reasons = []
+    for path in runs:
+        try:
+            return path, usable(path)
+        except InputError as exc:
+            reasons.append(f"{path}: {exc.message}")
+    held = (f"none of its {len(runs)} runs will do (the newest, {reasons[0]})" if runs
+            else "it holds no results CSV with its metadata")
+    raise InputError(f"no RESULTS named, and no run in {root}/ that `mmbench {command}` can use: {held}; name a "
+                     "results CSV" + (f", e.g. a reference run of the repository: mmbench {command} {reference}"
+                                      if reference else ""))

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.table import Table
 
-from .common import FILE, FOLDER, InputError, _results_arg, command, console
+from .. import places
+from .common import FILE, FOLDER, InputError, command, console, newest_run
 from ..config import ConfigError, load_config
 from ..results import ResultsError, read_results
 from ..sizes import SizeSpecError, parse_sizes
@@ -17,65 +20,106 @@ COMMANDS = ("plot", "table", "report")  # registered on the main group by cli/__
 
 RESULTS_ARG = click.argument("results", required=False, type=FILE)
 OUT_OPTION = click.option("--out", "out_dir", type=FOLDER,
-                          help="Folder for the files (default: RESULTS's own folder, results/X/ for results/X/X.csv; else a folder "
+                          help="Folder for the files (default: RESULTS's own folder, runs/X/ for runs/X/X.csv; else a folder "
                                "named after it beside it).")
 
 
 CLOCK_OPTION = click.option("--clock", type=click.Choice(["events", "kernel"]),
                             help="Which time the figures use: CUDA event pairs, or the kernel clock (CUPTI's summed "
                                  "device work). Default: the run's figure_clock setting (events).")
+DEFAULT_RESULTS = (f"RESULTS defaults to the newest run in your runs folder (${places.RUNS_ENV}, else runs/; tunings "
+                   "left out) that it can draw.")
 
 
-def _load(results: Path | None, clock: str | None = None):
-    """(path, DataFrame, metadata, profile or None) of RESULTS, with clear errors; a torn last
-    row is left out and said so in one line. Times and rates are those of the clock asked for,
-    else of the run's figure_clock setting (metadata), else the events'."""
+@dataclass(frozen=True)
+class Loaded:
+    """A results CSV read for drawing: its rows (times and rates of the clock asked for), metadata
+    (with figure_clock), Nsight Compute profile or None, and a warning to print (a torn last row)."""
+
+    path: Path
+    df: Any
+    meta: dict
+    profile: Any
+    warning: str | None
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """A figure family made in memory, nothing written yet: its figures by stem, a line for each
+    figure the data cannot make, and its summary table (title, columns, rows) or None."""
+
+    figures: dict
+    missing: list[str]
+    summary: tuple | None
+
+    def close(self) -> None:
+        from .. import plots
+
+        for fig in self.figures.values():
+            plots.plt.close(fig)
+
+
+def _load(path: Path, clock: str | None = None) -> Loaded:
+    """A results CSV, with clear errors. Times and rates are those of the clock asked for, else of
+    the run's figure_clock setting (metadata), else the events'."""
+    from ..analysis import with_clock
     from ..profile import ProfileError, profile_path, read_profile
     from ..results import read_metadata
 
-    path = _results_arg(results)
+    if not path.exists():
+        raise InputError(f"no results file at {path}")
     try:
         df = read_results(path)
         meta = read_metadata(path)
-    except ResultsError as exc:
-        raise InputError(str(exc)) from None
-    if df.attrs.get("warning"):
-        console.print(df.attrs["warning"], soft_wrap=True)
-    from ..analysis import with_clock
-
-    clock = clock or (meta.get("settings") or {}).get("figure_clock") or "events"
-    try:
+        clock = clock or (meta.get("settings") or {}).get("figure_clock") or "events"
         df = with_clock(df, clock)
     except ResultsError as exc:
         raise InputError(str(exc)) from None
-    meta = {**meta, "figure_clock": clock}
     prof = profile_path(path)
     try:
         profile_df = read_profile(prof) if prof.exists() else None
     except ProfileError as exc:
         raise InputError(str(exc)) from None
-    return path, df, meta, profile_df
+    return Loaded(path, df, {**meta, "figure_clock": clock}, profile_df, df.attrs.get("warning"))
+
+
+def _chosen(results: Path | None, clock: str | None, make, command: str, reference: str, out_dir: Path | None = None):
+    """(Loaded, make(Loaded)) of RESULTS, or when none is named of the newest run in the user's
+    runs folder that make() takes. make() decides, raising InputError, before anything is written;
+    an --out where nothing can be written is refused before anything is read."""
+    def loaded_and_made(path: Path):
+        loaded = _load(path, clock)
+        return loaded, make(loaded)
+
+    if out_dir:
+        _writable(out_dir)
+    if results is not None:
+        loaded, made = loaded_and_made(results)
+    else:
+        path, (loaded, made) = newest_run(loaded_and_made, command, reference)
+        console.print(f"results: {path} (the newest run in {places.runs_dir()}/ that `mmbench {command}` can use)",
+                      soft_wrap=True)
+    if loaded.warning:
+        console.print(loaded.warning, soft_wrap=True)
+    return loaded, made
 
 
 def _out_dir(path: Path, out_dir: Path | None) -> Path:
-    """The folder the files go to, refused before anything is drawn when it cannot be made or written."""
+    """The folder the files go to, refused before anything is written when it cannot be made or written."""
     from ..results import figure_dir
+
+    return _writable(out_dir) if out_dir else _writable(figure_dir(path), "")
+
+
+def _writable(out: Path, option: str = "--out ") -> Path:
+    """out, or one line (exit 2) saying why no file can be made there. An --out is checked before
+    any results are read, so its refusal comes first."""
     from ..runs import cannot_create
 
-    out = out_dir or figure_dir(path)
     problem = cannot_create(out)
     if problem:
-        raise InputError(f"{'--out ' if out_dir else ''}{out}: {problem}")
+        raise InputError(f"{option}{out}: {problem}")
     return out
-
-
-def _save(fig_fn, out_dir: Path, stem: str) -> list[Path]:
-    from .. import plots
-
-    paths = plots.save(fig_fn(), out_dir, stem)
-    for p in paths:
-        console.print(f"wrote {p}", soft_wrap=True)
-    return paths
 
 
 def _families() -> dict:
@@ -84,33 +128,56 @@ def _families() -> dict:
     return figure_families()
 
 
-def _figures(name: str, df, meta, profile_df, out_dir: Path, size: int | None) -> dict[str, Path]:
-    """Draw one figure family of a study; returns {stem: png path}. A figure the data cannot make
-    is left out with one line saying what it lacks; when none can be made, that line is the error.
-    A family with a summary prints it after."""
-    family = _families()[name]
-    drawn, missing = {}, []
+def _draw(family, run: Loaded, size: int | None) -> Drawn:
+    """Make one figure family of a study in memory. A figure the data cannot make is left out with
+    one line saying what it lacks; when none can be made, that line is the error (InputError)."""
+    from .. import plots
+
+    figures, missing = {}, []
     for figure in family.figures:
         try:
-            drawn[figure.stem] = _save(lambda: figure.draw(df, meta, profile_df, size), out_dir, figure.stem)[0]
+            figures[figure.stem] = plots.made(lambda: figure.draw(run.df, run.meta, run.profile, size))
         except ResultsError as exc:
-            missing.append(f"{figure.stem} not drawn: {exc} (the results hold {_holdings(df)})")
-    if not drawn:
+            missing.append(f"{figure.stem} not drawn: {exc} (the results hold {_holdings(run.df)})")
+    if not figures:
         raise InputError("; ".join(missing))
-    for line in missing:
-        console.print(line, soft_wrap=True)
+    drawn = Drawn(figures, missing, None)
     if family.summary:
         try:
-            title, columns, rows = family.summary(df)
+            return Drawn(figures, missing, family.summary(run.df))
         except ResultsError as exc:
+            drawn.close()
             raise InputError(str(exc)) from None
+    return drawn
+
+
+def _written(path: Path, write):
+    """write()'s value, write() making the file at path; a folder where it cannot be made is one
+    line, exit 2."""
+    try:
+        return write()
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _write(drawn: Drawn, out_dir: Path) -> None:
+    """Save a family made by _draw (PNG and SVG each), say what was written and what was not, and
+    print its summary."""
+    from .. import plots
+
+    for stem, fig in drawn.figures.items():
+        for p in _written(out_dir / f"{stem}.png", lambda: plots.save(fig, out_dir, stem)):
+            console.print(f"wrote {p}", soft_wrap=True)
+    for line in drawn.missing:
+        console.print(line, soft_wrap=True)
+    if drawn.summary:
+        title, columns, rows = drawn.summary
         table = Table(title=title)
         for i, col in enumerate(columns):
             table.add_column(col, justify="left" if i == 0 else "right")
         for row in rows:
             table.add_row(*row)
         console.print(table)
-    return drawn
 
 
 def _holdings(df) -> str:
@@ -137,21 +204,22 @@ def plot():
 
 # Options some figure families take (a family's `options` names them); the others refuse them.
 FAMILY_OPTIONS = {
-    "size": click.option("--size", type=click.IntRange(min=1), help="The size n placed on the roofline "
-                         "(default: the largest profiled size, else the largest size)."),
+    "size": click.option("--size", type=click.IntRange(min=1), help="The size n placed on the roofline (default: the "
+                         "largest at which every operation of the run ran, profiled if any was)."),
 }
 
 
 def _plot_command(name: str, family) -> click.Command:
     def draw(results, out_dir, clock, size=None):
-        path, df, meta, profile_df = _load(results, clock)
-        _figures(name, df, meta, profile_df, _out_dir(path, out_dir), size)
+        run, drawn = _chosen(results, clock, lambda loaded: _draw(family, loaded, size), f"plot {name}",
+                             family.reference, out_dir)
+        _write(drawn, _out_dir(run.path, out_dir))
 
     draw = CLOCK_OPTION(draw)  # decorators in reverse: the help lists RESULTS, --out, the family's, --clock
     for option, add in FAMILY_OPTIONS.items():
         draw = (add if option in family.options else _refused_option(name, option))(draw)
     draw = RESULTS_ARG(OUT_OPTION(draw))
-    return command(name, short_help=family.short, help=f"{family.help}. RESULTS defaults to the newest CSV under results/.")(draw)
+    return command(name, short_help=family.short, help=f"{family.help}. {DEFAULT_RESULTS}")(draw)
 
 
 def _refused_option(name: str, option: str):
@@ -165,28 +233,24 @@ def _refused_option(name: str, option: str):
     return click.option(f"--{option}", hidden=True, expose_value=False, callback=refuse)
 
 
-@command()
+@command(help="Table 1: multicore BLAS vs CUDA-Best GFLOP/s at chosen sizes, with cuBLAS (Markdown and CSV). "
+                    + DEFAULT_RESULTS)
 @RESULTS_ARG
 @OUT_OPTION
 @click.option("--sizes", "sizes_spec", metavar="SPEC",
               help="Rows of the table (a size spec; default: the paper's Table 1 sizes, 256 to 2049).")
 def table(results, out_dir, sizes_spec):
-    """Table 1: multicore BLAS vs CUDA-Best GFLOP/s at chosen sizes, with cuBLAS (Markdown and CSV)."""
-    from .. import analysis
+    from ..studies import zosa2017
     from ..studies.common import markdown_table
-    from ..studies.zosa2017 import TABLE1_SIZES, table1
 
-    path, df, _, _ = _load(results)
-    try:
-        sizes = _table_sizes(sizes_spec) if sizes_spec is not None else TABLE1_SIZES
-        t = table1(analysis.ok_rows(df), sizes)
-    except ResultsError as exc:
-        raise InputError(str(exc)) from None
-    out = _out_dir(path, out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    sizes = _table_sizes(sizes_spec) if sizes_spec is not None else zosa2017.TABLE1_SIZES
+    run, t = _chosen(results, None, lambda loaded: _table1(loaded, sizes), "table", zosa2017.REFERENCE_RUN,
+                     out_dir)
+    out = _out_dir(run.path, out_dir)
     md = markdown_table(t)
-    (out / "table1.md").write_text(md + "\n")
-    t.to_csv(out / "table1.csv")
+    _written(out, lambda: out.mkdir(parents=True, exist_ok=True))
+    _written(out / "table1.md", lambda: (out / "table1.md").write_text(md + "\n"))
+    _written(out / "table1.csv", lambda: t.to_csv(out / "table1.csv"))
     console.print(md, soft_wrap=True)
     console.print(f"wrote {out / 'table1.md'} and {out / 'table1.csv'}", soft_wrap=True)
 
@@ -203,14 +267,35 @@ def _table_sizes(spec: str) -> list[int]:
     return [s.n for s in shapes]
 
 
-@command()
+def _table1(run: Loaded, sizes: list[int]):
+    from .. import analysis
+    from ..studies.zosa2017 import table1
+
+    try:
+        return table1(analysis.ok_rows(run.df), sizes)
+    except ResultsError as exc:
+        raise InputError(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class Report:
+    """A study's report made in memory: where it goes, its figure families, lines on the families
+    it could not draw, and the text of REPORT.md."""
+
+    out: Path
+    drawn: list[Drawn]
+    missing: list[str]
+    text: str
+
+
+@command(help="Write REPORT.md: every figure, Table 1 beside the paper's, each finding checked. "
+                    + DEFAULT_RESULTS.replace("that it can draw", "that holds the rows of the config's variants"))
 @click.option("--config", type=FILE, required=True,
               help="The experiment (its [reference] table holds the paper's numbers).")
 @RESULTS_ARG
 @OUT_OPTION
 @CLOCK_OPTION
 def report(config, results, out_dir, clock):
-    """Write REPORT.md: every figure, Table 1 beside the paper's, each finding checked."""
     from ..studies import study
 
     try:
@@ -221,16 +306,44 @@ def report(config, results, out_dir, clock):
         paper = study(cfg.paper)
     except ValueError as exc:  # a config of one's own names no paper: no study writes its report
         raise InputError(f"{config}: {exc}") from None
-    path, df, meta, profile_df = _load(results, clock)
-    out = _out_dir(path, out_dir)
-    figures = {}
+    _, made = _chosen(results, clock, lambda run: _report(cfg, paper, run, out_dir), f"report --config {config}",
+                      paper.REFERENCE_RUN, out_dir)
+    for line in made.missing:
+        console.print(line, soft_wrap=True)
+    for drawn in made.drawn:
+        _write(drawn, made.out)
+    path = made.out / "REPORT.md"
+    _written(path, lambda: path.write_text(made.text))
+    console.print(f"wrote {path}", soft_wrap=True)
+
+
+def _report(cfg, paper, run: Loaded, out_dir: Path | None) -> Report:
+    """Make a study's report of a run: refused (InputError) when the run lacks a variant its config
+    sweeps; the study's figures that the data can make; the text."""
+    missing = _unmeasured(cfg, run.df)
+    if missing:
+        raise InputError(f"the {cfg.name} report needs verified rows of every variant {cfg.path} sweeps; {run.path} "
+                         f"has none of {', '.join(missing)}")
+    out = _out_dir(run.path, out_dir)
+    families = _families()
+    drawn, notes = [], []
     for name in paper.FIGURES:  # the study's figures (`mmbench plot NAME`), those the data can make
         try:
-            figures.update(_figures(name, df, meta, profile_df, out, None))
+            drawn.append(_draw(families[name], run, None))
         except InputError as exc:
-            console.print(exc.message, soft_wrap=True)
+            notes.append(exc.message)
+    figures = {stem: out / f"{stem}.png" for d in drawn for stem in d.figures}
     try:
-        written = paper.write_report(out, df, meta, dict(cfg.reference), figures, profile_df, path)
+        text = paper.report(run.df, run.meta, dict(cfg.reference), figures, run.profile, run.path)
     except ResultsError as exc:
+        for d in drawn:
+            d.close()
         raise InputError(str(exc)) from None
-    console.print(f"wrote {written}", soft_wrap=True)
+    return Report(out, drawn, notes, text)
+
+
+def _unmeasured(cfg, df) -> list[str]:
+    """The variants a config sweeps of which the results hold no verified row."""
+    verified = set(df[df.status == "ok"].variant)
+    return [name for name in dict.fromkeys(v.name for sweep in cfg.sweeps for v in sweep.variants)
+            if name not in verified]

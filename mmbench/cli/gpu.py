@@ -9,14 +9,14 @@ import click
 from rich.table import Table
 
 from .. import ceilings as ceilings_mod
-from .. import environment
+from .. import environment, places
 from ..ops import get_op
-from ..results import ResultsError, latest_results, update_metadata
+from ..results import ResultsError, metadata_path, read_metadata, read_results, update_metadata
 from ..runs import DEFAULTS
 from ..sizes import SizeSpecError, row_shape
 from ..sweep import Settings, plan
 from ..variants import VariantError, get_variant
-from .common import FILE, InputError, RunFailed, _results_arg, _split, command, console
+from .common import FILE, InputError, RunFailed, _split, command, console, newest_run
 from .running import SAMPLES, _selections
 
 COMMANDS = ("info", "ceilings", "profile", "verify_timing")
@@ -53,13 +53,16 @@ def _open_gpu_or_fail():
 
 @command()
 @click.option("--results", type=FILE,
-              help="Results CSV whose metadata records the ceilings (default: the newest under results/, if any).")
+              help="Results CSV of this GPU whose metadata records the ceilings (default: the newest run of this GPU "
+                   "in your runs folder, if any).")
 def ceilings(results):
     """Measure the FP32 FMA peak and the DRAM copy bandwidth of the GPU, next to its datasheet."""
     if results is not None:  # checked before measuring: a bad file found after would waste the measurement
         _recordable(results)
     gpu = _open_gpu_or_fail()
-    measured = ceilings_mod.measure(gpu, environment.gpu_info(gpu))
+    facts = environment.gpu_info(gpu)
+    target = _ceilings_target(results, facts)  # before measuring: a run of another GPU is refused at once
+    measured = ceilings_mod.measure(gpu, facts)
     cache = ceilings_mod.save_cached(measured)
     sheet = measured["datasheet"]
     table = Table(title=f"ceilings of {measured['gpu']}")
@@ -71,12 +74,44 @@ def ceilings(results):
                   f"{measured['dram_copy_gbytes_per_s'] / sheet['dram_gbytes_per_s']:.1%}")
     console.print(table)
     console.print(f"kept for this device in {cache}", soft_wrap=True)
-    try:
-        target = results or latest_results()
-    except ResultsError:
+    if target is None:
+        console.print(f"recorded in no run: {places.runs_dir()}/ holds none of this GPU", soft_wrap=True)
         return
     update_metadata(target, ceilings=measured)
-    console.print(f"recorded in {target.with_suffix('.meta.json')}", soft_wrap=True)
+    console.print(f"recorded in {metadata_path(target)}", soft_wrap=True)
+
+
+def _measured_on(facts: dict):
+    """For newest_run: a run whose metadata names this GPU (by UUID where both have one, else by
+    name); its ceilings are the roofs its roofline draws."""
+    def usable(path: Path) -> Path:
+        try:
+            recorded = read_metadata(path).get("gpu") or {}
+        except ResultsError as exc:
+            raise InputError(str(exc)) from None
+        same = (recorded.get("uuid") == facts.get("uuid") if recorded.get("uuid") and facts.get("uuid")
+                else recorded.get("name") == facts.get("name"))
+        if not same:
+            raise InputError(f"measured on {recorded.get('name') or 'no GPU'}, not on this {facts.get('name')}")
+        return path
+
+    return usable
+
+
+def _ceilings_target(results: Path | None, facts: dict) -> Path | None:
+    """The run whose metadata records the ceilings: RESULTS (refused when of another GPU), else the
+    newest run of this GPU in the user's runs folder, else None."""
+    if results is not None:
+        if not results.exists():
+            raise InputError(f"no results file at {results}")
+        try:
+            return _measured_on(facts)(results)
+        except InputError as exc:
+            raise InputError(f"--results {results}: {exc.message}; its roofline's ceilings must be its GPU's") from None
+    try:
+        return newest_run(_measured_on(facts), "ceilings")[0]
+    except InputError:
+        return None
 
 
 def _recordable(results: Path) -> None:
@@ -102,7 +137,8 @@ def _recordable(results: Path) -> None:
               help="Sizes to profile (a size spec, as for run --sizes).")
 @click.option("--variant", "-v", "variants", multiple=True, help="Only these variants (default: every GPU series).")
 @click.option("--results", type=FILE,
-              help="Results CSV the profile belongs to; written beside it as .profile.csv (default: the newest).")
+              help="Results CSV the profile belongs to; written beside it as .profile.csv (default: the newest run in "
+                   "your runs folder that holds every profiled point).")
 def profile(config, points_spec, variants, results):
     """Run Nsight Compute on chosen points: DRAM bytes and FP32 operations (the roofline), bank conflicts."""
     from ..profile import ProfileError, profile_path, profile_points
@@ -130,7 +166,9 @@ def profile(config, points_spec, variants, results):
     if not points:
         raise InputError(f"no GPU point of {config} matches --points {points_spec}"
                          + (f" and --variant {','.join(sorted(wanted))}" if wanted else ""))
-    target = _results_arg(results)
+    if results is not None and not results.exists():
+        raise InputError(f"no results file at {results}")
+    target = results or newest_run(_holding(points), f"profile --config {config}")[0]
     try:
         df = profile_points(points)
     except ProfileError as exc:
@@ -146,6 +184,26 @@ def profile(config, points_spec, variants, results):
                       f"{r.dram_intensity:.1f}", f"{r.gpu_time_ns / 1e3:.1f}")
     console.print(table)
     console.print(f"profile: {out}", soft_wrap=True)
+
+
+def _holding(points):
+    """For newest_run: a run with a verified row of every point to profile (the run the profile is of)."""
+    from ..variants import format_params
+
+    wanted = {(p.variant.name, format_params(p.params), p.shape.m, p.shape.n, p.shape.k) for p in points}
+
+    def usable(path: Path) -> Path:
+        try:
+            df = read_results(path)
+        except ResultsError as exc:
+            raise InputError(str(exc)) from None
+        ok = df[df.status == "ok"]
+        lacking = wanted - set(zip(ok.variant, ok.params, ok.m, ok.n, ok.k))
+        if lacking:
+            raise InputError(f"it has no verified row of {len(lacking)} of the {len(wanted)} points to profile")
+        return path
+
+    return usable
 
 
 def _print_info(facts: dict, gpu_note: str | None) -> None:

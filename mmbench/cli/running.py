@@ -16,7 +16,7 @@ from ..analysis import series_summary
 from ..config import ConfigError, load_config
 from ..ops import get_op, timing_problem
 from ..ops.base import SCOPES
-from ..results import TUNING_DIR, ResultsError, metadata_path, read_results, run_csv, torn_message
+from ..results import ResultsError, metadata_path, read_results, run_csv, torn_message
 from ..sizes import FORMS, SizeSpecError, row_shape
 from ..sweep import Point, Selection, Settings, plan, scoped_name
 from ..timing import CACHE_MODES
@@ -359,7 +359,8 @@ def _summary_table(df, csv_path) -> Table:
               show_default=True, metavar="SECONDS",
               help="Time a compiled naive CPU point may take; one estimated longer is a skipped row.")
 @click.option("--output", "-o", type=FILE,
-              help="Results CSV (metadata goes beside it as .meta.json). Default: results/NAME-TIMESTAMP/NAME-TIMESTAMP.csv.")
+              help="Results CSV (metadata goes beside it as .meta.json). Default: RUNS/NAME-TIMESTAMP/NAME-TIMESTAMP.csv, "
+                   f"RUNS being the folder of your runs: ${places.RUNS_ENV}, else runs/ in the current folder.")
 @click.option("--resume", is_flag=True, help="Skip points already in --output and append the rest, with the "
               "file's measurement settings (a torn last row is set aside and measured again).")
 @click.option("--scope", metavar="SCOPE[,SCOPE...]",
@@ -386,7 +387,7 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
     if resume and output is None:
         raise InputError("--resume needs --output naming the CSV to continue")
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    output = output or run_csv(f"{name}-{stamp}")
+    output = output or run_csv(f"{name}-{stamp}", places.runs_dir())
     workflow.check_output(output)
     interrupts_count(output)
     found = workflow.resumable(output) if resume else None
@@ -441,7 +442,8 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
                    f"speed is not timed at the class's other shapes (a pruned row); 0 times all (default {PRUNE}).")
 @click.option("--jobs", type=click.IntRange(min=1), default=8, show_default=True, help="Parallel nvcc processes.")
 @click.option("--output", "-o", type=FILE,
-              help="Tuning CSV: one row per configuration and shape (default results/tuning/tune-VARIANT-TIMESTAMP/tune-VARIANT-TIMESTAMP.csv).")
+              help="Tuning CSV: one row per configuration and shape (default RUNS/tuning/tune-VARIANT-TIMESTAMP/"
+                   f"tune-VARIANT-TIMESTAMP.csv, RUNS being ${places.RUNS_ENV}, else runs/).")
 @click.option("--tuning-cache", type=click.Path(dir_okay=False, path_type=Path), metavar="PATH",
               help=f"Where the best configurations go. Default: your cache (${places.CACHE_ENV}, else the user data "
                    "folder's tuning-cache.json), which run reads before the shipped one.")
@@ -513,7 +515,7 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
                          f"engine does not make: tune it with --engine points")
     points = [Point(variant, p, s, cache, pad=unchecked) for s in shapes for p in configs]
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    output = output or run_csv(f"tune-{variant.name}-{stamp}", TUNING_DIR)
+    output = output or run_csv(f"tune-{variant.name}-{stamp}", places.tuning_runs_dir())
     def announce() -> None:
         if pinned_text:
             console.print(f"pinned: {pinned_text}", soft_wrap=True)

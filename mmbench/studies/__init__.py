@@ -1,8 +1,14 @@
 """Studies: one module per paper, holding what is the paper's (its figures' sizes, its numbers,
-its findings and how to check them) and writing its REPORT.md. A config's `paper` names its study."""
+its findings and how to check them) and the text of its REPORT.md. A config's `paper` names its study.
+
+A study module has FIGURES (its figure families: `mmbench plot NAME`), report(df, meta, reference,
+figures, profile, results_path) -> the text of REPORT.md (nothing written: the command writes once
+everything is made), and REFERENCE_RUN (its committed run, which a command suggests when the user's
+runs hold none it can use)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from importlib import import_module
 from types import ModuleType
 
@@ -19,10 +25,12 @@ def study(paper: str) -> ModuleType:
 
 
 def figure_families() -> dict:
-    """Every study's figure families by name (`mmbench plot NAME`); names are unique across studies."""
+    """Every study's figure families by name (`mmbench plot NAME`), each with its study's reference
+    run; names are unique across studies."""
     families = {}
-    for module in dict.fromkeys(STUDIES.values()):
-        for name, family in import_module(f".{module}", __name__).FIGURES.items():
-            assert name not in families, f"figure family '{name}' is defined by two studies"
-            families[name] = family
+    for name in dict.fromkeys(STUDIES.values()):
+        module = import_module(f".{name}", __name__)
+        for family_name, family in module.FIGURES.items():
+            assert family_name not in families, f"figure family '{family_name}' is defined by two studies"
+            families[family_name] = replace(family, reference=module.REFERENCE_RUN)
     return families

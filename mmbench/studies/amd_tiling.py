@@ -19,7 +19,7 @@ from .. import plots
 from ..analysis import along, by_shape, ok_rows, shape_ratio
 from ..results import ResultsError
 from ..variants import REGISTRY, format_params, param_points
-from .common import Figure, FigureFamily, Verdict, markdown_table, provenance, save_report, text_table, verdict_table
+from .common import Figure, FigureFamily, Verdict, markdown_table, provenance, report_text, text_table, verdict_table
 
 plt = plots.plt
 
@@ -58,11 +58,18 @@ def aligned(size: int) -> bool:
     return size % ALIGN == 0
 
 
+def _steps_past(first: int) -> str:
+    """The tutorial's steps from index first + 1, as 'naive (BLOCK=16) or shared (BLOCK=16)'."""
+    return " or ".join(f"{v} ({p})" for v, p, _ in STEPS[first + 1:])
+
+
 def speedups(df: pd.DataFrame) -> dict[str, pd.Series]:
     """Each step's (and cuBLAS's) speedup over naive, by shape: naive time / its time."""
     t = step_values(df)
     if "naive" not in t:
         raise ResultsError("the speedups need the naive kernel's rows (naive, BLOCK=16)")
+    if len(t) == 1:
+        raise ResultsError(f"the speedups need a step past naive: {_steps_past(0)} rows at naive's shapes")
     return {name: shape_ratio(t["naive"], s) for name, s in t.items() if name != "naive"}
 
 
@@ -70,6 +77,8 @@ def percent_of_cublas(df: pd.DataFrame) -> dict[str, pd.Series]:
     g = step_values(df, "gflops_median")
     if "cuBLAS" not in g:
         raise ResultsError("the % of cuBLAS needs cuBLAS rows")
+    if len(g) == 1:
+        raise ResultsError(f"the % of cuBLAS needs a step of the tutorial: {_steps_past(-1)} rows")
     return {name: 100 * shape_ratio(s, g["cuBLAS"]) for name, s in g.items() if name != "cuBLAS"}
 
 
@@ -156,6 +165,9 @@ def fig_tiles(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figu
     return fig
 
 
+# Its reference run in the repository: what a command suggests when no run of the user's will do.
+REFERENCE_RUN = "results/amd-tiling-h100/amd-tiling-h100.csv"
+
 FIGURES = {
     "amd-speedup": FigureFamily("AMD tiling: LDS and register tiling over naive", "AMD tiling: speedup of LDS and register tiling over naive, per shape family",
                                 (Figure("fig-amd-speedup", fig_speedup),)),
@@ -230,8 +242,8 @@ def verdicts(df: pd.DataFrame) -> list[Verdict]:
     return out
 
 
-def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
-                 profile: pd.DataFrame | None, results_path: Path) -> Path:
+def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
+           profile: pd.DataFrame | None, results_path: Path) -> str:
     ok = ok_rows(df)
     summary = family_summary(ok)
     pct = percent_of_cublas(ok)
@@ -272,4 +284,4 @@ def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, f
         tiles_md,
         "",
     ]
-    return save_report(out_dir, lines, figures, ALT_TEXT)
+    return report_text(lines, figures, ALT_TEXT)

@@ -23,13 +23,15 @@ class Figure:
 class FigureFamily:
     """`mmbench plot NAME`: its short help (its line in `mmbench plot --help`, whole in 80 columns:
     Click would cut a long help at its first period, "Fig."), its help, its figures, and optionally
-    a summary table printed after them (summary(df) -> (title, columns, rows of strings))."""
+    a summary table printed after them (summary(df) -> (title, columns, rows of strings));
+    reference: its study's reference run (set by studies.figure_families)."""
 
     short: str
     help: str
     figures: tuple[Figure, ...]
     summary: Callable | None = None
     options: tuple[str, ...] = ()  # options of `mmbench plot` beyond every family's that it takes ("size")
+    reference: str = ""
 
 
 @dataclass(frozen=True)
@@ -71,9 +73,7 @@ def text_table(columns: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns), *["| " + " | ".join(r) + " |" for r in rows]]
 
 
-def save_report(out_dir: Path, lines: list[str], figures: dict[str, Path], alt: dict[str, str] | None = None) -> Path:
-    """REPORT.md: the lines, then a Figures section linking each figure drawn (alt text by stem)."""
+def report_text(lines: list[str], figures: dict[str, Path], alt: dict[str, str] | None = None) -> str:
+    """REPORT.md's text: the lines, then a Figures section linking each figure drawn (alt text by stem)."""
     lines = [*lines, "## Figures", "", *[f"![{(alt or {}).get(stem, stem)}]({path.name})\n" for stem, path in figures.items()]]
-    path = out_dir / "REPORT.md"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return "\n".join(lines) + "\n"

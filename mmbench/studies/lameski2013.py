@@ -20,7 +20,7 @@ from .. import plots
 from ..analysis import by_shape, ok_rows, shape_ratio
 from ..ops.base import SCOPES
 from ..results import ResultsError
-from .common import Figure, FigureFamily, Verdict, markdown_table, provenance, save_report, text_table, verdict_table
+from .common import Figure, FigureFamily, Verdict, markdown_table, provenance, report_text, text_table, verdict_table
 
 plt = plots.plt
 
@@ -200,8 +200,8 @@ def verdicts(df: pd.DataFrame) -> list[Verdict]:
     return out
 
 
-def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
-                 profile: pd.DataFrame | None, results_path: Path) -> Path:
+def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
+           profile: pd.DataFrame | None, results_path: Path) -> str:
     ok = ok_rows(df)
     table = summary(ok)
     try:
@@ -254,9 +254,12 @@ def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, f
         modern,
         "",
     ]
-    return save_report(out_dir, lines, figures, {"fig-lameski-fig3": "Fig. 3", "fig-lameski-fig4": "Fig. 4",
+    return report_text(lines, figures, {"fig-lameski-fig3": "Fig. 3", "fig-lameski-fig4": "Fig. 4",
                                                  "fig-lameski-heatmap": "heatmap"})
 
+
+# Its reference run in the repository: what a command suggests when no run of the user's will do.
+REFERENCE_RUN = "results/lameski2013-h100/lameski2013-h100.csv.gz"
 
 FIGURES = {
     "lameski-fig3": FigureFamily("Lameski Fig. 3: border checks over padding, k=32", "Lameski Fig. 3: border checks' speed normalized to padding's, k = 32, per scope",

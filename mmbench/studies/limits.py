@@ -13,7 +13,7 @@ import pandas as pd
 
 from .. import analysis, plots
 from ..sizes import parse_sizes
-from .common import Figure, FigureFamily, provenance, save_report, text_table
+from .common import Figure, FigureFamily, provenance, report_text, text_table
 
 TARGET_SIZES = (4096, 2049)
 PAPER_SIZES = "512:2049"  # the paper's sizes from 512
@@ -37,6 +37,9 @@ def summary(df: pd.DataFrame) -> tuple[str, list[str], list[list[str]]]:
     return "GFLOP/s as % of cuBLAS", columns, rows
 
 
+# Its reference run in the repository: what a command suggests when no run of the user's will do.
+REFERENCE_RUN = "results/limits-h200/limits-h200.csv.gz"
+
 FIGURES = {
     "vs-cublas": FigureFamily("Limits: % of cuBLAS per size per variant", "Percent of cuBLAS per size per variant, with the targets' ratios printed",
                               (Figure("vs-cublas", lambda df, meta, profile, size: plots.fig_vs_cublas(df, meta)),),
@@ -44,8 +47,8 @@ FIGURES = {
 }
 
 
-def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
-                 profile: pd.DataFrame | None, results_path: Path) -> Path:
+def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
+           profile: pd.DataFrame | None, results_path: Path) -> str:
     """REPORT.md: the targets per series, where the fastest stands over every size, the figure."""
     ok = analysis.ok_rows(df)
     title, columns, rows = summary(ok)
@@ -72,4 +75,4 @@ def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, f
         *text_table(["series", "sizes", "at or above cuBLAS", "lowest", "highest"], per_series),
         "",
     ]
-    return save_report(out_dir, lines, figures)
+    return report_text(lines, figures)

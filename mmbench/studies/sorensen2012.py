@@ -24,7 +24,7 @@ from ..analysis import ok_rows
 from ..ops.gemv import FAMILIES, MESH_CELLS, MESH_MAX, cell_name, cell_points, mesh_cell, parse_cell
 from ..results import ResultsError
 from ..variants import parse_params
-from .common import Figure, FigureFamily, Verdict, markdown_table, provenance, save_report, text_table, verdict_table
+from .common import Figure, FigureFamily, Verdict, markdown_table, provenance, report_text, text_table, verdict_table
 
 plt = plots.plt
 
@@ -352,6 +352,9 @@ def fig_heatmaps(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.F
     return fig
 
 
+# Its reference run in the repository: what a command suggests when no run of the user's will do.
+REFERENCE_RUN = "results/sorensen2012-h100c/sorensen2012-h100c.csv.gz"
+
 FIGURES = {  # `mmbench plot NAME`; the report embeds them
     "gemv-kernels": FigureFamily("Sørensen Figs. 1, 3: tuned design per mesh cell", "Sørensen Fig. 1 right and Fig. 3: the tuned kernel's design and parameters per mesh cell",
                                  (Figure("fig1-best-kernel", fig_best_kernel), Figure("fig3-best-params", fig_best_params))),
@@ -364,8 +367,8 @@ ALT_TEXT = {"fig1-best-kernel": "best kernel per cell", "fig3-best-params": "bes
             "fig4-families": "GFLOP/s against footprint", "fig5-mesh": "heatmaps over the mesh"}
 
 
-def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
-                 profile: pd.DataFrame | None, results_path: Path) -> Path:
+def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
+           profile: pd.DataFrame | None, results_path: Path) -> str:
     ok = ok_rows(df)
     tuning, tuning_meta = tuning_rows(meta, beside=results_path.parent)
     shapes = family_shapes(meta)
@@ -403,7 +406,7 @@ def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, f
         markdown_table(fam_table),
         "",
     ]
-    return save_report(out_dir, lines, figures, ALT_TEXT)
+    return report_text(lines, figures, ALT_TEXT)
 
 
 def _tuning_lines(tuning: pd.DataFrame, meta: dict, run_cells: set[str]) -> list[str]:

@@ -44,6 +44,10 @@ def table1(df: pd.DataFrame, sizes: list[int]) -> pd.DataFrame:
             out[name] = analysis.curve(df, s).reindex(sizes)
     if out.columns.empty:
         raise ResultsError("Table 1 needs BLAS, CUDA-Best ('best') or cuBLAS rows")
+    if out.isna().all().all():  # a table of '-' says nothing
+        shown = ", ".join(map(str, sizes[:12])) + (f", ... ({len(sizes)} sizes)" if len(sizes) > 12 else "")
+        raise ResultsError(f"Table 1 needs {', '.join(out.columns)} rows at its sizes (n = {shown}); "
+                           "the results have none there")
     if best and "BLAS (multicore)" in out:
         out[f"{best.label} / BLAS"] = out[best.label] / out["BLAS (multicore)"]
     if best and "cuBLAS" in out:
@@ -104,14 +108,13 @@ def fig_speedup(df: pd.DataFrame, meta: dict) -> plt.Figure:
 
 
 def fig_roofline(df: pd.DataFrame, meta: dict, profile: pd.DataFrame | None, size: int | None) -> plt.Figure:
-    """Figures 3 and 4 in one, at n = size (default: the largest profiled size, else the largest)."""
-    if size is None:
-        sizes = set(profile.n) if profile is not None else set(analysis.square(analysis.ok_rows(df)).n)
-        if not sizes:
-            raise ResultsError("the roofline needs verified square-size rows")
-        size = max(sizes)
+    """Figures 3 and 4 in one, at n = size (default: analysis.roofline_size, the largest profiled
+    size where the most series ran), with every operation of the run."""
     return plots.fig_roofline(df, meta, profile, size, title="Figures 3-4: roofline")
 
+
+# Its reference run in the repository: what a command suggests when no run of the user's will do.
+REFERENCE_RUN = "results/zosa2017-h200/zosa2017-h200.csv.gz"
 
 FIGURES = {  # `mmbench plot NAME`; the report embeds them all
     "gflops": FigureFamily("Zosa Figs. 1-2: GFLOP/s by block size, by size", "Figures 1 and 2: GFLOP/s by block size and over all sizes",
@@ -256,8 +259,8 @@ def table1_side_by_side(df: pd.DataFrame, reference: dict) -> pd.DataFrame:
     return out
 
 
-def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
-                 profile: pd.DataFrame | None, results_path: Path) -> Path:
+def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
+           profile: pd.DataFrame | None, results_path: Path) -> str:
     gpu = meta.get("gpu") or {}
     ceilings = meta.get("ceilings") or {}
     vs = verdicts(df)
@@ -290,9 +293,7 @@ def write_report(out_dir: Path, df: pd.DataFrame, meta: dict, reference: dict, f
         _roofline_text(df, meta, ceilings, reference, profile),
         "",
     ]
-    path = out_dir / "REPORT.md"
-    path.write_text("\n".join(lines))
-    return path
+    return "\n".join(lines)
 
 
 def _blas_name(meta: dict) -> str:
