@@ -291,8 +291,9 @@ def _committed(folder: Path) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def redrawn(tmp_path_factory):
     """name -> a fresh folder holding what `mmbench report` (and `mmbench table`, where the run keeps
-    Table 1) write from the committed CSV of that reference run. Run from the repository root: the
-    metadata names its config (and the tuning cache its files) relative to it."""
+    Table 1) write from the committed CSV of that reference run. Run from an unrelated folder, as an
+    installed mmbench would be: nothing may depend on the current folder (the metadata names its
+    config relative to where the run was made; the report reads the config it is given)."""
     made = {}
 
     def redraw(name: str) -> Path:
@@ -302,7 +303,7 @@ def redrawn(tmp_path_factory):
             config = REPO / "configs" / Path(read_metadata(csv)["config"]).name
             before = _committed(folder)
             with pytest.MonkeyPatch.context() as mp:
-                mp.chdir(REPO)
+                mp.chdir(tmp_path_factory.mktemp("elsewhere"))
                 result = invoke("report", "--config", config, csv, "--out", out)
                 assert result.exit_code == 0, result.output
                 if (folder / "table1.md").exists():

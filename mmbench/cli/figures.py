@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -325,6 +326,8 @@ def _report(cfg, paper, run: Loaded, out_dir: Path | None) -> Report:
         raise InputError(f"the {cfg.name} report needs verified rows of every variant {cfg.path} sweeps; {run.path} "
                          f"has none of {', '.join(missing)}")
     out = _out_dir(run.path, out_dir)
+    # the study reads the config the report was given, not the path the run recorded (relative to where it ran)
+    run = dataclasses.replace(run, meta={**run.meta, "config": str(cfg.path)})
     families = _families()
     drawn, notes = [], []
     for name in paper.FIGURES:  # the study's figures (`mmbench plot NAME`), those the data can make
