@@ -372,6 +372,8 @@ def test_a_batched_tuning_interrupted_after_a_class_keeps_it_and_says_how_many(t
     meta = read_metadata(tmp_path / "out" / "t.csv")
     assert meta["state"] == "interrupted" and meta["invocations"][-1]["host"] == meta["host"]
     assert len(json.loads((tmp_path / "cache.json").read_text())) == 2
+    again = tune_batched(tmp_path, "--resume", "--dry-run")  # the batched tuner's own .csv.gz: resumable
+    assert again.exit_code == 0, again.output
 
 
 def test_a_batched_tuning_that_fails_is_one_line_and_keeps_its_classes_for_resume(tmp_path, monkeypatch):

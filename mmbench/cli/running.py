@@ -522,7 +522,9 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
         console.print(f"{variant.name}: {space} configurations satisfy its constraints; trying {len(configs)} "
                       f"({strategy}) at {len(shapes)} shape(s)", soft_wrap=True)
 
-    workflow.check_output(output)  # a dry run refuses what the run would
+    workflow.check_output(output, compressed_resumes=engine == "batched")  # a dry run refuses what the run would
+    if not resume:
+        workflow.check_new_output(output, f"choose another --output{' or --resume' if engine == 'batched' else ''}")
     if dry_run:
         announce()
         for p in configs[:20]:
@@ -532,9 +534,6 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
         console.print(f"output: {output}", soft_wrap=True)
         say(f"tuning cache: {describe_cache(cache_path)}")
         return
-    workflow.check_output(output, compressed_resumes=engine == "batched")
-    if not resume:
-        workflow.check_new_output(output, f"choose another --output{' or --resume' if engine == 'batched' else ''}")
     if engine == "batched":
         workflow.refuse_batched_resume(output, len(configs), cache, prune, resume, source.source_hash(variant))
     else:
