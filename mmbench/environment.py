@@ -105,7 +105,8 @@ def cpu_model() -> str:
 
 def own_cpus() -> int:
     """The cores this process may run on (a dask-cuda worker is pinned to its GPU's NUMA node)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    affinity = getattr(os, "sched_getaffinity", None)  # Linux only
+    return len(affinity(0)) if affinity else os.cpu_count() or 1
 
 
 def host_info() -> dict:

@@ -57,11 +57,10 @@ class Shape:
         return str(self.m) if self.is_square else f"{self.m}x{self.n}x{self.k}"
 
 
-def row_shape(row) -> Shape:
-    """The shape of a results row, a mapping or a named tuple with m, n and k: what a message or a
-    table shows of it (a transpose's 64 x 32 reads 64x32, not 64x32x0)."""
-    get = row.__getitem__ if hasattr(row, "keys") else row.__getattribute__
-    return Shape(int(get("m")), int(get("n")), int(get("k")))
+def row_shape(m, n, k) -> Shape:
+    """The shape of a results row's m, n and k: what a message or a table shows of it (a
+    transpose's 64 x 32 reads 64x32, not 64x32x0)."""
+    return Shape(int(m), int(n), int(k))
 
 
 _INT = r"(\d+)"

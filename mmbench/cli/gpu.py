@@ -179,7 +179,7 @@ def profile(config, points_spec, variants, results):
     for col in ("variant", "params", "size", "DRAM MB", "FP32 GFLOP", "intensity FLOP/B", "kernel us"):
         table.add_column(col, justify="left" if col in ("variant", "params") else "right")
     for r in df.itertuples():
-        table.add_row(r.variant, r.params, str(row_shape(r)),
+        table.add_row(r.variant, r.params, str(row_shape(r.m, r.n, r.k)),
                       f"{(r.dram_bytes_read + r.dram_bytes_write) / 1e6:.1f}", f"{r.fp32_flops / 1e9:.2f}",
                       f"{r.dram_intensity:.1f}", f"{r.gpu_time_ns / 1e3:.1f}")
     console.print(table)
@@ -293,9 +293,9 @@ def verify_timing(variants, sizes, runs, ncu_cache, kernel_clock, output):
     for col in ("variant", "size", "events us", "kernel us", "kernels only", "ncu us", "kernels / ncu", "events / ncu"):
         shown.add_column(col, justify="right" if col != "variant" else "left")
     for r in table.itertuples():
-        shown.add_row(r.variant, str(row_shape(r)), f"{r.events_us:.2f}", f"{r.kernel_us:.2f}", f"{r.kernels_only_us:.2f}",
+        shown.add_row(r.variant, str(row_shape(r.m, r.n, r.k)), f"{r.events_us:.2f}", f"{r.kernel_us:.2f}", f"{r.kernels_only_us:.2f}",
                       f"{r.ncu_us:.2f}", f"{r.kernel_vs_ncu:.3f}" + ("" if r.within else " !"), f"{r.events_vs_ncu:.3f}")
     console.print(shown)
     for r in table[table.ncu_note != ""].itertuples():
-        console.print(f"ncu could not time {r.variant} {row_shape(r)}: {r.ncu_note}", soft_wrap=True)
+        console.print(f"ncu could not time {r.variant} {row_shape(r.m, r.n, r.k)}: {r.ncu_note}", soft_wrap=True)
     console.print(f"{int(table.within.sum())} of {len(table)} within {TOLERANCE:.0%}; comparison: {path}", soft_wrap=True)

@@ -59,7 +59,7 @@ def progress_bar(total: int):
         if task is None:
             progress.start()
             task = progress.add_task("sweeping", total=total)
-        progress.update(task, advance=1, description=f"{row['variant']} {row['params']} {row_shape(row)}")
+        progress.update(task, advance=1, description=f"{row['variant']} {row['params']} {row_shape(row['m'], row['n'], row['k'])}")
 
     try:
         yield on_row
@@ -318,7 +318,7 @@ def _summary_table(df, csv_path) -> Table:
             table.add_row(name, "0", s.not_ok, "-", "-", "-", "-")
             continue
         table.add_row(name, str(s.ok), s.not_ok, f"{s.median:.1f}\n{unit}", f"{s.peak:.1f}\n{unit}",
-                      str(row_shape(s)), f"{s.cv_median:.3f}")
+                      str(row_shape(s.m, s.n, s.k)), f"{s.cv_median:.3f}")
     if hidden:
         table.add_row(f"... {hidden} more series: every one is in the CSV", "", "", "", "", "", "")
     return table
