@@ -22,6 +22,15 @@ class OneLineErrors(click.Group):
         ARGV[:] = ["mmbench", *(sys.argv[1:] if args is None else args)]  # as typed, for the metadata
         return super().main(args, *rest, **kwargs)
 
+    def format_commands(self, ctx, formatter):
+        """The command list with each command's first sentence whole, wrapped to the terminal: Click
+        would cut it to one line ending in "...", mid-phrase at 80 columns."""
+        rows = [(name, cmd.get_short_help_str(limit=10_000)) for name in self.list_commands(ctx)
+                if (cmd := self.get_command(ctx, name)) is not None and not cmd.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
