@@ -16,6 +16,7 @@ from ..analysis import series_summary
 from ..config import ConfigError, load_config
 from ..ops import get_op, timing_problem
 from ..ops.base import SCOPES
+from ..ops.capabilities import must_pad, tune_engine
 from ..results import ResultsError, metadata_path, read_results, run_csv, torn_message
 from ..sizes import FORMS, SizeSpecError, row_shape
 from ..sweep import Point, Selection, Settings, plan, scoped_name
@@ -494,7 +495,7 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     if not candidates_from:
         refuse_given(ctx, ("top",), "it counts the fastest configurations of --candidates files, and none is given")
     space = len(tuning_space(variant))
-    engine = engine if engine != "auto" else get_op(variant.op).tune_engine
+    engine = engine if engine != "auto" else tune_engine(get_op(variant.op))
     if engine == "batched" and (runs is not None or warmup is not None or per_shape):
         raise InputError("the batched engine times one launch per configuration and shape, a size class at a time; "
                          "--runs, --warmup and --per-shape are for --engine points")
@@ -509,7 +510,7 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
                          "--scheduler) into one cache entry, for --engine points"
                          + (f"; this tuning uses --engine {engine}" if spec else "; this tuning runs on one machine"))
     settings = Settings(runs=runs or 5, warmup=2 if warmup is None else warmup, cache=cache, seed=seed, skip_spills=True)
-    unchecked = get_op(variant.op).must_pad(variant)  # a kernel without border checks runs padded
+    unchecked = must_pad(get_op(variant.op), variant)  # a kernel without border checks runs padded
     if unchecked and engine == "batched":
         raise InputError(f"{variant.name} has no border checks and runs only on padded inputs, which the batched "
                          f"engine does not make: tune it with --engine points")

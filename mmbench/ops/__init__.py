@@ -1,12 +1,13 @@
-"""Operations: what a kernel computes, one module each (ops/gemm.py, ...), behind one interface
-(ops/base.py). Sweeps, results, tuning and the GPU tests ask the operation of a variant
-(``get_op(variant.op)``) and never name one."""
+"""Operations: what a kernel computes, one module each (ops/gemm.py, ...), behind one contract
+(ops/base.py) and the capabilities an operation declares (ops/capabilities.py). Sweeps, results,
+tuning and the GPU tests ask the operation of a variant (``get_op(variant.op)``) and never name one."""
 
 from __future__ import annotations
 
 from types import MappingProxyType
 
 from .base import Check, DeviceBuffers, Operation
+from .capabilities import scope_problem
 from .gemm import GEMM
 from .gemv import GEMV
 from .transpose import COPY, TRANSPOSE
@@ -27,10 +28,10 @@ def timing_problem(variants, scopes, pads) -> tuple[str, str] | None:
     for v in variants:
         op = get_op(v.op)
         for scope in scopes:
-            problem = op.scope_problem(v, scope, False)
+            problem = scope_problem(op, v, scope, False)
             if problem:
                 return scope, problem
-        problem = op.scope_problem(v, "kernel", True) if any(pads) else None
+        problem = scope_problem(op, v, "kernel", True) if any(pads) else None
         if problem:
             return "pad", problem
     return None

@@ -19,6 +19,7 @@ from ..sizes import Shape
 from ..variants import Params, Variant, VariantError, evaluate
 from .base import (SCOPES, Check, DeviceBuffers, Operation, Products, ScopeError, Timed, check_sums, gamma,
                    kernel_alone)
+from .capabilities import CpuBaseline, LibraryBaseline, Padded
 
 # Strip kernels' geometry: 32 columns x 16 warps a block; 8 warps of 2 rows, 16 rows a block. The
 # kernels are correct with any grid (a block strides on). Blocks this small fit beside the tiled
@@ -312,14 +313,13 @@ def gemm_launcher(gpu, variant: Variant, params: Params, shape: Shape, a, b, c) 
 
 
 # -- the operation ------------------------------------------------------------------------------------
-class Gemm(Operation):
+class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline):
     name = "gemm"
     dims = ("m", "n", "k")
     rate = "gflops_mean"
     score = "gflops_median"
-    awkward = "1,31,33,63,65,127,1000x37x2049,37x1000x65"
+    tested_sizes = "1,31,33,63,65,127,1000x37x2049,37x1000x65"
     scopes = tuple(SCOPES)
-    can_pad = True
 
     def flops(self, shape: Shape) -> float:
         return gemm_flops(shape)
@@ -371,8 +371,8 @@ class Gemm(Operation):
     def must_pad(self, variant: Variant) -> bool:
         return _geometry(variant, "unchecked") != "0"
 
-    def scope_problem(self, variant: Variant, scope: str, pad: bool) -> str | None:
-        return super().scope_problem(variant, scope, pad) or (tile_problem(variant) if pad else None)
+    def pad_problem(self, variant: Variant) -> str | None:
+        return tile_problem(variant)
 
     def timed(self, gpu, variant: Variant, params: Params, shape: Shape, scope: str, pad: bool, bufs: DeviceBuffers,
               inputs: GemmInputs, compute) -> Timed:
