@@ -204,6 +204,7 @@ class Operation:
     score: str  # the column tuning ranks configurations by (a median: robust to one slow sample)
     dims: tuple[str, ...]  # the CSV's shape columns this operation uses
     tested_sizes: str  # size spec of the shapes every variant of it is tested at on the GPU
+    size_forms = ""  # the size spec forms parse_sizes reads beyond the common ones, for help texts
 
     def parse_sizes(self, spec: str) -> list[Shape]:
         """A size spec read as this operation's shapes ("1024": n x n x n for GEMM, n x n for transpose)."""
