@@ -1,5 +1,8 @@
 """The optional capabilities an operation declares (ops/capabilities.py), asked for with isinstance."""
 
+import ctypes
+
+import numpy as np
 import pytest
 
 from mmbench.ops import OPERATIONS, get_op
@@ -52,3 +55,34 @@ def test_an_operation_without_scopes_times_its_kernel_alone():
     with pytest.raises(ScopeError, match="transpose is timed as the kernel alone"):
         timed_sequence(get_op("transpose"), None, REGISTRY["transpose_naive"], (), Shape(4, 4, 0), "device", False,
                        None, None, lambda shape, bufs: None)
+
+
+class _FakeCublas:
+    """CuPy's cuBLAS binding, recording the calls."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, routine):
+        return lambda *args: self.calls.append((routine, args)) or 7
+
+
+def test_the_library_baselines_call_cublas_with_a_row_major_products_arguments(monkeypatch):
+    import sys
+    import types
+
+    from mmbench.cublas import Cublas
+    from mmbench.ops.base import DeviceBuffers
+
+    lib = _FakeCublas()
+    cuda = types.SimpleNamespace(cublas=lib)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(__version__="0", cuda=cuda))
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
+    handle = Cublas(stream_handle=5)
+    one, zero = handle.one, handle.zero
+    assert np.frombuffer((ctypes.c_float * 2).from_address(one), np.float32).tolist() == [1.0, 0.0]
+    lib.calls.clear()
+    get_op("gemm").library_call(handle, Shape(3, 4, 5), DeviceBuffers((11, 12), 13, 12))()
+    get_op("gemv").library_call(handle, Shape(3, 4, 0), DeviceBuffers((21, 22), 23, 3, (24,)))()
+    assert lib.calls == [("sgemm", (7, 0, 0, 4, 3, 5, one, 12, 4, 11, 5, zero, 13, 4)),
+                         ("sgemv", (7, 0, 3, 4, one, 21, 3, 22, 1, zero, 23, 1))]

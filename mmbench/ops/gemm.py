@@ -386,8 +386,12 @@ class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline):
         return Cublas(gpu.stream.handle)
 
     def library_call(self, handle, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
-        a, b, c = bufs.all
-        return lambda: handle.sgemm(a, b, c, shape.m, shape.n, shape.k)
+        """cuBLAS SGEMM: row-major C (m x n) = A (m x k) . B (k x n) is column-major C^T = B^T . A^T."""
+        from ..cublas import NO_TRANSPOSE
+
+        (a, b, c), (m, n, k) = (int(x) for x in bufs.all), (shape.m, shape.n, shape.k)
+        return lambda: handle.lib.sgemm(handle.handle, NO_TRANSPOSE, NO_TRANSPOSE, n, m, k, handle.one, b, n, a, k,
+                                        handle.zero, c, n)
 
     def size_class(self, shape: Shape) -> str:
         """The power of two nearest the shape's geometric-mean dimension, and whether its rows are

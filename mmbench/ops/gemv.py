@@ -284,8 +284,11 @@ class Gemv(Operation, BatchedCheck, CpuBaseline, LibraryBaseline):
         return Cublas(gpu.stream.handle)
 
     def library_call(self, handle, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
-        (a, x), y = bufs.inputs, bufs.output
-        return lambda: handle.sgemv(a, x, y, shape.m, shape.n)
+        """cuBLAS SGEMV: y (m) = A x, A column-major m x n (lda = m), no transposition."""
+        from ..cublas import NO_TRANSPOSE
+
+        (a, x), y, (m, n) = (int(b) for b in bufs.inputs), int(bufs.output), (shape.m, shape.n)
+        return lambda: handle.lib.sgemv(handle.handle, NO_TRANSPOSE, m, n, handle.one, a, m, x, 1, handle.zero, y, 1)
 
     def size_class(self, shape: Shape) -> str:
         """The cell of the tuning mesh the shape falls in: "cell05x07"."""
