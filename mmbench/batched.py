@@ -356,7 +356,8 @@ def by_class(op, shapes: Sequence[Shape]) -> Iterator[tuple[str, list[Shape]]]:
         yield cls, [pivot, *(s for s in group if s is not pivot)]
 
 
-def skipped_in_class(op: BatchedCheck, variant: Variant, configs: Sequence[Params], group: Sequence[Shape]) -> dict[int, Untimed]:
+def skipped_in_class(op: BatchedCheck, variant: Variant, configs: Sequence[Params],
+                     group: Sequence[Shape]) -> dict[int, Untimed]:
     """The configurations (by index) that the operation skips at some shape of a class: their row is
     skipped whatever they do elsewhere, so they are timed nowhere in it (nor set the pivot's best)."""
     out = {}

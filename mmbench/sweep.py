@@ -173,7 +173,7 @@ def _padded_shape(point: Point) -> str:
         return ""
     try:
         return str(needs(point.op, Padded).padded_shape(point.variant, point.params, point.shape))
-    except ScopeError:
+    except ValueError:  # a ScopeError, or an operation without padding
         return ""
 
 
@@ -499,7 +499,9 @@ class Runner:
         if handle is None:
             return _row(point, self.settings, "skipped",
                         f"{point.variant.label} unavailable: {self.library_errors.get(point.variant.name, 'not opened')}")
-        return self._verify_and_time(point, inputs, buffers, lambda shape, bufs: needs(point.op, LibraryBaseline).library_call(handle, shape, bufs))
+        library = needs(point.op, LibraryBaseline)
+        return self._verify_and_time(point, inputs, buffers,
+                                     lambda shape, bufs: library.library_call(handle, shape, bufs))
 
     def _run_kernel(self, point: Point, inputs, buffers: DeviceBuffers) -> dict:
         gpu, variant, params = self.gpu, point.variant, point.params
