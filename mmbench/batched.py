@@ -39,6 +39,7 @@ import pandas as pd
 
 from .device import HOLD_SLOTS
 from .ops import get_op
+from .ops.capabilities import BatchedCheck, needs
 from .ops.base import frobenius_scale, sums_verdict
 from .sizes import Shape
 from .variants import Params, Variant, format_params
@@ -221,7 +222,7 @@ class BatchedTuner:
 
     def __init__(self, gpu, variant: Variant, configs: Sequence[Params], cache: str, l2_flush: str):
         self.gpu, self.variant, self.configs, self.cache, self.l2_flush = gpu, variant, list(configs), cache, l2_flush
-        self.op = get_op(variant.op)
+        self.op = needs(get_op(variant.op), BatchedCheck)
         self.problems: dict[Params, tuple[str, str]] = {}  # config -> (status, reason) known before running
         self.kernels: dict[str, dict] = {}
         self._check = gpu.function(HARNESS, ())
@@ -355,7 +356,8 @@ def by_class(op, shapes: Sequence[Shape]) -> Iterator[tuple[str, list[Shape]]]:
         yield cls, [pivot, *(s for s in group if s is not pivot)]
 
 
-def skipped_in_class(op, variant: Variant, configs: Sequence[Params], group: Sequence[Shape]) -> dict[int, Untimed]:
+def skipped_in_class(op: BatchedCheck, variant: Variant, configs: Sequence[Params],
+                     group: Sequence[Shape]) -> dict[int, Untimed]:
     """The configurations (by index) that the operation skips at some shape of a class: their row is
     skipped whatever they do elsewhere, so they are timed nowhere in it (nor set the pivot's best)."""
     out = {}

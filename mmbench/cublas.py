@@ -1,5 +1,6 @@
-"""cuBLAS through CuPy: SGEMM and SGEMV baselines on PyCUDA's buffers and stream (CuPy's low-level
-binding), and the float64 products of a GEMM's reference (float64_products).
+"""cuBLAS through CuPy: a handle on PyCUDA's stream for the operations' library baselines, which
+make their own calls (CuPy's low-level binding) on PyCUDA's buffers, and the float64 products of a
+GEMM's reference (float64_products).
 
 CuPy works in the device's primary context, which PyCUDA's autoprimaryctx has made current,
 so both libraries see the same allocations.
@@ -14,7 +15,7 @@ import numpy as np
 # CUBLAS_PEDANTIC_MATH: pure FP32 arithmetic, never TF32 or other reduced-precision paths.
 # CuPy names no constant for it.
 PEDANTIC_MATH = 2
-_OP_N = 0
+NO_TRANSPOSE = 0  # CUBLAS_OP_N
 
 
 class CublasUnavailable(RuntimeError):
@@ -22,7 +23,8 @@ class CublasUnavailable(RuntimeError):
 
 
 class Cublas:
-    """A cuBLAS handle bound to one stream, in pedantic FP32 math mode."""
+    """A cuBLAS handle bound to one stream, in pedantic FP32 math mode. An operation calls a routine
+    as lib.ROUTINE(handle, ...), with one and zero as the alpha and beta it takes by pointer."""
 
     def __init__(self, stream_handle: int):
         try:
@@ -30,26 +32,16 @@ class Cublas:
             from cupy.cuda import cublas
         except ImportError as exc:
             raise CublasUnavailable(f"CuPy is not installed ({exc}); pip install '.[cublas]'") from None
-        self._lib = cublas
+        self.lib = cublas
         self.cupy_version = cupy.__version__
         self.handle = cublas.create()
         cublas.setMathMode(self.handle, PEDANTIC_MATH)
         cublas.setStream(self.handle, stream_handle)
         self.math_mode = cublas.getMathMode(self.handle)
         self.version = cublas.getVersion(self.handle)
-        # Host scalars for alpha and beta (pointer mode host); kept alive with the handle.
-        self._alpha = np.ones(1, np.float32)
-        self._beta = np.zeros(1, np.float32)
-
-    def sgemm(self, a, b, c, m: int, n: int, k: int) -> None:
-        """Row-major C (m x n) = A (m x k) . B (k x n), as column-major C^T = B^T . A^T."""
-        self._lib.sgemm(self.handle, _OP_N, _OP_N, n, m, k, self._alpha.ctypes.data, int(b), n,
-                        int(a), k, self._beta.ctypes.data, int(c), n)
-
-    def sgemv(self, a, x, y, m: int, n: int) -> None:
-        """y (m) = A x, A column-major m x n (lda = m), no transposition."""
-        self._lib.sgemv(self.handle, _OP_N, m, n, self._alpha.ctypes.data, int(a), m, int(x), 1,
-                        self._beta.ctypes.data, int(y), 1)
+        # Host scalars 1 and 0 (pointer mode host), kept alive with the handle; one and zero point at them.
+        self._scalars = np.array([1.0, 0.0], np.float32)
+        self.one, self.zero = self._scalars.ctypes.data, self._scalars.ctypes.data + 4
 
     def meta(self) -> dict:
         """What a results file's metadata records of the library."""
@@ -58,7 +50,7 @@ class Cublas:
                 "cupy": self.cupy_version}
 
     def close(self) -> None:
-        self._lib.destroy(self.handle)
+        self.lib.destroy(self.handle)
 
 
 GPU_PRODUCTS = "on the GPU: cuBLAS DGEMM through CuPy (float64 A.B and |A|.|B|, from the float32 inputs)"

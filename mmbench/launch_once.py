@@ -16,6 +16,7 @@ import numpy as np
 
 from .device import open_gpu
 from .ops import get_op
+from .ops.capabilities import LibraryBaseline, needs
 from .sizes import Shape
 from .variants import get_variant, parse_params
 
@@ -38,8 +39,9 @@ def main(argv: list[str]) -> int:
         if variant.backend == "cuda":
             call = op.kernel(gpu, variant, params, shape, bufs)
         else:
-            handle = libraries.get(name) or libraries.setdefault(name, op.library(variant, gpu))
-            call = op.library_call(handle, shape, bufs)
+            library = needs(op, LibraryBaseline)
+            handle = libraries.get(name) or libraries.setdefault(name, library.library(variant, gpu))
+            call = library.library_call(handle, shape, bufs)
         for _ in range(repeat):
             call()
             gpu.synchronize()

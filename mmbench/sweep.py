@@ -22,6 +22,7 @@ import numpy as np
 from . import environment, source
 from .ops import DeviceBuffers, Operation, get_op
 from .ops.base import ScopeError, Timed
+from .ops.capabilities import CpuBaseline, LibraryBaseline, Padded, must_pad, needs, timed_sequence
 from .results import join_samples
 from .sizes import Shape
 from .kernel_clock import MODES as KERNEL_CLOCK_MODES
@@ -140,7 +141,7 @@ def plan(selections: Iterable[Selection], cache: str) -> list[Point]:
                 tuned = sel.tuned.get((variant.name, shape))
                 op = get_op(variant.op)
                 # A kernel without border checks is always padded; a CPU point has no scope but its own.
-                pads = (True,) if op.must_pad(variant) else sel.pads if variant.on_gpu else (False,)
+                pads = (True,) if must_pad(op, variant) else sel.pads if variant.on_gpu else (False,)
                 scopes = sel.scopes if variant.on_gpu else ("kernel",)
                 for params in [tuned.params] if tuned else param_points(variant, sel.overrides):
                     for scope in scopes:
@@ -171,8 +172,8 @@ def _padded_shape(point: Point) -> str:
     if not point.pad:
         return ""
     try:
-        return str(point.op.padded_shape(point.variant, point.params, point.shape))
-    except ScopeError:
+        return str(needs(point.op, Padded).padded_shape(point.variant, point.params, point.shape))
+    except ValueError:  # a ScopeError, or an operation without padding
         return ""
 
 
@@ -298,7 +299,7 @@ class Runner:
             if variant.name in self.libraries or variant.name in self.library_errors:
                 continue
             try:
-                self.libraries[variant.name] = get_op(variant.op).library(variant, self.gpu)
+                self.libraries[variant.name] = needs(get_op(variant.op), LibraryBaseline).library(variant, self.gpu)
             except Exception as exc:  # the library is missing or refused to start
                 self.library_errors[variant.name] = str(exc) or type(exc).__name__
 
@@ -458,7 +459,7 @@ class Runner:
             over = self._over_cpu_budget(point)
             if over:
                 return _row(point, self.settings, "skipped", over)
-        compute, out = op.cpu(point.variant, inputs)
+        compute, out = needs(op, CpuBaseline).cpu(point.variant, inputs)
         with threadpool_limits(limits=self.settings.threads, user_api="blas"):
             threads = max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"), default=None)
             compute()
@@ -482,7 +483,7 @@ class Runner:
             small = Shape(max(1, shape.m // d), max(1, shape.n // d), max(1, shape.k // d) if shape.k else 0)
         if small == shape:
             return ""
-        compute, _ = op.cpu(point.variant, op.make_inputs(small, np.random.default_rng(0)))
+        compute, _ = needs(op, CpuBaseline).cpu(point.variant, op.make_inputs(small, np.random.default_rng(0)))
         compute()  # load the library, touch the memory
         t0 = time.perf_counter()
         compute()
@@ -498,7 +499,9 @@ class Runner:
         if handle is None:
             return _row(point, self.settings, "skipped",
                         f"{point.variant.label} unavailable: {self.library_errors.get(point.variant.name, 'not opened')}")
-        return self._verify_and_time(point, inputs, buffers, lambda shape, bufs: point.op.library_call(handle, shape, bufs))
+        library = needs(point.op, LibraryBaseline)
+        return self._verify_and_time(point, inputs, buffers,
+                                     lambda shape, bufs: library.library_call(handle, shape, bufs))
 
     def _run_kernel(self, point: Point, inputs, buffers: DeviceBuffers) -> dict:
         gpu, variant, params = self.gpu, point.variant, point.params
@@ -535,8 +538,8 @@ class Runner:
         variant on buffers of a shape (the point's own, or padded ones)."""
         gpu, settings, op = self.gpu, self.settings, point.op
         try:
-            timed = op.timed(gpu, point.variant, point.params, point.shape, point.scope, point.pad, buffers, inputs,
-                             compute)
+            timed = timed_sequence(op, gpu, point.variant, point.params, point.shape, point.scope, point.pad, buffers,
+                                   inputs, compute)
         except ScopeError as exc:
             return _row(point, settings, "skipped", str(exc))
         try:

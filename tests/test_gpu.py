@@ -40,7 +40,7 @@ def awkward_rows(gpu):
     by_case: dict[tuple, list[dict]] = {}
     for name, op in OPERATIONS.items():
         variants = [v for v in GPU_VARIANTS if v.op == name]
-        for r in _run(gpu, variants, op.awkward, {"BLOCK": BLOCKS}) if variants else ():
+        for r in _run(gpu, variants, op.tested_sizes, {"BLOCK": BLOCKS}) if variants else ():
             by_case.setdefault((r["variant"], dict(parse_params(r["params"])).get("BLOCK")), []).append(r)
     return by_case
 
@@ -49,7 +49,7 @@ def awkward_rows(gpu):
 def test_variant_correct_at_awkward_sizes(awkward_rows, name, block):
     rows = awkward_rows[(name, block)]
     op = get_op(REGISTRY[name].op)
-    assert len(rows) == len(op.parse_sizes(op.awkward))
+    assert len(rows) == len(op.parse_sizes(op.tested_sizes))
     for r in rows:
         assert r["status"] == "ok", f"{name} BLOCK={block} at {r['m']}x{r['n']}x{r['k']}: {r['reason']}"
         assert 0 <= r["err_bound_ratio"] <= 1
@@ -76,7 +76,7 @@ def test_tuning_space_sample_is_correct_at_awkward_shapes(gpu, name):
     variant = REGISTRY[name]
     op = get_op(variant.op)
     for params in random.Random(7).sample(tuning_space(variant), 3):
-        rows = _run(gpu, [variant], op.awkward, {k: (v,) for k, v in params})
+        rows = _run(gpu, [variant], op.tested_sizes, {k: (v,) for k, v in params})
         assert all(r["status"] == "ok" for r in rows), [(r["params"], r["m"], r["n"], r["reason"]) for r in rows
                                                        if r["status"] != "ok"]
 

@@ -94,6 +94,14 @@ def test_every_variant_has_a_known_operation():
         get_op("fft")
 
 
+def test_the_operations_are_found_in_the_packages_modules():
+    from mmbench.ops import OPERATIONS, batched_by_default, size_forms_help
+
+    assert list(OPERATIONS) == ["gemm", "gemv", "transpose", "copy"]  # by module, then as each defines them
+    assert size_forms_help() == "GEMV also: mesh, mesh:MIB, cell:IxJ, tall:/square:/wide:SPEC."
+    assert batched_by_default() == "GEMV"
+
+
 @pytest.mark.parametrize("chunk", [1, 7, 64])
 def test_the_check_reads_the_same_in_chunks_as_whole(monkeypatch, chunk):
     """check_sums goes through the output in chunks: counts, the first non-finite output, the worst

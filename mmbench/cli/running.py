@@ -14,8 +14,9 @@ from .. import environment, places
 from .. import runs as workflow  # not "runs": the commands have a --runs option
 from ..analysis import series_summary
 from ..config import ConfigError, load_config
-from ..ops import get_op, timing_problem
+from ..ops import batched_by_default, get_op, size_forms_help, timing_problem
 from ..ops.base import SCOPES
+from ..ops.capabilities import must_pad, tune_engine
 from ..results import ResultsError, metadata_path, read_results, run_csv, torn_message
 from ..sizes import FORMS, SizeSpecError, row_shape
 from ..sweep import Point, Selection, Settings, plan, scoped_name
@@ -330,7 +331,7 @@ def _summary_table(df, csv_path) -> Table:
 @click.option("--sizes", "-s", metavar="SPEC",
               help=f"Sizes to sweep (default {PAPER_SWEEP}, the paper's 189 sizes). Forms: {FORMS}. "
                    "A:B is every n in [A, B] within 1 of a multiple of 32; e.g. 256,512  64:4096:+64  "
-                   "512:8192:x2  1000x37x2049 (M x N x K). GEMV also: mesh, mesh:MIB, cell:IxJ, tall:/square:/wide:SPEC.")
+                   f"512:8192:x2  1000x37x2049 (M x N x K). {size_forms_help()}")
 @click.option("--block", "blocks", metavar="B[,B...]", help="Block sizes to sweep (the BLOCK parameter), e.g. 8,16,32.")
 @click.option("--params", "params", multiple=True, metavar="K=V[/V],...",
               help="Set kernel parameters, e.g. BM=128,BK=8/16 (a/b sweeps both); overrides the tuning cache.")
@@ -435,7 +436,7 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
               help="points: every configuration and shape a sweep point with its own row and samples; batched: "
                    "one timed launch each, checked on the GPU, a row per configuration and size class (for "
                    "millions of points, as GEMV's mesh); auto: batched for operations that check sums, "
-                   "GEMV, else points.")
+                   f"{batched_by_default()}, else points.")
 @click.option("--resume", is_flag=True, help="Batched engine: continue --output after its last whole size class.")
 @click.option("--prune", type=Finite(0, 1, max_open=True), metavar="FRACTION",
               help=f"Batched engine: a configuration slower at a size class's pivot shape than FRACTION of the best's "
@@ -494,7 +495,7 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     if not candidates_from:
         refuse_given(ctx, ("top",), "it counts the fastest configurations of --candidates files, and none is given")
     space = len(tuning_space(variant))
-    engine = engine if engine != "auto" else get_op(variant.op).tune_engine
+    engine = engine if engine != "auto" else tune_engine(get_op(variant.op))
     if engine == "batched" and (runs is not None or warmup is not None or per_shape):
         raise InputError("the batched engine times one launch per configuration and shape, a size class at a time; "
                          "--runs, --warmup and --per-shape are for --engine points")
@@ -509,7 +510,7 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
                          "--scheduler) into one cache entry, for --engine points"
                          + (f"; this tuning uses --engine {engine}" if spec else "; this tuning runs on one machine"))
     settings = Settings(runs=runs or 5, warmup=2 if warmup is None else warmup, cache=cache, seed=seed, skip_spills=True)
-    unchecked = get_op(variant.op).must_pad(variant)  # a kernel without border checks runs padded
+    unchecked = must_pad(get_op(variant.op), variant)  # a kernel without border checks runs padded
     if unchecked and engine == "batched":
         raise InputError(f"{variant.name} has no border checks and runs only on padded inputs, which the batched "
                          f"engine does not make: tune it with --engine points")

@@ -1,17 +1,31 @@
-"""Operations: what a kernel computes, one module each (ops/gemm.py, ...), behind one interface
-(ops/base.py). Sweeps, results, tuning and the GPU tests ask the operation of a variant
-(``get_op(variant.op)``) and never name one."""
+"""Operations: what a kernel computes, one module each (ops/gemm.py, ...), behind one contract
+(ops/base.py) and the capabilities an operation declares (ops/capabilities.py). Sweeps, results,
+tuning and the GPU tests ask the operation of a variant (``get_op(variant.op)``) and never name
+one; this package finds them in its modules, so adding one adds a module and nothing here."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from types import MappingProxyType
 
 from .base import Check, DeviceBuffers, Operation
-from .gemm import GEMM
-from .gemv import GEMV
-from .transpose import COPY, TRANSPOSE
+from .capabilities import scope_problem, tune_engine
 
-OPERATIONS = MappingProxyType({op.name: op for op in (GEMM, GEMV, TRANSPOSE, COPY)})
+SHARED = ("base", "capabilities")  # the modules of the package that hold no operation
+
+
+def _found() -> dict[str, Operation]:
+    """Every operation the package's modules define, in the modules' order (by name), each
+    module's in the order it defines them."""
+    found = {}
+    for module in sorted(info.name for info in pkgutil.iter_modules(__path__) if info.name not in SHARED):
+        defined = vars(importlib.import_module(f"{__name__}.{module}")).values()
+        found.update((op.name, op) for op in defined if isinstance(op, Operation))
+    return found
+
+
+OPERATIONS = MappingProxyType(_found())
 
 
 def get_op(name: str) -> Operation:
@@ -27,13 +41,24 @@ def timing_problem(variants, scopes, pads) -> tuple[str, str] | None:
     for v in variants:
         op = get_op(v.op)
         for scope in scopes:
-            problem = op.scope_problem(v, scope, False)
+            problem = scope_problem(op, v, scope, False)
             if problem:
                 return scope, problem
-        problem = op.scope_problem(v, "kernel", True) if any(pads) else None
+        problem = scope_problem(op, v, "kernel", True) if any(pads) else None
         if problem:
             return "pad", problem
     return None
 
 
-__all__ = ["OPERATIONS", "Check", "DeviceBuffers", "Operation", "get_op", "timing_problem"]
+def size_forms_help() -> str:
+    """The size spec forms operations read beyond the common ones, for help texts ("GEMV also: ...")."""
+    return " ".join(f"{op.name.upper()} also: {op.size_forms}." for op in OPERATIONS.values() if op.size_forms)
+
+
+def batched_by_default() -> str:
+    """The operations `mmbench tune --engine auto` tunes batched, for help texts ("GEMV")."""
+    return ", ".join(op.name.upper() for op in OPERATIONS.values() if tune_engine(op) == "batched")
+
+
+__all__ = ["OPERATIONS", "Check", "DeviceBuffers", "Operation", "batched_by_default", "get_op", "size_forms_help",
+           "timing_problem"]

@@ -4,8 +4,9 @@ tests never name one.
 
 An operation owns what differs between GEMM, GEMV and transpose: its dimensions, host inputs
 and their float64 reference, the verification rule, its work (flops, minimum bytes), its device
-buffers and how a variant's kernels are launched on them, its CPU and library baselines, and the
-size class tuning keys its entries by.
+buffers and how a variant's kernels are launched on them, and the size class tuning keys its
+entries by. What only some operations can do (timing scopes, padding, CPU and library baselines,
+the batched tuner's check) is declared from ops/capabilities.py.
 """
 
 from __future__ import annotations
@@ -193,16 +194,17 @@ class DeviceBuffers:
 
 
 class Operation:
-    """The interface of an operation; see ops/gemm.py for the first one."""
+    """What every operation is: its dimensions and size specs, inputs with their float64 reference
+    and check, its work (flops, minimum bytes) and memory, its buffers and a variant's launch on
+    them, its size classes, and the sizes every variant of it is tested at. What only some can do
+    (timing scopes, padding, baselines, the batched check) each declares from ops/capabilities.py."""
 
     name: str
     rate: str  # the primary rate column of its figures: "gflops_mean" or "gbytes_per_s"
     score: str  # the column tuning ranks configurations by (a median: robust to one slow sample)
     dims: tuple[str, ...]  # the CSV's shape columns this operation uses
-    awkward: str  # size spec of the shapes every variant of it is tested at on the GPU
-    tune_engine = "points"  # what `mmbench tune --engine auto` uses for it (batched.py: millions of points)
-    scopes: tuple[str, ...] = ("kernel",)  # the scopes (SCOPES) it can time
-    can_pad = False  # whether it can run a kernel on inputs padded to the kernel's tile multiple
+    tested_sizes: str  # size spec of the shapes every variant of it is tested at on the GPU
+    size_forms = ""  # the size spec forms parse_sizes reads beyond the common ones, for help texts
 
     def parse_sizes(self, spec: str) -> list[Shape]:
         """A size spec read as this operation's shapes ("1024": n x n x n for GEMM, n x n for transpose)."""
@@ -237,11 +239,6 @@ class Operation:
     def upload(self, gpu, inputs: Any) -> DeviceBuffers:
         raise NotImplementedError
 
-    def sum_check(self, inputs: Any) -> tuple[np.ndarray, np.ndarray, int]:
-        """(float64 reference, error bound, terms) of an operation whose outputs are sums of products
-        checked by check_sums: what the batched tuner checks on the GPU. Others cannot be batched."""
-        raise NotImplementedError(f"{self.name} has no sums check the batched tuner can run on the GPU")
-
     def entries(self, variant: Variant) -> tuple[str, ...]:
         """The entry functions a CUDA variant's kernel file defines: its own name by default."""
         return (variant.name,)
@@ -250,53 +247,9 @@ class Operation:
         """A no-argument launch of a variant's kernels on the GPU's stream."""
         raise NotImplementedError
 
-    def padded_shape(self, variant: Variant, params: Params, shape: Shape) -> Shape:
-        """The shape a padded point runs its kernel at."""
-        raise ScopeError(f"{self.name} has no padding")
-
-    def must_pad(self, variant: Variant) -> bool:
-        """Whether the variant's kernel only runs on padded inputs (it has no border checks)."""
-        return False
-
-    def scope_problem(self, variant: Variant, scope: str, pad: bool) -> str | None:
-        """Why a variant of this operation cannot be timed in this scope (SCOPES), or padded when pad
-        is true; None when it can. Runs and configs ask before anything is planned, so a scope or
-        padding that cannot apply is refused, never dropped."""
-        if not variant.on_gpu and (scope != "kernel" or pad):
-            return f"{variant.name} runs on the CPU: it is timed as its own call (kernel), never padded"
-        if scope not in self.scopes:
-            return f"{variant.name} is a {self.name}, timed only as {', '.join(self.scopes)}"
-        if pad and not self.can_pad:
-            return f"{variant.name} is a {self.name}, which has no padding"
-        return None
-
-    def timed(self, gpu, variant: Variant, params: Params, shape: Shape, scope: str, pad: bool, bufs: DeviceBuffers,
-              inputs: Any, compute: Callable[[Shape, DeviceBuffers], Callable[[], None]]) -> Timed:
-        """What a point's samples time: compute(shape, buffers) is a launch of the variant on buffers
-        of a shape. Only the kernel alone, unpadded, unless the operation says more."""
-        if scope != "kernel" or pad:
-            raise ScopeError(f"{self.name} is timed as the kernel alone on its inputs as given")
-        return kernel_alone(gpu, self, shape, bufs, compute(shape, bufs))
-
-    def cpu(self, variant: Variant, inputs: Any) -> tuple[Callable[[], None], np.ndarray]:
-        """A CPU baseline as (a call that computes into out, out)."""
-        raise NotImplementedError
-
-    def library(self, variant: Variant, gpu) -> Any:
-        """An open handle of a GPU library baseline (closed with .close(), described by .meta())."""
-        raise NotImplementedError
-
-    def library_call(self, handle: Any, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
-        raise NotImplementedError
-
     def size_class(self, shape: Shape) -> str:
         """The key under which tuning keeps one configuration for shapes like this one."""
         raise NotImplementedError
-
-    def tuning_skip(self, variant: Variant, params: Params, shape: Shape) -> str | None:
-        """Why the tuner leaves a configuration untimed at a shape (its design is not meant for
-        it), or None; every configuration is timed everywhere by default."""
-        return None
 
     def class_distance(self, wanted: str, cls: str) -> tuple:
         """How far a tuned class is from the class wanted (a run borrows the nearest when its own

@@ -19,6 +19,7 @@ from ..sizes import Shape
 from ..variants import Params, Variant, VariantError, evaluate
 from .base import (SCOPES, Check, DeviceBuffers, Operation, Products, ScopeError, Timed, check_sums, gamma,
                    kernel_alone)
+from .capabilities import CpuBaseline, LibraryBaseline, Padded
 
 # Strip kernels' geometry: 32 columns x 16 warps a block; 8 warps of 2 rows, 16 rows a block. The
 # kernels are correct with any grid (a block strides on). Blocks this small fit beside the tiled
@@ -312,14 +313,13 @@ def gemm_launcher(gpu, variant: Variant, params: Params, shape: Shape, a, b, c) 
 
 
 # -- the operation ------------------------------------------------------------------------------------
-class Gemm(Operation):
+class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline):
     name = "gemm"
     dims = ("m", "n", "k")
     rate = "gflops_mean"
     score = "gflops_median"
-    awkward = "1,31,33,63,65,127,1000x37x2049,37x1000x65"
+    tested_sizes = "1,31,33,63,65,127,1000x37x2049,37x1000x65"
     scopes = tuple(SCOPES)
-    can_pad = True
 
     def flops(self, shape: Shape) -> float:
         return gemm_flops(shape)
@@ -371,8 +371,8 @@ class Gemm(Operation):
     def must_pad(self, variant: Variant) -> bool:
         return _geometry(variant, "unchecked") != "0"
 
-    def scope_problem(self, variant: Variant, scope: str, pad: bool) -> str | None:
-        return super().scope_problem(variant, scope, pad) or (tile_problem(variant) if pad else None)
+    def pad_problem(self, variant: Variant) -> str | None:
+        return tile_problem(variant)
 
     def timed(self, gpu, variant: Variant, params: Params, shape: Shape, scope: str, pad: bool, bufs: DeviceBuffers,
               inputs: GemmInputs, compute) -> Timed:
@@ -386,8 +386,12 @@ class Gemm(Operation):
         return Cublas(gpu.stream.handle)
 
     def library_call(self, handle, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
-        a, b, c = bufs.all
-        return lambda: handle.sgemm(a, b, c, shape.m, shape.n, shape.k)
+        """cuBLAS SGEMM: row-major C (m x n) = A (m x k) . B (k x n) is column-major C^T = B^T . A^T."""
+        from ..cublas import NO_TRANSPOSE
+
+        (a, b, c), (m, n, k) = (int(x) for x in bufs.all), (shape.m, shape.n, shape.k)
+        return lambda: handle.lib.sgemm(handle.handle, NO_TRANSPOSE, NO_TRANSPOSE, n, m, k, handle.one, b, n, a, k,
+                                        handle.zero, c, n)
 
     def size_class(self, shape: Shape) -> str:
         """The power of two nearest the shape's geometric-mean dimension, and whether its rows are

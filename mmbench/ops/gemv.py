@@ -22,6 +22,7 @@ import numpy as np
 from ..sizes import Shape, SizeSpecError, parse_sizes, split_items
 from ..variants import Params, Variant, evaluate
 from .base import Check, DeviceBuffers, Operation, Products, check_sums, gamma
+from .capabilities import BatchedCheck, CpuBaseline, LibraryBaseline
 
 
 # The tuning mesh (Sørensen's Fig. 1 middle): MESH_CELLS x MESH_CELLS cells, logarithmic in m and n
@@ -178,14 +179,16 @@ def adds_into_y(variant: Variant, params: Params, shape: Shape) -> bool:
     return evaluate(variant.geometry.get("accumulates", "0"), params) > 0 and launch_grid(variant, params, shape)[1] > 1
 
 
-class Gemv(Operation):
+class Gemv(Operation, BatchedCheck, CpuBaseline, LibraryBaseline):
+    """Tuned batched by default (BatchedCheck): the mesh is 1536 kernels at some 4000 shapes."""
+
     name = "gemv"
     dims = ("m", "n")
     rate = "gflops_mean"
     score = "gflops_median"
-    tune_engine = "batched"  # the mesh: 1536 kernels at some 4000 shapes
+    size_forms = "mesh, mesh:MIB, cell:IxJ, tall:/square:/wide:SPEC"  # GEMV_FORMS says more
     # 1 x 1, single rows and columns, sizes either side of a block (32 ... 256 threads) and primes
-    awkward = "1,1x4097,4097x1,31,33,63,65,127,129,255,257,1000x37,37x1000,997x1009,2x3001,3001x3"
+    tested_sizes = "1,1x4097,4097x1,31,33,63,65,127,129,255,257,1000x37,37x1000,997x1009,2x3001,3001x3"
 
     def parse_sizes(self, spec: str) -> list[Shape]:
         """The common forms (1000x37, 4096, ranges) and GEMV's own: the mesh, one cell, the paper's
@@ -281,8 +284,11 @@ class Gemv(Operation):
         return Cublas(gpu.stream.handle)
 
     def library_call(self, handle, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
-        (a, x), y = bufs.inputs, bufs.output
-        return lambda: handle.sgemv(a, x, y, shape.m, shape.n)
+        """cuBLAS SGEMV: y (m) = A x, A column-major m x n (lda = m), no transposition."""
+        from ..cublas import NO_TRANSPOSE
+
+        (a, x), y, (m, n) = (int(b) for b in bufs.inputs), int(bufs.output), (shape.m, shape.n)
+        return lambda: handle.lib.sgemv(handle.handle, NO_TRANSPOSE, m, n, handle.one, a, m, x, 1, handle.zero, y, 1)
 
     def size_class(self, shape: Shape) -> str:
         """The cell of the tuning mesh the shape falls in: "cell05x07"."""

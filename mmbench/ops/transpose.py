@@ -20,6 +20,7 @@ import numpy as np
 from ..sizes import Shape
 from ..variants import Params, Variant, evaluate
 from .base import Check, DeviceBuffers, Operation, Products
+from .capabilities import CpuBaseline, LibraryBaseline
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class _Move(Operation):
     dims = ("m", "n")
     rate = "gbytes_per_s"
     score = "gbytes_per_s"
-    awkward = "1,31,33,1x4097,4097x1,33x4097,4097x31,1000x37"
+    tested_sizes = "1,31,33,1x4097,4097x1,33x4097,4097x31,1000x37"
 
     def flops(self, shape: Shape) -> float:
         return 0.0
@@ -86,7 +87,7 @@ class _Move(Operation):
         return f"{2 ** max(0, round(math.log2(mean)))}{'' if aligned else 'u'}"
 
 
-class Transpose(_Move):
+class Transpose(_Move, CpuBaseline):
     name = "transpose"
 
     def _reference(self, a: np.ndarray) -> np.ndarray:
@@ -113,7 +114,7 @@ class Transpose(_Move):
         return (lambda: np.copyto(out, a.T)), out
 
 
-class Copy(_Move):
+class Copy(_Move, LibraryBaseline):
     name = "copy"
 
     def _reference(self, a: np.ndarray) -> np.ndarray:
