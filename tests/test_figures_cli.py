@@ -133,9 +133,9 @@ def test_a_fresh_clone_takes_no_tuning_and_writes_nothing_without_a_run(runs, tm
 
 
 def test_every_study_names_a_reference_run_that_exists():
-    from mmbench.studies import STUDIES, figure_families, study
+    from mmbench.studies import figure_families, papers, study
 
-    for paper in STUDIES:
+    for paper in papers():
         assert (REPO / study(paper).REFERENCE_RUN).exists(), paper
     assert all((REPO / family.reference).exists() for family in figure_families().values())
 

@@ -15,7 +15,8 @@ from .. import plots
 from ..analysis import ok_rows
 from ..results import ResultsError
 from ..variants import REGISTRY
-from .common import Figure, FigureFamily, Verdict, markdown_table, provenance, report_text, verdict_table
+from .common import Verdict, markdown_table, provenance, report_text, verdict_table
+from .contract import Figure, FigureFamily
 
 plt = plots.plt  # pyplot as plots loaded it, after choosing the Agg backend
 

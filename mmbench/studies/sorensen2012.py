@@ -24,7 +24,8 @@ from ..analysis import ok_rows
 from ..ops.gemv import FAMILIES, MESH_CELLS, MESH_MAX, cell_name, cell_points, mesh_cell, parse_cell
 from ..results import ResultsError
 from ..variants import parse_params
-from .common import Figure, FigureFamily, Verdict, markdown_table, provenance, report_text, text_table, verdict_table
+from .common import Verdict, markdown_table, provenance, report_text, text_table, verdict_table
+from .contract import Figure, FigureFamily
 
 plt = plots.plt
 
