@@ -37,6 +37,14 @@ def test_each_study_keeps_the_contract(paper):
     assert isinstance(module.REFERENCE_RUN, str) and (REPO / module.REFERENCE_RUN).is_file()
 
 
+@pytest.mark.parametrize("paper", papers())
+def test_a_paper_has_one_name_config_module_and_reference_run(paper):
+    cfg = load_config(REPO / "configs" / f"{paper}.toml")
+    assert (cfg.name, cfg.paper) == (paper, paper)
+    folder, file = Path(study(paper).REFERENCE_RUN).parts[1:]
+    assert folder.startswith(f"{paper}-") and file.split(".")[0] == folder  # results/NAME-GPU/NAME-GPU.csv[.gz]
+
+
 def test_an_unknown_or_renamed_paper_is_refused_naming_the_choices():
     with pytest.raises(ValueError, match="no study for paper 'zosa'; known: amd-tiling, lab3, lameski2013, limits, "
                                          "sorensen2012, zosa2017$"):

@@ -203,7 +203,7 @@ def fig_matmul_time(df: pd.DataFrame, meta: dict, profile=None, size=None) -> pl
 
 
 # Its reference run in the repository: what a command suggests when no run of the user's will do.
-REFERENCE_RUN = "results/lab3-2018-h200c/lab3-2018-h200c.csv"
+REFERENCE_RUN = "results/lab3-h200/lab3-h200.csv"
 
 FIGURES = {  # `mmbench plot NAME`; the report embeds them
     "transpose-bandwidth": FigureFamily("Lab 3: transpose GB/s by size, copy dashed", "Lab 3: transpose GB/s by size, the device copy dashed",
