@@ -19,7 +19,7 @@ else:  # pragma: no cover
 from .ops import get_op, timing_problem
 from .ops.base import SCOPES
 from .sizes import SizeSpecError
-from .studies import paper_problem
+from .studies import paper_problem, renamed
 from .sweep import Selection, Settings
 from .timing import CACHE_MODES
 from .variants import Variant, VariantError, get_variant, param_points
@@ -82,6 +82,8 @@ def _name(path: Path, name: Any) -> str:
     if not text or text.startswith(".") or "/" in text or "\\" in text:
         raise ConfigError(f"{path}: name {text!r}: a run's name names its folder and files, so no '/', '\\' "
                           f"or leading '.' (and not empty)")
+    if renamed("name", text):  # a copy of a study's config from before the paper had one name
+        raise ConfigError(f"{path}: {renamed('name', text)}")
     return text
 
 

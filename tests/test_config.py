@@ -75,6 +75,7 @@ GOOD_SWEEP = '[[sweep]]\nname = "s"\nvariants = ["best"]\nsizes = "64"\n'
     ("paper = 2017\n" + GOOD_SWEEP, "paper 2017: no study knows it"),
     ('paper = "zosa-gemm-shared-memory-ilp"\n' + GOOD_SWEEP, "paper 'zosa-gemm-shared-memory-ilp' is now 'zosa2017'"),
     ('paper = "lab3-2018"\n' + GOOD_SWEEP, "paper 'lab3-2018' is now 'lab3': write paper = \"lab3\""),
+    ('name = "lab3-2018"\npaper = "lab3"\n' + GOOD_SWEEP, "name 'lab3-2018' is now 'lab3': write name = \"lab3\""),
     ('name = "../elsewhere"\n' + GOOD_SWEEP, "name '../elsewhere': a run's name names its folder and files"),
     ('name = ""\n' + GOOD_SWEEP, "name '': a run's name names its folder and files"),
     ("run = 3\n" + GOOD_SWEEP, "run: expected a table"),

@@ -24,10 +24,17 @@ def papers() -> list[str]:
     return sorted(m.name.replace("_", "-") for m in iter_modules(__path__) if m.name not in SHARED)
 
 
+def renamed(key: str, value: object) -> str | None:
+    """One line naming the new name when a config's `key` (name or paper) gives a paper's old one."""
+    if value in RENAMED:
+        return f"{key} {value!r} is now {RENAMED[value]!r}: write {key} = \"{RENAMED[value]}\""
+    return None
+
+
 def paper_problem(paper: object) -> str | None:
     """Why a config's `paper` names no study (one line naming its new name, or the known ones), or None."""
     if paper in RENAMED:
-        return f"paper {paper!r} is now {RENAMED[paper]!r}: write paper = \"{RENAMED[paper]}\""
+        return renamed("paper", paper)
     if paper not in papers():
         return (f"paper {paper!r}: no study knows it; known: {', '.join(papers())} "
                 f"(leave paper out for an experiment of your own)")
@@ -37,7 +44,7 @@ def paper_problem(paper: object) -> str | None:
 def study(paper: str) -> Study:
     """The study of a config's `paper`; a clear error (ValueError) names the known ones."""
     if paper in RENAMED:
-        raise ValueError(paper_problem(paper))
+        raise ValueError(renamed("paper", paper))
     if paper not in papers():
         raise ValueError(f"no study for paper '{paper}'; known: {', '.join(papers())}")
     return import_module(f".{paper.replace('-', '_')}", __name__)
