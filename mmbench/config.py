@@ -19,7 +19,7 @@ else:  # pragma: no cover
 from .ops import get_op, timing_problem
 from .ops.base import SCOPES
 from .sizes import SizeSpecError
-from .studies import STUDIES
+from .studies import paper_problem, renamed
 from .sweep import Selection, Settings
 from .timing import CACHE_MODES
 from .variants import Variant, VariantError, get_variant, param_points
@@ -82,14 +82,16 @@ def _name(path: Path, name: Any) -> str:
     if not text or text.startswith(".") or "/" in text or "\\" in text:
         raise ConfigError(f"{path}: name {text!r}: a run's name names its folder and files, so no '/', '\\' "
                           f"or leading '.' (and not empty)")
+    if renamed("name", text):  # a copy of a study's config from before the paper had one name
+        raise ConfigError(f"{path}: {renamed('name', text)}")
     return text
 
 
 def _paper(path: Path, paper: Any) -> str:
     """The study whose report the config's runs make (optional: a user's own experiment has none)."""
-    if paper != "" and paper not in STUDIES:
-        raise ConfigError(f"{path}: paper {paper!r}: no study knows it; known: {', '.join(STUDIES)} "
-                          f"(leave paper out for an experiment of your own)")
+    problem = paper_problem(paper) if paper != "" else None
+    if problem:
+        raise ConfigError(f"{path}: {problem}")
     return paper
 
 

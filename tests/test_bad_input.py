@@ -193,7 +193,7 @@ CASES = [
     (["run", "--config", "latin.toml"], "latin.toml: not UTF-8 text (byte 0), so not a TOML config"),
     (["report", "--config", "latin.toml", "r.csv"], "latin.toml: not UTF-8 text"),
     (["profile", "--config", "latin.toml"], "latin.toml: not UTF-8 text"),
-    (["run", "--config", "paper.toml"], "paper.toml: paper 'nope': no study knows it; known: zosa-gemm-shared-memory-ilp"),
+    (["run", "--config", "paper.toml"], "paper.toml: paper 'nope': no study knows it; known: amd-tiling, lab3"),
     (["run", "--config", "escape.toml"], "escape.toml: name '../escape': a run's name names its folder and files"),
     (["run", "--config", "runlist.toml"], "runlist.toml: run: expected a table"),
     # what used to be a traceback

@@ -11,12 +11,13 @@ import pytest
 from click.testing import CliRunner
 
 from mmbench import analysis, plots
+from mmbench.studies import papers, study
 from mmbench.studies import zosa2017 as report
 from mmbench.cli import main
 from mmbench.results import read_metadata, read_results
 
 DATA = Path(__file__).parent / "data"
-CUT = DATA / "zosa-h200-cut.csv"
+CUT = DATA / "zosa2017-h200-cut.csv"
 ZOSA = Path(__file__).resolve().parent.parent / "configs" / "zosa2017.toml"
 SERIES = ["CUDA-Best const (32x32)", "CUDA-Best (32x32)", "CUDA-Best (16x16)", "CUDA-Best (8x8)", "CUDA-1IL (32x32)",
           "CUDA-C_Unroll (32x32)", "CUDA-1 (32x32)", "CUDA-Naive (32x32)", "CUDA-1u (32x32)", "BLAS (multicore)", "cuBLAS"]
@@ -34,7 +35,7 @@ def meta():
 
 @pytest.fixture(scope="module")
 def profile():
-    return pd.read_csv(DATA / "zosa-h200-cut.profile.csv", dtype={"params": str}).fillna({"params": ""})
+    return pd.read_csv(DATA / "zosa2017-h200-cut.profile.csv", dtype={"params": str}).fillna({"params": ""})
 
 
 def test_series_in_registry_order_with_paper_labels(df):
@@ -142,7 +143,7 @@ def invoke(*args):
 
 @pytest.fixture
 def results_copy(tmp_path):
-    for f in DATA.glob("zosa-h200-cut*"):
+    for f in DATA.glob("zosa2017-h200-cut*"):
         shutil.copy(f, tmp_path / f.name)
     return tmp_path / CUT.name
 
@@ -203,10 +204,10 @@ def test_default_results_is_the_newest(tmp_path, monkeypatch):
     monkeypatch.delenv("MMBENCH_RUNS", raising=False)
     assert invoke("plot", "speedup").exit_code == 2  # no runs/ yet: a clear error
     (tmp_path / "runs").mkdir()
-    for f in DATA.glob("zosa-h200-cut*"):
+    for f in DATA.glob("zosa2017-h200-cut*"):
         shutil.copy(f, tmp_path / "runs" / f.name)
     result = invoke("plot", "speedup")
-    assert result.exit_code == 0 and "runs/zosa-h200-cut/fig5-speedup.png" in result.output
+    assert result.exit_code == 0 and "runs/zosa2017-h200-cut/fig5-speedup.png" in result.output
 
 
 LIMITS = DATA / "limits-h200-cut.csv"
@@ -275,8 +276,8 @@ def test_redrawn_figures_are_byte_identical(results_copy, tmp_path):
 REPO = Path(__file__).resolve().parent.parent
 # The reference runs the README cites, one per study and GPU: their committed figures, REPORT.md and
 # tables are what `mmbench report` (and `mmbench table`) write from their committed CSV.
-REFERENCE_RUNS = ("zosa2017-h200", "lab3-2018-h200c", "lameski2013-h100", "amd-tiling-h100", "limits-h200",
-                  "sorensen2012-h100c")
+REFERENCE_RUNS = ("zosa2017-h200", "lab3-h200", "lameski2013-h100", "amd-tiling-h100", "limits-h200",
+                  "sorensen2012-h100")
 
 
 def _inputs(name: str) -> set[str]:
@@ -300,7 +301,9 @@ def redrawn(tmp_path_factory):
         if name not in made:
             folder, out = REPO / "results" / name, tmp_path_factory.mktemp(name)
             csv = next(folder / f for f in (f"{name}.csv", f"{name}.csv.gz") if (folder / f).exists())
-            config = REPO / "configs" / Path(read_metadata(csv)["config"]).name
+            # the study whose reference run this is gives the config (the metadata names the one the run had)
+            paper = next(p for p in papers() if Path(study(p).REFERENCE_RUN).parent.name == name)
+            config = REPO / "configs" / f"{paper}.toml"
             before = _committed(folder)
             with pytest.MonkeyPatch.context() as mp:
                 mp.chdir(tmp_path_factory.mktemp("elsewhere"))
@@ -367,23 +370,23 @@ def test_default_results_skip_derived_tables(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MMBENCH_RUNS", raising=False)
     (tmp_path / "runs").mkdir()
-    for f in DATA.glob("zosa-h200-cut*"):
+    for f in DATA.glob("zosa2017-h200-cut*"):
         shutil.copy(f, tmp_path / "runs" / f.name)
     assert invoke("table").exit_code == 0
-    assert (tmp_path / "runs" / "zosa-h200-cut" / "table1.csv").exists()
+    assert (tmp_path / "runs" / "zosa2017-h200-cut" / "table1.csv").exists()
     result = invoke("plot", "speedup")
     assert result.exit_code == 0, result.output
-    assert "runs/zosa-h200-cut/fig5-speedup.png" in result.output
+    assert "runs/zosa2017-h200-cut/fig5-speedup.png" in result.output
 
 
-LAB3 = Path(__file__).resolve().parent.parent / "results" / "lab3-2018-h200c" / "lab3-2018-h200c.csv"
+LAB3 = Path(__file__).resolve().parent.parent / "results" / "lab3-h200" / "lab3-h200.csv"
 
 
 def test_lab3_report_from_the_committed_h200_run(tmp_path):
     """Lab 3's study: both tables beside the lab's, the bandwidth against memcpy, the claims checked."""
     shutil.copy(LAB3, tmp_path / "lab3.csv")
     shutil.copy(LAB3.with_suffix(".meta.json"), tmp_path / "lab3.meta.json")  # no profile: timing alone
-    result = invoke("report", "--config", Path(__file__).resolve().parent.parent / "configs" / "lab3-2018.toml",
+    result = invoke("report", "--config", Path(__file__).resolve().parent.parent / "configs" / "lab3.toml",
                     tmp_path / "lab3.csv")
     assert result.exit_code == 0, result.output
     text = (tmp_path / "lab3" / "REPORT.md").read_text()

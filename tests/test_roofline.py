@@ -16,14 +16,14 @@ from mmbench.results import read_metadata, read_results
 from mmbench.studies import zosa2017
 
 REPO = Path(__file__).resolve().parent.parent
-LAB3 = REPO / "results" / "lab3-2018-h200c" / "lab3-2018-h200c.csv"
-GEMV = Path(__file__).parent / "data" / "sorensen2012-h100c-cut.csv"
-ZOSA = Path(__file__).parent / "data" / "zosa-h200-cut.csv"
+LAB3 = REPO / "results" / "lab3-h200" / "lab3-h200.csv"
+GEMV = Path(__file__).parent / "data" / "sorensen2012-h100-cut.csv"
+ZOSA = Path(__file__).parent / "data" / "zosa2017-h200-cut.csv"
 
 
 @pytest.fixture(scope="module")
 def lab3():
-    profile = pd.read_csv(LAB3.with_name("lab3-2018-h200c.profile.csv"), dtype={"params": str}).fillna({"params": ""})
+    profile = pd.read_csv(LAB3.with_name("lab3-h200.profile.csv"), dtype={"params": str}).fillna({"params": ""})
     return read_results(LAB3), read_metadata(LAB3), profile
 
 

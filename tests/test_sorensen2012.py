@@ -20,7 +20,7 @@ from mmbench.studies import sorensen2012 as study
 from mmbench.tune import YOURS, CacheFile
 
 DATA = Path(__file__).parent / "data"
-CUT = DATA / "sorensen2012-h100c-cut.csv"
+CUT = DATA / "sorensen2012-h100-cut.csv"
 
 
 def tuning_entry(device: str, results: Path, source_hash: str = "any", cls: str = "cell00x00") -> dict:
@@ -81,7 +81,7 @@ def test_the_atomics_finding_reads_the_tuning_rows(ok, meta, tmp_path):
     """The tuning file is found through the tuning cache's entries for the run's GPU."""
     tune = tmp_path / "t" / "tune.csv.gz"
     tune.parent.mkdir()
-    shutil.copy(DATA / "sorensen2012-h100c-tune-cut.csv.gz", tune)
+    shutil.copy(DATA / "sorensen2012-h100-tune-cut.csv.gz", tune)
     (tmp_path / "t" / "tune.meta.json").write_text(json.dumps({"invocations": [{"wall_s": 100.0, "compile_s": 10.0}]}))
     path = tmp_path / "cache.json"
     path.write_text(json.dumps({"k": tuning_entry(meta["gpu"]["name"], tune)}))
@@ -99,7 +99,7 @@ def test_the_tuning_of_another_kernel_source_is_not_this_runs(meta, tmp_path):
     path, entries = tmp_path / "cache.json", {}
     for folder, digest in (("a", "measured"), ("b", "changed later")):
         (tmp_path / folder).mkdir()
-        shutil.copy(DATA / "sorensen2012-h100c-tune-cut.csv.gz", tmp_path / folder / "tune.csv.gz")
+        shutil.copy(DATA / "sorensen2012-h100-tune-cut.csv.gz", tmp_path / folder / "tune.csv.gz")
         entries[folder] = tuning_entry(meta["gpu"]["name"], tmp_path / folder / "tune.csv.gz", digest)
     path.write_text(json.dumps(entries))
     cache = (CacheFile.read(path, YOURS),)

@@ -1,35 +1,61 @@
 """Studies: one module per paper, holding what is the paper's (its figures' sizes, its numbers,
-its findings and how to check them) and the text of its REPORT.md. A config's `paper` names its study.
+its findings and how to check them) and the text of its REPORT.md, behind the contract in
+contract.py. A paper has one name everywhere: its config's `paper` (and file, configs/NAME.toml),
+its module here (hyphens as underscores) and its reference run's folder, results/NAME-GPU/.
 
-A study module has FIGURES (its figure families: `mmbench plot NAME`), report(df, meta, reference,
-figures, profile, results_path) -> the text of REPORT.md (nothing written: the command writes once
-everything is made), and REFERENCE_RUN (its committed run, which a command suggests when the user's
-runs hold none it can use)."""
+Every module of this package is a study but the two the studies share: `contract` (what a study
+provides) and `common` (what their reports share). Adding a study adds its module; nothing lists it."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from importlib import import_module
-from types import ModuleType
+from pkgutil import iter_modules
 
-STUDIES = {"zosa-gemm-shared-memory-ilp": "zosa2017", "limits": "limits", "lab3": "lab3", "sorensen2012": "sorensen2012",
-           "amd-tiling": "amd_tiling", "lameski2013": "lameski2013"}  # config `paper` -> module
+from .contract import Study
+
+SHARED = frozenset({"contract", "common"})  # modules of this package that are not studies
+# Names a paper had before it had one: a config naming one is refused with the name it has now.
+RENAMED = {"zosa-gemm-shared-memory-ilp": "zosa2017", "lab3-2018": "lab3"}
 
 
-def study(paper: str) -> ModuleType:
-    """The study module of a config's `paper`; a clear error names the known ones."""
-    try:
-        return import_module(f".{STUDIES[paper]}", __name__)
-    except KeyError:
-        raise ValueError(f"no study for paper '{paper}'; known: {', '.join(STUDIES)}") from None
+def papers() -> list[str]:
+    """The studies' names (a config's `paper`), from the modules of this package, none imported."""
+    return sorted(m.name.replace("_", "-") for m in iter_modules(__path__) if m.name not in SHARED)
+
+
+def renamed(key: str, value: object) -> str | None:
+    """One line naming the new name when a config's `key` (name or paper) gives a paper's old one."""
+    if value in RENAMED:
+        return f"{key} {value!r} is now {RENAMED[value]!r}: write {key} = \"{RENAMED[value]}\""
+    return None
+
+
+def paper_problem(paper: object) -> str | None:
+    """Why a config's `paper` names no study (one line naming its new name, or the known ones), or None."""
+    if paper in RENAMED:
+        return renamed("paper", paper)
+    if paper not in papers():
+        return (f"paper {paper!r}: no study knows it; known: {', '.join(papers())} "
+                f"(leave paper out for an experiment of your own)")
+    return None
+
+
+def study(paper: str) -> Study:
+    """The study of a config's `paper`; a clear error (ValueError) names the known ones."""
+    if paper in RENAMED:
+        raise ValueError(renamed("paper", paper))
+    if paper not in papers():
+        raise ValueError(f"no study for paper '{paper}'; known: {', '.join(papers())}")
+    return import_module(f".{paper.replace('-', '_')}", __name__)
 
 
 def figure_families() -> dict:
     """Every study's figure families by name (`mmbench plot NAME`), each with its study's reference
     run; names are unique across studies."""
     families = {}
-    for name in dict.fromkeys(STUDIES.values()):
-        module = import_module(f".{name}", __name__)
+    for paper in papers():
+        module = study(paper)
         for family_name, family in module.FIGURES.items():
             assert family_name not in families, f"figure family '{family_name}' is defined by two studies"
             families[family_name] = replace(family, reference=module.REFERENCE_RUN)

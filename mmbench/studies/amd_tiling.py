@@ -19,7 +19,8 @@ from .. import plots
 from ..analysis import along, by_shape, ok_rows, shape_ratio
 from ..results import ResultsError
 from ..variants import REGISTRY, format_params, param_points
-from .common import Figure, FigureFamily, Verdict, markdown_table, provenance, report_text, text_table, verdict_table
+from .common import Verdict, markdown_table, provenance, report_text, text_table, verdict_table
+from .contract import Figure, FigureFamily
 
 plt = plots.plt
 

@@ -1,37 +1,11 @@
-"""What every study shares: its figure families (what `mmbench plot NAME` draws), a checked
-finding, and tables as Markdown."""
+"""What the studies' reports share: a checked finding, the report's opening, tables as Markdown."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One file a study draws: draw(df, meta, profile or None, size or None) -> matplotlib Figure,
-    raising ResultsError (with what it lacks) when the results cannot make it."""
-
-    stem: str
-    draw: Callable
-
-
-@dataclass(frozen=True)
-class FigureFamily:
-    """`mmbench plot NAME`: its short help (its line in `mmbench plot --help`, whole in 80 columns:
-    Click would cut a long help at its first period, "Fig."), its help, its figures, and optionally
-    a summary table printed after them (summary(df) -> (title, columns, rows of strings));
-    reference: its study's reference run (set by studies.figure_families)."""
-
-    short: str
-    help: str
-    figures: tuple[Figure, ...]
-    summary: Callable | None = None
-    options: tuple[str, ...] = ()  # options of `mmbench plot` beyond every family's that it takes ("size")
-    reference: str = ""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from .. import plots
 from ..analysis import ok_rows
 from ..results import ResultsError
 from ..variants import REGISTRY
-from .common import Figure, FigureFamily, Verdict, markdown_table, provenance, report_text, verdict_table
+from .common import Verdict, markdown_table, provenance, report_text, verdict_table
+from .contract import Figure, FigureFamily
 
 plt = plots.plt  # pyplot as plots loaded it, after choosing the Agg backend
 
@@ -202,7 +203,7 @@ def fig_matmul_time(df: pd.DataFrame, meta: dict, profile=None, size=None) -> pl
 
 
 # Its reference run in the repository: what a command suggests when no run of the user's will do.
-REFERENCE_RUN = "results/lab3-2018-h200c/lab3-2018-h200c.csv"
+REFERENCE_RUN = "results/lab3-h200/lab3-h200.csv"
 
 FIGURES = {  # `mmbench plot NAME`; the report embeds them
     "transpose-bandwidth": FigureFamily("Lab 3: transpose GB/s by size, copy dashed", "Lab 3: transpose GB/s by size, the device copy dashed",

@@ -13,7 +13,8 @@ import pandas as pd
 
 from .. import analysis, plots
 from ..sizes import parse_sizes
-from .common import Figure, FigureFamily, provenance, report_text, text_table
+from .common import provenance, report_text, text_table
+from .contract import Figure, FigureFamily
 
 TARGET_SIZES = (4096, 2049)
 PAPER_SIZES = "512:2049"  # the paper's sizes from 512

@@ -24,7 +24,8 @@ from ..analysis import ok_rows
 from ..ops.gemv import FAMILIES, MESH_CELLS, MESH_MAX, cell_name, cell_points, mesh_cell, parse_cell
 from ..results import ResultsError
 from ..variants import parse_params
-from .common import Figure, FigureFamily, Verdict, markdown_table, provenance, report_text, text_table, verdict_table
+from .common import Verdict, markdown_table, provenance, report_text, text_table, verdict_table
+from .contract import Figure, FigureFamily
 
 plt = plots.plt
 
@@ -353,7 +354,7 @@ def fig_heatmaps(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.F
 
 
 # Its reference run in the repository: what a command suggests when no run of the user's will do.
-REFERENCE_RUN = "results/sorensen2012-h100c/sorensen2012-h100c.csv.gz"
+REFERENCE_RUN = "results/sorensen2012-h100/sorensen2012-h100.csv.gz"
 
 FIGURES = {  # `mmbench plot NAME`; the report embeds them
     "gemv-kernels": FigureFamily("Sørensen Figs. 1, 3: tuned design per mesh cell", "Sørensen Fig. 1 right and Fig. 3: the tuned kernel's design and parameters per mesh cell",

@@ -15,7 +15,8 @@ import pandas as pd
 from .. import analysis, plots
 from ..analysis import Series
 from ..results import ResultsError
-from .common import Figure, FigureFamily, Verdict, markdown_table, provenance
+from .common import Verdict, markdown_table, provenance
+from .contract import Figure, FigureFamily
 
 plt = plots.plt  # pyplot as plots loaded it, after choosing the Agg backend
 
