@@ -27,7 +27,7 @@ class GpuUnavailable(RuntimeError):
 def device_identity():
     """Name, architecture and SM count of CUDA device 0 (as CUDA_VISIBLE_DEVICES numbers it),
     read without opening a context; None where there is no GPU or no PyCUDA."""
-    from .tune import DeviceId
+    from .tuning.cache import DeviceId
 
     try:
         import pycuda.driver as drv

@@ -31,7 +31,7 @@ from .timing import CACHE_MODES, MAX_BATCH, noise, stop_reason, summarize, time_
 from .variants import Params, Variant, format_params, param_points
 
 if TYPE_CHECKING:
-    from .tune import Tuned
+    from .tuning.cache import Tuned
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class Selection:
     variants: tuple[Variant, ...]
     spec: str
     overrides: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    tuned: Mapping[tuple[str, Shape], Tuned] = field(default_factory=dict)  # from the tuning caches (tune.Tuned)
+    tuned: Mapping[tuple[str, Shape], Tuned] = field(default_factory=dict)  # from the tuning caches (tuning.cache.Tuned)
     scopes: tuple[str, ...] = ("kernel",)  # what the samples cover (ops.base.SCOPES), each its own points
     pads: tuple[bool, ...] = (False,)  # run on the inputs as given, padded to each kernel's tile multiple, or both
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import subprocess
 import sys
 import tarfile
@@ -27,6 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from mmbench import places, source  # noqa: E402
+from mmbench.tuning.cache import cache_key, load_cache, write_cache  # noqa: E402
 from mmbench.variants import REGISTRY, param_points, parse_params  # noqa: E402
 
 
@@ -68,19 +68,19 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--cache", type=Path, default=places.SHIPPED_CACHE)
     ap.add_argument("--rehash", action="store_true", help="move the entries of variants whose PTX is unchanged")
     args = ap.parse_args(argv)
-    cache = json.loads(args.cache.read_text())
+    cache = load_cache(args.cache)
     rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", args.rev], capture_output=True, text=True,
                          check=True).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="same-code-rev-") as tmp:
         old_root = kernels_at(args.rev, Path(tmp))
-        changed = {}
+        changed, hashes = {}, {}
         for name, v in REGISTRY.items():
             if not v.family or not (old_root / f"{v.family}.cu").exists():
                 continue
             old = dataclasses.replace(v, source_dir=old_root)
-            if source.source_hash(old) != source.source_hash(v):
-                changed[name] = (old, v)
-        hashes = {name: (source.source_hash(old), source.source_hash(new)) for name, (old, new) in changed.items()}
+            digests = (source.source_hash(old), source.source_hash(v))  # each once
+            if digests[0] != digests[1]:
+                changed[name], hashes[name] = (old, v), digests
         jobs = []
         for name, (old, new) in changed.items():
             was = hashes[name][0]
@@ -101,7 +101,7 @@ def main(argv: list[str]) -> int:
             e = cache[key]
             if same.get(e["variant"]) and e["source_hash"] == hashes[e["variant"]][0]:
                 new_hash = hashes[e["variant"]][1]
-                new_key = key.replace(f"|{e['source_hash']}|", f"|{new_hash}|")
+                new_key = cache_key(e["device"], e["variant"], new_hash, e["size_class"])
                 recorded = tuple(parse_params(e["params"]))
                 params = completed(changed[e["variant"]][1], recorded)
                 added = ",".join(f"{k}={v}" for k, v in params if k not in dict(recorded))
@@ -110,7 +110,7 @@ def main(argv: list[str]) -> int:
                                   "rehashed_because": f"kernel text changed since {rev}; PTX identical (scripts/same_code.py)"
                                   + (f"; {added} added, the new parameter's default" if added else "")}
                 moved += 1
-        args.cache.write_text(json.dumps(cache, indent=2, sort_keys=True) + "\n")  # as mmbench tune writes it
+        write_cache(args.cache, cache)
         print(f"rehashed {moved} entries in {args.cache}")
     return 0 if all(same.values()) else 1
 

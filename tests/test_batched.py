@@ -14,7 +14,7 @@ from mmbench import batched
 from mmbench.batched import Measured, class_rows, done_classes, verdict
 from mmbench.ops import get_op
 from mmbench.sizes import Shape
-from mmbench.tune import YOURS, CacheFile, DeviceId, lookup
+from mmbench.tuning.cache import YOURS, CacheFile, DeviceId, lookup
 from mmbench.variants import REGISTRY
 
 GEMV = get_op("gemv")

@@ -334,14 +334,15 @@ def test_a_run_from_an_unrelated_folder_takes_the_shipped_tuning(gpu, tmp_path, 
     and 63.9 % from /tmp, silently untuned. From any folder, the shipped cache now gives dbuf its
     tuned parameters (this GPU's entries, or a GPU's of its architecture and SM count), the rows
     carry them and the metadata says which cache gave them."""
-    from mmbench import places, source, tune
+    from mmbench import places, source
+    from mmbench.tuning import cache as tuning_cache
     from mmbench.device import device_identity
     from mmbench.sizes import Shape
 
     dbuf, shape = REGISTRY["dbuf"], Shape(1024, 1024, 1024)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(places.CACHE_ENV, str(tmp_path / "no-cache-yet.json"))  # the user has tuned nothing
-    wanted = tune.lookup(tune.read_caches(), device_identity(), dbuf, source.source_hash(dbuf), shape)
+    wanted = tuning_cache.lookup(tuning_cache.read_caches(), device_identity(), dbuf, source.source_hash(dbuf), shape)
     if wanted is None:
         pytest.skip(f"the shipped cache has no dbuf entry for {device_identity()} or a GPU of its kind")
     result = CliRunner().invoke(main, ["run", "-v", "dbuf", "-s", "1024", "--runs", "2", "-o", "r.csv"])
@@ -351,7 +352,7 @@ def test_a_run_from_an_unrelated_folder_takes_the_shipped_tuning(gpu, tmp_path, 
     assert list(rows.params) == [format_params(wanted.params)] and list(rows.status) == ["ok"]
     meta = json.loads((tmp_path / "r.meta.json").read_text())
     (record,) = meta["invocations"][-1]["tuning_caches"]["variants"]["dbuf"]
-    assert record == {"cache": str(places.SHIPPED_CACHE), "origin": tune.SHIPPED, "measured_on": wanted.device,
+    assert record == {"cache": str(places.SHIPPED_CACHE), "origin": tuning_cache.SHIPPED, "measured_on": wanted.device,
                       "borrowed": wanted.borrowed, "shapes": 1}
 
 

@@ -22,6 +22,7 @@ from mmbench import batched, environment, runs, sweep
 from mmbench.cli import main
 from mmbench.results import CsvSink, read_metadata, read_results
 from mmbench.sweep import Runner
+from mmbench.tuning import batched_run, for_runs
 
 REPO = Path(__file__).resolve().parent.parent
 SIZES = "31:97"  # 31, 32, 33, 63, 64, 65, 95, 96, 97: nine points
@@ -65,7 +66,7 @@ def injected(real, error: BaseException, nth: int = 1):
 # Where a run can be stopped: (name, the object and attribute to wrap, at which call).
 STAGES = [
     ("planning", "mmbench.cli.running", "plan", 1),
-    ("tuned parameters", runs, "with_tuned", 1),
+    ("tuned parameters", for_runs, "with_tuned", 1),
     ("opening the runner", runs, "open_runner", 1),
     ("learning the machine", environment, "collect", 1),
     ("writing the metadata", runs, "write_metadata", 1),
@@ -327,7 +328,7 @@ GPU = SimpleNamespace(facts=SimpleNamespace(name="Fake GPU", arch="sm_90", sm_co
 def _fake_batched(monkeypatch, classes_before_stop: int, error: BaseException | None):
     """A batched tuning without a GPU: opening gives a fake GPU; the run writes whole classes of one
     ok row per configuration, then raises error (if any)."""
-    def opened(variant, configs, cache, l2_flush, jobs, output, previous, say, cluster=None):
+    def opened(request, l2_flush, previous, say):
         facts = environment.collect(None)
         return GPU, None, SimpleNamespace(kernels={}), 0.0, {**facts, "gpu": {"name": "Fake GPU", "uuid": "GPU-1"}}
 
@@ -343,7 +344,7 @@ def _fake_batched(monkeypatch, classes_before_stop: int, error: BaseException | 
             writer.close()
         return counts
 
-    monkeypatch.setattr(runs, "_open_batched", opened)
+    monkeypatch.setattr(batched_run, "_open_batched", opened)
     monkeypatch.setattr(batched, "run", measure)
 
 

@@ -9,7 +9,7 @@ from mmbench import source
 from mmbench.ops import get_op
 from mmbench.ops.gemm import accumulates, entries, launch_geometry, launches
 from mmbench.places import SHIPPED_CACHE
-from mmbench.tune import load_cache
+from mmbench.tuning.cache import load_cache
 from mmbench.variants import (REGISTRY, VariantError, format_params, get_variant, param_points, parse_params,
                               tuning_space)
 

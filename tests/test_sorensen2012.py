@@ -17,7 +17,7 @@ from mmbench.cli import main
 from mmbench.ops.gemv import cell_points
 from mmbench.results import read_metadata, read_results
 from mmbench.studies import sorensen2012 as study
-from mmbench.tune import YOURS, CacheFile
+from mmbench.tuning.cache import YOURS, CacheFile
 
 DATA = Path(__file__).parent / "data"
 CUT = DATA / "sorensen2012-h100-cut.csv"

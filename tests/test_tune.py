@@ -7,51 +7,53 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mmbench import places, source, tune
+from mmbench import places, source
 from mmbench.cli import main
 from mmbench.results import read_results
 from mmbench.sizes import Shape
+from mmbench.tuning import cache as tuning_cache
+from mmbench.tuning import strategies
 from mmbench.variants import REGISTRY, format_params, param_points, parse_params, tuning_space
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDED = REPO / "tests" / "data" / "recorded" / "tune-pipelined-h200.csv"  # an H200 tuning of pipelined
 PIPELINED = REGISTRY["pipelined"]
-H200 = tune.DeviceId("NVIDIA H200", "sm_90", 132)
-H100 = tune.DeviceId("NVIDIA H100 80GB HBM3", "sm_90", 132)
-H100_PCIE = tune.DeviceId("NVIDIA H100 PCIe", "sm_90", 114)
-G = tune.DeviceId("G")
+H200 = tuning_cache.DeviceId("NVIDIA H200", "sm_90", 132)
+H100 = tuning_cache.DeviceId("NVIDIA H100 80GB HBM3", "sm_90", 132)
+H100_PCIE = tuning_cache.DeviceId("NVIDIA H100 PCIe", "sm_90", 114)
+G = tuning_cache.DeviceId("G")
 
 
 def yours(path):
     """One cache file read as the user's: what lookup takes."""
-    return (tune.CacheFile.read(path, tune.YOURS),)
+    return (tuning_cache.CacheFile.read(path, tuning_cache.YOURS),)
 
 
 def test_size_classes_come_from_the_operation():
-    assert tune.size_class(PIPELINED, Shape(2049, 2049, 2049)) == "2048u"
+    assert strategies.size_class(PIPELINED, Shape(2049, 2049, 2049)) == "2048u"
 
 
 def test_strategies_choose_within_the_constrained_space():
     space = set(tuning_space(PIPELINED))
-    brute = tune.choose(PIPELINED, "brute", None)
+    brute = strategies.choose(PIPELINED, "brute", None)
     assert len(brute) == len(space) == 1005 and set(brute) == space
     assert brute[0] == param_points(PIPELINED)[0]  # the defaults come first, as the baseline
-    rand = tune.choose(PIPELINED, "random", 25, seed=1)
+    rand = strategies.choose(PIPELINED, "random", 25, seed=1)
     assert len(rand) == len(set(rand)) == 25 and set(rand) <= space and rand[0] == brute[0]
-    assert rand == tune.choose(PIPELINED, "random", 25, seed=1) != tune.choose(PIPELINED, "random", 25, seed=2)
+    assert rand == strategies.choose(PIPELINED, "random", 25, seed=1) != strategies.choose(PIPELINED, "random", 25, seed=2)
 
 
 @pytest.mark.parametrize("strategy,budget,needle", [("random", None, "needs --budget"),
                                                     ("brute", 5, "tries all 1005 configurations"),
                                                     ("annealing", 5, "unknown strategy 'annealing'")])
 def test_strategy_errors(strategy, budget, needle):
-    with pytest.raises(tune.TuneError, match=needle):
-        tune.choose(PIPELINED, strategy, budget)
+    with pytest.raises(tuning_cache.TuneError, match=needle):
+        strategies.choose(PIPELINED, strategy, budget)
 
 
 def test_no_space_is_an_error():
-    with pytest.raises(tune.TuneError, match="no tuning space"):
-        tune.choose(REGISTRY["cublas"], "brute", None)
+    with pytest.raises(tuning_cache.TuneError, match="no tuning space"):
+        strategies.choose(REGISTRY["cublas"], "brute", None)
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +62,7 @@ def recorded():
 
 
 def test_best_per_class_from_the_recorded_run(recorded):
-    best = tune.best_per_class(recorded, "pipelined")
+    best = strategies.best_per_class(recorded, "pipelined")
     assert set(best) == {"1024", "2048", "2048u", "4096"}
     ok = recorded[recorded.status == "ok"]
     for cls, n in (("1024", 1024), ("2048", 2048), ("2048u", 2049), ("4096", 4096)):
@@ -71,16 +73,16 @@ def test_best_per_class_from_the_recorded_run(recorded):
 
 def test_a_configuration_failing_one_shape_of_its_class_is_out(recorded):
     rows = recorded.copy()
-    top = tune.best_per_class(rows, "pipelined")["4096"]["params"]
+    top = strategies.best_per_class(rows, "pipelined")["4096"]["params"]
     rows = rows[rows.n.isin([2048, 4096])].copy()
     rows.loc[(rows.params == top) & (rows.n == 4096), "status"] = "wrong"
-    assert tune.best_per_class(rows, "pipelined")["4096"]["params"] != top
+    assert strategies.best_per_class(rows, "pipelined")["4096"]["params"] != top
 
 
 def test_replay_brute_equals_full_record_and_random_picks_from_its_sample(recorded):
-    full = tune.best_per_class(recorded, "pipelined")
-    assert tune.replay(recorded, PIPELINED, "brute", None) == full
-    sample = tune.replay(recorded, PIPELINED, "random", 10, seed=3)
+    full = strategies.best_per_class(recorded, "pipelined")
+    assert strategies.replay(recorded, PIPELINED, "brute", None) == full
+    sample = strategies.replay(recorded, PIPELINED, "random", 10, seed=3)
     assert all(e["tried"] == 10 for e in sample.values())
     assert all(sample[c]["gflops"] <= full[c]["gflops"] for c in sample)
     recorded_configs = set(recorded.params)
@@ -89,36 +91,36 @@ def test_replay_brute_equals_full_record_and_random_picks_from_its_sample(record
 
 def test_cache_round_trip_and_invalidation(tmp_path, recorded):
     path = tmp_path / "cache.json"
-    best = tune.best_per_class(recorded, "pipelined")
-    tune.record(path, H200, "pipelined", "abc", best, RECORDED)
-    entries = tune.load_cache(path)
+    best = strategies.best_per_class(recorded, "pipelined")
+    tuning_cache.record(path, H200, "pipelined", "abc", best, RECORDED)
+    entries = tuning_cache.load_cache(path)
     assert len(entries) == 4 and "NVIDIA H200|pipelined|abc|2048u" in entries
     cache = yours(path)
-    got = tune.lookup(cache, H200, PIPELINED, "abc", Shape(2049, 2049, 2049))
+    got = tuning_cache.lookup(cache, H200, PIPELINED, "abc", Shape(2049, 2049, 2049))
     assert format_params(got.params) == best["2048u"]["params"] and got.device == H200.name and not got.borrowed
     assert entries["NVIDIA H200|pipelined|abc|2048u"]["arch"] == "sm_90"
     assert entries["NVIDIA H200|pipelined|abc|2048u"]["sm_count"] == 132
     # Nearest class of the same alignment: 8192 -> 4096, 512 -> 1024, 1000x37x2049 (512u) -> 2048u.
-    params = lambda shape: format_params(tune.lookup(cache, H200, PIPELINED, "abc", shape).params)  # noqa: E731
+    params = lambda shape: format_params(tuning_cache.lookup(cache, H200, PIPELINED, "abc", shape).params)  # noqa: E731
     assert params(Shape(8192, 8192, 8192)) == best["4096"]["params"]
     assert params(Shape(512, 512, 512)) == best["1024"]["params"]
     assert params(Shape(1000, 37, 2049)) == best["2048u"]["params"]
     # Another kernel source, or a GPU of another architecture or SM count: nothing.
-    assert tune.lookup(cache, H200, PIPELINED, "changed", Shape(2048, 2048, 2048)) is None
-    assert tune.lookup(cache, H100_PCIE, PIPELINED, "abc", Shape(2048, 2048, 2048)) is None
-    assert tune.lookup(cache, tune.DeviceId("NVIDIA B200", "sm_100", 132), PIPELINED, "abc", Shape(8, 8, 8)) is None
-    assert tune.lookup(cache, tune.DeviceId("NVIDIA H100 80GB HBM3"), PIPELINED, "abc", Shape(8, 8, 8)) is None
+    assert tuning_cache.lookup(cache, H200, PIPELINED, "changed", Shape(2048, 2048, 2048)) is None
+    assert tuning_cache.lookup(cache, H100_PCIE, PIPELINED, "abc", Shape(2048, 2048, 2048)) is None
+    assert tuning_cache.lookup(cache, tuning_cache.DeviceId("NVIDIA B200", "sm_100", 132), PIPELINED, "abc", Shape(8, 8, 8)) is None
+    assert tuning_cache.lookup(cache, tuning_cache.DeviceId("NVIDIA H100 80GB HBM3"), PIPELINED, "abc", Shape(8, 8, 8)) is None
 
 
 def test_a_gpu_without_entries_borrows_those_of_its_architecture_and_sm_count(tmp_path, recorded):
     path = tmp_path / "cache.json"
-    best = tune.best_per_class(recorded, "pipelined")
-    tune.record(path, H200, "pipelined", "abc", best, RECORDED)
-    got = tune.lookup(yours(path), H100, PIPELINED, "abc", Shape(4096, 4096, 4096))
+    best = strategies.best_per_class(recorded, "pipelined")
+    tuning_cache.record(path, H200, "pipelined", "abc", best, RECORDED)
+    got = tuning_cache.lookup(yours(path), H100, PIPELINED, "abc", Shape(4096, 4096, 4096))
     assert got.borrowed and got.device == "NVIDIA H200" and format_params(got.params) == best["4096"]["params"]
     # Its own entries, once it has any, come first.
-    tune.record(path, H100, "pipelined", "abc", {"4096": {**best["1024"], "gflops": 1.0}}, RECORDED)
-    own = tune.lookup(yours(path), H100, PIPELINED, "abc", Shape(4096, 4096, 4096))
+    tuning_cache.record(path, H100, "pipelined", "abc", {"4096": {**best["1024"], "gflops": 1.0}}, RECORDED)
+    own = tuning_cache.lookup(yours(path), H100, PIPELINED, "abc", Shape(4096, 4096, 4096))
     assert not own.borrowed and format_params(own.params) == best["1024"]["params"]
 
 
@@ -128,8 +130,8 @@ def test_run_uses_the_tuning_cache_and_says_so(tmp_path, monkeypatch, recorded):
     monkeypatch.setattr(device, "device_identity", lambda: H200)
     monkeypatch.setattr(places, "SHIPPED_CACHE", tmp_path / "shipped.json")  # none: the given cache alone
     path = tmp_path / "cache.json"
-    best = tune.best_per_class(recorded, "pipelined")
-    tune.record(path, H200, "pipelined", source.source_hash(PIPELINED), best, RECORDED)
+    best = strategies.best_per_class(recorded, "pipelined")
+    tuning_cache.record(path, H200, "pipelined", source.source_hash(PIPELINED), best, RECORDED)
     result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048,2049", "--tuning-cache", str(path),
                                        "--dry-run", "-o", str(tmp_path / "x.csv")])
     assert result.exit_code == 0, result.output
@@ -201,53 +203,53 @@ def test_tune_replay_command(tmp_path, monkeypatch):
 def test_pinned_parameters_narrow_the_space():
     pinned = {"BK": (16,), "BM": (128,), "BN": (128,), "THREADS": (256,), "TM": (4,), "TN": (4,), "WM": (32,),
               "WN": (64,), "WNITER": (2,)}
-    configs = tune.choose(PIPELINED, "brute", None, pinned=pinned)
+    configs = strategies.choose(PIPELINED, "brute", None, pinned=pinned)
     assert sorted(dict(c)["STAGES"] for c in configs) == [2, 3]  # STAGES=4 needs 64 KiB of shared memory
-    with pytest.raises(tune.TuneError, match="has no parameter BLOCK"):
-        tune.choose(PIPELINED, "brute", None, pinned={"BLOCK": (8,)})
-    with pytest.raises(tune.TuneError, match="no configuration"):
-        tune.choose(PIPELINED, "brute", None, pinned={"BM": (64,), "WM": (128,)})
+    with pytest.raises(tuning_cache.TuneError, match="has no parameter BLOCK"):
+        strategies.choose(PIPELINED, "brute", None, pinned={"BLOCK": (8,)})
+    with pytest.raises(tuning_cache.TuneError, match="no configuration"):
+        strategies.choose(PIPELINED, "brute", None, pinned={"BM": (64,), "WM": (128,)})
 
 
 def test_record_keeps_the_faster_entry(tmp_path):
     path = tmp_path / "cache.json"
     entry = {"params": "A=1", "gflops": 100.0, "shapes": 1, "tried": 1}
-    tune.record(path, G, "pipelined", "h", {"4096": entry}, RECORDED)
-    tune.record(path, G, "pipelined", "h", {"4096": {**entry, "params": "A=2", "gflops": 90.0}}, RECORDED)
-    assert tune.load_cache(path)["G|pipelined|h|4096"]["params"] == "A=1"
-    tune.record(path, G, "pipelined", "h", {"4096": {**entry, "params": "A=3", "gflops": 110.0}}, RECORDED)
-    assert tune.load_cache(path)["G|pipelined|h|4096"]["params"] == "A=3"
+    tuning_cache.record(path, G, "pipelined", "h", {"4096": entry}, RECORDED)
+    tuning_cache.record(path, G, "pipelined", "h", {"4096": {**entry, "params": "A=2", "gflops": 90.0}}, RECORDED)
+    assert tuning_cache.load_cache(path)["G|pipelined|h|4096"]["params"] == "A=1"
+    tuning_cache.record(path, G, "pipelined", "h", {"4096": {**entry, "params": "A=3", "gflops": 110.0}}, RECORDED)
+    assert tuning_cache.load_cache(path)["G|pipelined|h|4096"]["params"] == "A=3"
 
 
 def test_per_shape_entries_win_over_size_classes(tmp_path, recorded):
     """--per-shape keeps one entry per exact shape; lookup takes it first, other shapes of its
     class still get the class entry, and shape entries never stand in for a class."""
     path = tmp_path / "cache.json"
-    per_class = tune.best_per_class(recorded, "pipelined")
-    per_shape = tune.best_per_class(recorded, "pipelined", per_shape=True)
+    per_class = strategies.best_per_class(recorded, "pipelined")
+    per_shape = strategies.best_per_class(recorded, "pipelined", per_shape=True)
     assert set(per_shape) == {"1024x1024x1024", "2048x2048x2048", "2049x2049x2049", "4096x4096x4096"}
-    assert tune.describe(per_shape)[0].startswith("n~1024x1024x1024:")
+    assert strategies.describe(per_shape)[0].startswith("n~1024x1024x1024:")
     # Make the exact shape's pick differ from its class's, as it would after a per-shape pass.
     other = next(p for p in recorded[recorded.status == "ok"].params.unique() if p != per_class["2048u"]["params"])
     shape_entry = {**per_shape["2049x2049x2049"], "params": other}
-    tune.record(path, H200, "pipelined", "abc", {**per_class, "2049x2049x2049": shape_entry}, RECORDED)
+    tuning_cache.record(path, H200, "pipelined", "abc", {**per_class, "2049x2049x2049": shape_entry}, RECORDED)
     cache = yours(path)
-    got = lambda shape: format_params(tune.lookup(cache, H200, PIPELINED, "abc", shape).params)  # noqa: E731
+    got = lambda shape: format_params(tuning_cache.lookup(cache, H200, PIPELINED, "abc", shape).params)  # noqa: E731
     assert got(Shape(2049, 2049, 2049)) == other
     assert got(Shape(2047, 2047, 2047)) == per_class["2048u"]["params"]
     only_shapes = tmp_path / "shapes.json"
-    tune.record(only_shapes, H200, "pipelined", "abc", {"2049x2049x2049": shape_entry}, RECORDED)
-    assert tune.lookup(yours(only_shapes), H200, PIPELINED, "abc", Shape(2047, 2047, 2047)) is None
+    tuning_cache.record(only_shapes, H200, "pipelined", "abc", {"2049x2049x2049": shape_entry}, RECORDED)
+    assert tuning_cache.lookup(yours(only_shapes), H200, PIPELINED, "abc", Shape(2047, 2047, 2047)) is None
 
 
 def test_candidates_are_the_fastest_at_any_shape(recorded):
     ok = recorded[(recorded.variant == "pipelined") & (recorded.status == "ok")]
-    picks = {format_params(p) for p in tune.candidates(recorded, PIPELINED, 2)}
+    picks = {format_params(p) for p in strategies.candidates(recorded, PIPELINED, 2)}
     expected = set()
     for _, g in ok.groupby(["m", "n", "k"]):
         expected |= set(g.sort_values("gflops_median", ascending=False).params.head(2))
     assert picks == expected and 2 <= len(picks) <= 8
-    assert {format_params(p) for p in tune.candidates(recorded, PIPELINED, 1)} < picks
+    assert {format_params(p) for p in strategies.candidates(recorded, PIPELINED, 1)} < picks
 
 
 def test_candidates_recorded_before_a_new_parameter_take_each_of_its_values():
@@ -258,7 +260,7 @@ def test_candidates_recorded_before_a_new_parameter_take_each_of_its_values():
     gone = "BK=16,BM=128,BN=128,MINB=2,SPLITK=1,THREADS=256,TM=8,TN=4,VEC4=1,WM=64,WN=32,WNITER=2,STAGE=1,STRIP=3"
     rows = pd.DataFrame({"variant": "dbuf", "status": "ok", "m": [64, 64], "n": 64, "k": 64,
                          "gflops_median": [2.0, 1.0], "params": [old, gone]})
-    picks = {format_params(p) for p in tune.candidates(rows, dbuf, 2)}
+    picks = {format_params(p) for p in strategies.candidates(rows, dbuf, 2)}
     # the old point stands for STAGE 0/1 x STRIP 0/4 x SK 0/1 x ORDER 0/1; STRIP=3 is outside today's space
     assert picks == {format_params(parse_params(f"{old},STAGE={a},STRIP={b},SK={c},ORDER={d}"))
                      for a in (0, 1) for b in (0, 4) for c in (0, 1) for d in (0, 1)}
@@ -270,7 +272,7 @@ def test_tune_candidates_narrow_the_search(tmp_path):
     result = CliRunner().invoke(main, ["tune", "-v", "pipelined", "-s", "512:600", "--strategy", "brute", "--per-shape",
                                        "--candidates", str(tmp_path / "rec.csv"), "--top", "1", "--dry-run"])
     assert result.exit_code == 0, result.output
-    top1 = len(tune.candidates(read_results(tmp_path / "rec.csv"), PIPELINED, 1))
+    top1 = len(strategies.candidates(read_results(tmp_path / "rec.csv"), PIPELINED, 1))
     assert f"trying {top1} (brute) at 8 shape(s)" in result.output
     missing = CliRunner().invoke(main, ["tune", "-v", "pipelined", "--candidates", str(tmp_path / "none.csv"),
                                         "--dry-run"])
@@ -280,7 +282,7 @@ def test_tune_candidates_narrow_the_search(tmp_path):
 
 
 def test_every_shipped_cache_entry_names_its_gpu_architecture_and_sm_count():
-    cache = tune.load_cache(places.SHIPPED_CACHE)
+    cache = tuning_cache.load_cache(places.SHIPPED_CACHE)
     assert cache and all(e["arch"].startswith("sm_") and e["sm_count"] > 0 for e in cache.values())
 
 
@@ -293,8 +295,8 @@ def _sha(path: Path) -> str:
 
 def _shipped_params(shape: Shape) -> str:
     """What the shipped cache alone gives pipelined at a shape on an H200."""
-    shipped = (tune.CacheFile.read(places.SHIPPED_CACHE, tune.SHIPPED),)
-    return format_params(tune.lookup(shipped, H200, PIPELINED, source.source_hash(PIPELINED), shape).params)
+    shipped = (tuning_cache.CacheFile.read(places.SHIPPED_CACHE, tuning_cache.SHIPPED),)
+    return format_params(tuning_cache.lookup(shipped, H200, PIPELINED, source.source_hash(PIPELINED), shape).params)
 
 
 def test_run_from_an_unrelated_folder_takes_the_shipped_cache_and_says_so(tmp_path, monkeypatch):
@@ -323,7 +325,7 @@ def test_your_cache_wins_over_the_shipped_one_per_size_class(tmp_path, monkeypat
     mine = tmp_path / "mine" / "cache.json"
     monkeypatch.setenv(places.CACHE_ENV, str(mine))
     defaults = format_params(param_points(PIPELINED)[0])
-    tune.record(mine, H200, "pipelined", source.source_hash(PIPELINED),
+    tuning_cache.record(mine, H200, "pipelined", source.source_hash(PIPELINED),
                 {"2048": {"params": defaults, "gflops": 1.0, "shapes": 1, "tried": 1}}, RECORDED)
     result = CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "2048,4096", "--dry-run", "-o", "x.csv"])
     assert result.exit_code == 0, result.output
@@ -347,18 +349,18 @@ def test_lookup_merges_the_caches_entry_by_entry():
                 "gflops": 1.0, "arch": "sm_90", "sm_count": 132}
 
     defaults, other = format_params(param_points(PIPELINED)[0]), _shipped_params(Shape(64, 64, 64))
-    shipped = tune.CacheFile(Path("shipped.json"), tune.SHIPPED,
+    shipped = tuning_cache.CacheFile(Path("shipped.json"), tuning_cache.SHIPPED,
                              {"a": entry(H200.name, "1024", other), "b": entry(H200.name, "4096", other)})
-    mine = tune.CacheFile(Path("mine.json"), tune.YOURS,
+    mine = tuning_cache.CacheFile(Path("mine.json"), tuning_cache.YOURS,
                           {"c": entry(H200.name, "1024", defaults), "d": entry(H100.name, "4096", defaults)})
-    got = lambda shape: tune.lookup((mine, shipped), H200, PIPELINED, "h", shape)  # noqa: E731
-    assert got(Shape(1024, 1024, 1024)) == tune.Tuned(parse_params(defaults), H200.name, False, Path("mine.json"),
-                                                      tune.YOURS)
-    assert got(Shape(4096, 4096, 4096)) == tune.Tuned(parse_params(other), H200.name, False, Path("shipped.json"),
-                                                      tune.SHIPPED)
+    got = lambda shape: tuning_cache.lookup((mine, shipped), H200, PIPELINED, "h", shape)  # noqa: E731
+    assert got(Shape(1024, 1024, 1024)) == tuning_cache.Tuned(parse_params(defaults), H200.name, False, Path("mine.json"),
+                                                      tuning_cache.YOURS)
+    assert got(Shape(4096, 4096, 4096)) == tuning_cache.Tuned(parse_params(other), H200.name, False, Path("shipped.json"),
+                                                      tuning_cache.SHIPPED)
     # The H100 has its own entry in the user's cache only: it takes it, not the H200's borrowed ones.
-    assert tune.lookup((mine, shipped), H100, PIPELINED, "h", Shape(4096, 4096, 4096)).origin == tune.YOURS
-    assert tune.lookup((shipped,), H100, PIPELINED, "h", Shape(4096, 4096, 4096)).borrowed
+    assert tuning_cache.lookup((mine, shipped), H100, PIPELINED, "h", Shape(4096, 4096, 4096)).origin == tuning_cache.YOURS
+    assert tuning_cache.lookup((shipped,), H100, PIPELINED, "h", Shape(4096, 4096, 4096)).borrowed
 
 
 def test_tuning_caches_can_be_switched_off_for_one_run(tmp_path, monkeypatch):
@@ -472,30 +474,30 @@ def test_tune_writes_to_your_cache_never_the_shipped_one(tmp_path, monkeypatch):
                                        "-o", "t.csv"])
     assert result.exit_code == 0, result.output
     assert f"written to your cache {mine} (NVIDIA H200, pipelined source" in result.output
-    assert {e["size_class"] for e in tune.load_cache(mine).values()} == {"1024", "2048", "2048u", "4096"}
+    assert {e["size_class"] for e in tuning_cache.load_cache(mine).values()} == {"1024", "2048", "2048u", "4096"}
     mine.unlink()
     for suffix in (".csv", ".meta.json"):
         shutil.copy(RECORDED.with_suffix(suffix), tmp_path / f"rec{suffix}")
     result = CliRunner().invoke(main, ["tune", "-v", "pipelined", "--strategy", "brute", "--replay", "rec.csv"])
     assert result.exit_code == 0, result.output
-    assert f"written to your cache {mine}" in result.output and len(tune.load_cache(mine)) == 4
+    assert f"written to your cache {mine}" in result.output and len(tuning_cache.load_cache(mine)) == 4
     dry = CliRunner().invoke(main, ["tune", "-v", "pipelined", "--budget", "3", "--dry-run"])
     assert f"tuning cache: your cache {mine}" in dry.output
     assert _sha(places.SHIPPED_CACHE) == shipped
 
 
 def test_the_batched_tuner_records_in_your_cache(tmp_path, monkeypatch):
-    from mmbench import runs
+    from mmbench.tuning import batched_run
 
     mine = tmp_path / "tuning-cache.json"
     monkeypatch.setenv(places.CACHE_ENV, str(mine))
     given = {}
 
-    def tuned(variant, configs, shapes, cache, seed, jobs, output, cache_path, *args, **kwargs):
-        given["cache"] = cache_path
+    def tuned(request, *args, **kwargs):
+        given["cache"] = request.cache_path
         return {}, G, {}
 
-    monkeypatch.setattr(runs, "tune_batched", tuned)
+    monkeypatch.setattr(batched_run, "tune_batched", tuned)
     result = CliRunner().invoke(main, ["tune", "-v", "gemv_tuned", "-s", "cell:3x3", "--budget", "2",
                                        "-o", str(tmp_path / "t.csv")])
     assert result.exit_code == 0, result.output
@@ -507,9 +509,9 @@ def test_the_default_user_cache_is_in_the_user_data_folder(monkeypatch):
 
     monkeypatch.delenv(places.CACHE_ENV, raising=False)
     assert places.user_cache() == user_data_path("mmbench") / "tuning-cache.json"
-    assert tune.read_caches()[0].path == places.user_cache()
-    assert [c.origin for c in tune.read_caches()] == [tune.YOURS, tune.SHIPPED]
-    assert [c.origin for c in tune.read_caches(places.SHIPPED_CACHE)] == [tune.SHIPPED]  # read once
+    assert tuning_cache.read_caches()[0].path == places.user_cache()
+    assert [c.origin for c in tuning_cache.read_caches()] == [tuning_cache.YOURS, tuning_cache.SHIPPED]
+    assert [c.origin for c in tuning_cache.read_caches(places.SHIPPED_CACHE)] == [tuning_cache.SHIPPED]  # read once
 
 
 def test_the_metadata_records_where_each_variants_parameters_came_from(tmp_path, monkeypatch):
@@ -526,10 +528,10 @@ def test_the_metadata_records_where_each_variants_parameters_came_from(tmp_path,
                                        "-o", str(tmp_path / "r.csv")])
     assert result.exit_code == 0, result.output
     record = handed["tuning"]
-    assert [c["origin"] for c in record["read"]] == [tune.YOURS, tune.SHIPPED]
-    assert record["read"][1] == {"path": str(places.SHIPPED_CACHE), "origin": tune.SHIPPED,
-                                 "entries": len(tune.load_cache(places.SHIPPED_CACHE))}
-    shipped = {"cache": str(places.SHIPPED_CACHE), "origin": tune.SHIPPED, "measured_on": "NVIDIA H200",
+    assert [c["origin"] for c in record["read"]] == [tuning_cache.YOURS, tuning_cache.SHIPPED]
+    assert record["read"][1] == {"path": str(places.SHIPPED_CACHE), "origin": tuning_cache.SHIPPED,
+                                 "entries": len(tuning_cache.load_cache(places.SHIPPED_CACHE))}
+    shipped = {"cache": str(places.SHIPPED_CACHE), "origin": tuning_cache.SHIPPED, "measured_on": "NVIDIA H200",
                "borrowed": True, "shapes": 2}
     assert record["variants"]["pipelined"] == record["variants"]["multistage"] == [shipped]
     assert record["variants"]["tile2d"] == [{"cache": None, "origin": "defaults", "measured_on": None,

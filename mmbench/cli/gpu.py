@@ -263,6 +263,7 @@ def verify_timing(variants, sizes, runs, ncu_cache, kernel_clock, output):
     from .. import runs as workflow
     from ..profile import ProfileError, ncu_command
     from ..results import read_results, sibling
+    from ..tuning import for_runs
     from ..verify_timing import TOLERANCE, compare, ncu_reference
     from .running import _execute, _reading_caches
 
@@ -271,7 +272,7 @@ def verify_timing(variants, sizes, runs, ncu_cache, kernel_clock, output):
     if output.exists() and output.stat().st_size > 0:
         raise InputError(f"{output} already exists; choose another --output")
     caches = _reading_caches(None)  # the user's, then the shipped: as a plain run
-    selections = [workflow.with_tuned(sel, caches, lambda t: console.print(t, soft_wrap=True)) for sel in selections]
+    selections = [for_runs.with_tuned(sel, caches, lambda t: console.print(t, soft_wrap=True)) for sel in selections]
     cpu = [v.name for sel in selections for v in sel.variants if not v.on_gpu]
     if cpu:  # Nsight Compute times GPU kernels only: a CPU variant would be left out
         raise InputError(f"--variant {cpu[0]}: it runs on the CPU; verify-timing checks GPU variants against Nsight "

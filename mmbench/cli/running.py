@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import datetime as dt
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
 from rich.table import Table
 
-from .. import environment, places
+from .. import environment, places, source
 from .. import runs as workflow  # not "runs": the commands have a --runs option
 from ..analysis import series_summary
 from ..config import ConfigError, load_config
@@ -21,6 +22,14 @@ from ..results import ResultsError, metadata_path, read_results, run_csv, torn_m
 from ..sizes import FORMS, SizeSpecError, row_shape
 from ..sweep import Point, Selection, Settings, plan, scoped_name
 from ..timing import CACHE_MODES
+from ..tuning import batched_run, for_runs
+from ..tuning.batched_run import refuse_batched_resume
+from ..tuning.cache import (TuneError, check_writable_cache, describe_cache, read_caches, record, recorded_source,
+                            same_code_sources)
+from ..tuning.request import TuneRequest
+from ..tuning.strategies import candidates, choose, describe
+from ..tuning.strategies import replay as replay_strategy
+from ..tuning.writeback import record_tuning
 from ..variants import REGISTRY, VariantError, format_params, get_variant, tuning_space
 from .common import (ARGV, FILE, SEED, Finite, InputError, Interrupted, RunFailed, _int_list, _split, command, console,
                      interrupts_count, refuse_given)
@@ -216,11 +225,9 @@ NO_CACHE = "none"  # --tuning-cache none: no tuned parameters, the variants' def
 
 
 def _reading_caches(given: str | None):
-    """The tuning caches a run reads, in lookup order (tune.read_caches): the user's (a PATH
+    """The tuning caches a run reads, in lookup order (tuning.cache.read_caches): the user's (a PATH
     given, which must exist; else places.user_cache()), then the shipped one; none with
     --tuning-cache none."""
-    from ..tune import TuneError, read_caches
-
     if given is not None and given.strip().lower() == NO_CACHE:
         return ()
     if given is not None and not Path(given).is_file():
@@ -235,8 +242,6 @@ def _reading_caches(given: str | None):
 def _writing_cache(given: Path | None) -> Path:
     """The cache a tuning records its best configurations in: the one given, else the user's
     (places.user_cache()); refused before anything is measured where that cannot be."""
-    from ..tune import TuneError, check_writable_cache
-
     if given is not None and str(given).strip().lower() == NO_CACHE:
         raise InputError(f"--tuning-cache {NO_CACHE} is for run: a tuning records its best configurations in a cache "
                          f"(default: yours, {places.user_cache()})")
@@ -401,7 +406,7 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
     settings = Settings(**workflow.resolve_settings(given, output, previous if resume else None), cpu_budget_s=cpu_budget,
                         budget_s=time_budget)
     _refuse_unused_settings(given, settings, {v for sel in selections for v in sel.variants}, config, scheduler)
-    selections = [workflow.with_tuned(sel, caches, say) for sel in selections]
+    selections = [for_runs.with_tuned(sel, caches, say) for sel in selections]
     try:
         points = plan(selections, settings.cache)
     except VariantError as exc:  # a parameter value outside its domain
@@ -467,26 +472,10 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     """Search a variant's parameter space: compile, verify and time every configuration tried,
     record each as a row, and keep the best per size class (or per shape) in your tuning cache
     (or --tuning-cache PATH), which `mmbench run` reads before the shipped one."""
-    from .. import source
-    from ..tune import TuneError, candidates, choose, describe, describe_cache
-
-    try:
-        variant = get_variant(variant_name)
-        shapes = tuple(get_op(variant.op).parse_sizes(sizes_spec))
-        pinned = _parse_params((pinned_text,) if pinned_text is not None else ())
-        narrowed = None
-        if candidates_from:
-            import pandas as pd
-
-            recorded = pd.concat([read_results(p) for p in candidates_from])
-            narrowed = candidates(recorded, variant, top)
-            if not narrowed:
-                raise TuneError(f"no verified configuration of {variant.name} in {', '.join(map(str, candidates_from))}")
-        configs = choose(variant, strategy, budget, seed, narrowed, pinned=pinned)
-    except (VariantError, SizeSpecError, TuneError, ResultsError) as exc:
-        raise InputError(str(exc)) from None
-    cache_path = _writing_cache(tuning_cache)
     ctx = click.get_current_context()
+    options = TuneOptions(**ctx.params)
+    variant, shapes, configs = _tuning_configs(options)
+    cache_path = _writing_cache(tuning_cache)
     if replay:
         refuse_given(ctx, REPLAY_IGNORES, f"a replay (--replay {replay}) runs nothing: it takes the variant, --strategy, "
                                           f"--budget, --seed and --tuning-cache only")
@@ -494,85 +483,167 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
         return
     if not candidates_from:
         refuse_given(ctx, ("top",), "it counts the fastest configurations of --candidates files, and none is given")
-    space = len(tuning_space(variant))
-    engine = engine if engine != "auto" else tune_engine(get_op(variant.op))
-    if engine == "batched" and (runs is not None or warmup is not None or per_shape):
+    request, settings = _tune_request(options, variant, shapes, configs, cache_path)
+    workflow.check_output(request.output, compressed_resumes=request.engine == "batched")  # a dry run refuses alike
+    if not resume:
+        workflow.check_new_output(request.output, f"choose another --output"
+                                                  f"{' or --resume' if request.engine == 'batched' else ''}")
+    if dry_run:
+        _print_tuning_plan(request, options)
+        return
+    if request.engine == "batched":
+        refuse_batched_resume(request)
+        _announce_tuning(request, options)  # after every refusal: a bad input is one line
+        _tune_batched(request, _tuning_about(request, options))
+    else:
+        interrupts_count(request.output)
+        _announce_tuning(request, options)
+        _tune_points(request, _tuning_about(request, options), settings)
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    """`mmbench tune`'s options as given, one field per option (the command's parameter names)."""
+
+    variant_name: str
+    sizes_spec: str
+    strategy: str
+    budget: int | None
+    seed: int
+    runs: int | None
+    warmup: int | None
+    cache: str
+    engine: str
+    resume: bool
+    prune: float | None
+    jobs: int
+    output: Path | None
+    tuning_cache: Path | None
+    dry_run: bool
+    replay: Path | None
+    pinned_text: str | None
+    per_shape: bool
+    candidates_from: tuple[Path, ...]
+    top: int
+    pool_gpus: bool
+    cluster: str | None
+    scheduler: str | None
+    workers: int | None
+
+
+def _tuning_configs(options: TuneOptions):
+    """(variant, shapes, configurations to try) of a tuning, as its options and strategy choose them."""
+    try:
+        variant = get_variant(options.variant_name)
+        shapes = tuple(get_op(variant.op).parse_sizes(options.sizes_spec))
+        pinned = _parse_params((options.pinned_text,) if options.pinned_text is not None else ())
+        narrowed = None
+        if options.candidates_from:
+            import pandas as pd
+
+            recorded = pd.concat([read_results(p) for p in options.candidates_from])
+            narrowed = candidates(recorded, variant, options.top)
+            if not narrowed:
+                raise TuneError(f"no verified configuration of {variant.name} in "
+                                f"{', '.join(map(str, options.candidates_from))}")
+        configs = choose(variant, options.strategy, options.budget, options.seed, narrowed, pinned=pinned)
+    except (VariantError, SizeSpecError, TuneError, ResultsError) as exc:
+        raise InputError(str(exc)) from None
+    return variant, shapes, configs
+
+
+def _tune_request(options: TuneOptions, variant, shapes, configs, cache_path: Path) -> tuple[TuneRequest, Settings]:
+    """The tuning the options ask for, and the points engine's settings; InputError where options
+    do not fit the engine or the machine. The kernel's source hash is computed here, once."""
+    engine = options.engine if options.engine != "auto" else tune_engine(get_op(variant.op))
+    if engine == "batched" and (options.runs is not None or options.warmup is not None or options.per_shape):
         raise InputError("the batched engine times one launch per configuration and shape, a size class at a time; "
                          "--runs, --warmup and --per-shape are for --engine points")
-    if prune is not None and engine != "batched":
-        raise InputError(f"--prune {prune:g} is for the batched engine (this tuning uses --engine {engine})")
-    prune = PRUNE if prune is None else prune
-    if resume and (engine != "batched" or output is None):
+    if options.prune is not None and engine != "batched":
+        raise InputError(f"--prune {options.prune:g} is for the batched engine (this tuning uses --engine {engine})")
+    if options.resume and (engine != "batched" or options.output is None):
         raise InputError("--resume continues a batched tuning file: give --engine batched (or auto) and --output")
-    spec = _cluster_spec(cluster, scheduler, workers, variant.on_gpu)
-    if pool_gpus and (spec is None or engine == "batched"):
+    spec = _cluster_spec(options.cluster, options.scheduler, options.workers, variant.on_gpu)
+    if options.pool_gpus and (spec is None or engine == "batched"):
         raise InputError("--pool-gpus pools the timings of GPUs of different models on a cluster (--cluster or "
                          "--scheduler) into one cache entry, for --engine points"
                          + (f"; this tuning uses --engine {engine}" if spec else "; this tuning runs on one machine"))
-    settings = Settings(runs=runs or 5, warmup=2 if warmup is None else warmup, cache=cache, seed=seed, skip_spills=True)
-    unchecked = must_pad(get_op(variant.op), variant)  # a kernel without border checks runs padded
-    if unchecked and engine == "batched":
+    settings = Settings(runs=options.runs or 5, warmup=2 if options.warmup is None else options.warmup,
+                        cache=options.cache, seed=options.seed, skip_spills=True)
+    if engine == "batched" and must_pad(get_op(variant.op), variant):
         raise InputError(f"{variant.name} has no border checks and runs only on padded inputs, which the batched "
                          f"engine does not make: tune it with --engine points")
-    points = [Point(variant, p, s, cache, pad=unchecked) for s in shapes for p in configs]
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    output = output or run_csv(f"tune-{variant.name}-{stamp}", places.tuning_runs_dir())
-    def announce() -> None:
-        if pinned_text:
-            console.print(f"pinned: {pinned_text}", soft_wrap=True)
-        console.print(f"{variant.name}: {space} configurations satisfy its constraints; trying {len(configs)} "
-                      f"({strategy}) at {len(shapes)} shape(s)", soft_wrap=True)
+    output = options.output or run_csv(f"tune-{variant.name}-{stamp}", places.tuning_runs_dir())
+    request = TuneRequest(variant, shapes, tuple(configs), output, cache_path, source.source_hash(variant), engine,
+                          cache=options.cache, seed=options.seed, jobs=options.jobs, resume=options.resume,
+                          prune=PRUNE if options.prune is None else options.prune, per_shape=options.per_shape,
+                          pool_gpus=options.pool_gpus, cluster=spec)
+    return request, settings
 
-    workflow.check_output(output, compressed_resumes=engine == "batched")  # a dry run refuses what the run would
-    if not resume:
-        workflow.check_new_output(output, f"choose another --output{' or --resume' if engine == 'batched' else ''}")
-    if dry_run:
-        announce()
-        for p in configs[:20]:
-            console.print(f"  {format_params(p)}", soft_wrap=True)
-        if len(configs) > 20:
-            console.print(f"  ... and {len(configs) - 20} more", soft_wrap=True)
-        console.print(f"output: {output}", soft_wrap=True)
-        say(f"tuning cache: {describe_cache(cache_path)}")
-        return
-    if engine == "batched":
-        workflow.refuse_batched_resume(output, len(configs), cache, prune, resume, source.source_hash(variant))
-    else:
-        interrupts_count(output)
-    announce()  # after every refusal: a bad input is one line
-    about = {"name": f"tune-{variant.name}", "tuning": {"variant": variant.name, "strategy": strategy, "budget": budget,
-                                                         "seed": seed, "space": space, "tried": len(configs),
-                                                         "per_shape": per_shape,
-                                                         "candidates": [str(p) for p in candidates_from], "top": top}}
-    if engine == "batched":
-        classes = len({get_op(variant.op).size_class(s) for s in shapes})
-        say(f"batched: {len(configs)} configurations x {len(shapes)} shapes in {classes} size classes, "
-            f"one timed launch each ({cache} cache"
-            f"{'' if prune == 0 else f'; pruned under {prune:g} of the best at each pivot'})")
-        best, device, counts = workflow.tune_batched(variant, configs, shapes, cache, seed, jobs, output, cache_path,
-                                                     {**about, "tuning": {**about["tuning"], "engine": "batched"}},
-                                                     list(ARGV), resume=resume, prune=prune, say=say, cluster=spec)
-        say(f"rows: {', '.join(f'{n} {k}' for k, n in counts.items() if k != 'wall_s')}; "
-            f"{counts.get('wall_s', 0):.0f} s measuring")
-        say(f"best configuration in {len(best)} size classes written to {describe_cache(cache_path)} ({device.name}, "
-            f"{variant.name} source {source.source_hash(variant)})")
-        return
-    _execute(points, settings, output, about, prepare=lambda r: r.gpu.precompile(variant, configs, jobs), strict=False,
-             cluster=spec)
+
+def _announce_tuning(request: TuneRequest, options: TuneOptions) -> None:
+    if options.pinned_text:
+        console.print(f"pinned: {options.pinned_text}", soft_wrap=True)
+    console.print(f"{request.variant.name}: {len(tuning_space(request.variant))} configurations satisfy its "
+                  f"constraints; trying {len(request.configs)} ({options.strategy}) at {len(request.shapes)} shape(s)",
+                  soft_wrap=True)
+
+
+def _print_tuning_plan(request: TuneRequest, options: TuneOptions) -> None:
+    """A dry run: the search, the first configurations it tries, and where its results would go."""
+    _announce_tuning(request, options)
+    for p in request.configs[:20]:
+        console.print(f"  {format_params(p)}", soft_wrap=True)
+    if len(request.configs) > 20:
+        console.print(f"  ... and {len(request.configs) - 20} more", soft_wrap=True)
+    console.print(f"output: {request.output}", soft_wrap=True)
+    say(f"tuning cache: {describe_cache(request.cache_path)}")
+
+
+def _tuning_about(request: TuneRequest, options: TuneOptions) -> dict:
+    """What the tuning file's metadata says of the search."""
+    return {"name": f"tune-{request.variant.name}",
+            "tuning": {"variant": request.variant.name, "strategy": options.strategy, "budget": options.budget,
+                       "seed": options.seed, "space": len(tuning_space(request.variant)), "tried": len(request.configs),
+                       "per_shape": options.per_shape, "candidates": [str(p) for p in options.candidates_from],
+                       "top": options.top}}
+
+
+def _tune_batched(request: TuneRequest, about: dict) -> None:
+    """The batched engine's tuning, then what it found and where it went."""
+    variant, prune = request.variant, request.prune
+    classes = len({get_op(variant.op).size_class(s) for s in request.shapes})
+    say(f"batched: {len(request.configs)} configurations x {len(request.shapes)} shapes in {classes} size classes, "
+        f"one timed launch each ({request.cache} cache"
+        f"{'' if prune == 0 else f'; pruned under {prune:g} of the best at each pivot'})")
+    about = {**about, "tuning": {**about["tuning"], "engine": "batched"}}
+    best, device, counts = batched_run.tune_batched(request, about, list(ARGV), say=say)
+    say(f"rows: {', '.join(f'{n} {k}' for k, n in counts.items() if k != 'wall_s')}; "
+        f"{counts.get('wall_s', 0):.0f} s measuring")
+    say(f"best configuration in {len(best)} size classes written to {describe_cache(request.cache_path)} "
+        f"({device.name}, {variant.name} source {request.source_hash})")
+
+
+def _tune_points(request: TuneRequest, about: dict, settings: Settings) -> None:
+    """The points engine's tuning (every configuration at every shape a sweep point), then its
+    best configurations into the cache."""
+    variant, configs = request.variant, list(request.configs)
+    unchecked = must_pad(get_op(variant.op), variant)  # a kernel without border checks runs padded
+    points = [Point(variant, p, s, request.cache, pad=unchecked) for s in request.shapes for p in configs]
+    _execute(points, settings, request.output, about, strict=False, cluster=request.cluster,
+             prepare=lambda r: r.gpu.precompile(variant, configs, request.jobs))
     try:
-        best, device = workflow.record_tuning(output, variant, per_shape, cache_path, pool=pool_gpus)
+        best, device = record_tuning(request)
     except workflow.RunRefused as exc:
         raise InputError(str(exc)) from None
     for line in describe(best):
         say(f"best {line}")
-    say(f"written to {describe_cache(cache_path)} ({device.name}, {variant.name} source {source.source_hash(variant)})")
+    say(f"written to {describe_cache(request.cache_path)} ({device.name}, {variant.name} source {request.source_hash})")
 
 
 def _replay(variant, recorded: Path, strategy: str, budget: int | None, seed: int, cache_path: Path) -> None:
-    from .. import source
     from ..results import read_metadata
-    from ..tune import TuneError, describe, describe_cache, read_caches, record, recorded_source, same_code_sources
-    from ..tune import replay as replay_strategy
 
     try:
         rows = read_results(recorded)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import math
+import re
 
 import numpy as np
 
@@ -253,7 +254,23 @@ class Operation:
 
     def class_distance(self, wanted: str, cls: str) -> tuple:
         """How far a tuned class is from the class wanted (a run borrows the nearest when its own
-        class was not tuned); sizes by default (tune.class_distance)."""
-        from ..tune import class_distance
+        class was not tuned), for classes that are sizes (GEMM, transpose): the same alignment
+        first, then the nearest size, then the larger one."""
+        aligned = not wanted.endswith("u")
+        return (str(cls).endswith("u") == aligned,
+                abs(math.log2(max(class_size(cls), 1)) - math.log2(max(class_size(wanted), 1))), -class_size(cls))
 
-        return class_distance(wanted, cls)
+
+def shape_class(shape: Shape) -> str:
+    """The class of one exact shape (``tune --per-shape``): "2049x2049x2049"."""
+    return f"{shape.m}x{shape.n}x{shape.k}"
+
+
+def class_size(cls: str) -> int:
+    """The size a class stands for: GEMM's "2048u" -> 2048, an exact shape's geometric-mean
+    dimension; 0 for classes that are not sizes (GEMV's mesh cells)."""
+    if re.fullmatch(r"\d+x\d+x\d+", cls):  # an exact shape
+        m, n, k = (int(d) for d in cls.split("x"))
+        return round((m * n * k) ** (1 / 3))
+    digits = cls.rstrip("u")
+    return int(digits) if digits.isdigit() else 0

@@ -134,12 +134,12 @@ def families(ok: pd.DataFrame, shapes: set[tuple[int, int]] | None = None) -> pd
 
 def tuning_rows(meta: dict, caches: Sequence | None = None, beside: Path | None = None) -> tuple[pd.DataFrame | None, dict]:
     """The batched tuning rows of gemv_tuned on this run's GPU and kernel source (the file its
-    tuning-cache entries name: in the user's cache or the shipped one, tune.read_caches() unless
+    tuning-cache entries name: in the user's cache or the shipped one, tuning.cache.read_caches() unless
     `caches` are given) and that file's metadata; (None, {}) where there are none. A copy in the
     run's own folder (`beside`/tuning/, as a reference run keeps it) comes first."""
     from .. import batched
     from ..results import read_metadata
-    from ..tune import TuneError, read_caches
+    from ..tuning.cache import TuneError, read_caches
 
     try:
         caches = read_caches() if caches is None else caches

@@ -1,145 +1,30 @@
-"""Auto-tuning: explore a variant's parameter space under its constraints, keep the best.
-
-``mmbench tune`` turns the chosen configurations into ordinary sweep points, so every
-configuration is compiled, verified and timed by the harness and becomes a row, failures
-included. The best configuration per (device, variant, kernel source hash, size class) goes
-into a tuning cache that ``mmbench run`` reads. A change to the kernel source changes its hash,
-so stale entries are never used. Generic: the size classes come from the variant's operation.
+"""The tuning caches: the best configuration per (GPU, variant, kernel source hash, size class).
 
 Two caches are read, the user's first (places.user_cache(), or ``--tuning-cache PATH``), then
 the one the package ships (places.SHIPPED_CACHE): a user's entry replaces the shipped entry of
-the same GPU, variant, kernel source and size class. ``mmbench tune`` writes to the user's.
+the same GPU, variant, kernel source and size class. ``mmbench tune`` writes to the user's. A
+change to the kernel source changes its hash, so stale entries are never used.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import json
-import math
 import os
-import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-import numpy as np
-import pandas as pd
-
-from . import places
-from .sizes import Shape
-from .ops import get_op
-from .variants import Params, Variant, format_params, get_variant, param_points, parse_params, tuning_space
-
-STRATEGIES = ("brute", "random")
+from .. import places
+from ..ops import get_op
+from ..ops.base import shape_class
+from ..sizes import Shape
+from ..variants import Params, Variant, parse_params
 
 
 class TuneError(ValueError):
     """A tuning request that cannot be met; the message says why."""
-
-
-def size_class(variant: Variant, shape: Shape) -> str:
-    """The size class of a shape for a variant, as its operation defines it (GEMM: the nearest
-    power of two and the alignment of its rows, e.g. 2049 -> "2048u")."""
-    return get_op(variant.op).size_class(shape)
-
-
-def shape_class(shape: Shape) -> str:
-    """The class of one exact shape (``tune --per-shape``): "2049x2049x2049"."""
-    return f"{shape.m}x{shape.n}x{shape.k}"
-
-
-def _class_size(cls: str) -> int:
-    """The size a class stands for: GEMM's "2048u" -> 2048, an exact shape's geometric-mean
-    dimension; 0 for classes that are not sizes (GEMV's mesh cells)."""
-    if re.fullmatch(r"\d+x\d+x\d+", cls):  # an exact shape
-        m, n, k = (int(d) for d in cls.split("x"))
-        return round((m * n * k) ** (1 / 3))
-    digits = cls.rstrip("u")
-    return int(digits) if digits.isdigit() else 0
-
-
-def class_distance(wanted: str, cls: str) -> tuple:
-    """How far a tuned size class is from the one wanted, for classes that are sizes (GEMM,
-    transpose): the same alignment first, then the nearest size, then the larger one."""
-    aligned = not wanted.endswith("u")
-    return (str(cls).endswith("u") == aligned, abs(math.log2(max(_class_size(cls), 1)) - math.log2(max(_class_size(wanted), 1))),
-            -_class_size(cls))
-
-
-def choose(variant: Variant, strategy: str, budget: int | None, seed: int = 0,
-           space: Sequence[Params] | None = None, pinned: Mapping[str, tuple[int, ...]] | None = None) -> list[Params]:
-    """The configurations a strategy tries, the variant's defaults first (the baseline).
-    `space` narrows the variant's space (a replay chooses among what was recorded); `pinned`
-    keeps only points whose named parameters take one of the given values."""
-    space = list(space) if space is not None else tuning_space(variant)
-    if pinned:
-        unknown = sorted(set(pinned) - set(variant.space))
-        if unknown:
-            raise TuneError(f"'{variant.name}' has no parameter {unknown[0]}; its parameters: {', '.join(sorted(variant.space))}")
-        space = [p for p in space if all(dict(p)[k] in v for k, v in pinned.items())]
-        if not space:
-            raise TuneError(f"no configuration of '{variant.name}' satisfies its constraints with those --params")
-    if not space:
-        raise TuneError(f"variant '{variant.name}' has no tuning space")
-    if strategy not in STRATEGIES:
-        raise TuneError(f"unknown strategy '{strategy}'; choose from: {', '.join(STRATEGIES)}")
-    defaults = [p for p in param_points(variant) if p in set(space)]
-    rest = [p for p in space if p not in defaults]
-    if strategy == "random":
-        if budget is None:
-            raise TuneError("the random strategy needs --budget N")
-        rest = random.Random(seed).sample(rest, min(max(budget - len(defaults), 0), len(rest)))
-    elif budget is not None and budget < len(space):
-        raise TuneError(f"brute force tries all {len(space)} configurations of '{variant.name}'; "
-                        f"--budget {budget} is smaller: use --strategy random")
-    return defaults + rest
-
-
-def candidates(rows: pd.DataFrame, variant: Variant, top: int) -> list[Params]:
-    """The configurations among the `top` fastest (median GFLOP/s) at any shape of a recorded
-    tuning run: a short list that is good somewhere, for a finer search such as --per-shape.
-    Only points of the variant's current space count; a recorded configuration that predates a
-    parameter stands for each of its values (a new switch is tried both ways)."""
-    ok = rows[(rows.variant == variant.name) & (rows.status == "ok")]
-    score = get_op(variant.op).score
-    picks = (ok.sort_values(score, ascending=False).groupby(["m", "n", "k"], sort=False).head(top))
-    current = set(tuning_space(variant))
-    found = []
-    for recorded in map(dict, map(parse_params, dict.fromkeys(picks.params))):
-        missing = sorted(set(variant.space) - set(recorded))
-        for values in itertools.product(*(variant.space[name] for name in missing)):
-            point = tuple(sorted({**recorded, **dict(zip(missing, values))}.items()))
-            if point in current:
-                found.append(point)
-    return list(dict.fromkeys(found))
-
-
-def best_per_class(rows: pd.DataFrame, variant: str, per_shape: bool = False) -> dict[str, dict]:
-    """For each size class (each exact shape with per_shape): the configuration with the highest
-    geometric-mean GFLOP/s (median of samples) among those verified at every shape of the class."""
-    ok = rows[(rows.variant == variant) & (rows.status == "ok")].copy()
-    mine = rows[rows.variant == variant].copy()
-    if ok.empty:
-        return {}
-    op_variant = get_variant(variant)
-    op = get_op(op_variant.op)
-    score, field = op.score, op.score.rsplit("_median", 1)[0]  # gflops_median -> the entry's "gflops"
-    classify = shape_class if per_shape else (lambda shape: size_class(op_variant, shape))
-    for df in (ok, mine):
-        df["size_class"] = [classify(Shape(int(m), int(n), int(k))) for m, n, k in zip(df.m, df.n, df.k)]
-    best = {}
-    for cls, group in ok.groupby("size_class"):
-        shapes = mine[mine.size_class == cls][["m", "n", "k"]].drop_duplicates()
-        scores = {}
-        for params, g in group.groupby("params"):
-            if len(g) == len(shapes):  # a configuration that failed at any shape of the class is out
-                scores[params] = float(np.exp(np.log(g[score]).mean()))
-        if scores:
-            top = max(scores, key=scores.get)
-            best[str(cls)] = {"params": top, field: scores[top], "shapes": len(shapes), "tried": len(scores)}
-    return best
 
 
 def cache_key(device: str, variant: str, source_hash: str, cls: str) -> str:
@@ -248,9 +133,14 @@ def record(path: Path, device: "DeviceId", variant: str, source_hash: str, best:
                                                                "source_hash": source_hash, "size_class": cls,
                                                                "tuned_at": stamp, "results": str(results), **entry}
            for cls, entry in best.items()}
-    new = {k: e for k, e in new.items() if k not in cache or _score(cache[k]) < _score(e)}
-    _write_whole(Path(path), json.dumps({**cache, **new}, indent=2, sort_keys=True) + "\n")
+    new = {k: e for k, e in new.items() if k not in cache or entry_score(cache[k]) < entry_score(e)}
+    write_cache(path, {**cache, **new})
     return new
+
+
+def write_cache(path: Path, entries: Mapping[str, dict]) -> None:
+    """A whole cache file, as every writer writes it (sorted keys, indented), replaced in one step."""
+    _write_whole(Path(path), json.dumps(dict(entries), indent=2, sort_keys=True) + "\n")
 
 
 def _write_whole(path: Path, text: str) -> None:
@@ -332,23 +222,11 @@ def _nearest(entries: list[tuple[CacheFile, dict]], variant: Variant, shape: Sha
     return Tuned(params, device, borrowed, cache.path, cache.origin)
 
 
-def replay(recorded: pd.DataFrame, variant: Variant, strategy: str, budget: int | None, seed: int = 0) -> dict[str, dict]:
-    """Run a strategy against recorded measurements instead of the GPU: what it would pick."""
-    recorded_space = [parse_params(p) for p in recorded[recorded.variant == variant.name].params.unique()]
-    tried = {format_params(p) for p in choose(variant, strategy, budget, seed, recorded_space)}
-    return best_per_class(recorded[recorded.params.isin(tried)], variant.name)
-
-
-def _score(entry: Mapping) -> float:
+def entry_score(entry: Mapping) -> float:
     """An entry's score: GFLOP/s (median of samples, geometric mean over its shapes) for GEMM,
     GB/s for operations that move bytes."""
     return entry["gflops"] if "gflops" in entry else entry["gbytes_per_s"]
 
-
-def describe(best: Mapping[str, dict]) -> Sequence[str]:
-    return [f"n~{cls}: {e['params']} ({_score(e):.0f} {'GFLOP/s' if 'gflops' in e else 'GB/s'} over {e['shapes']} "
-            f"shape(s), {e['tried']} tried)"
-            for cls, e in sorted(best.items(), key=lambda kv: (_class_size(kv[0]), kv[0]))]
 
 
 def recorded_source(meta: Mapping, variant: str) -> tuple[DeviceId | None, str | None]:

@@ -1,0 +1,73 @@
+"""A run's tunable variants given their tuned parameters from the tuning caches (the user's, then
+the shipped one), each said in one line: which cache, measured on which GPU."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Sequence
+
+from .. import source
+from ..ops import get_op
+from ..sweep import Selection
+from ..variants import format_params
+from .cache import describe_cache, lookup
+
+Say = Callable[[str], None]
+
+
+def tunable(sel: Selection) -> list:
+    """The variants of a selection that take tuned parameters: a tuning space, and no axis set by the user."""
+    return [v for v in sel.variants if v.space and len(v.space) > 1 and not set(v.axes) & set(sel.overrides)]
+
+
+def with_tuned(sel: Selection, caches: Sequence, say: Say) -> Selection:
+    """Give each tunable variant whose parameters the user did not set its tuned parameters for
+    this GPU and kernel source from the tuning caches (cache.read_caches: the user's, then the
+    shipped; empty: caches switched off), and say which cache gave them, for which GPU."""
+    from ..device import device_identity
+
+    variants = tunable(sel)
+    if not variants:
+        return sel
+    if not caches:
+        say(f"{', '.join(v.name for v in variants)}: tuning caches off; default parameters")
+        return sel
+    device = device_identity()
+    tuned = {}
+    for v in variants:
+        shapes = sel.shapes(v)
+        digest = source.source_hash(v) if device else None  # once per variant, for all its shapes
+        found = {shape: lookup(caches, device, v, digest, shape) for shape in shapes} if device else {}
+        found = {shape: t for shape, t in found.items() if t}
+        tuned.update({(v.name, shape): t for shape, t in found.items()})
+        for line in _tuned_lines(v, found, device):
+            say(line)
+        if found and len(found) < len(shapes):
+            say(f"{v.name}: no tuned entry at {len(shapes) - len(found)} of its {len(shapes)} shapes; defaults there")
+        if not found and device is None:
+            say(f"{v.name}: no GPU found here to look up its tuned parameters for; using defaults")
+        elif not found and any(e.get("variant") == v.name for c in caches for e in c.entries.values()):
+            say(f"{v.name}: the tuning caches have no entry for this GPU ({device}), nor for one of its architecture "
+                f"and SM count, with this kernel source; using defaults (run `mmbench tune`)")
+    return replace(sel, tuned={**sel.tuned, **tuned})
+
+
+def _tuned_lines(variant, found: dict, device) -> list[str]:
+    """One line per cache and GPU that gave a variant tuned parameters: which cache (yours or the
+    shipped one, and its path), measured on which GPU, and the parameters."""
+    groups: dict[tuple, list] = {}
+    for shape, t in found.items():
+        groups.setdefault((t.cache, t.origin, t.device, t.borrowed), []).append((shape, t))
+    lines = []
+    for (path, origin, lender, borrowed), items in groups.items():
+        kinds = sorted({format_params(t.params) for _, t in items})
+        if len(kinds) > 4:  # a mesh of cells: say how many, not each
+            kinds = [f"{len(kinds)} configurations over {len({get_op(variant.op).size_class(s) for s, _ in items})} "
+                     f"size classes"]
+        whose = (f"for {device.name}" if not borrowed else
+                 f"of {lender}: {device.name} has no entry, and {lender} has the same "
+                 f"architecture ({device.arch}) and SM count ({device.sm_count})")
+        lines.append(f"{variant.name}: tuned parameters from {describe_cache(path, origin)} {whose}: {'; '.join(kinds)}")
+    return lines
+
+

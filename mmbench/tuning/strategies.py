@@ -1,0 +1,119 @@
+"""Which configurations a tuning tries, and the best of what it measured.
+
+``mmbench tune`` turns the chosen configurations into ordinary sweep points (or the batched
+engine's launches), so every configuration is compiled, verified and timed by the harness and
+becomes a row, failures included. The best per size class goes into a tuning cache (cache.py).
+Generic: the size classes come from the variant's operation.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..ops import get_op
+from ..ops.base import class_size, shape_class
+from ..sizes import Shape
+from ..variants import Params, Variant, format_params, get_variant, param_points, parse_params, tuning_space
+from .cache import TuneError, entry_score
+
+STRATEGIES = ("brute", "random")
+
+
+def size_class(variant: Variant, shape: Shape) -> str:
+    """The size class of a shape for a variant, as its operation defines it (GEMM: the nearest
+    power of two and the alignment of its rows, e.g. 2049 -> "2048u")."""
+    return get_op(variant.op).size_class(shape)
+
+
+def choose(variant: Variant, strategy: str, budget: int | None, seed: int = 0,
+           space: Sequence[Params] | None = None, pinned: Mapping[str, tuple[int, ...]] | None = None) -> list[Params]:
+    """The configurations a strategy tries, the variant's defaults first (the baseline).
+    `space` narrows the variant's space (a replay chooses among what was recorded); `pinned`
+    keeps only points whose named parameters take one of the given values."""
+    space = list(space) if space is not None else tuning_space(variant)
+    if pinned:
+        unknown = sorted(set(pinned) - set(variant.space))
+        if unknown:
+            raise TuneError(f"'{variant.name}' has no parameter {unknown[0]}; its parameters: {', '.join(sorted(variant.space))}")
+        space = [p for p in space if all(dict(p)[k] in v for k, v in pinned.items())]
+        if not space:
+            raise TuneError(f"no configuration of '{variant.name}' satisfies its constraints with those --params")
+    if not space:
+        raise TuneError(f"variant '{variant.name}' has no tuning space")
+    if strategy not in STRATEGIES:
+        raise TuneError(f"unknown strategy '{strategy}'; choose from: {', '.join(STRATEGIES)}")
+    defaults = [p for p in param_points(variant) if p in set(space)]
+    rest = [p for p in space if p not in defaults]
+    if strategy == "random":
+        if budget is None:
+            raise TuneError("the random strategy needs --budget N")
+        rest = random.Random(seed).sample(rest, min(max(budget - len(defaults), 0), len(rest)))
+    elif budget is not None and budget < len(space):
+        raise TuneError(f"brute force tries all {len(space)} configurations of '{variant.name}'; "
+                        f"--budget {budget} is smaller: use --strategy random")
+    return defaults + rest
+
+
+def candidates(rows: pd.DataFrame, variant: Variant, top: int) -> list[Params]:
+    """The configurations among the `top` fastest (median GFLOP/s) at any shape of a recorded
+    tuning run: a short list that is good somewhere, for a finer search such as --per-shape.
+    Only points of the variant's current space count; a recorded configuration that predates a
+    parameter stands for each of its values (a new switch is tried both ways)."""
+    ok = rows[(rows.variant == variant.name) & (rows.status == "ok")]
+    score = get_op(variant.op).score
+    picks = (ok.sort_values(score, ascending=False).groupby(["m", "n", "k"], sort=False).head(top))
+    current = set(tuning_space(variant))
+    found = []
+    for recorded in map(dict, map(parse_params, dict.fromkeys(picks.params))):
+        missing = sorted(set(variant.space) - set(recorded))
+        for values in itertools.product(*(variant.space[name] for name in missing)):
+            point = tuple(sorted({**recorded, **dict(zip(missing, values))}.items()))
+            if point in current:
+                found.append(point)
+    return list(dict.fromkeys(found))
+
+
+def best_per_class(rows: pd.DataFrame, variant: str, per_shape: bool = False) -> dict[str, dict]:
+    """For each size class (each exact shape with per_shape): the configuration with the highest
+    geometric-mean GFLOP/s (median of samples) among those verified at every shape of the class."""
+    ok = rows[(rows.variant == variant) & (rows.status == "ok")].copy()
+    mine = rows[rows.variant == variant].copy()
+    if ok.empty:
+        return {}
+    op_variant = get_variant(variant)
+    op = get_op(op_variant.op)
+    score, field = op.score, op.score.rsplit("_median", 1)[0]  # gflops_median -> the entry's "gflops"
+    classify = shape_class if per_shape else (lambda shape: size_class(op_variant, shape))
+    for df in (ok, mine):
+        df["size_class"] = [classify(Shape(int(m), int(n), int(k))) for m, n, k in zip(df.m, df.n, df.k)]
+    best = {}
+    for cls, group in ok.groupby("size_class"):
+        shapes = mine[mine.size_class == cls][["m", "n", "k"]].drop_duplicates()
+        scores = {}
+        for params, g in group.groupby("params"):
+            if len(g) == len(shapes):  # a configuration that failed at any shape of the class is out
+                scores[params] = float(np.exp(np.log(g[score]).mean()))
+        if scores:
+            top = max(scores, key=scores.get)
+            best[str(cls)] = {"params": top, field: scores[top], "shapes": len(shapes), "tried": len(scores)}
+    return best
+
+
+def replay(recorded: pd.DataFrame, variant: Variant, strategy: str, budget: int | None, seed: int = 0) -> dict[str, dict]:
+    """Run a strategy against recorded measurements instead of the GPU: what it would pick."""
+    recorded_space = [parse_params(p) for p in recorded[recorded.variant == variant.name].params.unique()]
+    tried = {format_params(p) for p in choose(variant, strategy, budget, seed, recorded_space)}
+    return best_per_class(recorded[recorded.params.isin(tried)], variant.name)
+
+
+def describe(best: Mapping[str, dict]) -> Sequence[str]:
+    return [f"n~{cls}: {e['params']} ({entry_score(e):.0f} {'GFLOP/s' if 'gflops' in e else 'GB/s'} over {e['shapes']} "
+            f"shape(s), {e['tried']} tried)"
+            for cls, e in sorted(best.items(), key=lambda kv: (class_size(kv[0]), kv[0]))]
+
+
