@@ -12,9 +12,9 @@ from .. import ceilings as ceilings_mod
 from .. import environment, places
 from ..ops import get_op
 from ..results import ResultsError, metadata_path, read_metadata, read_results, update_metadata
-from ..runs import DEFAULTS
+from ..engine.refusals import DEFAULTS
 from ..sizes import SizeSpecError, row_shape
-from ..sweep import Settings, plan
+from ..engine.plan import Settings, plan
 from ..variants import VariantError, get_variant
 from .common import FILE, InputError, RunFailed, _split, command, console, newest_run
 from .running import SAMPLES, _selections
@@ -118,7 +118,7 @@ def _recordable(results: Path) -> None:
     """Refuse a results CSV whose metadata cannot take the ceilings: missing, not mmbench's, or
     beside metadata that cannot be written."""
     from ..results import metadata_path, read_metadata, scan
-    from ..runs import cannot_create
+    from ..engine.refusals import cannot_create
 
     try:
         scan(results)
@@ -261,13 +261,14 @@ def verify_timing(variants, sizes, runs, ncu_cache, kernel_clock, output):
     """Time points here (events and the kernel clock) and under Nsight Compute; print both times and
     their ratio. Target: the kernel clock within 5 % of Nsight Compute at every size."""
     from .. import runs as workflow
+    from ..engine.refusals import check_output
     from ..profile import ProfileError, ncu_command
     from ..results import read_results, sibling
     from ..verify_timing import TOLERANCE, compare, ncu_reference
     from .running import _execute, _reading_caches
 
     _, selections, _ = _selections((variants,), sizes, None, (), None)
-    workflow.check_output(output)
+    check_output(output)
     if output.exists() and output.stat().st_size > 0:
         raise InputError(f"{output} already exists; choose another --output")
     caches = _reading_caches(None)  # the user's, then the shipped: as a plain run

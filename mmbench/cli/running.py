@@ -1,5 +1,5 @@
-"""`mmbench run` and `mmbench tune`: options in, a plan out, the workflow of runs.py in between,
-a summary printed at the end."""
+"""`mmbench run` and `mmbench tune`: options in, a plan out, the engine (engine/) and tuning
+(runs.py, tune.py) in between, a summary printed at the end."""
 
 from __future__ import annotations
 
@@ -18,7 +18,11 @@ from ..ops import get_op, timing_problem
 from ..ops.base import SCOPES
 from ..results import ResultsError, metadata_path, read_results, run_csv, torn_message
 from ..sizes import FORMS, SizeSpecError, row_shape
-from ..sweep import Point, Selection, Settings, plan, scoped_name
+from ..engine import session
+from ..engine.outcome import interrupted_message
+from ..engine.plan import Point, Selection, Settings, plan, scoped_name
+from ..engine.refusals import (DEFAULTS, RunRefused, check_buildable, check_new_output, check_output, previous_metadata,
+                               resolve_settings, resumable)
 from ..timing import CACHE_MODES
 from ..variants import REGISTRY, VariantError, format_params, get_variant, tuning_space
 from .common import (ARGV, FILE, SEED, Finite, InputError, Interrupted, RunFailed, _int_list, _split, command, console,
@@ -29,9 +33,8 @@ COMMANDS = ("run", "tune")
 REPLAY_IGNORES = ("sizes_spec", "runs", "warmup", "cache", "engine", "resume", "prune", "jobs", "output", "dry_run",
                   "pinned_text", "per_shape", "candidates_from", "top", "pool_gpus", "cluster", "scheduler", "workers")
 ENGINES = ("auto", "points", "batched")
-PRUNE = 0.5  # the batched tuner's default: see batched.py
+PRUNE = 0.5  # the batched tuner's default: see engine/batched_local.py
 PAPER_SWEEP = "63:2049"
-DEFAULTS = workflow.DEFAULTS
 # Samples and warm-up launches a point may take: a noise target stops at this many samples too.
 SAMPLES = click.IntRange(1, Settings().max_runs)
 WARMUP = click.IntRange(0, Settings().max_runs)
@@ -97,7 +100,7 @@ def _cluster_spec(cluster: str | None, scheduler: str | None, workers: int | Non
                          f"its port)")
     if not (cluster or scheduler):
         return None
-    from ..cluster import ClusterSpec
+    from ..engine.points_dask import ClusterSpec
 
     return ClusterSpec(scheduler=scheduler, workers=workers)
 
@@ -110,16 +113,16 @@ def _address(text: str) -> bool:
 
 def _execute(points, settings, output, about, *, prepare=None, strict=True, resume=False, previous=None, cluster=None,
              tuning=None):
-    """workflow.execute with a progress bar, then the summary; exit 130 when interrupted, 1 when
+    """session.execute with a progress bar, then the summary; exit 130 when interrupted, 1 when
     the run failed or (strict) a point was wrong or failed (the tuner expects some to fail)."""
     with progress_bar(len(points)) as on_row:
-        outcome = workflow.execute(points, settings, output, about, list(ARGV), prepare=prepare, resume=resume,
+        outcome = session.execute(points, settings, output, about, list(ARGV), prepare=prepare, resume=resume,
                                previous=previous, on_row=on_row, say=say, cluster=cluster, tuning=tuning)
     if outcome.in_file:  # an interrupted new run may have written nothing
         console.print(_summary(output))
         say(f"results: {output}  (metadata: {metadata_path(output)})")
     if outcome.state == "interrupted":
-        raise Interrupted(workflow.interrupted_message(output, outcome.in_file, sum(outcome.counts.values())))
+        raise Interrupted(interrupted_message(output, outcome.in_file, sum(outcome.counts.values())))
     if outcome.failures and strict:
         raise RunFailed(", ".join(f"{n} point(s) {s}" for s, n in outcome.failures.items())
                         + f"; see the reason column of {output}")
@@ -388,16 +391,16 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
         raise InputError("--resume needs --output naming the CSV to continue")
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     output = output or run_csv(f"{name}-{stamp}", places.runs_dir())
-    workflow.check_output(output)
+    check_output(output)
     interrupts_count(output)
-    found = workflow.resumable(output) if resume else None
+    found = resumable(output) if resume else None
     if not resume:
-        workflow.check_new_output(output, "pass --resume to continue it or choose another --output")
-    previous = workflow.previous_metadata(output, found, say) if resume else {}
+        check_new_output(output, "pass --resume to continue it or choose another --output")
+    previous = previous_metadata(output, found, say) if resume else {}
     chosen = {"runs": runs, "warmup": warmup, "cache": cache, "threads": threads, "seed": seed, "max_noise": max_noise,
               "noise_clock": noise_clock}
     given = {**cfg, **{k: v for k, v in chosen.items() if v is not None}}  # cfg: what the config's [run] sets
-    settings = Settings(**workflow.resolve_settings(given, output, previous if resume else None), cpu_budget_s=cpu_budget,
+    settings = Settings(**resolve_settings(given, output, previous if resume else None), cpu_budget_s=cpu_budget,
                         budget_s=time_budget)
     _refuse_unused_settings(given, settings, {v for sel in selections for v in sel.variants}, config, scheduler)
     selections = [workflow.with_tuned(sel, caches, say) for sel in selections]
@@ -405,7 +408,7 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
         points = plan(selections, settings.cache)
     except VariantError as exc:  # a parameter value outside its domain
         raise InputError(str(exc)) from None
-    workflow.check_buildable(points)
+    check_buildable(points)
     done = found.keys if found else set()
     todo = [p for p in points if p.key not in done]
     if found and found.torn:
@@ -522,9 +525,9 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
         console.print(f"{variant.name}: {space} configurations satisfy its constraints; trying {len(configs)} "
                       f"({strategy}) at {len(shapes)} shape(s)", soft_wrap=True)
 
-    workflow.check_output(output, compressed_resumes=engine == "batched")  # a dry run refuses what the run would
+    check_output(output, compressed_resumes=engine == "batched")  # a dry run refuses what the run would
     if not resume:
-        workflow.check_new_output(output, f"choose another --output{' or --resume' if engine == 'batched' else ''}")
+        check_new_output(output, f"choose another --output{' or --resume' if engine == 'batched' else ''}")
     if dry_run:
         announce()
         for p in configs[:20]:
@@ -560,7 +563,7 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
              cluster=spec)
     try:
         best, device = workflow.record_tuning(output, variant, per_shape, cache_path, pool=pool_gpus)
-    except workflow.RunRefused as exc:
+    except RunRefused as exc:
         raise InputError(str(exc)) from None
     for line in describe(best):
         say(f"best {line}")

@@ -200,7 +200,7 @@ class Operation:
     score: str  # the column tuning ranks configurations by (a median: robust to one slow sample)
     dims: tuple[str, ...]  # the CSV's shape columns this operation uses
     awkward: str  # size spec of the shapes every variant of it is tested at on the GPU
-    tune_engine = "points"  # what `mmbench tune --engine auto` uses for it (batched.py: millions of points)
+    tune_engine = "points"  # what `mmbench tune --engine auto` uses for it (engine/batched_local.py: millions of points)
     scopes: tuple[str, ...] = ("kernel",)  # the scopes (SCOPES) it can time
     can_pad = False  # whether it can run a kernel on inputs padded to the kernel's tile multiple
 

@@ -37,11 +37,11 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from .device import HOLD_SLOTS
-from .ops import get_op
-from .ops.base import frobenius_scale, sums_verdict
-from .sizes import Shape
-from .variants import Params, Variant, format_params
+from ..device import HOLD_SLOTS
+from ..ops import get_op
+from ..ops.base import frobenius_scale, sums_verdict
+from ..sizes import Shape
+from ..variants import Params, Variant, format_params
 
 BATCH = 16  # configurations behind one hold: about 100 commands, far from a full launch queue
 COLUMNS = ("size_class", "params", "status", "reason", "shapes", "gflops", "time_ms_min", "time_ms_max",
