@@ -20,8 +20,7 @@ ALLOWED = {
     ("engine/batched_local.py", "shape"),
 }
 ALLOWED_COMMANDS = {
-    ("cli/running.py", "tune"), ("cli/running.py", "run"), ("cli/gpu.py", "profile"),
-    ("cli/gpu.py", "verify_timing"),
+    ("cli/running.py", "tune"),
 }
 
 

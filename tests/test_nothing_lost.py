@@ -65,7 +65,7 @@ def injected(real, error: BaseException, nth: int = 1):
 
 # Where a run can be stopped: (name, the object and attribute to wrap, at which call).
 STAGES = [
-    ("planning", "mmbench.cli.running", "plan", 1),
+    ("planning", "mmbench.api", "plan", 1),
     ("tuned parameters", runs, "with_tuned", 1),
     ("opening the runner", session, "open_engine", 1),
     ("learning the machine", environment, "collect", 1),

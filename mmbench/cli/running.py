@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from .. import environment, places
+from .. import api, environment, places
 from .. import runs as workflow  # not "runs": the commands have a --runs option
 from ..analysis import series_summary
 from ..config import ConfigError, load_config
@@ -20,9 +20,8 @@ from ..results import ResultsError, metadata_path, read_results, run_csv, torn_m
 from ..sizes import FORMS, SizeSpecError, row_shape
 from ..engine import session
 from ..engine.outcome import interrupted_message
-from ..engine.plan import Point, Selection, Settings, plan, scoped_name
-from ..engine.refusals import (DEFAULTS, RunRefused, check_buildable, check_new_output, check_output, previous_metadata,
-                               resolve_settings, resumable)
+from ..engine.plan import Point, Selection, Settings, scoped_name
+from ..engine.refusals import DEFAULTS, RunRefused, check_new_output, check_output
 from ..timing import CACHE_MODES
 from ..variants import REGISTRY, VariantError, format_params, get_variant, tuning_space
 from .common import (ARGV, FILE, SEED, Finite, InputError, Interrupted, RunFailed, _int_list, _split, command, console,
@@ -386,42 +385,28 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
     """
     name, selections, cfg = _selections(variants, sizes, blocks, params, config, scope, pad)
     caches = _reading_caches(tuning_cache)
-    spec = _cluster_spec(cluster, scheduler, workers, any(v.on_gpu for sel in selections for v in sel.variants))
+    chosen = {v for sel in selections for v in sel.variants}
+    spec = _cluster_spec(cluster, scheduler, workers, any(v.on_gpu for v in chosen))
     if resume and output is None:
         raise InputError("--resume needs --output naming the CSV to continue")
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    output = output or run_csv(f"{name}-{stamp}", places.runs_dir())
-    check_output(output)
+    output = output or run_csv(f"{name}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}", places.runs_dir())
     interrupts_count(output)
-    found = resumable(output) if resume else None
-    if not resume:
-        check_new_output(output, "pass --resume to continue it or choose another --output")
-    previous = previous_metadata(output, found, say) if resume else {}
-    chosen = {"runs": runs, "warmup": warmup, "cache": cache, "threads": threads, "seed": seed, "max_noise": max_noise,
-              "noise_clock": noise_clock}
-    given = {**cfg, **{k: v for k, v in chosen.items() if v is not None}}  # cfg: what the config's [run] sets
-    settings = Settings(**resolve_settings(given, output, previous if resume else None), cpu_budget_s=cpu_budget,
-                        budget_s=time_budget)
-    _refuse_unused_settings(given, settings, {v for sel in selections for v in sel.variants}, config, scheduler)
-    selections = [workflow.with_tuned(sel, caches, say) for sel in selections]
-    try:
-        points = plan(selections, settings.cache)
-    except VariantError as exc:  # a parameter value outside its domain
-        raise InputError(str(exc)) from None
-    check_buildable(points)
-    done = found.keys if found else set()
-    todo = [p for p in points if p.key not in done]
-    if found and found.torn:
-        console.print(torn_message(output, found.torn, "it will be set aside and its point measured again"
-                                   if not dry_run and todo else "left in place (nothing is run now)"), soft_wrap=True)
+    asked = {"runs": runs, "warmup": warmup, "cache": cache, "threads": threads, "seed": seed, "max_noise": max_noise,
+             "noise_clock": noise_clock}
+    given = {**cfg, **{k: v for k, v in asked.items() if v is not None}}  # cfg: what the config's [run] sets
+    ran = api.plan_run(selections, caches, output, given, resume=resume, say=say, cpu_budget_s=cpu_budget,
+                       budget_s=time_budget,
+                       refuse_unused=lambda s: _refuse_unused_settings(given, s, chosen, config, scheduler))
+    if ran.found and ran.found.torn:
+        console.print(torn_message(output, ran.found.torn, "it will be set aside and its point measured again"
+                                   if not dry_run and ran.todo else "left in place (nothing is run now)"), soft_wrap=True)
     if dry_run:
-        _print_plan(todo, len(points) - len(todo), output)
-        return
-    if not todo:
-        console.print(f"nothing to do: all {len(points)} points are already in {output}", soft_wrap=True)
-        return
-    _execute(todo, settings, output, {"name": name, "config": str(config) if config else None}, previous=previous,
-             resume=resume, cluster=spec, tuning=workflow.tuning_record(selections, caches))
+        _print_plan(ran.todo, len(ran.points) - len(ran.todo), output)
+    elif not ran.todo:
+        console.print(f"nothing to do: all {len(ran.points)} points are already in {output}", soft_wrap=True)
+    else:
+        _execute(ran.todo, ran.settings, output, {"name": name, "config": str(config) if config else None},
+                 previous=ran.previous, resume=resume, cluster=spec, tuning=ran.tuning)
 
 
 @command()
