@@ -17,7 +17,6 @@ LONGEST_COMMAND = 40
 ALLOWED = {
     ("runs.py", "tune_batched"),
     ("cli/running.py", "tune"),
-    ("engine/batched_local.py", "shape"),
 }
 ALLOWED_COMMANDS = {
     ("cli/running.py", "tune"),
