@@ -84,7 +84,7 @@ def time_naive_8(runner) -> dict:
 def test_a_row_carries_the_kernel_clock_beside_the_events():
     runner = LocalPoints(Settings(runs=3, warmup=1), [])
     runner.gpu = FakeGpu([9.0, 8.0, 8.5], [1980] * 10)
-    runner.kernel_clock = RecordedClock([(7000, 300, 1000), (4000, 300, 1000), (4100, 310, 1000), (3900, 290, 1000)])
+    runner.cupti = RecordedClock([(7000, 300, 1000), (4000, 300, 1000), (4100, 310, 1000), (3900, 290, 1000)])
     row = time_naive_8(runner)
     assert row["status"] == "ok" and row["runs"] == 3
     assert samples_of(row["kernel_ms_samples"]) == pytest.approx([5.3e-3, 5.41e-3, 5.19e-3])  # the warm-up call left out
@@ -166,8 +166,8 @@ def test_a_noise_target_on_the_kernel_clock_stops_where_the_events_would_go_on()
         runner = LocalPoints(Settings(runs=10, warmup=0, max_noise=0.01, max_runs=74, noise_clock=clock), [])
         runner.gpu = FakeGpu([1.0, 1.2] * 100, [1980] * 1000)  # the events: 9 % noise
         stable = [(4000, 300, 1000)] * 10
-        runner.kernel_clock = RecordedClock(stable)  # the kernel clock: none
-        runner.kernel_clock.batches += [[], recorded_calls([(4000, 300, 1000)] * 64)]
+        runner.cupti = RecordedClock(stable)  # the kernel clock: none
+        runner.cupti.batches += [[], recorded_calls([(4000, 300, 1000)] * 64)]
         rows[clock] = time_naive_8(runner)
     assert (rows["kernel"]["stopped"], rows["kernel"]["runs"], rows["kernel"]["noise"]) == ("noise", 10, 0.0)
     assert rows["events"]["stopped"] == "max" and rows["events"]["runs"] == 74
@@ -177,7 +177,7 @@ def test_a_noise_target_on_the_kernel_clock_stops_where_the_events_would_go_on()
 
 def test_a_noise_target_on_a_kernel_clock_that_is_not_there_says_the_events_judged():
     runner = LocalPoints(Settings(runs=10, warmup=0, max_noise=0.01, max_runs=10, noise_clock="kernel"), [])
-    runner.gpu = FakeGpu([1.0] * 10, [1980] * 100)  # no CUPTI: runner.kernel_clock stays None
+    runner.gpu = FakeGpu([1.0] * 10, [1980] * 100)  # no CUPTI: runner.cupti stays None
     row = time_naive_8(runner)
     assert (row["stopped"], row["noise_clock"]) == ("noise", "events") and "kernel_ms_samples" not in row
 

@@ -60,9 +60,9 @@ class LocalPoints(Engine):
         self.library_errors: dict[str, str] = {}  # variant name -> why it could not be opened
         self.kernels: dict[str, dict] = {}  # "name[params]" -> resources, for the metadata
         self._gpu_factory = gpu_factory
-        self.kernel_clock: KernelClock | None = None  # CUPTI's records (settings.kernel_clock, GPU runs)
-        self.kernel_clock_error = ""  # why there is none, for the metadata
-        self.kernel_clock_misses: dict[str, int] = {}  # points whose records did not split into calls, by why
+        self.cupti: KernelClock | None = None  # CUPTI's records, the kernel clock (settings.kernel_clock, GPU runs)
+        self.cupti_error = ""  # why there is none, for the metadata
+        self.cupti_misses: dict[str, int] = {}  # points whose records did not split into calls, by why
         # The last shape's inputs, reference and device buffers: freed after each shape, unless
         # keep_shape (a cluster worker, whose next chunk is often of the same shape).
         self.keep_shape = False
@@ -88,9 +88,9 @@ class LocalPoints(Engine):
             self.gpu = (self._gpu_factory or open_gpu)()
             if self.settings.kernel_clock != "off" and self._gpu_factory is None:
                 try:
-                    self.kernel_clock = KernelClock(self.settings.kernel_clock)
+                    self.cupti = KernelClock(self.settings.kernel_clock)
                 except KernelClockError as exc:
-                    self.kernel_clock_error = str(exc)
+                    self.cupti_error = str(exc)
         for variant in dict.fromkeys(p.variant for p in points if p.variant.on_gpu and p.variant.backend != "cuda"):
             if variant.name in self.libraries or variant.name in self.library_errors:
                 continue
@@ -368,24 +368,24 @@ class LocalPoints(Engine):
         target (of the noise_clock's samples), the budget or max_runs. CUPTI's records of each
         batch, warm-up included, give the kernel clock's times."""
         gpu, settings = self.gpu, self.settings
-        clock = self.kernel_clock
+        cupti = self.cupti
         flush_bytes = gpu.flush_bytes if settings.l2_flush == "write" else None
         kernel: tuple | None = None  # (times, kernels-only times, records a call)
-        reading = clock is not None  # while every batch's records have split into its calls
+        reading = cupti is not None  # while every batch's records have split into its calls
 
         def batch(runs: int, warmup: int) -> list[float]:
             nonlocal kernel, reading
             if reading:
-                clock.collect()  # the verification's and earlier records are not samples
+                cupti.collect()  # the verification's and earlier records are not samples
             held = not timed.host_work and settings.kernel_clock != "isolated"
             got = time_gpu(gpu, timed.launch, runs, warmup, point.cache, settings.l2_flush, held=held)
             if reading:
                 try:
-                    read = per_call_ms(clock.collect(), warmup + runs, flush_bytes)
+                    read = per_call_ms(cupti.collect(), warmup + runs, flush_bytes)
                     before = kernel or ([], [], read.records)
                     kernel = (before[0] + read.ms[warmup:], before[1] + read.kernels_ms[warmup:], read.records)
                 except KernelClockError as exc:
-                    self.kernel_clock_misses[str(exc)] = self.kernel_clock_misses.get(str(exc), 0) + 1
+                    self.cupti_misses[str(exc)] = self.cupti_misses.get(str(exc), 0) + 1
                     kernel, reading = None, False
             return got
 
@@ -437,15 +437,15 @@ class LocalPoints(Engine):
 
     def kernel_clock_meta(self) -> dict:
         """What the metadata says of the kernel clock: on or why not, and points it missed."""
-        if self.kernel_clock is None:
-            return {"kernel_clock": {"on": False, "why": self.kernel_clock_error or "off"}} if self.gpu else {}
+        if self.cupti is None:
+            return {"kernel_clock": {"on": False, "why": self.cupti_error or "off"}} if self.gpu else {}
         return {"kernel_clock": {"on": True, "mode": self.settings.kernel_clock,
                                  "source": "CUPTI activity records (kernels, memsets, copies)",
-                                 "misses": dict(self.kernel_clock_misses)}}
+                                 "misses": dict(self.cupti_misses)}}
 
     def close(self) -> None:
-        if self.kernel_clock is not None:
-            self.kernel_clock.close()
+        if self.cupti is not None:
+            self.cupti.close()
         self.release_shape()
         for handle in self.libraries.values():
             handle.close()
