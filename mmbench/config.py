@@ -20,7 +20,7 @@ from .ops import get_op, timing_problem
 from .ops.base import SCOPES
 from .sizes import SizeSpecError
 from .studies import paper_problem, renamed
-from .sweep import Selection, Settings
+from .engine.plan import Selection, Settings
 from .timing import CACHE_MODES
 from .variants import Variant, VariantError, get_variant, param_points
 

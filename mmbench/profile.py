@@ -20,7 +20,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from .sweep import Point
+from .engine.plan import Point
 from .variants import format_params
 
 METRICS = {
@@ -56,7 +56,7 @@ def ncu_command(args: Sequence[str], metrics: Sequence[str] = tuple(METRICS), ca
         raise ProfileError("Nsight Compute (ncu) is not on PATH; it ships with the CUDA toolkit "
                            "(install nsight-compute and put its ncu on PATH)")
     return [ncu, "--csv", "--print-units", "base", "--clock-control", "none", "--cache-control", cache_control,
-            "--metrics", ",".join(metrics), sys.executable, "-m", "mmbench.launch_once", *args]
+            "--metrics", ",".join(metrics), sys.executable, "-m", "mmbench.profiler_target", *args]
 
 
 def parse_ncu_csv(text: str) -> list[dict]:

@@ -1,4 +1,4 @@
-"""Result files: the row schema, the streaming CSV writer, metadata JSON, and reading back.
+"""Result files: the streaming CSV writer, metadata JSON, and reading back (the row: schema.py).
 
 A run writes ``NAME.csv`` (one row per point, each row written whole in one write and flushed as
 the point finishes, every sample kept in ``time_ms_samples``) and ``NAME.meta.json`` beside it.
@@ -22,43 +22,12 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Mapping
 
 import pandas as pd
 
-# Units live in the column names; values stay raw.
-COLUMNS = (
-    "op", "variant", "label", "backend", "params", "m", "n", "k", "cache", "scope", "pad", "padded_shape",
-    "status", "reason",
-    "rel_err", "err_bound_ratio",
-    "runs", "warmup",
-    "time_ms_mean", "time_ms_median", "time_ms_min", "time_ms_max", "time_ms_std", "cv",
-    "gflops_mean", "gflops_median", "gbytes_per_s",
-    "sm_clock_mhz_before", "sm_clock_mhz_after", "clock_sagged",
-    "threads", "time_ms_samples", "finished_at",
-    "host", "gpu", "gpu_uuid",  # where the point ran: on a cluster, each worker's own
-    # the second clock: CUPTI's summed device work per call (kernel_clock.py), every sample kept
-    "kernel_ms_mean", "kernel_ms_median", "kernel_ms_min", "kernel_records", "kernel_ms_samples",
-    "kernels_only_ms_median",
-    "gpu_temp_c_before", "gpu_temp_c_after", "power_w_before", "power_w_after",
-    "noise", "noise_clock", "stopped", "samples_sagged",  # adaptive sampling: reached noise (of which clock's
-    # samples: the kernel clock's can be missing at a point, and then the events' judge), why it stopped
-)
-KEY = ("op", "variant", "params", "m", "n", "k", "cache", "scope", "pad")  # one row per point; --resume skips these
-# Columns added since the first files, with the value every row of an older file has: files written
-# before operations existed are all GEMM; before scopes and padding, every time was the kernel's alone
-# on the matrices as given.
-ADDED_COLUMNS = {"op": "gemm", "scope": "kernel", "pad": "0", "padded_shape": "",
-                 "host": "", "gpu": "", "gpu_uuid": "",  # where: the file's metadata says, for a file from before
-                 **{c: "" for c in ("kernel_ms_mean", "kernel_ms_median", "kernel_ms_min", "kernel_records",
-                                    "kernel_ms_samples", "kernels_only_ms_median", "gpu_temp_c_before", "gpu_temp_c_after", "power_w_before",
-                                    "power_w_after", "noise", "noise_clock", "stopped", "samples_sagged")}}
-STATUSES = ("ok", "wrong", "failed", "skipped")
-_INTS = ("m", "n", "k", "runs", "warmup", "pad")
-_FLOATS = ("kernel_ms_mean", "kernel_ms_median", "kernel_ms_min", "kernel_records", "kernels_only_ms_median", "gpu_temp_c_before",
-           "gpu_temp_c_after", "power_w_before", "power_w_after", "noise", "samples_sagged", "threads", "sm_clock_mhz_before", "sm_clock_mhz_after", "rel_err", "err_bound_ratio", "time_ms_mean", "time_ms_median", "time_ms_min", "time_ms_max",
-           "time_ms_std", "cv", "gflops_mean", "gflops_median", "gbytes_per_s")
-_REQUIRED = ("variant", "m", "n", "k", "cache", "status", "runs", "finished_at")  # never empty
+from .schema import ADDED_COLUMNS, COLUMNS, FLOATS, INTS, KEY, REQUIRED, STATUSES
+
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d)$")
 
 
@@ -132,15 +101,15 @@ def row_problem(row: Mapping[str, str | None]) -> str | None:
     if None in row or any(v is None for v in row.values()):  # DictReader's marks for a wrong field count
         count = len([v for v in row.values() if v is not None]) + len(row.get(None) or ())
         return f"{count} fields where the header has {len([k for k in row if k is not None])}"
-    for col in _REQUIRED:
+    for col in REQUIRED:
         if col in row and not row[col]:
             return f"empty {col}"
     if "status" in row and row["status"] not in STATUSES:
         return f"status '{row['status']}' is not one of {', '.join(STATUSES)}"
-    for col in _INTS:
+    for col in INTS:
         if row.get(col) and not _is_int(row[col]):
             return f"{col} '{row[col]}' is not an integer"
-    for col in _FLOATS:
+    for col in FLOATS:
         if row.get(col) and not _is_float(row[col]):
             return f"{col} '{row[col]}' is not a number"
     if row.get("clock_sagged") not in (None, "", "True", "False"):
@@ -408,15 +377,6 @@ def read_results(path: Path) -> pd.DataFrame:
     if found.torn:
         df.attrs["warning"] = torn_message(path, found.torn, "left out")
     return df
-
-
-def samples_of(cell: str) -> list[float]:
-    """The per-sample times of one row, in milliseconds."""
-    return [float(x) for x in cell.split(";")] if cell else []
-
-
-def join_samples(times_ms: Iterable[float]) -> str:
-    return ";".join(repr(t) for t in times_ms)
 
 
 def finished_at(meta: Mapping) -> dt.datetime | None:

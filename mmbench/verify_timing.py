@@ -15,7 +15,7 @@ from typing import Sequence
 import pandas as pd
 
 from .profile import ProfileError, kernel_time_ns, ncu_command, ncu_path
-from .sweep import Point
+from .engine.plan import Point
 
 TOLERANCE = 0.05  # the target: within 5 % of Nsight Compute
 NCU_CALLS = 10  # calls of each point under Nsight Compute: a small kernel's time varies by a few % a launch

@@ -8,7 +8,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from mmbench import batched
+from mmbench.engine import batched_local
 from mmbench.cli import main
 from mmbench.environment import own_cpus
 from mmbench.results import write_metadata
@@ -263,8 +263,8 @@ def workdir(tmp_path_factory):
         Path("binary.csv").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
         Path("folder").mkdir()
         Path("bad.toml").write_text("name = [unclosed\n")
-        Path("t.csv").write_text(",".join(batched.COLUMNS) + "\n")  # a batched tuning from before pruning
-        Path("bare.csv").write_text(",".join(batched.COLUMNS) + "\n")  # one whose metadata is lost
+        Path("t.csv").write_text(",".join(batched_local.COLUMNS) + "\n")  # a batched tuning from before pruning
+        Path("bare.csv").write_text(",".join(batched_local.COLUMNS) + "\n")  # one whose metadata is lost
         write_metadata(Path("t.csv"), {"settings": {"runs": 1, "warmup": 0, "cache": "cold", "seed": 0},
                                        "tuning": {"tried": 1536}})
         Path("afile").write_text("")  # a file where a folder is wanted
@@ -340,10 +340,10 @@ def test_a_folder_this_user_may_not_write_is_refused_before_anything_runs(workdi
     permissions do not stop): refused in one line before anything is drawn, run or measured."""
     from types import SimpleNamespace
 
-    from mmbench import runs
+    from mmbench.engine import refusals
 
     monkeypatch.chdir(workdir)
-    monkeypatch.setattr(runs, "os", SimpleNamespace(access=lambda path, mode: False, W_OK=2))
+    monkeypatch.setattr(refusals, "os", SimpleNamespace(access=lambda path, mode: False, W_OK=2))
     before = _snapshot(workdir)
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2 and result.output.count("\n") == 1, result.output

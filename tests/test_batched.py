@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mmbench import batched
-from mmbench.batched import Measured, class_rows, done_classes, verdict
+from mmbench.engine import batched_local
+from mmbench.engine.batched_local import Measured, class_rows, done_classes, verdict
 from mmbench.ops import get_op
 from mmbench.sizes import Shape
 from mmbench.tuning.cache import YOURS, CacheFile, DeviceId, lookup
@@ -65,12 +65,12 @@ def test_after_the_pivot_the_slow_and_the_failed_are_left_untimed():
     pivot = Shape(100, 200, 0)
     measured = [Measured("ok", "", 0.010, 0.1), Measured("ok", "", 0.019, 0.1), Measured("ok", "", 0.021, 0.1),
                 Measured("wrong", "2 of 100 outputs not finite", 0.01, math.nan), Measured("skipped", "spills", math.nan, math.nan)]
-    untimed = batched.pruned_after_pivot(measured, 0.5, pivot, GEMV.flops)
+    untimed = batched_local.pruned_after_pivot(measured, 0.5, pivot, GEMV.flops)
     assert sorted(untimed) == [2, 3, 4]  # 0.021 ms is slower than the best's 0.010 / 0.5; 0.019 is not
     assert untimed[2].status == "pruned" and untimed[2].reason == "under 0.5 of the best's 4 GFLOP/s at the pivot 100x200"
     assert (untimed[3].status, untimed[3].reason) == ("wrong", "2 of 100 outputs not finite")
     assert untimed[4].status == "skipped"
-    assert sorted(batched.pruned_after_pivot(measured, 0.0, pivot, GEMV.flops)) == [3, 4]  # 0: no pruning
+    assert sorted(batched_local.pruned_after_pivot(measured, 0.0, pivot, GEMV.flops)) == [3, 4]  # 0: no pruning
 
 
 def test_a_design_skipped_at_some_shape_of_a_class_is_timed_nowhere_in_it():
@@ -78,17 +78,17 @@ def test_a_design_skipped_at_some_shape_of_a_class_is_timed_nowhere_in_it():
     is skipped, so it is not timed even at the pivot, where it could otherwise set the best speed
     that prunes the others."""
     tuned = REGISTRY["gemv_tuned"]
-    group = [s for _, g in batched.by_class(GEMV, GEMV.parse_sizes("cell:7x7")) for s in g]
+    group = [s for _, g in batched_local.by_class(GEMV, GEMV.parse_sizes("cell:7x7")) for s in g]
     assert sorted({s.m for s in group}) == [63, 76, 92] and group[0].m == 63  # the pivot: it runs there
     p = lambda kernel, bs: (("BLOCKSIZE", bs), ("KERNEL", kernel), ("WORKSIZE_M", 1), ("WORKSIZE_N", 1))  # noqa: E731
     configs = [p(1, 64), p(1, 128), p(0, 32), p(2, 64)]
-    skipped = batched.skipped_in_class(GEMV, tuned, configs, group)
+    skipped = batched_local.skipped_in_class(GEMV, tuned, configs, group)
     assert list(skipped) == [0] and skipped[0].status == "skipped" and "m = 76" in skipped[0].reason
 
 
 def test_a_class_starts_at_its_pivot_the_shape_of_median_footprint():
     cell = GEMV.parse_sizes("cell:10x12")
-    [(cls, group)] = list(batched.by_class(GEMV, cell))
+    [(cls, group)] = list(batched_local.by_class(GEMV, cell))
     sizes = sorted(GEMV.device_bytes(s) for s in cell)
     assert cls == "cell10x12" and len(group) == 9 and set(group) == set(cell)
     assert GEMV.device_bytes(group[0]) == sizes[4] and group[1:] == [s for s in cell if s != group[0]]
@@ -96,7 +96,7 @@ def test_a_class_starts_at_its_pivot_the_shape_of_median_footprint():
 
 def test_a_resume_cuts_the_class_a_crash_left_partial_and_reads_a_finished_gz(tmp_path):
     path = tmp_path / "t.csv"
-    writer = batched.ClassWriter(path)
+    writer = batched_local.ClassWriter(path)
     row = {"params": "BLOCKSIZE=32", "status": "ok", "reason": "", "shapes": 9, "gflops": 1.5}
     writer.write([{**row, "size_class": "cell00x00"}, {**row, "size_class": "cell00x00", "params": "BLOCKSIZE=64"}])
     writer.write([{**row, "size_class": "cell00x01"}])  # the crash came before the class's second row
@@ -108,16 +108,16 @@ def test_a_resume_cuts_the_class_a_crash_left_partial_and_reads_a_finished_gz(tm
     assert [ln.split(",")[0] for ln in path.read_text().splitlines()] == ["size_class", "cell00x00", "cell00x00"]
     assert path.read_text().endswith("\n")
     assert done_classes(path, configs=2) == ({"cell00x00"}, None)  # whole now: nothing more to cut
-    gz = batched.compress(path)
+    gz = batched_local.compress(path)
     assert not path.exists() and gz.name == "t.csv.gz"
-    assert list(batched.read_rows(path).size_class) == ["cell00x00", "cell00x00"]
+    assert list(batched_local.read_rows(path).size_class) == ["cell00x00", "cell00x00"]
     assert done_classes(path, configs=2) == ({"cell00x00"}, None) and path.exists()  # a resume unpacks it
 
 
 def test_a_file_of_other_columns_is_refused(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("op,variant\nx,y\n")
-    with pytest.raises(batched.BatchError, match="other columns"):
+    with pytest.raises(batched_local.BatchError, match="other columns"):
         done_classes(path, configs=1)
 
 
@@ -126,7 +126,7 @@ def test_best_per_class_takes_the_highest_mean_among_the_verified():
 
     rows = pd.DataFrame({"size_class": ["cell01x01"] * 3 + ["cell02x02"], "params": ["A=1", "A=2", "A=3", "A=1"],
                          "status": ["ok", "ok", "wrong", "wrong"], "shapes": [9] * 4, "gflops": [5.0, 7.0, None, None]})
-    assert batched.best_per_class(rows) == {"cell01x01": {"params": "A=2", "gflops": 7.0, "shapes": 9, "tried": 3}}
+    assert batched_local.best_per_class(rows) == {"cell01x01": {"params": "A=2", "gflops": 7.0, "shapes": 9, "tried": 3}}
 
 
 def test_a_run_takes_its_shapes_cell_else_the_nearest_tuned_cell():

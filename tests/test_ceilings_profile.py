@@ -6,7 +6,7 @@ from click.testing import CliRunner
 from mmbench import ceilings, profile
 from mmbench.cli import main
 from mmbench.sizes import Shape
-from mmbench.sweep import Point
+from mmbench.engine.plan import Point
 from mmbench.variants import REGISTRY
 
 H200 = {"name": "NVIDIA H200", "compute_capability": "9.0", "sm_count": 132, "clock_khz": 1980000,
@@ -88,7 +88,7 @@ def test_bank_conflicts_per_shared_instruction():
     assert set(row) == set(profile.COLUMNS)
 
 
-def test_launch_once_gets_a_transpose_shape_whole():
+def test_the_profiler_target_gets_a_transpose_shape_whole():
     """A transpose's 4096 is 4096 x 4096 x 0: written out, so the profiled launch is the same shape."""
     point = Point(REGISTRY["transpose_shmem"], (), Shape(4096, 4096, 0), "cold")
     assert profile._args(point) == ["transpose_shmem", "-", "4096x4096x0"]
@@ -104,9 +104,9 @@ def test_ncus_reference_is_the_median_of_the_calls_summed_kernels():
         profile.per_call_median(kernels[:5], 3)
 
 
-def test_launch_once_refuses_a_bad_repeat_without_touching_a_gpu(capsys):
-    from mmbench import launch_once
+def test_the_profiler_target_refuses_a_bad_repeat_without_touching_a_gpu(capsys):
+    from mmbench import profiler_target
 
-    assert launch_once.main(["--repeat", "0", "best", "-", "63"]) == 2
-    assert launch_once.main(["--repeat", "2", "best", "-"]) == 2
+    assert profiler_target.main(["--repeat", "0", "best", "-", "63"]) == 2
+    assert profiler_target.main(["--repeat", "2", "best", "-"]) == 2
     assert "--repeat N" in capsys.readouterr().err

@@ -8,8 +8,9 @@ from click.testing import CliRunner
 
 from mmbench import device, source
 from mmbench.cli import main
-from mmbench.results import COLUMNS, read_results
-from mmbench.sweep import Runner
+from mmbench.results import read_results
+from mmbench.schema import COLUMNS
+from mmbench.engine.points_local import LocalPoints
 from mmbench.variants import REGISTRY
 
 ZOSA = str(Path(__file__).resolve().parent.parent / "configs" / "zosa2017.toml")
@@ -149,7 +150,7 @@ def test_existing_output_needs_resume(tmp_path):
 
 def test_interrupt_keeps_rows_and_resume_finishes(tmp_path, monkeypatch):
     out = tmp_path / "r.csv"
-    real = Runner._run_point
+    real = LocalPoints._run_point
     calls = {"n": 0}
 
     def interrupted_on_third(self, point, inputs, buffers):
@@ -158,12 +159,12 @@ def test_interrupt_keeps_rows_and_resume_finishes(tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return real(self, point, inputs, buffers)
 
-    monkeypatch.setattr(Runner, "_run_point", interrupted_on_third)
+    monkeypatch.setattr(LocalPoints, "_run_point", interrupted_on_third)
     result = invoke("run", "-v", "blas", "-s", "31:97", "--runs", "1", "-o", out)
     assert result.exit_code == 130 and "interrupted" in result.output and "--resume" in result.output
     assert len(read_results(out)) == 2
     assert json.loads(out.with_suffix(".meta.json").read_text())["state"] == "interrupted"
-    monkeypatch.setattr(Runner, "_run_point", real)
+    monkeypatch.setattr(LocalPoints, "_run_point", real)
     plan = invoke("run", "-v", "blas", "-s", "31:97", "--runs", "1", "-o", out, "--resume", "--dry-run")
     assert "plan: 7 points (2 already in" in plan.output
     assert invoke("run", "-v", "blas", "-s", "31:97", "--runs", "1", "-o", out, "--resume").exit_code == 0

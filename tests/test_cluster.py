@@ -13,12 +13,13 @@ from click.testing import CliRunner
 
 distributed = pytest.importorskip("distributed")
 
-from mmbench import runs  # noqa: E402
+from mmbench.engine import session  # noqa: E402
 from mmbench.cli import main  # noqa: E402
-from mmbench.cluster import ClusterRunner, ClusterSpec, chunks, descriptor, from_descriptor  # noqa: E402
+from mmbench.engine.dask_worker import descriptor, from_descriptor  # noqa: E402
+from mmbench.engine.points_dask import ClusterSpec, DaskPoints, chunks  # noqa: E402
 from mmbench.results import read_metadata, read_results  # noqa: E402
 from mmbench.sizes import Shape  # noqa: E402
-from mmbench.sweep import Point, Selection, Settings, plan  # noqa: E402
+from mmbench.engine.plan import plan, Point, Selection, Settings  # noqa: E402
 from mmbench.variants import REGISTRY, Variant  # noqa: E402
 
 SIZES = "32,48,64,80,96,112,128,144"
@@ -111,7 +112,7 @@ def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(tmp_path, schedu
             os.kill(pids[busy[0]], signal.SIGKILL)
 
     try:
-        outcome = runs.execute(points, settings, out, {"name": "k"}, ["test"], on_row=kill_a_busy_worker,
+        outcome = session.execute(points, settings, out, {"name": "k"}, ["test"], on_row=kill_a_busy_worker,
                                cluster=ClusterSpec(scheduler=scheduler), say=lambda _: None)
     finally:
         client.close()
@@ -124,7 +125,7 @@ def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(tmp_path, schedu
 def test_a_chunk_that_cannot_run_becomes_failed_rows_and_the_sweep_goes_on(scheduler):
     ghost = Variant(name="ghost", backend="cpu", label="ghost", description="not in the registry")
     points = [Point(ghost, (), Shape(32, 32, 32), "hot"), Point(REGISTRY["blas"], (), Shape(48, 48, 48), "hot")]
-    runner = ClusterRunner(Settings(runs=1, warmup=0), points, ClusterSpec(scheduler=scheduler), say=lambda _: None)
+    runner = DaskPoints(Settings(runs=1, warmup=0), points, ClusterSpec(scheduler=scheduler), say=lambda _: None)
     rows = []
     try:
         runner.run(points, rows.append)
@@ -153,13 +154,13 @@ def test_a_scheduler_that_is_not_there_is_one_line(tmp_path):
 
 def test_a_workers_runner_keeps_a_shapes_inputs_for_its_next_chunk_of_that_shape(monkeypatch):
     from mmbench.ops.gemm import Gemm
-    from mmbench.sweep import Runner
+    from mmbench.engine.points_local import LocalPoints
 
     made = []
     original = Gemm.make_inputs
     monkeypatch.setattr(Gemm, "make_inputs", lambda self, shape, rng, products=None: made.append(shape) or original(self, shape, rng, products))
     chunk = lambda n: [Point(REGISTRY["blas"], (), Shape(n, n, n), "hot")]  # noqa: E731
-    runner = Runner(Settings(runs=1, warmup=0), [])
+    runner = LocalPoints(Settings(runs=1, warmup=0), [])
     rows = []
     for n in (32, 32, 48):
         runner.run(chunk(n), rows.append)
@@ -173,7 +174,7 @@ def test_a_workers_runner_keeps_a_shapes_inputs_for_its_next_chunk_of_that_shape
 
 
 def test_workers_share_their_hosts_cores_for_blas():
-    from mmbench.cluster import blas_shares
+    from mmbench.engine.dask_worker import blas_shares
 
     workers = {"a1": {"host": "a", "host_cpus": 16, "cpus": 16}, "a2": {"host": "a", "host_cpus": 16, "cpus": 16},
                "b1": {"host": "b", "host_cpus": 8, "cpus": 8},
@@ -184,11 +185,11 @@ def test_workers_share_their_hosts_cores_for_blas():
 
 
 def test_a_worker_pinned_to_fewer_cores_than_its_share_takes_those(monkeypatch):
-    from mmbench import cluster
+    from mmbench.engine import dask_worker
 
-    monkeypatch.setattr(cluster, "own_cpus", lambda: 4)
-    assert cluster.my_share({cluster.HOST: 16}) == 4 and cluster.my_share({cluster.HOST: 2}) == 2
-    assert cluster.my_share({"elsewhere": 16}) is None
+    monkeypatch.setattr(dask_worker, "own_cpus", lambda: 4)
+    assert dask_worker.my_share({dask_worker.HOST: 16}) == 4 and dask_worker.my_share({dask_worker.HOST: 2}) == 2
+    assert dask_worker.my_share({"elsewhere": 16}) is None
 
 
 def test_a_lone_worker_runs_blas_on_all_its_hosts_cores_not_on_dasks_one_thread(tmp_path):
@@ -222,7 +223,7 @@ def test_every_worker_compiles_the_runs_kernels_before_the_first_chunk():
             assert errors == "skip"
             return [f for f in futures if f != "tcp://c:3"]  # that worker's compiling fails
 
-    runner = ClusterRunner.__new__(ClusterRunner)
+    runner = DaskPoints.__new__(DaskPoints)
     runner.client, runner.settings, runner.shares, runner.say = Client(), Settings(), {"h": 8}, said.append
     runner.workers = {"tcp://a:1": {}, "tcp://b:2": {}}
     shape, other = Shape(64, 64, 64), Shape(96, 96, 96)
@@ -247,7 +248,7 @@ def test_every_worker_compiles_the_runs_kernels_before_the_first_chunk():
 
 
 def test_a_cpu_workers_prepare_compiles_nothing(scheduler):
-    from mmbench.cluster import prepare_worker
+    from mmbench.engine.dask_worker import prepare_worker
 
     with distributed.Client(scheduler) as client:
         point = Point(REGISTRY["blas"], (), Shape(32, 32, 32), "hot")
@@ -255,9 +256,9 @@ def test_a_cpu_workers_prepare_compiles_nothing(scheduler):
 
 
 def _workers_runner_settings():
-    from mmbench import cluster
+    from mmbench.engine import dask_worker
 
-    return cluster._RUNNER[0]
+    return dask_worker._RUNNER[0]
 
 
 def test_closing_a_cluster_run_releases_every_workers_runner(scheduler):
@@ -265,7 +266,7 @@ def test_closing_a_cluster_run_releases_every_workers_runner(scheduler):
     the run's end, not at the process's exit."""
     settings = Settings(runs=2, warmup=0)  # not another test's runner left on the shared cluster
     points = [Point(REGISTRY["blas"], (), Shape(n, n, n), "hot") for n in (32, 48, 64, 80)]
-    runner = ClusterRunner(settings, points, ClusterSpec(scheduler=scheduler), say=lambda _: None)
+    runner = DaskPoints(settings, points, ClusterSpec(scheduler=scheduler), say=lambda _: None)
     with distributed.Client(scheduler) as client:
         try:
             runner.run(points, lambda row: None)
@@ -278,7 +279,8 @@ def test_closing_a_cluster_run_releases_every_workers_runner(scheduler):
 def test_releasing_a_worker_frees_its_runners_and_tuners_with_their_gpus_context_current(monkeypatch):
     import weakref
 
-    from mmbench import cluster, device
+    from mmbench import device
+    from mmbench.engine import dask_worker
 
     said = []
 
@@ -316,16 +318,16 @@ def test_releasing_a_worker_frees_its_runners_and_tuners_with_their_gpus_context
     gpu = FakeGpu()
     runner, tuner = FakeRunner(gpu), FakeTuner(gpu)
     dead = [weakref.ref(o) for o in (gpu, runner, tuner)]
-    monkeypatch.setattr(cluster, "_RUNNER", [object(), runner])
-    monkeypatch.setattr(cluster, "_TUNERS", {"gpu": gpu, ("gemv_tuned",): tuner})
+    monkeypatch.setattr(dask_worker, "_RUNNER", [object(), runner])
+    monkeypatch.setattr(dask_worker, "_TUNERS", {"gpu": gpu, ("gemv_tuned",): tuner})
     del gpu, runner, tuner
-    assert cluster.release_worker() == {"released": 2, "failed": []}
-    assert all(ref() is None for ref in dead) and cluster._RUNNER == [None, None] and cluster._TUNERS == {}
+    assert dask_worker.release_worker() == {"released": 2, "failed": []}
+    assert all(ref() is None for ref in dead) and dask_worker._RUNNER == [None, None] and dask_worker._TUNERS == {}
     assert said[0] == "push" and said[-1] == "pop" and {"close", "runner freed", "gpu freed"} <= set(said)
 
 
 def test_a_runner_that_fails_to_close_does_not_keep_the_others(monkeypatch):
-    from mmbench import cluster
+    from mmbench.engine import dask_worker
 
     class Broken:
         gpu = None
@@ -341,9 +343,9 @@ def test_a_runner_that_fails_to_close_does_not_keep_the_others(monkeypatch):
         def close(self):
             closed.append(True)
 
-    monkeypatch.setattr(cluster, "_RUNNER", [object(), Broken()])
-    monkeypatch.setattr(cluster, "_TUNERS", {("a",): Fine()})
-    out = cluster.release_worker()
+    monkeypatch.setattr(dask_worker, "_RUNNER", [object(), Broken()])
+    monkeypatch.setattr(dask_worker, "_TUNERS", {("a",): Fine()})
+    out = dask_worker.release_worker()
     assert out["released"] == 2 and out["failed"] == ["Broken: RuntimeError: CUPTI gone"] and closed
 
 
@@ -351,7 +353,7 @@ def test_a_worker_that_cannot_release_in_time_is_named_and_the_close_goes_on(sch
     import time
 
     said = []
-    runner = ClusterRunner(Settings(runs=1, warmup=0), [], ClusterSpec(scheduler=scheduler), say=said.append)
+    runner = DaskPoints(Settings(runs=1, warmup=0), [], ClusterSpec(scheduler=scheduler), say=said.append)
     with distributed.Client(scheduler) as client:
         busy = client.submit(time.sleep, 3, workers=[next(iter(client.nthreads()))], pure=False)
         time.sleep(0.5)  # started
@@ -367,13 +369,13 @@ def test_a_worker_that_cannot_release_in_time_is_named_and_the_close_goes_on(sch
 def test_the_client_keeps_every_workers_own_library_entries():
     """Workers report their libraries chunk by chunk; the client merges each entry one level deep,
     so one worker's reason for making references on the host does not hide another's."""
-    runner = ClusterRunner.__new__(ClusterRunner)
+    runner = DaskPoints.__new__(DaskPoints)
     runner.kernels, runner._spent, runner._libraries, runner.gpus = {}, {}, {}, {}
 
     def chunk(pid, libraries):
         return {"kernels": {}, "time_spent": {}, "libraries": libraries, "gpu": None, "worker": {"host": "h", "pid": pid}}
 
-    runner._absorb(chunk(1, {"cublas": {"version": 1}, "float64_reference": {"reference_gpu": "G", "not on the GPU at h:1": "x"}}))
-    runner._absorb(chunk(2, {"cublas": {"version": 1}, "float64_reference": {"reference_gpu": "G", "not on the GPU at h:2": "y"}}))
+    runner.absorb(chunk(1, {"cublas": {"version": 1}, "float64_reference": {"reference_gpu": "G", "not on the GPU at h:1": "x"}}))
+    runner.absorb(chunk(2, {"cublas": {"version": 1}, "float64_reference": {"reference_gpu": "G", "not on the GPU at h:2": "y"}}))
     assert runner.library_meta() == {"cublas": {"version": 1}, "float64_reference": {
         "reference_gpu": "G", "not on the GPU at h:1": "x", "not on the GPU at h:2": "y"}}

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from mmbench.config import ConfigError, load_config
-from mmbench.sweep import plan
+from mmbench.engine.plan import plan
 
 CONFIGS = sorted(Path(__file__).resolve().parent.parent.joinpath("configs").glob("*.toml"))
 

@@ -9,7 +9,8 @@ import pytest
 from mmbench.ops import base as ops
 from mmbench.ops import gemm
 from mmbench.sizes import Shape
-from mmbench.sweep import Point, _timing_fields, clock_sagged
+from mmbench.engine.plan import Point
+from mmbench.schema import clock_sagged, timing_fields
 from mmbench.timing import summarize
 from mmbench.variants import REGISTRY
 
@@ -29,7 +30,7 @@ def test_summary_statistics_of_known_samples():
 
 def test_timing_fields_follow_their_formulas():
     shape = Shape(100, 200, 300)
-    fields = _timing_fields(Point(REGISTRY["blas"], (), shape, "hot"), SAMPLES)
+    fields = timing_fields(Point(REGISTRY["blas"], (), shape, "hot"), SAMPLES)
     flops = 2 * 100 * 200 * 300
     nbytes = 4 * (100 * 300 + 300 * 200 + 100 * 200)
     assert fields["gflops_mean"] == pytest.approx(flops / (4.0e-3 * 1e9), rel=1e-15)  # from the mean time
@@ -76,7 +77,7 @@ def test_the_frobenius_rule_sits_at_8_u_sqrt_k(scale, ok):
 
 
 class FakeGpu:
-    """Just enough of device.Gpu for Runner._verify_and_time: samples and clock readings scripted."""
+    """Just enough of device.Gpu for LocalPoints._verify_and_time: samples and clock readings scripted."""
 
     def __init__(self, samples_ms, clocks_mhz, max_mhz=1980):
         self.samples, self.clocks, self.stream = iter(samples_ms), iter(clocks_mhz), None
@@ -92,6 +93,9 @@ class FakeGpu:
 
     def conditions(self, when):
         return {f"gpu_temp_c_{when}": 41, f"power_w_{when}": 120.5}
+
+    def compiled(self, variant, params):  # nothing to compile ahead: the fake launches no kernel
+        return True
 
     flush_bytes = 100 * 2**20
 
@@ -127,11 +131,12 @@ class FakeGpu:
 
 @pytest.mark.parametrize("clocks,sagged", [((1980, 1980), False), ((1980, 1500), True)])
 def test_a_gpu_row_carries_the_timing_fields_and_the_clock_flag(clocks, sagged):
-    from mmbench.sweep import Runner, Settings
+    from mmbench.engine.plan import Settings
+    from mmbench.engine.points_local import LocalPoints
 
     shape = Shape(8, 8, 8)
     inputs = gemm.make_gemm_inputs(shape, np.random.default_rng(0))
-    runner = Runner(Settings(runs=4, warmup=0), [])
+    runner = LocalPoints(Settings(runs=4, warmup=0), [])
     runner.gpu = FakeGpu(SAMPLES, clocks)
     from mmbench.ops import DeviceBuffers
 
@@ -157,7 +162,8 @@ def test_a_gpu_row_carries_the_timing_fields_and_the_clock_flag(clocks, sagged):
 ])
 def test_the_isolated_kernel_clock_launches_every_sample_on_an_idle_gpu(mode, expected):
     from mmbench.ops import DeviceBuffers
-    from mmbench.sweep import Runner, Settings
+    from mmbench.engine.plan import Settings
+    from mmbench.engine.points_local import LocalPoints
 
     class LoggingGpu(FakeGpu):
         def __init__(self, *args):
@@ -178,7 +184,7 @@ def test_the_isolated_kernel_clock_launches_every_sample_on_an_idle_gpu(mode, ex
 
     shape = Shape(8, 8, 8)
     inputs = gemm.make_gemm_inputs(shape, np.random.default_rng(0))
-    runner = Runner(Settings(runs=3, warmup=0, kernel_clock=mode), [])
+    runner = LocalPoints(Settings(runs=3, warmup=0, kernel_clock=mode), [])
     runner.gpu = LoggingGpu([1.0, 2.0, 3.0], (1980, 1980))
     c = np.empty(64, np.float32)
 

@@ -11,8 +11,10 @@ from click.testing import CliRunner
 
 from mmbench.cli import main
 from mmbench.ops import OPERATIONS, get_op
-from mmbench.results import read_results, samples_of
-from mmbench.sweep import Runner, Selection, Settings, plan
+from mmbench.results import read_results
+from mmbench.schema import samples_of
+from mmbench.engine.plan import plan, Selection, Settings
+from mmbench.engine.points_local import LocalPoints
 from mmbench.variants import REGISTRY, Variant, format_params, parse_params, tuning_space
 
 pytestmark = pytest.mark.gpu
@@ -25,7 +27,7 @@ CASES = [(v.name, b) for v in GPU_VARIANTS for b in (BLOCKS if "BLOCK" in v.axes
 def _run(gpu, variants, sizes, overrides=None, scopes=("kernel",), pads=(False,), **settings):
     points = plan([Selection(tuple(variants), sizes, overrides or {}, scopes=scopes, pads=pads)],
                   settings.pop("cache", "cold"))
-    runner = Runner(Settings(**{"runs": 3, "warmup": 1, **settings}), points, gpu_factory=lambda: gpu)
+    runner = LocalPoints(Settings(**{"runs": 3, "warmup": 1, **settings}), points, gpu_factory=lambda: gpu)
     rows: list[dict] = []
     try:
         runner.run(points, rows.append)
@@ -233,7 +235,7 @@ def test_batched_tuner_verifies_on_the_gpu_and_catches_a_wrong_kernel(gpu, tmp_p
     caught, as one that adds a wrong term is."""
     import dataclasses
 
-    from mmbench import batched
+    from mmbench.engine import batched_local
     from mmbench.ops.gemv import make_gemv_inputs
     from mmbench.sizes import Shape
     import numpy as np
@@ -243,7 +245,7 @@ def test_batched_tuner_verifies_on_the_gpu_and_catches_a_wrong_kernel(gpu, tmp_p
                for k in (0, 1, 2) for b, wm, wn in ((32, 1, 1), (64, 3, 2), (256, 8, 8))]
     shapes = [Shape(1, 1, 0), Shape(1, 4097, 0), Shape(4097, 1, 0), Shape(63, 65, 0), Shape(257, 3001, 0),
               Shape(3001, 3, 0), Shape(997, 1009, 0)]
-    tuner = batched.BatchedTuner(gpu, tuned, configs, "cold", "read")
+    tuner = batched_local.BatchedTuner(gpu, tuned, configs, "cold", "read")
     for s in shapes:
         got = tuner.shape(s, make_gemv_inputs(s, np.random.default_rng(1)))
         expected = ["skipped" if get_op("gemv").tuning_skip(tuned, c, s) else "ok" for c in configs]
@@ -258,7 +260,7 @@ def test_batched_tuner_verifies_on_the_gpu_and_catches_a_wrong_kernel(gpu, tmp_p
         assert faulty != text
         (tmp_path / "gemv" / "tuned.cu").write_text(faulty)
         variant = dataclasses.replace(tuned, source_dir=tmp_path)
-        tuner = batched.BatchedTuner(gpu, variant, configs[:3], "hot", "read")
+        tuner = batched_local.BatchedTuner(gpu, variant, configs[:3], "hot", "read")
         got = tuner.shape(Shape(300, 500, 0), make_gemv_inputs(Shape(300, 500, 0), np.random.default_rng(2)))
         assert [g.status for g in got] == ["wrong"] * 3, got
         assert all("not finite" in g.reason or "error bound" in g.reason for g in got), got
@@ -383,14 +385,14 @@ def test_a_cluster_of_the_visible_gpus_runs_a_sweep_and_tags_each_row_with_its_g
 def test_a_batched_tuning_on_a_cluster_writes_every_class_once_and_records_the_gpu(tmp_path, capfd):
     """Issue 16: the batched engine with its size classes spread over the visible GPUs' workers."""
     pytest.importorskip("dask_cuda")
-    from mmbench import batched
+    from mmbench.engine import batched_local
 
     out, cache = tmp_path / "t.csv", tmp_path / "cache.json"
     result = CliRunner().invoke(main, ["tune", "-v", "gemv_tuned", "-s", "cell:8x8,cell:10x12,cell:14x9",
                                        "--strategy", "random", "--budget", "24", "--jobs", "8", "--cluster", "local",
                                        "-o", str(out), "--tuning-cache", str(cache)])
     assert result.exit_code == 0, result.output
-    rows = batched.read_rows(out)
+    rows = batched_local.read_rows(out)
     assert sorted(rows.size_class.unique()) == ["cell08x08", "cell10x12", "cell14x09"] and len(rows) == 3 * 24
     meta = json.loads(out.with_suffix(".meta.json").read_text())
     entries = json.loads(cache.read_text()).values()
@@ -441,7 +443,7 @@ def test_the_gpus_float64_products_are_the_hosts(gpu, m, n, k):
 
 def test_a_gpu_run_makes_its_references_on_the_gpu_and_says_so(gpu):
     points = plan([Selection((REGISTRY["tile2d"], REGISTRY["cublas"]), "129x65x31,64")], "cold")
-    runner = Runner(Settings(runs=2, warmup=1), points, gpu_factory=lambda: gpu)
+    runner = LocalPoints(Settings(runs=2, warmup=1), points, gpu_factory=lambda: gpu)
     rows: list[dict] = []
     try:
         runner.run(points, rows.append)

@@ -7,9 +7,10 @@ import pytest
 
 from mmbench.kernel_clock import Activity, KernelClockError, call_work, per_call_ms
 from mmbench.ops import DeviceBuffers, gemm
-from mmbench.results import samples_of
+from mmbench.schema import samples_of
 from mmbench.sizes import Shape
-from mmbench.sweep import Point, Runner, Settings
+from mmbench.engine.plan import Point, Settings
+from mmbench.engine.points_local import LocalPoints
 from mmbench.timing import noise, stop_reason
 from mmbench.variants import REGISTRY
 
@@ -81,9 +82,9 @@ def time_naive_8(runner) -> dict:
 
 
 def test_a_row_carries_the_kernel_clock_beside_the_events():
-    runner = Runner(Settings(runs=3, warmup=1), [])
+    runner = LocalPoints(Settings(runs=3, warmup=1), [])
     runner.gpu = FakeGpu([9.0, 8.0, 8.5], [1980] * 10)
-    runner.kernel_clock = RecordedClock([(7000, 300, 1000), (4000, 300, 1000), (4100, 310, 1000), (3900, 290, 1000)])
+    runner.cupti = RecordedClock([(7000, 300, 1000), (4000, 300, 1000), (4100, 310, 1000), (3900, 290, 1000)])
     row = time_naive_8(runner)
     assert row["status"] == "ok" and row["runs"] == 3
     assert samples_of(row["kernel_ms_samples"]) == pytest.approx([5.3e-3, 5.41e-3, 5.19e-3])  # the warm-up call left out
@@ -116,7 +117,7 @@ def test_sampling_stops_when_the_noise_is_known_or_the_budget_is_spent(samples, 
 def test_adaptive_sampling_takes_batches_until_the_noise_target():
     noisy = [1.0, 1.3, 0.8, 1.2]  # the first `runs` samples: 20 % noise
     steady = [1.0] * 200
-    runner = Runner(Settings(runs=4, warmup=0, max_noise=0.1, max_runs=500), [])
+    runner = LocalPoints(Settings(runs=4, warmup=0, max_noise=0.1, max_runs=500), [])
     runner.gpu = FakeGpu(noisy + steady, [1980] * 1000)
     row = time_naive_8(runner)
     assert row["stopped"] == "noise" and row["noise"] <= 0.1
@@ -162,11 +163,11 @@ def test_verify_timing_compares_the_calls_kernels_alone_with_nsight_compute():
 def test_a_noise_target_on_the_kernel_clock_stops_where_the_events_would_go_on():
     rows = {}
     for clock in ("events", "kernel"):
-        runner = Runner(Settings(runs=10, warmup=0, max_noise=0.01, max_runs=74, noise_clock=clock), [])
+        runner = LocalPoints(Settings(runs=10, warmup=0, max_noise=0.01, max_runs=74, noise_clock=clock), [])
         runner.gpu = FakeGpu([1.0, 1.2] * 100, [1980] * 1000)  # the events: 9 % noise
         stable = [(4000, 300, 1000)] * 10
-        runner.kernel_clock = RecordedClock(stable)  # the kernel clock: none
-        runner.kernel_clock.batches += [[], recorded_calls([(4000, 300, 1000)] * 64)]
+        runner.cupti = RecordedClock(stable)  # the kernel clock: none
+        runner.cupti.batches += [[], recorded_calls([(4000, 300, 1000)] * 64)]
         rows[clock] = time_naive_8(runner)
     assert (rows["kernel"]["stopped"], rows["kernel"]["runs"], rows["kernel"]["noise"]) == ("noise", 10, 0.0)
     assert rows["events"]["stopped"] == "max" and rows["events"]["runs"] == 74
@@ -175,8 +176,8 @@ def test_a_noise_target_on_the_kernel_clock_stops_where_the_events_would_go_on()
 
 
 def test_a_noise_target_on_a_kernel_clock_that_is_not_there_says_the_events_judged():
-    runner = Runner(Settings(runs=10, warmup=0, max_noise=0.01, max_runs=10, noise_clock="kernel"), [])
-    runner.gpu = FakeGpu([1.0] * 10, [1980] * 100)  # no CUPTI: runner.kernel_clock stays None
+    runner = LocalPoints(Settings(runs=10, warmup=0, max_noise=0.01, max_runs=10, noise_clock="kernel"), [])
+    runner.gpu = FakeGpu([1.0] * 10, [1980] * 100)  # no CUPTI: runner.cupti stays None
     row = time_naive_8(runner)
     assert (row["stopped"], row["noise_clock"]) == ("noise", "events") and "kernel_ms_samples" not in row
 
@@ -185,7 +186,7 @@ def test_a_point_ncu_could_not_time_keeps_its_line_with_the_reason(monkeypatch):
     import pandas as pd
 
     from mmbench import profile, verify_timing
-    from mmbench.sweep import Point
+    from mmbench.engine.plan import Point
 
     monkeypatch.setattr(verify_timing, "ncu_path", lambda: "/usr/bin/ncu")
     asked = []

@@ -18,10 +18,11 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from mmbench import batched, environment, runs, sweep
+from mmbench import environment, schema
+from mmbench.engine import batched_local, session
 from mmbench.cli import main
 from mmbench.results import CsvSink, read_metadata, read_results
-from mmbench.sweep import Runner
+from mmbench.engine.points_local import LocalPoints
 from mmbench.tuning import batched_run, for_runs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -65,16 +66,16 @@ def injected(real, error: BaseException, nth: int = 1):
 
 # Where a run can be stopped: (name, the object and attribute to wrap, at which call).
 STAGES = [
-    ("planning", "mmbench.cli.running", "plan", 1),
+    ("planning", "mmbench.api", "plan", 1),
     ("tuned parameters", for_runs, "with_tuned", 1),
-    ("opening the runner", runs, "open_runner", 1),
+    ("opening the runner", session, "open_engine", 1),
     ("learning the machine", environment, "collect", 1),
-    ("writing the metadata", runs, "write_metadata", 1),
+    ("writing the metadata", session, "write_metadata", 1),
     ("writing the header", CsvSink, "_write", 1),
-    ("before the first row", Runner, "_run_point", 1),
-    ("after row 2", Runner, "_run_point", 3),
-    ("closing the runner", Runner, "close", 1),
-    ("finishing", runs.Session, "finish", 1),
+    ("before the first row", LocalPoints, "_run_point", 1),
+    ("after row 2", LocalPoints, "_run_point", 3),
+    ("closing the runner", LocalPoints, "close", 1),
+    ("finishing", session.Session, "finish", 1),
     ("the summary", "mmbench.cli.running", "_summary", 1),
 ]
 
@@ -135,7 +136,7 @@ def test_an_interrupted_resume_counts_the_rows_in_the_file_not_this_runs(tmp_pat
     """The issue's case: the file held 21 rows, the resume finished none, and the message said 0."""
     out = tmp_path / "r.csv"
     assert run(out, "32:672:+32").exit_code == 0  # 21 sizes
-    stop_at(monkeypatch, ("first point", Runner, "_run_point", 1), KeyboardInterrupt())
+    stop_at(monkeypatch, ("first point", LocalPoints, "_run_point", 1), KeyboardInterrupt())
     result = run(out, "32:704:+32", "--resume")
     assert result.exit_code == 130
     assert "r.csv holds 21 finished points (0 from this run); rerun with --output" in result.output
@@ -167,7 +168,7 @@ def test_a_failure_is_one_line_and_never_leaves_a_file_that_says_finished(tmp_pa
 
 def test_a_failure_before_the_first_row_leaves_no_folder_it_made(tmp_path, monkeypatch):
     out = tmp_path / "runs" / "deep" / "r.csv"
-    stop_at(monkeypatch, ("first point", Runner, "_run_point", 1), ValueError("seed must be non-negative"))
+    stop_at(monkeypatch, ("first point", LocalPoints, "_run_point", 1), ValueError("seed must be non-negative"))
     result = run(out)
     assert result.exit_code == 1 and "ValueError: seed must be non-negative" in result.output
     assert files(tmp_path) == set()
@@ -181,7 +182,7 @@ def test_an_output_that_cannot_be_created_is_refused_before_anything_is_measured
 
     monkeypatch.setattr(tempfile, "mkstemp", read_only)
     measured = []
-    monkeypatch.setattr(Runner, "_run_point", lambda *a: measured.append(a))
+    monkeypatch.setattr(LocalPoints, "_run_point", lambda *a: measured.append(a))
     result = run(tmp_path / "new" / "r.csv")
     assert result.exit_code == 2 and "cannot write" in result.output and "Read-only file system" in result.output
     assert not measured and files(tmp_path) == set()
@@ -232,14 +233,14 @@ def test_a_real_ctrl_c_while_the_command_line_loads_is_one_line_and_exit_130(tmp
 def test_a_real_ctrl_c_mid_run_keeps_the_rows_and_counts_them(tmp_path):
     code = (
         "import os, signal, sys\n"
-        "from mmbench.sweep import Runner\n"
-        "real, calls = Runner._run_point, []\n"
+        "from mmbench.engine.points_local import LocalPoints\n"
+        "real, calls = LocalPoints._run_point, []\n"
         "def point(self, *a):\n"
         "    calls.append(1)\n"
         "    if len(calls) == 3:\n"
         "        os.kill(os.getpid(), signal.SIGINT)\n"
         "    return real(self, *a)\n"
-        "Runner._run_point = point\n"
+        "LocalPoints._run_point = point\n"
         f"sys.argv = ['mmbench', 'run', '-v', 'blas', '-s', '{SIZES}', '--runs', '1', '-o', 'r.csv']\n"
         "from mmbench.__main__ import main\n"
         "main()\n")
@@ -266,7 +267,7 @@ def test_a_resume_on_another_machine_keeps_the_first_machines_record(tmp_path, m
                 "git": {"commit": "f00d", "dirty": False}}
 
     monkeypatch.setattr(environment, "collect", elsewhere)
-    monkeypatch.setattr(sweep, "HOST", "other-host")
+    monkeypatch.setattr(schema, "HOST", "other-host")
     result = run(out, "32,33", "--resume")
     assert result.exit_code == 0, result.output
     assert (f"this run differs in host other-host (was {first['host']['hostname']}); commit f00d "
@@ -333,7 +334,7 @@ def _fake_batched(monkeypatch, classes_before_stop: int, error: BaseException | 
         return GPU, None, SimpleNamespace(kernels={}), 0.0, {**facts, "gpu": {"name": "Fake GPU", "uuid": "GPU-1"}}
 
     def measure(tuner, shapes, output, seed, skip, on_class=None, counts=None, prune=0.0):
-        writer = batched.ClassWriter(output)
+        writer = batched_local.ClassWriter(output)
         try:
             for i in range(classes_before_stop):
                 writer.write([{"size_class": f"cell{i:02d}", "params": "A=1", "status": "ok", "shapes": 1, "gflops": 1.0}])
@@ -345,7 +346,7 @@ def _fake_batched(monkeypatch, classes_before_stop: int, error: BaseException | 
         return counts
 
     monkeypatch.setattr(batched_run, "_open_batched", opened)
-    monkeypatch.setattr(batched, "run", measure)
+    monkeypatch.setattr(batched_local, "run", measure)
 
 
 def tune_batched(tmp_path, *more):
@@ -392,7 +393,7 @@ def test_a_batched_tuning_that_fails_is_one_line_and_keeps_its_classes_for_resum
 @pytest.mark.gpu
 def test_a_gpu_run_interrupted_after_two_rows_keeps_them_and_its_gpu_and_resumes(tmp_path, monkeypatch):
     out = tmp_path / "r.csv"
-    stop_at(monkeypatch, ("after row 2", Runner, "_run_point", 3), KeyboardInterrupt())
+    stop_at(monkeypatch, ("after row 2", LocalPoints, "_run_point", 3), KeyboardInterrupt())
     result = invoke("run", "-v", "best", "-s", "63:129", "--runs", "2", "-o", out)
     assert result.exit_code == 130 and "r.csv holds 2 finished points (2 from this run)" in result.output, result.output
     meta = read_metadata(out)
@@ -411,7 +412,7 @@ def test_a_batched_tuning_on_the_gpu_interrupted_after_a_class_keeps_it_and_resu
     cache.write_text("{}\n")
     out = tmp_path / "t" / "t.csv"
     args = ["tune", "-v", "gemv_tuned", "-s", "cell:3x14,cell:14x3", "--budget", "4", "-o", out, "--tuning-cache", cache]
-    stop_at(monkeypatch, ("second class", batched, "measure_class", 2), KeyboardInterrupt())
+    stop_at(monkeypatch, ("second class", batched_local, "measure_class", 2), KeyboardInterrupt())
     result = invoke(*args)
     assert result.exit_code == 130, result.output
     assert "t.csv.gz holds 1 finished size class (1 from this run)" in " ".join(result.output.split())
@@ -419,4 +420,4 @@ def test_a_batched_tuning_on_the_gpu_interrupted_after_a_class_keeps_it_and_resu
     monkeypatch.undo()
     again = invoke(*args, "--resume")
     assert again.exit_code == 0, again.output
-    assert batched.read_rows(out)["size_class"].nunique() == 2 and len(json.loads(cache.read_text())) == 2
+    assert batched_local.read_rows(out)["size_class"].nunique() == 2 and len(json.loads(cache.read_text())) == 2

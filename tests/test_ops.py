@@ -160,7 +160,8 @@ def test_a_runner_gives_the_gpus_products_up_once_but_retries_after_a_shape_too_
     OutOfMemoryError) alone, any other failure (no CuPy, no device) for the rest of the run, with
     the reason in the metadata; the seconds of each place are counted apart."""
     from mmbench import cublas
-    from mmbench.sweep import Runner, Settings
+    from mmbench.engine.plan import Settings
+    from mmbench.engine.points_local import LocalPoints
 
     class OutOfMemoryError(Exception):
         pass
@@ -172,7 +173,7 @@ def test_a_runner_gives_the_gpus_products_up_once_but_retries_after_a_shape_too_
         raise (OutOfMemoryError("out of memory allocating 8 GiB") if len(tries) == 1 else RuntimeError("no CUDA device"))
 
     monkeypatch.setattr(cublas, "float64_products", failing)
-    runner = Runner(Settings(), [])
+    runner = LocalPoints(Settings(), [])
     runner.gpu = object()  # a GPU that is there
     a, b = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
     for _ in range(3):
@@ -184,7 +185,7 @@ def test_a_runner_gives_the_gpus_products_up_once_but_retries_after_a_shape_too_
     assert [v for k, v in meta.items() if k.startswith("not on the GPU at ")] == ["no CUDA device"]
 
     monkeypatch.setattr(cublas, "float64_products", lambda a, b: (np.zeros((2, 4)), np.ones((2, 4))))
-    fresh = Runner(Settings(), [])
+    fresh = LocalPoints(Settings(), [])
     fresh.gpu = object()
     assert np.all(fresh.float64_products(a, b)[0] == 0.0) and "reference_host" not in fresh.spent_s
     assert fresh.spent_s["reference_gpu"] >= 0 and not [k for k in fresh.library_meta()["float64_reference"]

@@ -10,7 +10,8 @@ from mmbench.ops import DeviceBuffers
 from mmbench.ops import gemm
 from mmbench.ops.base import SCOPES
 from mmbench.sizes import Shape
-from mmbench.sweep import Point, Runner, Settings, plan, Selection
+from mmbench.engine.plan import plan, Point, Selection, Settings
+from mmbench.engine.points_local import LocalPoints
 from mmbench.variants import REGISTRY
 
 from test_derived_columns import FakeGpu
@@ -75,7 +76,7 @@ def fake_kernel(checks_borders: bool, tile: int = 32):
 
 
 def run_point(variant, shape, scope, pad, compute):
-    runner = Runner(Settings(runs=3, warmup=1), [])
+    runner = LocalPoints(Settings(runs=3, warmup=1), [])
     runner.gpu = NumpyGpu(3)
     inputs = gemm.make_gemm_inputs(shape, np.random.default_rng(1))
     bufs = DeviceBuffers((inputs.a.ravel().copy(), inputs.b.ravel().copy()),
@@ -175,7 +176,7 @@ def test_each_operation_says_which_scopes_and_padding_a_variant_takes():
 
 
 def test_padded_buffers_beyond_free_memory_are_a_skipped_row():
-    runner = Runner(Settings(runs=1, warmup=0), [])
+    runner = LocalPoints(Settings(runs=1, warmup=0), [])
     runner.gpu = NumpyGpu(1)
     runner.gpu.free = 1000
     shape = Shape(33, 31, 65)

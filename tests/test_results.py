@@ -2,9 +2,9 @@ from pathlib import Path
 
 import pytest
 
-from mmbench.results import (COLUMNS, KEY, CsvSink, ResultsError, done_keys, history, join_samples, runs_newest_first,
-                             read_metadata, read_results, recorded_settings, samples_of, scan, set_aside_torn,
-                             torn_path, write_metadata)
+from mmbench.results import (CsvSink, ResultsError, done_keys, history, runs_newest_first, read_metadata, read_results,
+                             recorded_settings, scan, set_aside_torn, torn_path, write_metadata)
+from mmbench.schema import COLUMNS, KEY, join_samples, samples_of
 
 
 def row(n, status="ok", **extra):

@@ -517,12 +517,13 @@ def test_the_default_user_cache_is_in_the_user_data_folder(monkeypatch):
 def test_the_metadata_records_where_each_variants_parameters_came_from(tmp_path, monkeypatch):
     """The run hands the caches' record to the session (per variant: the cache, yours or shipped, the
     GPU its entries were measured on, borrowed or not), which keeps it in its invocation."""
-    from mmbench import device, runs
-    from mmbench.sweep import Point, Settings
+    from mmbench import device
+    from mmbench.engine import session
+    from mmbench.engine.plan import Point, Settings
 
     monkeypatch.setattr(device, "device_identity", lambda: H100)  # borrows the H200's shipped entries
-    handed, execute = {}, runs.execute
-    monkeypatch.setattr(runs, "execute", lambda *a, **k: handed.update(k) or runs.Outcome(a[2], "finished"))
+    handed, execute = {}, session.execute
+    monkeypatch.setattr(session, "execute", lambda *a, **k: handed.update(k) or session.Outcome(a[2], "finished"))
     monkeypatch.setattr("mmbench.cli.running._summary", lambda output: "")
     result = CliRunner().invoke(main, ["run", "-v", "pipelined,multistage,tile2d", "-s", "2048,4096",
                                        "-o", str(tmp_path / "r.csv")])

@@ -1,7 +1,7 @@
 """The command line: Click commands that parse and validate, then call the modules that do the
-work (runs.py for running and tuning, studies/ and plots.py for pictures). One module per family
-of commands: listing, running (run, tune), gpu (info, ceilings, profile), figures (plot, table,
-report)."""
+work (engine/ for running, tuning/ for tuning, studies/ and plots.py for pictures). One
+module per family of commands: listing, running (run, tune), gpu (info, ceilings, profile), figures
+(plot, table, report)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import sys
 
 import click
 
-from ..runs import RunAborted, RunInterrupted, RunRefused, file_counts, interrupted_message
+from ..engine.outcome import file_counts, interrupted_message
+from ..engine.refusals import RunAborted, RunInterrupted, RunRefused
 from .common import ARGV, COUNTED_OUTPUT, InputError, Interrupted, RunFailed
 
 

@@ -115,7 +115,7 @@ def _out_dir(path: Path, out_dir: Path | None) -> Path:
 def _writable(out: Path, option: str = "--out ") -> Path:
     """out, or one line (exit 2) saying why no file can be made there. An --out is checked before
     any results are read, so its refusal comes first."""
-    from ..runs import cannot_create
+    from ..engine.refusals import cannot_create
 
     problem = cannot_create(out)
     if problem:

@@ -9,13 +9,11 @@ import click
 from rich.table import Table
 
 from .. import ceilings as ceilings_mod
-from .. import environment, places
-from ..ops import get_op
+from .. import api, environment, places
+from ..engine.plan import Settings
+from ..engine.refusals import DEFAULTS
 from ..results import ResultsError, metadata_path, read_metadata, read_results, update_metadata
-from ..runs import DEFAULTS
-from ..sizes import SizeSpecError, row_shape
-from ..sweep import Settings, plan
-from ..variants import VariantError, get_variant
+from ..sizes import row_shape
 from .common import FILE, InputError, RunFailed, _split, command, console, newest_run
 from .running import SAMPLES, _selections
 
@@ -118,7 +116,7 @@ def _recordable(results: Path) -> None:
     """Refuse a results CSV whose metadata cannot take the ceilings: missing, not mmbench's, or
     beside metadata that cannot be written."""
     from ..results import metadata_path, read_metadata, scan
-    from ..runs import cannot_create
+    from ..engine.refusals import cannot_create
 
     try:
         scan(results)
@@ -141,40 +139,13 @@ def _recordable(results: Path) -> None:
                    "your runs folder that holds every profiled point).")
 def profile(config, points_spec, variants, results):
     """Run Nsight Compute on chosen points: DRAM bytes and FP32 operations (the roofline), bank conflicts."""
-    from ..profile import ProfileError, profile_path, profile_points
-
     _, selections, cfg = _selections((), None, None, (), config)
-    try:
-        shapes = {(op.name, shape) for op in {get_op(v.op) for sel in selections for v in sel.variants}
-                  for shape in op.parse_sizes(points_spec)}
-    except SizeSpecError as exc:
-        raise InputError(str(exc)) from None
-    wanted = set(_split(variants))
-    if variants and not wanted:
-        raise InputError(f"--variant '{','.join(variants)}' names no variant; leave it out to profile every GPU series")
-    for name in wanted:
-        try:
-            get_variant(name)
-        except VariantError as exc:
-            raise InputError(str(exc)) from None
-    cache = cfg.get("cache", DEFAULTS["cache"])
-    on_gpu = [p for p in plan(selections, cache) if p.variant.on_gpu]
-    series = dict.fromkeys(p.variant.name for p in on_gpu)
-    for name in sorted(wanted - set(series)):  # it would be left out without a word
-        raise InputError(f"--variant {name}: not a GPU series of {config}; its GPU series: {', '.join(series)}")
-    points = [p for p in on_gpu if (p.variant.op, p.shape) in shapes and (not wanted or p.variant.name in wanted)]
-    if not points:
-        raise InputError(f"no GPU point of {config} matches --points {points_spec}"
-                         + (f" and --variant {','.join(sorted(wanted))}" if wanted else ""))
+    points = api.points_to_profile(selections, cfg.get("cache", DEFAULTS["cache"]), points_spec, variants,
+                                   _split(variants), config)
     if results is not None and not results.exists():
         raise InputError(f"no results file at {results}")
     target = results or newest_run(_holding(points), f"profile --config {config}")[0]
-    try:
-        df = profile_points(points)
-    except ProfileError as exc:
-        raise RunFailed(str(exc)) from None
-    out = profile_path(target)
-    df.to_csv(out, index=False)
+    df, out = api.profile_beside(points, target)
     table = Table(title=f"Nsight Compute: {len(df)} points")
     for col in ("variant", "params", "size", "DRAM MB", "FP32 GFLOP", "intensity FLOP/B", "kernel us"):
         table.add_column(col, justify="left" if col in ("variant", "params") else "right")
@@ -260,36 +231,14 @@ def _print_info(facts: dict, gpu_note: str | None) -> None:
 def verify_timing(variants, sizes, runs, ncu_cache, kernel_clock, output):
     """Time points here (events and the kernel clock) and under Nsight Compute; print both times and
     their ratio. Target: the kernel clock within 5 % of Nsight Compute at every size."""
-    from .. import runs as workflow
-    from ..profile import ProfileError, ncu_command
-    from ..results import read_results, sibling
-    from ..tuning import for_runs
-    from ..verify_timing import TOLERANCE, compare, ncu_reference
+    from ..verify_timing import TOLERANCE
     from .running import _execute, _reading_caches
 
     _, selections, _ = _selections((variants,), sizes, None, (), None)
-    workflow.check_output(output)
-    if output.exists() and output.stat().st_size > 0:
-        raise InputError(f"{output} already exists; choose another --output")
-    caches = _reading_caches(None)  # the user's, then the shipped: as a plain run
-    selections = [for_runs.with_tuned(sel, caches, lambda t: console.print(t, soft_wrap=True)) for sel in selections]
-    cpu = [v.name for sel in selections for v in sel.variants if not v.on_gpu]
-    if cpu:  # Nsight Compute times GPU kernels only: a CPU variant would be left out
-        raise InputError(f"--variant {cpu[0]}: it runs on the CPU; verify-timing checks GPU variants against Nsight "
-                         f"Compute")
-    points = plan(selections, "cold")
-    try:
-        ncu_command([])  # no ncu: say so before timing anything
-    except ProfileError as exc:
-        raise RunFailed(str(exc)) from None
-    _execute(points, Settings(runs=runs, kernel_clock=kernel_clock), output, {"name": "verify-timing"},
-             tuning=workflow.tuning_record(selections, caches))
-    try:
-        table = compare(read_results(output), ncu_reference(points, ncu_cache))
-    except ProfileError as exc:
-        raise RunFailed(str(exc)) from None
-    path = sibling(output, ".verify.csv")
-    table.to_csv(path, index=False)
+    points, tuning = api.plan_verify_timing(selections, lambda: _reading_caches(None), output,
+                                            lambda t: console.print(t, soft_wrap=True))
+    _execute(points, Settings(runs=runs, kernel_clock=kernel_clock), output, {"name": "verify-timing"}, tuning=tuning)
+    table, path = api.compare_with_ncu(output, points, ncu_cache)
     shown = Table(title=f"kernel time against Nsight Compute, --cache-control {ncu_cache} (target: within {TOLERANCE:.0%})")
     for col in ("variant", "size", "events us", "kernel us", "kernels only", "ncu us", "kernels / ncu", "events / ncu"):
         shown.add_column(col, justify="right" if col != "variant" else "left")

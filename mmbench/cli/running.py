@@ -1,5 +1,5 @@
-"""`mmbench run` and `mmbench tune`: options in, a plan out, the workflow of runs.py in between,
-a summary printed at the end."""
+"""`mmbench run` and `mmbench tune`: options in, a plan out, the engine (engine/) and tuning
+(runs.py, tune.py) in between, a summary printed at the end."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from .. import environment, places, source
-from .. import runs as workflow  # not "runs": the commands have a --runs option
+from .. import api, environment, places, source
 from ..analysis import series_summary
 from ..config import ConfigError, load_config
 from ..ops import batched_by_default, get_op, size_forms_help, timing_problem
@@ -20,9 +19,12 @@ from ..ops.base import SCOPES
 from ..ops.capabilities import must_pad, tune_engine
 from ..results import ResultsError, metadata_path, read_results, run_csv, torn_message
 from ..sizes import FORMS, SizeSpecError, row_shape
-from ..sweep import Point, Selection, Settings, plan, scoped_name
+from ..engine import session
+from ..engine.outcome import interrupted_message
+from ..engine.plan import Point, Selection, Settings, scoped_name
+from ..engine.refusals import DEFAULTS, RunRefused, check_new_output, check_output
 from ..timing import CACHE_MODES
-from ..tuning import batched_run, for_runs
+from ..tuning import batched_run
 from ..tuning.batched_run import refuse_batched_resume
 from ..tuning.cache import (TuneError, check_writable_cache, describe_cache, read_caches, record, recorded_source,
                             same_code_sources)
@@ -39,9 +41,8 @@ COMMANDS = ("run", "tune")
 REPLAY_IGNORES = ("sizes_spec", "runs", "warmup", "cache", "engine", "resume", "prune", "jobs", "output", "dry_run",
                   "pinned_text", "per_shape", "candidates_from", "top", "pool_gpus", "cluster", "scheduler", "workers")
 ENGINES = ("auto", "points", "batched")
-PRUNE = 0.5  # the batched tuner's default: see batched.py
+PRUNE = 0.5  # the batched tuner's default: see engine/batched_local.py
 PAPER_SWEEP = "63:2049"
-DEFAULTS = workflow.DEFAULTS
 # Samples and warm-up launches a point may take: a noise target stops at this many samples too.
 SAMPLES = click.IntRange(1, Settings().max_runs)
 WARMUP = click.IntRange(0, Settings().max_runs)
@@ -107,7 +108,7 @@ def _cluster_spec(cluster: str | None, scheduler: str | None, workers: int | Non
                          f"its port)")
     if not (cluster or scheduler):
         return None
-    from ..cluster import ClusterSpec
+    from ..engine.points_dask import ClusterSpec
 
     return ClusterSpec(scheduler=scheduler, workers=workers)
 
@@ -120,16 +121,16 @@ def _address(text: str) -> bool:
 
 def _execute(points, settings, output, about, *, prepare=None, strict=True, resume=False, previous=None, cluster=None,
              tuning=None):
-    """workflow.execute with a progress bar, then the summary; exit 130 when interrupted, 1 when
+    """session.execute with a progress bar, then the summary; exit 130 when interrupted, 1 when
     the run failed or (strict) a point was wrong or failed (the tuner expects some to fail)."""
     with progress_bar(len(points)) as on_row:
-        outcome = workflow.execute(points, settings, output, about, list(ARGV), prepare=prepare, resume=resume,
+        outcome = session.execute(points, settings, output, about, list(ARGV), prepare=prepare, resume=resume,
                                previous=previous, on_row=on_row, say=say, cluster=cluster, tuning=tuning)
     if outcome.in_file:  # an interrupted new run may have written nothing
         console.print(_summary(output))
         say(f"results: {output}  (metadata: {metadata_path(output)})")
     if outcome.state == "interrupted":
-        raise Interrupted(workflow.interrupted_message(output, outcome.in_file, sum(outcome.counts.values())))
+        raise Interrupted(interrupted_message(output, outcome.in_file, sum(outcome.counts.values())))
     if outcome.failures and strict:
         raise RunFailed(", ".join(f"{n} point(s) {s}" for s, n in outcome.failures.items())
                         + f"; see the reason column of {output}")
@@ -389,42 +390,28 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
     """
     name, selections, cfg = _selections(variants, sizes, blocks, params, config, scope, pad)
     caches = _reading_caches(tuning_cache)
-    spec = _cluster_spec(cluster, scheduler, workers, any(v.on_gpu for sel in selections for v in sel.variants))
+    chosen = {v for sel in selections for v in sel.variants}
+    spec = _cluster_spec(cluster, scheduler, workers, any(v.on_gpu for v in chosen))
     if resume and output is None:
         raise InputError("--resume needs --output naming the CSV to continue")
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    output = output or run_csv(f"{name}-{stamp}", places.runs_dir())
-    workflow.check_output(output)
+    output = output or run_csv(f"{name}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}", places.runs_dir())
     interrupts_count(output)
-    found = workflow.resumable(output) if resume else None
-    if not resume:
-        workflow.check_new_output(output, "pass --resume to continue it or choose another --output")
-    previous = workflow.previous_metadata(output, found, say) if resume else {}
-    chosen = {"runs": runs, "warmup": warmup, "cache": cache, "threads": threads, "seed": seed, "max_noise": max_noise,
-              "noise_clock": noise_clock}
-    given = {**cfg, **{k: v for k, v in chosen.items() if v is not None}}  # cfg: what the config's [run] sets
-    settings = Settings(**workflow.resolve_settings(given, output, previous if resume else None), cpu_budget_s=cpu_budget,
-                        budget_s=time_budget)
-    _refuse_unused_settings(given, settings, {v for sel in selections for v in sel.variants}, config, scheduler)
-    selections = [for_runs.with_tuned(sel, caches, say) for sel in selections]
-    try:
-        points = plan(selections, settings.cache)
-    except VariantError as exc:  # a parameter value outside its domain
-        raise InputError(str(exc)) from None
-    workflow.check_buildable(points)
-    done = found.keys if found else set()
-    todo = [p for p in points if p.key not in done]
-    if found and found.torn:
-        console.print(torn_message(output, found.torn, "it will be set aside and its point measured again"
-                                   if not dry_run and todo else "left in place (nothing is run now)"), soft_wrap=True)
+    asked = {"runs": runs, "warmup": warmup, "cache": cache, "threads": threads, "seed": seed, "max_noise": max_noise,
+             "noise_clock": noise_clock}
+    given = {**cfg, **{k: v for k, v in asked.items() if v is not None}}  # cfg: what the config's [run] sets
+    ran = api.plan_run(selections, caches, output, given, resume=resume, say=say, cpu_budget_s=cpu_budget,
+                       budget_s=time_budget,
+                       refuse_unused=lambda s: _refuse_unused_settings(given, s, chosen, config, scheduler))
+    if ran.found and ran.found.torn:
+        console.print(torn_message(output, ran.found.torn, "it will be set aside and its point measured again"
+                                   if not dry_run and ran.todo else "left in place (nothing is run now)"), soft_wrap=True)
     if dry_run:
-        _print_plan(todo, len(points) - len(todo), output)
-        return
-    if not todo:
-        console.print(f"nothing to do: all {len(points)} points are already in {output}", soft_wrap=True)
-        return
-    _execute(todo, settings, output, {"name": name, "config": str(config) if config else None}, previous=previous,
-             resume=resume, cluster=spec, tuning=workflow.tuning_record(selections, caches))
+        _print_plan(ran.todo, len(ran.points) - len(ran.todo), output)
+    elif not ran.todo:
+        console.print(f"nothing to do: all {len(ran.points)} points are already in {output}", soft_wrap=True)
+    else:
+        _execute(ran.todo, ran.settings, output, {"name": name, "config": str(config) if config else None},
+                 previous=ran.previous, resume=resume, cluster=spec, tuning=ran.tuning)
 
 
 @command()
@@ -484,9 +471,9 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
     if not candidates_from:
         refuse_given(ctx, ("top",), "it counts the fastest configurations of --candidates files, and none is given")
     request, settings = _tune_request(options, variant, shapes, configs, cache_path)
-    workflow.check_output(request.output, compressed_resumes=request.engine == "batched")  # a dry run refuses alike
+    check_output(request.output, compressed_resumes=request.engine == "batched")  # a dry run refuses alike
     if not resume:
-        workflow.check_new_output(request.output, f"choose another --output"
+        check_new_output(request.output, f"choose another --output"
                                                   f"{' or --resume' if request.engine == 'batched' else ''}")
     if dry_run:
         _print_tuning_plan(request, options)
@@ -635,7 +622,7 @@ def _tune_points(request: TuneRequest, about: dict, settings: Settings) -> None:
              prepare=lambda r: r.gpu.precompile(variant, configs, request.jobs))
     try:
         best, device = record_tuning(request)
-    except workflow.RunRefused as exc:
+    except RunRefused as exc:
         raise InputError(str(exc)) from None
     for line in describe(best):
         say(f"best {line}")

@@ -360,9 +360,9 @@ class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline):
         a, b = inputs.a, inputs.b
         c = np.full((a.shape[0], b.shape[1]), np.nan, dtype=np.float32)
         if variant.backend == "cpu":  # the compiled ijk loop
-            from .. import native
+            from .. import naive_cpu
 
-            return (lambda: native.matmul_ijk(a, b, c)), c
+            return (lambda: naive_cpu.matmul_ijk(a, b, c)), c
         return (lambda: np.matmul(a, b, out=c)), c
 
     def padded_shape(self, variant: Variant, params: Params, shape: Shape) -> Shape:

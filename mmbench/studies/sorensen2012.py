@@ -137,7 +137,7 @@ def tuning_rows(meta: dict, caches: Sequence | None = None, beside: Path | None 
     tuning-cache entries name: in the user's cache or the shipped one, tuning.cache.read_caches() unless
     `caches` are given) and that file's metadata; (None, {}) where there are none. A copy in the
     run's own folder (`beside`/tuning/, as a reference run keeps it) comes first."""
-    from .. import batched
+    from ..engine.batched_local import read_rows
     from ..results import read_metadata
     from ..tuning.cache import TuneError, read_caches
 
@@ -156,7 +156,7 @@ def tuning_rows(meta: dict, caches: Sequence | None = None, beside: Path | None 
         for path in ([beside / "tuning" / Path(name).name] if beside else []) + [Path(name)]:
             plain = path.with_name(path.name[:-3])
             if path.exists():
-                return batched.read_rows(plain), read_metadata(plain)
+                return read_rows(plain), read_metadata(plain)
     return None, {}
 
 

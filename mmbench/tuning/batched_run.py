@@ -1,4 +1,4 @@
-"""The batched engine's tuning run (batched.py): one timed launch per configuration and shape,
+"""The batched engine's tuning run (engine/batched_local.py): one timed launch per configuration and shape,
 written a whole size class at a time into its own file, resumable by whole class; then the best
 configuration per class into the tuning cache (writeback.py).
 
@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple
 
-from .. import batched, environment
+from .. import environment
+from ..engine import batched_local as batched
 from ..results import ResultsError, history, metadata_path, read_metadata, recorded_settings, write_metadata
-from ..runs import (RunAborted, RunInterrupted, RunRefused, counted, first_line, first_record, missing_folders,
-                    remove_unmeasured, say_machine_changes, utc_now)
-from ..sweep import Settings
+from ..engine.outcome import counted, first_line, missing_folders, remove_unmeasured
+from ..engine.plan import Settings
+from ..engine.provenance import first_record, say_machine_changes, utc_now
+from ..engine.refusals import RunAborted, RunInterrupted, RunRefused
 from .cache import DeviceId
 from .request import TuneRequest
 from .writeback import batched_device, record_batched
@@ -85,7 +87,7 @@ def _before(request: TuneRequest) -> _Before:
 
 class _Opened(NamedTuple):
     gpu: Any  # this process's GPU, or None on a cluster
-    runner: Any  # a cluster.ClusterRunner, or None here
+    runner: Any  # an engine.points_dask.DaskPoints, or None here
     tuner: Any  # a batched.BatchedTuner here, or None on a cluster
     compile_s: float | None
     facts: dict  # environment.collect of this machine
@@ -107,10 +109,10 @@ def _open_batched(request: TuneRequest, l2_flush: str, previous: Mapping, say: S
             raise RunAborted(f"cannot open the GPU: {exc}") from None
         now = {gpu.facts.name}
     else:
-        from ..cluster import ClusterError, ClusterRunner
+        from ..engine.points_dask import ClusterError, DaskPoints
 
         try:
-            runner = ClusterRunner(Settings(), [], request.cluster, say, gpus=True)
+            runner = DaskPoints(Settings(), [], request.cluster, say, gpus=True)
         except ClusterError as exc:
             raise RunAborted(str(exc)) from None
         now = runner.gpu_names()

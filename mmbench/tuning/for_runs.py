@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 
 from .. import source
 from ..ops import get_op
-from ..sweep import Selection
+from ..engine.plan import Selection
 from ..variants import format_params
 from .cache import describe_cache, lookup
 
@@ -71,3 +71,19 @@ def _tuned_lines(variant, found: dict, device) -> list[str]:
     return lines
 
 
+def tuning_record(selections: Sequence[Selection], caches: Sequence) -> dict:
+    """What a run's metadata keeps of its tuning: the caches read (none: switched off) and, per
+    tunable variant, where its parameters came from: each cache (path, yours or shipped), the GPU
+    its entries were measured on, whether borrowed, over how many shapes; "defaults" where none."""
+    variants: dict[str, dict[tuple, int]] = {}
+    for sel in selections:
+        for v in tunable(sel):
+            sources = variants.setdefault(v.name, {})
+            for shape in sel.shapes(v):
+                t = sel.tuned.get((v.name, shape))
+                key = (str(t.cache), t.origin, t.device, t.borrowed) if t else (None, "defaults", None, False)
+                sources[key] = sources.get(key, 0) + 1
+    fields = ("cache", "origin", "measured_on", "borrowed")
+    return {"read": [{"path": str(c.path), "origin": c.origin, "entries": len(c.entries)} for c in caches],
+            "variants": {name: [{**dict(zip(fields, key)), "shapes": n} for key, n in sources.items()]
+                         for name, sources in variants.items()}}

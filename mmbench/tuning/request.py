@@ -25,7 +25,7 @@ class TuneRequest:
     seed: int = 0
     jobs: int = 8  # parallel nvcc processes
     resume: bool = False  # batched: continue output after its last whole size class
-    prune: float = 0.0  # batched: see batched.py
+    prune: float = 0.0  # batched: see engine/batched_local.py
     per_shape: bool = False  # points: the best of every shape, not of every size class
     pool_gpus: bool = False  # points on a cluster: pool GPUs of different models into each one's entry
     cluster: Any = None  # a cluster.ClusterSpec, or None: this machine

@@ -4,9 +4,9 @@ batched engine's whole size classes (its own CSV.gz)."""
 
 from __future__ import annotations
 
-from .. import batched
+from ..engine import batched_local as batched
 from ..results import read_metadata, read_results
-from ..runs import RunAborted, RunRefused
+from ..engine.refusals import RunAborted, RunRefused
 from .cache import DeviceId, record
 from .request import TuneRequest
 from .strategies import best_per_class

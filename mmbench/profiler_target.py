@@ -1,6 +1,6 @@
 """Launch points once each, untimed: the process `mmbench profile` runs under Nsight Compute.
 
-    python -m mmbench.launch_once [--repeat N] VARIANT PARAMS SHAPE [VARIANT PARAMS SHAPE ...]
+    python -m mmbench.profiler_target [--repeat N] VARIANT PARAMS SHAPE [VARIANT PARAMS SHAPE ...]
 
 PARAMS is "BLOCK=32" or "-" for none; SHAPE is "MxNxK" (k = 0 for a transpose), or "N" for a square
 GEMM's N x N x N. --repeat N calls each point N times in a row on the same inputs (default once),

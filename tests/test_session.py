@@ -1,13 +1,15 @@
-"""The run workflow without the CLI (mmbench/runs.py), on the CPU: what scripts build on."""
+"""The run workflow without the CLI (mmbench/engine/session.py, engine/refusals.py), on the CPU: what
+scripts build on."""
 
 import json
 
 import pytest
 
-from mmbench import runs
+from mmbench.engine import refusals, session
 from mmbench.results import read_metadata, read_results
 from mmbench.sizes import parse_sizes
-from mmbench.sweep import Point, Settings, spent_between
+from mmbench.engine.interface import spent_between
+from mmbench.engine.plan import Point, Settings
 from mmbench.variants import get_variant
 
 NUMPY = get_variant("blas")
@@ -19,9 +21,9 @@ def points(spec: str) -> list[Point]:
 
 def test_sessions_sharing_one_runner_keep_their_own_settings_and_files(tmp_path):
     one, five = Settings(runs=1, warmup=0, cache="hot"), Settings(runs=5, warmup=1, cache="hot")
-    runner = runs.open_runner(one, points("8"))
-    a = runs.Session(tmp_path / "a.csv", one, {"name": "a"}, ["test"], runner, points_planned=2)
-    b = runs.Session(tmp_path / "b.csv", five, {"name": "b"}, ["test"], runner, points_planned=1)
+    runner = session.open_engine(one, points("8"))
+    a = session.Session(tmp_path / "a.csv", one, {"name": "a"}, ["test"], runner, points_planned=2)
+    b = session.Session(tmp_path / "b.csv", five, {"name": "b"}, ["test"], runner, points_planned=1)
     a.run(points("8"))
     b.run(points("9"))
     a.run(points("10"))
@@ -58,7 +60,7 @@ def test_an_interrupted_execute_keeps_every_finished_row_and_says_so(tmp_path):
             raise KeyboardInterrupt
 
     out = tmp_path / "r.csv"
-    outcome = runs.execute(points("4,5,6,7"), Settings(runs=1, warmup=0, cache="hot"), out, {"name": "r"}, ["t"],
+    outcome = session.execute(points("4,5,6,7"), Settings(runs=1, warmup=0, cache="hot"), out, {"name": "r"}, ["t"],
                            on_row=stop_after_two)
     assert outcome.state == "interrupted" and outcome.counts == {"ok": 2} and outcome.failures == {}
     assert sorted(read_results(out).n) == [4, 5]
@@ -66,37 +68,38 @@ def test_an_interrupted_execute_keeps_every_finished_row_and_says_so(tmp_path):
 
 
 def test_refusals_name_the_bad_value(tmp_path):
-    with pytest.raises(runs.RunRefused, match="ends in .csv"):
-        runs.check_output(tmp_path / "r.txt")
-    with pytest.raises(runs.RunRefused, match="runs=3; this resume asks for runs=5"):
+    with pytest.raises(refusals.RunRefused, match="ends in .csv"):
+        refusals.check_output(tmp_path / "r.txt")
+    with pytest.raises(refusals.RunRefused, match="runs=3; this resume asks for runs=5"):
         out = tmp_path / "r.csv"
-        runs.execute(points("4"), Settings(runs=3, warmup=0, cache="hot"), out, {}, ["t"])
-        runs.resolve_settings({"runs": 5}, out, read_metadata(out))
+        session.execute(points("4"), Settings(runs=3, warmup=0, cache="hot"), out, {}, ["t"])
+        refusals.resolve_settings({"runs": 5}, out, read_metadata(out))
 
 
 def test_points_of_several_sessions_run_together_land_in_their_own_files(tmp_path):
     """Mixed shapes in one pass: every row goes to the session its point came from."""
     settings = Settings(runs=1, warmup=0, cache="hot")
     items = points("8,9,10")
-    runner = runs.open_runner(settings, items)
-    a = runs.Session(tmp_path / "a.csv", settings, {}, ["t"], runner, points_planned=2)
-    b = runs.Session(tmp_path / "b.csv", settings, {}, ["t"], runner, points_planned=2)
+    runner = session.open_engine(settings, items)
+    a = session.Session(tmp_path / "a.csv", settings, {}, ["t"], runner, points_planned=2)
+    b = session.Session(tmp_path / "b.csv", settings, {}, ["t"], runner, points_planned=2)
     # the runner takes both 8s first: rows routed in the order given would put an 8 in a twice
-    runs.run_together(runner, [(a, items[0]), (a, items[1]), (b, items[0]), (a, items[2])])
+    session.run_together(runner, [(a, items[0]), (a, items[1]), (b, items[0]), (a, items[2])])
     for s in (a, b):
         s.finish("finished")
     runner.close()
     assert sorted(read_results(tmp_path / "a.csv").n) == [8, 9, 10] and list(read_results(tmp_path / "b.csv").n) == [8]
     with pytest.raises(ValueError, match="same settings"):
-        c = runs.Session(tmp_path / "c.csv", Settings(runs=2, warmup=0, cache="hot"), {}, ["t"], runner, points_planned=1)
-        runs.run_together(runner, [(a, items[0]), (c, items[1])])
+        c = session.Session(tmp_path / "c.csv", Settings(runs=2, warmup=0, cache="hot"), {}, ["t"], runner, points_planned=1)
+        session.run_together(runner, [(a, items[0]), (c, items[1])])
 
 
 def test_a_runner_compiles_a_runs_new_kernels_at_once_before_the_first_point():
     """One nvcc after another leaves the GPU idle; the runner hands every kernel not compiled yet
     to the GPU's parallel compile first (a cluster worker with its share of the host's cores)."""
     from mmbench.sizes import Shape
-    from mmbench.sweep import Point, Runner, Settings
+    from mmbench.engine.plan import Point, Settings
+    from mmbench.engine.points_local import LocalPoints
     from mmbench.variants import REGISTRY
 
     class CompilingGpu:
@@ -113,7 +116,7 @@ def test_a_runner_compiles_a_runs_new_kernels_at_once_before_the_first_point():
     shape = Shape(4, 4, 4)
     points = [Point(REGISTRY["shared"], (("BLOCK", b),), shape, "cold") for b in (8, 16, 8)]
     points += [Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), Point(REGISTRY["blas"], (), shape, "cold")]
-    runner = Runner(Settings(), [])
+    runner = LocalPoints(Settings(), [])
     runner.gpu, runner.compile_jobs = CompilingGpu(), 5
     runner.precompile(points)
     assert runner.gpu.calls == [([("shared", (("BLOCK", 8),)), ("shared", (("BLOCK", 16),)), ("naive", (("BLOCK", 8),))], 5)]

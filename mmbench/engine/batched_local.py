@@ -37,12 +37,12 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from .device import HOLD_SLOTS
-from .ops import get_op
-from .ops.capabilities import BatchedCheck, needs
-from .ops.base import frobenius_scale, sums_verdict
-from .sizes import Shape
-from .variants import Params, Variant, format_params
+from ..device import HOLD_SLOTS
+from ..ops import get_op
+from ..ops.capabilities import BatchedCheck, needs
+from ..ops.base import frobenius_scale, sums_verdict
+from ..sizes import Shape
+from ..variants import Params, Variant, format_params
 
 BATCH = 16  # configurations behind one hold: about 100 commands, far from a full launch queue
 COLUMNS = ("size_class", "params", "status", "reason", "shapes", "gflops", "time_ms_min", "time_ms_max",
@@ -260,74 +260,93 @@ class BatchedTuner:
             gpu.drv.memset_d32(words_d, 0, 4 * len(self.configs))
             flush = self.cache == "cold" and op.device_bytes(shape) < 2 * gpu.facts.l2_bytes
             runnable = [c for c, p in enumerate(self.configs) if p not in self.problems]
-            launches = {}
-            for c in runnable:
-                if untimed is not None and c in untimed:
-                    launches[c] = untimed[c]
-                    continue
-                why = None if untimed is not None else op.tuning_skip(self.variant, self.configs[c], shape)
-                if why:  # left untimed: a skipped row for its class
-                    launches[c] = Untimed("skipped", why)
-                    continue
-                try:
-                    launches[c] = op.kernel(gpu, self.variant, self.configs[c], shape, bufs)
-                except Exception as exc:  # a launch that cannot be set up at this shape
-                    launches[c] = exc
+            launches = self._launches(shape, bufs, runnable, untimed)
             cold_start = [c for c in runnable if self.configs[c] not in self._warm and callable(launches[c])]
             for c in cold_start:  # the first launch of a loaded module pays for its loading: untimed
                 launches[c]()
                 self._warm.add(self.configs[c])
             gpu.synchronize()
-            times: dict[int, float] = {}
-            count, grid = reference.size, (math.ceil(reference.size / 256), 1)
             todo = [c for c in runnable if callable(launches[c])]
-
-            def enqueue(batch: list[int], slot: int) -> None:
-                """A batch behind the hold of its slot: poison, (flush,) timed launch, check, per config."""
-                gpu.hold(slot)
-                try:
-                    for (start, end), c in zip(self._events[slot], batch):
-                        gpu.poison_async(bufs.output, bufs.output_count)
-                        if flush:
-                            gpu.flush_l2(self.l2_flush)
-                        start.record(gpu.stream)
-                        launches[c]()
-                        end.record(gpu.stream)
-                        self._check.prepared_async_call(grid, (256, 1, 1), gpu.stream, out_ptr, ref_ptr, bound_ptr,
-                                                        np.int32(count), words_ptr + 16 * c)
-                finally:
-                    gpu.release(slot)
-
-            def collect(batch: list[int], slot: int) -> None:
-                """A batch's times once it has run; a batch whose hold expired (its samples could hold
-                host latency) is measured again alone, its checks zeroed first."""
-                self._events[slot][len(batch) - 1][1].synchronize()
-                if not gpu.held_ok(slot):
-                    gpu.synchronize()
-                    for c in batch:  # its checks start again (not its neighbours': skipped configs leave gaps)
-                        gpu.drv.memset_d32(words_ptr + 16 * c, 0, 4)
-                    enqueue(batch, slot)
-                    gpu.synchronize()
-                    if not gpu.held_ok(slot):
-                        raise RuntimeError("the stream hold expired twice while a batch was enqueued")
-                for (start, end), c in zip(self._events[slot], batch):
-                    times[c] = end.time_since(start)
-
-            out_ptr, ref_ptr, bound_ptr, words_ptr = int(bufs.output), int(ref_d), int(bound_d), int(words_d)
-            batches = [todo[i:i + BATCH] for i in range(0, len(todo), BATCH)]
-            # Two batches in flight: the GPU runs one while the host enqueues the next behind its own hold.
-            for i, batch in enumerate(batches):
-                if i >= HOLD_SLOTS:
-                    collect(batches[i - HOLD_SLOTS], (i - HOLD_SLOTS) % HOLD_SLOTS)
-                enqueue(batch, i % HOLD_SLOTS)
-            for i in range(max(0, len(batches) - HOLD_SLOTS), len(batches)):
-                collect(batches[i], i % HOLD_SLOTS)
+            times = self._time(todo, launches, bufs, flush, reference.size, (int(ref_d), int(bound_d), int(words_d)))
             words = np.empty(4 * len(self.configs), dtype=np.uint32)
             gpu.drv.memcpy_dtoh(words, words_d)
         finally:
             for buf in (ref_d, bound_d, words_d):
                 buf.free()
             bufs.free()
+        return self._measured(launches, times, words, reference, bound, terms)
+
+    def _launches(self, shape: Shape, bufs, runnable: Sequence[int], untimed: dict[int, Untimed] | None) -> dict:
+        """By configuration index: its launch at this shape, or Untimed (left out), or the exception
+        that kept its launch from being set up."""
+        launches: dict[int, object] = {}
+        for c in runnable:
+            if untimed is not None and c in untimed:
+                launches[c] = untimed[c]
+                continue
+            why = None if untimed is not None else self.op.tuning_skip(self.variant, self.configs[c], shape)
+            if why:  # left untimed: a skipped row for its class
+                launches[c] = Untimed("skipped", why)
+                continue
+            try:
+                launches[c] = self.op.kernel(self.gpu, self.variant, self.configs[c], shape, bufs)
+            except Exception as exc:  # a launch that cannot be set up at this shape
+                launches[c] = exc
+        return launches
+
+    def _time(self, todo: Sequence[int], launches: dict, bufs, flush: bool, count: int, pointers: tuple[int, int, int]
+              ) -> dict[int, float]:
+        """One timed launch of each configuration in todo, in batches behind the stream's holds, each
+        launch followed by its check into its words (pointers: the reference, the bound, the words)."""
+        gpu, times = self.gpu, {}
+        grid = (math.ceil(count / 256), 1)
+        out_ptr, (ref_ptr, bound_ptr, words_ptr) = int(bufs.output), pointers
+
+        def enqueue(batch: list[int], slot: int) -> None:
+            """A batch behind the hold of its slot: poison, (flush,) timed launch, check, per config."""
+            gpu.hold(slot)
+            try:
+                for (start, end), c in zip(self._events[slot], batch):
+                    gpu.poison_async(bufs.output, bufs.output_count)
+                    if flush:
+                        gpu.flush_l2(self.l2_flush)
+                    start.record(gpu.stream)
+                    launches[c]()
+                    end.record(gpu.stream)
+                    self._check.prepared_async_call(grid, (256, 1, 1), gpu.stream, out_ptr, ref_ptr, bound_ptr,
+                                                    np.int32(count), words_ptr + 16 * c)
+            finally:
+                gpu.release(slot)
+
+        def collect(batch: list[int], slot: int) -> None:
+            """A batch's times once it has run; a batch whose hold expired (its samples could hold
+            host latency) is measured again alone, its checks zeroed first."""
+            self._events[slot][len(batch) - 1][1].synchronize()
+            if not gpu.held_ok(slot):
+                gpu.synchronize()
+                for c in batch:  # its checks start again (not its neighbours': skipped configs leave gaps)
+                    gpu.drv.memset_d32(words_ptr + 16 * c, 0, 4)
+                enqueue(batch, slot)
+                gpu.synchronize()
+                if not gpu.held_ok(slot):
+                    raise RuntimeError("the stream hold expired twice while a batch was enqueued")
+            for (start, end), c in zip(self._events[slot], batch):
+                times[c] = end.time_since(start)
+
+        batches = [todo[i:i + BATCH] for i in range(0, len(todo), BATCH)]
+        # Two batches in flight: the GPU runs one while the host enqueues the next behind its own hold.
+        for i, batch in enumerate(batches):
+            if i >= HOLD_SLOTS:
+                collect(batches[i - HOLD_SLOTS], (i - HOLD_SLOTS) % HOLD_SLOTS)
+            enqueue(batch, i % HOLD_SLOTS)
+        for i in range(max(0, len(batches) - HOLD_SLOTS), len(batches)):
+            collect(batches[i], i % HOLD_SLOTS)
+        return times
+
+    def _measured(self, launches: dict, times: dict[int, float], words: np.ndarray, reference, bound, terms
+                  ) -> list[Measured]:
+        """Each configuration's result at the shape: its known problem, left untimed, a launch that
+        failed, or its time with the verdict of its check words."""
         norm = frobenius_scale(reference, bound, terms)
         out = []
         for c, params in enumerate(self.configs):

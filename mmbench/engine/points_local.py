@@ -1,4 +1,4 @@
-"""Sweeps: expand selections into points, run each point, stream one row per point.
+"""Points in this process: run each point on the CPU or this process's GPU, one row per point.
 
 Every point is verified once (fresh random inputs, output poisoned with NaN, float64
 reference) before it is timed. Whatever goes wrong at a point (compile, launch, memory,
@@ -8,207 +8,31 @@ sweep goes on.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
-import platform
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Callable, Sequence
 
 import numpy as np
 
-from . import environment, source
-from .ops import DeviceBuffers, Operation, get_op
-from .ops.base import ScopeError, Timed
-from .ops.capabilities import CpuBaseline, LibraryBaseline, Padded, must_pad, needs, timed_sequence
-from .results import join_samples
-from .sizes import Shape
-from .kernel_clock import MODES as KERNEL_CLOCK_MODES
-from .kernel_clock import KernelClock, KernelClockError, per_call_ms
-from .timing import CACHE_MODES, MAX_BATCH, noise, stop_reason, summarize, time_cpu, time_gpu
-from .variants import Params, Variant, format_params, param_points
-
-if TYPE_CHECKING:
-    from .tuning.cache import Tuned
-
-
-@dataclass(frozen=True)
-class Point:
-    variant: Variant
-    params: Params
-    shape: Shape
-    cache: str  # what the sample saw: GPU points "cold" or "hot"; CPU BLAS always "hot"
-    scope: str = "kernel"  # what a sample covers (ops.base.SCOPES)
-    pad: bool = False  # whether the kernel ran on inputs padded to its tile multiple
-
-    @property
-    def op(self) -> Operation:
-        return get_op(self.variant.op)
-
-    @property
-    def key(self) -> tuple:
-        s = self.shape
-        return (self.variant.op, self.variant.name, format_params(self.params), s.m, s.n, s.k, self.cache, self.scope,
-                int(self.pad))
-
-    def __str__(self) -> str:
-        p = format_params(self.params)
-        return scoped_name(f"{self.variant.name}{'[' + p + ']' if p else ''}", self.scope, self.pad) + f" @ {self.shape}"
-
-
-def scoped_name(name: str, scope: str, pad) -> str:
-    """A variant's name, with its scope and padding when it is not the kernel alone on its inputs as given."""
-    extra = [x for x in (scope if scope != "kernel" else "", "padded" if int(pad) else "") if x]
-    return f"{name} ({', '.join(extra)})" if extra else name
+from .. import environment, source
+from ..kernel_clock import KernelClock, KernelClockError, per_call_ms
+from ..ops import DeviceBuffers, Operation, get_op
+from ..ops.base import ScopeError, Timed
+from ..ops.capabilities import CpuBaseline, LibraryBaseline, needs, timed_sequence
+from .. import schema
+from ..schema import HOST, clock_fields, clock_sagged, kernel_fields, timing_fields
+from ..sizes import Shape
+from ..timing import MAX_BATCH, noise, stop_reason, time_cpu, time_gpu
+from ..variants import Params, Variant
+from .interface import Engine
+from .plan import Point, Settings, kernel_key
 
 
 @dataclass(frozen=True)
-class Selection:
-    """Variants, their parameter overrides and the size spec to run them at (each variant's
-    operation reads the spec as its shapes)."""
-
-    variants: tuple[Variant, ...]
-    spec: str
-    overrides: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    tuned: Mapping[tuple[str, Shape], Tuned] = field(default_factory=dict)  # from the tuning caches (tuning.cache.Tuned)
-    scopes: tuple[str, ...] = ("kernel",)  # what the samples cover (ops.base.SCOPES), each its own points
-    pads: tuple[bool, ...] = (False,)  # run on the inputs as given, padded to each kernel's tile multiple, or both
-
-    def shapes(self, variant: Variant) -> tuple[Shape, ...]:
-        return _shapes(variant.op, self.spec)
 
 
-@lru_cache(maxsize=256)
-def _shapes(op: str, spec: str) -> tuple[Shape, ...]:
-    return tuple(get_op(op).parse_sizes(spec))
-
-
-@dataclass(frozen=True)
-class Settings:
-    runs: int = 10  # timed samples per point (the paper's count)
-    warmup: int = 3
-    cache: str = "cold"
-    threads: int | None = None  # CPU BLAS threads; None leaves the library's default
-    seed: int = 2017
-    # How a cold sample's L2 is emptied (Gpu.flush_l2): "read" a buffer of twice its size, leaving
-    # clean lines; "write" was the method before (dirty lines the sample wrote back), kept so a
-    # resumed file goes on as it was measured.
-    l2_flush: str = "read"
-    clock_sag: float = 0.9  # flag a point whose SM clock fell below this share of the maximum
-    # The tuner's rule: a configuration whose registers spill to local memory is not a candidate.
-    skip_spills: bool = False
-    # Seconds a compiled naive CPU point may take (all its calls); one estimated to take longer is
-    # a skipped row with the estimate, never a run of hours.
-    cpu_budget_s: float = 120.0
-    # The second clock: CUPTI's per-kernel timestamps beside the events, where cupti-python is
-    # installed: "concurrent" (kernels run as they would, back to back), "serial" (CUPTI serializes
-    # them), "isolated" (every sample's call launched on an idle GPU, as Nsight Compute replays a
-    # kernel: its event times then include the launch from the host), "off".
-    kernel_clock: str = "concurrent"
-    # Sampling that stops when the answer is known (as nvbench's): with max_noise set, `runs` is the
-    # least number of samples, and batches go on until the relative noise of those not taken while
-    # the clock sagged is under max_noise, or budget_s seconds of sampling, or max_runs samples.
-    # None: exactly `runs` samples (the papers' configs).
-    max_noise: float | None = None
-    budget_s: float = 15.0
-    max_runs: int = 1000
-    # Which time `plot` and `report` use unless told (--clock): the events' or the kernel clock's.
-    figure_clock: str = "events"
-    # Whose samples the noise target judges: the events' or (where it runs) the kernel clock's.
-    noise_clock: str = "events"
-
-    def __post_init__(self):
-        if self.cache not in CACHE_MODES:
-            raise ValueError(f"cache mode '{self.cache}'; choose from: {', '.join(CACHE_MODES)}")
-        if self.l2_flush not in ("read", "write"):
-            raise ValueError(f"L2 flush '{self.l2_flush}'; choose from: read, write")
-        if self.noise_clock not in ("events", "kernel"):
-            raise ValueError(f"noise clock '{self.noise_clock}'; choose from: events, kernel")
-        if self.kernel_clock not in (*KERNEL_CLOCK_MODES, "off"):
-            raise ValueError(f"kernel clock '{self.kernel_clock}'; choose from: {', '.join(KERNEL_CLOCK_MODES)}, off")
-
-
-def plan(selections: Iterable[Selection], cache: str) -> list[Point]:
-    """Points of all selections, duplicates merged, grouped by shape, smallest shape first."""
-    by_shape: dict[Shape, dict[tuple, Point]] = {}
-    for sel in selections:
-        for variant in sel.variants:
-            point_cache = cache if variant.on_gpu else "hot"  # CPU caches are not flushed
-            for shape in sel.shapes(variant):
-                bucket = by_shape.setdefault(shape, {})
-                tuned = sel.tuned.get((variant.name, shape))
-                op = get_op(variant.op)
-                # A kernel without border checks is always padded; a CPU point has no scope but its own.
-                pads = (True,) if must_pad(op, variant) else sel.pads if variant.on_gpu else (False,)
-                scopes = sel.scopes if variant.on_gpu else ("kernel",)
-                for params in [tuned.params] if tuned else param_points(variant, sel.overrides):
-                    for scope in scopes:
-                        for pad in dict.fromkeys(pads):
-                            point = Point(variant, params, shape, point_cache, scope, pad)
-                            bucket.setdefault(point.key, point)
-    shapes = sorted(by_shape, key=lambda s: (s.m * s.n * max(s.k, 1), s.m, s.n, s.k))
-    return [p for shape in shapes for p in by_shape[shape].values()]
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
-HOST = platform.node()  # where this process runs (a cluster worker's own host)
-
-
-def _row(point: Point, settings: Settings, status: str, reason: str = "", **fields) -> dict:
-    s = point.shape
-    return {"op": point.variant.op, "variant": point.variant.name, "label": point.variant.label, "backend": point.variant.backend,
-            "params": format_params(point.params), "m": s.m, "n": s.n, "k": s.k, "cache": point.cache,
-            "scope": point.scope, "pad": int(point.pad), "padded_shape": _padded_shape(point), "status": status, "reason": reason, "runs": settings.runs, "warmup": settings.warmup,
-            "finished_at": _now(), "host": HOST, **fields}
-
-
-def _padded_shape(point: Point) -> str:
-    """"MxNxK" of the shape a padded point's kernel ran at ("" unpadded, or when it cannot pad)."""
-    if not point.pad:
-        return ""
-    try:
-        return str(needs(point.op, Padded).padded_shape(point.variant, point.params, point.shape))
-    except ValueError:  # a ScopeError, or an operation without padding
-        return ""
-
-
-def _kernel_fields(kernel: tuple | None) -> dict:
-    """The kernel clock's columns: every call's summed device work (ms), its statistics, how many
-    kernels, memsets and copies a call ran, and the median of its kernels alone (what Nsight Compute
-    times); empty where CUPTI gave none."""
-    if kernel is None:
-        return {}
-    times, kernels_only, each = kernel
-    st = summarize(times)
-    return {"kernel_ms_mean": st.mean, "kernel_ms_median": st.median, "kernel_ms_min": st.min,
-            "kernel_records": each, "kernel_ms_samples": join_samples(times),
-            "kernels_only_ms_median": summarize(kernels_only).median}
-
-
-def _timing_fields(point: Point, times_ms: Sequence[float]) -> dict:
-    st = summarize(times_ms)
-    flops, nbytes = point.op.flops(point.shape), point.op.min_bytes(point.shape)
-    return {"time_ms_mean": st.mean, "time_ms_median": st.median, "time_ms_min": st.min,
-            "time_ms_max": st.max, "time_ms_std": st.std, "cv": st.cv,
-            # An operation that computes nothing (a transpose) has no GFLOP/s, not 0 GFLOP/s.
-            "gflops_mean": flops / (st.mean * 1e6) if flops else None,
-            "gflops_median": flops / (st.median * 1e6) if flops else None,
-            "gbytes_per_s": nbytes / (st.median * 1e6), "time_ms_samples": join_samples(times_ms)}
-
-
-def clock_sagged(readings_mhz: Sequence[int | None], max_mhz: int | None, share: float) -> bool:
-    """Whether the SM clock read around a point fell below `share` of its maximum (unknown readings
-    are left out; with none, or no maximum, nothing can be said and the point is not flagged)."""
-    known = [r for r in readings_mhz if r is not None]
-    return bool(known and max_mhz and min(known) < share * max_mhz)
-
-
-@dataclass(frozen=True)
 class DeviceShortfall:
     """A shape whose buffers do not fit in the GPU's free memory: its GPU points are skipped."""
 
@@ -218,42 +42,15 @@ class DeviceShortfall:
 HOST_PRODUCTS = "on the host: numpy's float64 BLAS"
 
 
-def _first_line(exc: BaseException) -> str:
+def error_line(exc: BaseException) -> str:
+    """The line of an exception that names the error (nvcc's among its notes), at most 300 characters."""
     text = str(exc).strip()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     errors = [ln for ln in lines if "error" in ln.lower() and "nvcc compilation" not in ln]
     return (errors or lines or [type(exc).__name__])[0][:300]
 
 
-def kernel_key(variant: Variant, params: Params) -> str:
-    """How the metadata names a compiled kernel: "name[params]", and the source hash of a kernel
-    file from another folder, which is another kernel of the same name."""
-    key = f"{variant.name}[{format_params(params)}]"
-    return key + f"@{source.source_hash(variant)}" if variant.source_dir else key
-
-
-def spent_between(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-    """What time_spent() grew by between two readings, per process and phase (ms precision); a
-    process or phase with nothing added left out."""
-    grown: dict[str, dict[str, float]] = {}
-    for process, phases in after.items():
-        was = before.get(process, {})
-        added = {phase: round(s - was.get(phase, 0.0), 3) for phase, s in phases.items()}
-        added = {phase: s for phase, s in added.items() if s > 0}
-        if added:
-            grown[process] = added
-    return grown
-
-
-def add_spent(total: dict[str, dict[str, float]], spent: dict[str, dict[str, float]]) -> None:
-    """Add seconds by process and phase (spent_between's) into a running total."""
-    for process, phases in spent.items():
-        mine = total.setdefault(process, {})
-        for phase, seconds in phases.items():
-            mine[phase] = mine.get(phase, 0.0) + seconds
-
-
-class Runner:
+class LocalPoints(Engine):
     """Runs points on the CPU and, when the plan needs it, on the GPU; what a point computes and
     how it is checked comes from its operation (ops/)."""
 
@@ -264,9 +61,9 @@ class Runner:
         self.library_errors: dict[str, str] = {}  # variant name -> why it could not be opened
         self.kernels: dict[str, dict] = {}  # "name[params]" -> resources, for the metadata
         self._gpu_factory = gpu_factory
-        self.kernel_clock: KernelClock | None = None  # CUPTI's records (settings.kernel_clock, GPU runs)
-        self.kernel_clock_error = ""  # why there is none, for the metadata
-        self.kernel_clock_misses: dict[str, int] = {}  # points whose records did not split into calls, by why
+        self.cupti: KernelClock | None = None  # CUPTI's records, the kernel clock (settings.kernel_clock, GPU runs)
+        self.cupti_error = ""  # why there is none, for the metadata
+        self.cupti_misses: dict[str, int] = {}  # points whose records did not split into calls, by why
         # The last shape's inputs, reference and device buffers: freed after each shape, unless
         # keep_shape (a cluster worker, whose next chunk is often of the same shape).
         self.keep_shape = False
@@ -287,14 +84,14 @@ class Runner:
         """Open what these points need and the runner has not opened yet: the GPU, library handles
         (a cluster worker's runner serves one chunk of points after another)."""
         if self.gpu is None and any(p.variant.on_gpu for p in points):
-            from .device import open_gpu
+            from ..device import open_gpu
 
             self.gpu = (self._gpu_factory or open_gpu)()
             if self.settings.kernel_clock != "off" and self._gpu_factory is None:
                 try:
-                    self.kernel_clock = KernelClock(self.settings.kernel_clock)
+                    self.cupti = KernelClock(self.settings.kernel_clock)
                 except KernelClockError as exc:
-                    self.kernel_clock_error = str(exc)
+                    self.cupti_error = str(exc)
         for variant in dict.fromkeys(p.variant for p in points if p.variant.on_gpu and p.variant.backend != "cuda"):
             if variant.name in self.libraries or variant.name in self.library_errors:
                 continue
@@ -333,7 +130,7 @@ class Runner:
             too_large = self._host_shortfall(op, shape)
             if too_large:
                 for point in group:
-                    on_row(_row(point, self.settings, "skipped", too_large))
+                    on_row(schema.row(point, self.settings, "skipped", too_large))
                 continue
             key = (name, shape, self.settings.seed)
             if self._kept is not None and self._kept[0] == key:
@@ -362,10 +159,10 @@ class Runner:
         whose cores they share), else, or where the GPU's fail, with numpy on the host. A shape the
         GPU has no memory for is made on the host; any other failure (no CuPy, a fake GPU) gives the
         GPU up for the run, and the metadata says why."""
-        from .ops.gemm import host_products
+        from ..ops.gemm import host_products
 
         if self.gpu is not None and not self.gpu_products_error:
-            from .cublas import float64_products, out_of_memory
+            from ..cublas import float64_products, out_of_memory
 
             started = time.perf_counter()
             try:
@@ -374,7 +171,7 @@ class Runner:
                 return made  # (a failed try's seconds are counted in "inputs" only)
             except Exception as exc:
                 if not out_of_memory(exc):
-                    self.gpu_products_error = _first_line(exc) or type(exc).__name__
+                    self.gpu_products_error = error_line(exc) or type(exc).__name__
         with self.spending("reference_host"):
             return host_products(a, b)
 
@@ -384,7 +181,7 @@ class Runner:
         up, why (a cluster's workers report one entry each)."""
         if not {"reference_gpu", "reference_host"} & set(self.spent_s):
             return {}
-        from .cublas import GPU_PRODUCTS
+        from ..cublas import GPU_PRODUCTS
 
         why = {f"not on the GPU at {HOST}:{os.getpid()}": self.gpu_products_error} if self.gpu_products_error else {}
         return {"float64_reference": {"reference_gpu": GPU_PRODUCTS, "reference_host": HOST_PRODUCTS, **why}}
@@ -393,7 +190,7 @@ class Runner:
         """Compile the kernels of these points not compiled yet, compile_jobs at a time, into
         PyCUDA's cache (function() then loads each): one nvcc after another would leave the GPU
         idle for seconds per kernel. How many it compiled."""
-        if self.gpu is None or not hasattr(self.gpu, "precompile_pairs"):
+        if self.gpu is None:
             return 0
         todo = list(dict.fromkeys((p.variant, p.params) for p in points
                                   if p.variant.backend == "cuda" and not self.gpu.compiled(p.variant, p.params)))
@@ -425,7 +222,7 @@ class Runner:
         try:
             return op.upload(self.gpu, inputs)
         except Exception as exc:  # out of device memory, or a dead context
-            return f"device buffers could not be allocated: {_first_line(exc)}"
+            return f"device buffers could not be allocated: {error_line(exc)}"
 
     def _run_point(self, point: Point, inputs, buffers) -> dict:
         row = self._run_point_row(point, inputs, buffers)
@@ -439,16 +236,16 @@ class Runner:
                 with self.spending("cpu"):
                     return self._run_cpu(point, inputs)
             if isinstance(buffers, DeviceShortfall):
-                return _row(point, self.settings, "skipped", buffers.reason)
+                return schema.row(point, self.settings, "skipped", buffers.reason)
             if isinstance(buffers, str):
-                return _row(point, self.settings, "failed", buffers)
+                return schema.row(point, self.settings, "failed", buffers)
             if point.variant.backend != "cuda":
                 return self._run_library(point, inputs, buffers)
             return self._run_kernel(point, inputs, buffers)
         except KeyboardInterrupt:
             raise
         except Exception as exc:
-            return _row(point, self.settings, "failed", f"{type(exc).__name__}: {_first_line(exc)}")
+            return schema.row(point, self.settings, "failed", f"{type(exc).__name__}: {error_line(exc)}")
 
     # -- backends --------------------------------------------------------------------------------
     def _run_cpu(self, point: Point, inputs) -> dict:
@@ -458,18 +255,18 @@ class Runner:
         if point.variant.backend == "cpu":
             over = self._over_cpu_budget(point)
             if over:
-                return _row(point, self.settings, "skipped", over)
+                return schema.row(point, self.settings, "skipped", over)
         compute, out = needs(op, CpuBaseline).cpu(point.variant, inputs)
         with threadpool_limits(limits=self.settings.threads, user_api="blas"):
             threads = max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"), default=None)
             compute()
             check = op.check(out, inputs)
             if not check.ok:
-                return _row(point, self.settings, "wrong", check.reason, rel_err=check.rel_err,
+                return schema.row(point, self.settings, "wrong", check.reason, rel_err=check.rel_err,
                             err_bound_ratio=check.err_bound_ratio, threads=threads)
             times = time_cpu(compute, self.settings.runs, self.settings.warmup)
-        return _row(point, self.settings, "ok", rel_err=check.rel_err, err_bound_ratio=check.err_bound_ratio,
-                    threads=threads, **_timing_fields(point, times))
+        return schema.row(point, self.settings, "ok", rel_err=check.rel_err, err_bound_ratio=check.err_bound_ratio,
+                    threads=threads, **timing_fields(point, times))
 
     def _over_cpu_budget(self, point: Point) -> str:
         """Why a compiled naive CPU point would overrun the time budget ("" when it would not): its
@@ -497,7 +294,7 @@ class Runner:
     def _run_library(self, point: Point, inputs, buffers: DeviceBuffers) -> dict:
         handle = self.libraries.get(point.variant.name)
         if handle is None:
-            return _row(point, self.settings, "skipped",
+            return schema.row(point, self.settings, "skipped",
                         f"{point.variant.label} unavailable: {self.library_errors.get(point.variant.name, 'not opened')}")
         library = needs(point.op, LibraryBaseline)
         return self._verify_and_time(point, inputs, buffers,
@@ -507,27 +304,27 @@ class Runner:
         gpu, variant, params = self.gpu, point.variant, point.params
         broken = variant.violated(params)
         if broken:
-            return _row(point, self.settings, "skipped", f"constraint {broken[0]} does not hold")
+            return schema.row(point, self.settings, "skipped", f"constraint {broken[0]} does not hold")
         limit = gpu.facts.max_threads_per_block
         if variant.block_threads(params) > limit:
-            return _row(point, self.settings, "skipped",
+            return schema.row(point, self.settings, "skipped",
                         f"{variant.block_threads(params)} threads per block exceed the device limit of {limit}")
         try:
             with self.spending("compile"):
                 fn = gpu.function(variant, params)
         except Exception as exc:
-            reason = _first_line(exc)
+            reason = error_line(exc)
             status = "skipped" if "too much shared data" in reason else "failed"
-            return _row(point, self.settings, status, f"compile: {reason}")
+            return schema.row(point, self.settings, status, f"compile: {reason}")
         with self.spending("compile"):  # its ptxas report may run nvcc
             self._record_kernel(variant, params, fn)
         if self.settings.skip_spills and fn.local_size_bytes:
-            return _row(point, self.settings, "skipped",
+            return schema.row(point, self.settings, "skipped",
                         f"{fn.local_size_bytes} bytes of local memory a thread (registers spill)")
         shared = fn.shared_size_bytes + variant.dynamic_shared(params)
         limit = gpu.facts.max_shared_per_block if variant.shared == "0" else gpu.facts.max_shared_per_block_optin
         if shared > limit:
-            return _row(point, self.settings, "skipped",
+            return schema.row(point, self.settings, "skipped",
                         f"{shared} bytes of shared memory exceed the device limit of {limit}")
         return self._verify_and_time(point, inputs, buffers,
                                      lambda shape, bufs: point.op.kernel(gpu, variant, params, shape, bufs))
@@ -541,7 +338,7 @@ class Runner:
             timed = timed_sequence(op, gpu, point.variant, point.params, point.shape, point.scope, point.pad, buffers,
                                    inputs, compute)
         except ScopeError as exc:
-            return _row(point, settings, "skipped", str(exc))
+            return schema.row(point, settings, "skipped", str(exc))
         try:
             return self._verify_and_time_sequence(point, inputs, timed)
         finally:
@@ -556,15 +353,15 @@ class Runner:
             check = op.check(timed.result(), inputs)
         fields = {"rel_err": check.rel_err, "err_bound_ratio": check.err_bound_ratio}
         if not check.ok:
-            return _row(point, settings, "wrong", check.reason, **fields)
+            return schema.row(point, settings, "wrong", check.reason, **fields)
         before, conditions = gpu.clock.current_mhz(), gpu.clock.conditions("before")
         with self.spending("samples"):
             times, kernel, sampling = self._samples(point, timed)
         after = gpu.clock.current_mhz()
         sagged = clock_sagged((before, after), gpu.clock.max_mhz(), settings.clock_sag)
-        row = _row(point, settings, "ok", **fields, sm_clock_mhz_before=before, sm_clock_mhz_after=after,
-                   clock_sagged=sagged, **conditions, **gpu.clock.conditions("after"), **_timing_fields(point, times),
-                   **_kernel_fields(kernel), **sampling)
+        row = schema.row(point, settings, "ok", **fields, **clock_fields(before, after, sagged, conditions,
+                                                                         gpu.clock.conditions("after")),
+                         **timing_fields(point, times), **kernel_fields(kernel), **sampling)
         row["runs"] = len(times)  # adaptive sampling takes as many as it needed
         return row
 
@@ -574,24 +371,24 @@ class Runner:
         target (of the noise_clock's samples), the budget or max_runs. CUPTI's records of each
         batch, warm-up included, give the kernel clock's times."""
         gpu, settings = self.gpu, self.settings
-        clock = self.kernel_clock
+        cupti = self.cupti
         flush_bytes = gpu.flush_bytes if settings.l2_flush == "write" else None
         kernel: tuple | None = None  # (times, kernels-only times, records a call)
-        reading = clock is not None  # while every batch's records have split into its calls
+        reading = cupti is not None  # while every batch's records have split into its calls
 
         def batch(runs: int, warmup: int) -> list[float]:
             nonlocal kernel, reading
             if reading:
-                clock.collect()  # the verification's and earlier records are not samples
+                cupti.collect()  # the verification's and earlier records are not samples
             held = not timed.host_work and settings.kernel_clock != "isolated"
             got = time_gpu(gpu, timed.launch, runs, warmup, point.cache, settings.l2_flush, held=held)
             if reading:
                 try:
-                    read = per_call_ms(clock.collect(), warmup + runs, flush_bytes)
+                    read = per_call_ms(cupti.collect(), warmup + runs, flush_bytes)
                     before = kernel or ([], [], read.records)
                     kernel = (before[0] + read.ms[warmup:], before[1] + read.kernels_ms[warmup:], read.records)
                 except KernelClockError as exc:
-                    self.kernel_clock_misses[str(exc)] = self.kernel_clock_misses.get(str(exc), 0) + 1
+                    self.cupti_misses[str(exc)] = self.cupti_misses.get(str(exc), 0) + 1
                     kernel, reading = None, False
             return got
 
@@ -627,7 +424,7 @@ class Runner:
                          ptxas_stack_bytes=report.stack_bytes, ptxas_spill_store_bytes=report.spill_store_bytes,
                          ptxas_spill_load_bytes=report.spill_load_bytes)
         except Exception as exc:  # nvcc missing here: the loaded function's numbers still stand
-            entry["ptxas"] = f"unavailable: {_first_line(exc)}"
+            entry["ptxas"] = f"unavailable: {error_line(exc)}"
         self.kernels[key] = entry
 
     def gpu_names(self) -> set[str]:
@@ -643,15 +440,15 @@ class Runner:
 
     def kernel_clock_meta(self) -> dict:
         """What the metadata says of the kernel clock: on or why not, and points it missed."""
-        if self.kernel_clock is None:
-            return {"kernel_clock": {"on": False, "why": self.kernel_clock_error or "off"}} if self.gpu else {}
+        if self.cupti is None:
+            return {"kernel_clock": {"on": False, "why": self.cupti_error or "off"}} if self.gpu else {}
         return {"kernel_clock": {"on": True, "mode": self.settings.kernel_clock,
                                  "source": "CUPTI activity records (kernels, memsets, copies)",
-                                 "misses": dict(self.kernel_clock_misses)}}
+                                 "misses": dict(self.cupti_misses)}}
 
     def close(self) -> None:
-        if self.kernel_clock is not None:
-            self.kernel_clock.close()
+        if self.cupti is not None:
+            self.cupti.close()
         self.release_shape()
         for handle in self.libraries.values():
             handle.close()

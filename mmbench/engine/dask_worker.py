@@ -1,0 +1,254 @@
+"""What runs on a Dask worker (points_dask.py is the client): the worker's one engine and its
+batched tuners, kept between tasks and released at the run's end; its share of the host's cores;
+its allocator made a plain process's; and points sent as plain tuples."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from collections import Counter
+from contextlib import contextmanager, nullcontext
+
+from .. import device
+from ..environment import own_cpus
+from ..schema import HOST
+from ..sizes import Shape
+from ..variants import get_variant
+from .interface import spent_between
+from .plan import Point, Settings
+from .points_local import LocalPoints
+
+
+# -- points cross the wire as plain tuples (a Variant holds mappings that do not pickle) -------------
+def descriptor(point: Point) -> tuple:
+    s = point.shape
+    return (point.variant.name, point.params, (s.m, s.n, s.k), point.cache, point.scope, point.pad)
+
+
+def from_descriptor(d: tuple) -> Point:
+    name, params, (m, n, k), cache, scope, pad = d
+    return Point(get_variant(name), tuple(map(tuple, params)), Shape(m, n, k), cache, scope, pad)
+
+
+# Per worker process: one runner (a second would open the GPU and CUPTI's callbacks again), kept
+# while the settings stay and released at the run's end (release_worker); a lock, for workers a
+# running cluster gave several threads.
+_RUNNER: list = [None, None]  # [settings, runner]
+_LOCK = threading.Lock()
+
+
+def worker_identity() -> dict:
+    """What a worker reports of itself for the metadata: host, process, the GPUs it sees, the
+    host's cores and those it may use, and what was done to its allocator."""
+    from ..device import device_identity
+
+    found = device_identity()
+    return {"host": HOST, "pid": os.getpid(), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "gpu": found.name if found else None, "host_cpus": os.cpu_count() or 1, "cpus": own_cpus(),
+            "malloc": allocate_as_a_plain_process()}
+
+
+# glibc's mallopt parameters, and the thresholds it reaches by itself in a process that allocates
+# and frees arrays of up to 32 MiB (mmap's threshold rises to the largest freed, at most 32 MiB on
+# 64-bit; trimming's to twice that)
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+PLAIN_MMAP_THRESHOLD, PLAIN_TRIM_THRESHOLD = 32 << 20, 64 << 20
+_MALLOC: list[str] = []  # what allocate_as_a_plain_process did in this process
+
+
+def allocate_as_a_plain_process() -> str:
+    """Dask's nanny starts a worker with MALLOC_TRIM_THRESHOLD_=65536, to hand freed memory back to
+    the OS. Setting it also fixes glibc's mmap threshold at 128 KiB: every array larger is mapped
+    anew and its pages faulted in at first touch. The inputs, references and checks of a sweep
+    then took 1.6 times as long as in a plain process (an H100, GEMMs of 1536 to 2049: a cluster of
+    one worker against a plain run, and a plain run with the variable set). Here the worker takes
+    the thresholds a plain process reaches by itself. Once per process; what it did, for the metadata."""
+    if not _MALLOC:
+        was = os.environ.get("MALLOC_TRIM_THRESHOLD_")
+        if was is None:
+            _MALLOC.append("glibc's defaults (no MALLOC_TRIM_THRESHOLD_)")
+        else:
+            try:
+                mallopt = ctypes.CDLL(None).mallopt
+                done = [mallopt(M_MMAP_THRESHOLD, PLAIN_MMAP_THRESHOLD) == 1,
+                        mallopt(M_TRIM_THRESHOLD, PLAIN_TRIM_THRESHOLD) == 1]
+            except Exception:  # not glibc, not Linux
+                done = [False, False]
+            said = [f"mmap threshold {PLAIN_MMAP_THRESHOLD >> 20} MiB" if done[0] else "mmap threshold kept",
+                    f"trim threshold {PLAIN_TRIM_THRESHOLD >> 20} MiB" if done[1] else "trim threshold kept"]
+            _MALLOC.append(f"{', '.join(said)} (MALLOC_TRIM_THRESHOLD_ was {was}"
+                           f"{'' if all(done) else '; mallopt unavailable or refused'})")
+    return _MALLOC[0]
+
+
+def blas_shares(workers: dict[str, dict]) -> dict[str, int]:
+    """BLAS threads (and nvcc processes) per worker, by host: the host's cores shared among its
+    workers; a worker pinned to fewer takes those (my_share). Dask starts workers with
+    OMP/MKL/OPENBLAS_NUM_THREADS=1, which would leave the float64 references and the CPU
+    baselines on one core; a fair share keeps them as fast as the host allows without the workers
+    of one host oversubscribing it."""
+    count = Counter(w["host"] for w in workers.values())
+    cores: dict[str, int] = {}
+    for w in workers.values():
+        cores[w["host"]] = max(cores.get(w["host"], 1), w.get("host_cpus") or w.get("cpus") or 1)
+    return {host: max(1, cores[host] // n) for host, n in count.items()}
+
+
+def my_share(shares: dict[str, int]) -> int | None:
+    """This worker's share: its host's, within the cores it may run on (None: no share known)."""
+    share = shares.get(HOST)
+    return min(share, own_cpus()) if share else None
+
+
+@contextmanager
+
+
+def blas_threads(shares: dict[str, int]):
+    """This worker's share of its host's cores for numpy's BLAS for a block (a point's own
+    `--threads` still applies inside it)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=my_share(shares), user_api="blas"):
+        yield
+
+
+def _runner(settings: Settings, points: list[Point], shares: dict[str, int]) -> LocalPoints:
+    """This process's runner for these settings (made anew when they change), with what the
+    points need opened. The caller holds _LOCK."""
+    device.CURRENT_ON_OPEN = False  # tasks run on the worker's pool threads: Gpu.active() around each use
+    allocate_as_a_plain_process()  # a worker the nanny restarted has not reported itself
+    if _RUNNER[1] is None or _RUNNER[0] != settings:
+        old = [r for r in _RUNNER[1:] if r is not None]
+        _RUNNER[:] = [None, None]
+        _free(old)
+        _RUNNER[:] = [settings, LocalPoints(settings, points)]
+        _RUNNER[1].keep_shape = True  # the next chunk is often of the same shape: its inputs stay
+        _RUNNER[1].compile_jobs = my_share(shares) or _RUNNER[1].compile_jobs
+    runner = _RUNNER[1]
+    with in_context(runner.gpu):  # library handles opened now, in the GPU's context
+        runner.ensure(points)
+    return runner
+
+
+def in_context(gpu):
+    """The GPU's primary context current on this thread around a block (tasks run on the worker's
+    pool threads, where it may not be); nothing to do without a GPU."""
+    return gpu.active() if gpu is not None else nullcontext()
+
+
+def prepare_worker(settings: Settings, descriptors: list[tuple], shares: dict[str, int]) -> dict:
+    """On every worker before the first chunk: compile every kernel of the run at once, on the
+    worker's share of cores, as one process compiles a run's kernels before its first point.
+    Chunk by chunk, a worker would compile one or two at a time while its GPU idles (the 2-GPU
+    check measured the limits sweep 12 % slower on two GPUs than on one that way). How many it
+    compiled, and the time it took ("prepare")."""
+    points = [from_descriptor(d) for d in descriptors]
+    with _LOCK, blas_threads(shares):
+        runner = _runner(settings, points, shares)
+        if runner.gpu is None:
+            return {"compiled": 0, "time_spent": {}}
+        before = runner.time_spent()
+        with runner.gpu.active(), runner.spending("prepare"):
+            compiled = runner.precompile(points)
+        return {"compiled": compiled, "time_spent": spent_between(before, runner.time_spent())}
+
+
+def run_chunk(settings: Settings, descriptors: list[tuple], shares: dict[str, int]) -> dict:
+    """On a worker: run a chunk of points with this process's runner, numpy's BLAS on the worker's
+    share of cores; its rows (in the chunk's order), the resources of the kernels it ran, and
+    where it ran."""
+    from .. import environment
+
+    points = [from_descriptor(d) for d in descriptors]
+    with _LOCK, blas_threads(shares):
+        runner = _runner(settings, points, shares)
+        spent_before = runner.time_spent()
+        rows: list[dict] = []
+        with in_context(runner.gpu):
+            runner.run(points, rows.append)
+        return {"rows": rows, "kernels": dict(runner.kernels), "libraries": runner.library_meta(),
+                "time_spent": spent_between(spent_before, runner.time_spent()),  # this chunk's
+                "gpu": environment.gpu_info(runner.gpu) if runner.gpu is not None else None,
+                "worker": {"host": HOST, "pid": os.getpid()}}
+
+
+_TUNERS: dict[tuple, object] = {}  # per worker process: a batched tuner per variant and configurations
+
+
+def run_class(variant_name: str, configs: list, cache: str, l2_flush: str, jobs: int, cls: str, shapes: list[tuple],
+              seed: int, prune: float, shares: dict[str, int]) -> dict:
+    """On a worker: one size class of a batched tuning (batched_local.measure_class), the tuner's
+    configurations compiled and loaded at the worker's first class and kept for the rest."""
+    from .. import environment
+    from ..device import open_gpu
+    from . import batched_local
+
+    variant = get_variant(variant_name)
+    configs = [tuple(map(tuple, c)) for c in configs]
+    key = (variant_name, tuple(configs), cache, l2_flush)
+    group = [Shape(*s) for s in shapes]
+    allocate_as_a_plain_process()  # a worker the nanny restarted has not reported itself
+    with _LOCK, blas_threads(shares):
+        tuner = _TUNERS.get(key)
+        device.CURRENT_ON_OPEN = False
+        if tuner is None:
+            gpu = _TUNERS.get("gpu") or _TUNERS.setdefault("gpu", open_gpu())  # one Gpu per process
+            with gpu.active():
+                gpu.precompile(variant, configs, jobs)
+                tuner = _TUNERS[key] = batched_local.BatchedTuner(gpu, variant, configs, cache, l2_flush)
+        with tuner.gpu.active():
+            rows = batched_local.measure_class(tuner, cls, group, batched_local.make_inputs(tuner.op, seed), prune)
+    return {"rows": rows, "kernels": dict(tuner.kernels), "libraries": {}, "gpu": environment.gpu_info(tuner.gpu),
+            "worker": {"host": HOST, "pid": os.getpid()}}
+
+
+def release_worker() -> dict:
+    """On a worker at the end of a run: its runner and batched tuners closed and dropped (_free), so
+    that what they hold on the GPU goes now, not at the process's exit. A later run, or a run of
+    another client of the same cluster, opens a new runner. How many it released, and what failed
+    to close."""
+    with _LOCK:
+        held = [h for h in (_RUNNER[1], *_TUNERS.values()) if h is not None]  # with the tuners' Gpu
+        _RUNNER[:] = [None, None]
+        _TUNERS.clear()
+        released = sum(1 for h in held if not isinstance(h, device.Gpu))
+        return {"released": released, "failed": _free(held)}
+
+
+def _free(held: list) -> list[str]:
+    """Runners, tuners and Gpus closed and dropped with their GPU's context current on this thread,
+    then collected, so that PyCUDA frees their modules, buffers, streams, events and pinned memory
+    now. PyCUDA frees such an object where its context is current, or by making it current on the
+    thread that made it. At a worker's exit, on another thread, it can do neither: it warns, for
+    each kind, that it could not clean them up. Empties `held`; what failed to close."""
+    import gc
+
+    gpu = next((g for g in map(_gpu_of, held) if g is not None), None)  # one GPU a worker
+    context, drv = (gpu.context, gpu.drv) if gpu is not None else (None, None)
+    del gpu
+    try:
+        if context is not None:
+            context.push()
+    except Exception:  # a context a sticky error destroyed: nothing can be freed in it
+        context = None
+    failed: list[str] = []
+    try:
+        while held:  # popped, so that no name still holds one when they are collected
+            one = held.pop()
+            try:
+                getattr(one, "close", lambda: None)()  # a batched tuner or a Gpu: dropping it is enough
+            except Exception as exc:  # CUPTI or a handle in a broken context: the rest still go
+                failed.append(f"{type(one).__name__}: {type(exc).__name__}: {exc}"[:200])
+            one = None
+        gc.collect()
+    finally:
+        if context is not None:
+            drv.Context.pop()
+    return failed
+
+
+def _gpu_of(held):
+    return held if isinstance(held, device.Gpu) else getattr(held, "gpu", None)
+
+

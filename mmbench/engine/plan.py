@@ -1,0 +1,154 @@
+"""What a run measures: selections of variants and sizes expanded into points (`plan`), and the
+settings every point is measured with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING, Iterable, Mapping
+
+from .. import source
+from ..kernel_clock import MODES as KERNEL_CLOCK_MODES
+from ..ops import Operation, get_op
+from ..ops.capabilities import must_pad
+from ..sizes import Shape
+from ..timing import CACHE_MODES
+from ..variants import Params, Variant, format_params, param_points
+
+if TYPE_CHECKING:
+    from ..tuning.cache import Tuned
+
+
+@dataclass(frozen=True)
+
+
+class Point:
+    variant: Variant
+    params: Params
+    shape: Shape
+    cache: str  # what the sample saw: GPU points "cold" or "hot"; CPU BLAS always "hot"
+    scope: str = "kernel"  # what a sample covers (ops.base.SCOPES)
+    pad: bool = False  # whether the kernel ran on inputs padded to its tile multiple
+
+    @property
+    def op(self) -> Operation:
+        return get_op(self.variant.op)
+
+    @property
+    def key(self) -> tuple:
+        s = self.shape
+        return (self.variant.op, self.variant.name, format_params(self.params), s.m, s.n, s.k, self.cache, self.scope,
+                int(self.pad))
+
+    def __str__(self) -> str:
+        p = format_params(self.params)
+        return scoped_name(f"{self.variant.name}{'[' + p + ']' if p else ''}", self.scope, self.pad) + f" @ {self.shape}"
+
+
+def scoped_name(name: str, scope: str, pad) -> str:
+    """A variant's name, with its scope and padding when it is not the kernel alone on its inputs as given."""
+    extra = [x for x in (scope if scope != "kernel" else "", "padded" if int(pad) else "") if x]
+    return f"{name} ({', '.join(extra)})" if extra else name
+
+
+@dataclass(frozen=True)
+
+
+class Selection:
+    """Variants, their parameter overrides and the size spec to run them at (each variant's
+    operation reads the spec as its shapes)."""
+
+    variants: tuple[Variant, ...]
+    spec: str
+    overrides: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    tuned: Mapping[tuple[str, Shape], Tuned] = field(default_factory=dict)  # from the tuning caches (tune.Tuned)
+    scopes: tuple[str, ...] = ("kernel",)  # what the samples cover (ops.base.SCOPES), each its own points
+    pads: tuple[bool, ...] = (False,)  # run on the inputs as given, padded to each kernel's tile multiple, or both
+
+    def shapes(self, variant: Variant) -> tuple[Shape, ...]:
+        return _shapes(variant.op, self.spec)
+
+
+@lru_cache(maxsize=256)
+
+
+def _shapes(op: str, spec: str) -> tuple[Shape, ...]:
+    return tuple(get_op(op).parse_sizes(spec))
+
+
+@dataclass(frozen=True)
+
+
+class Settings:
+    runs: int = 10  # timed samples per point (the paper's count)
+    warmup: int = 3
+    cache: str = "cold"
+    threads: int | None = None  # CPU BLAS threads; None leaves the library's default
+    seed: int = 2017
+    # How a cold sample's L2 is emptied (Gpu.flush_l2): "read" a buffer of twice its size, leaving
+    # clean lines; "write" was the method before (dirty lines the sample wrote back), kept so a
+    # resumed file goes on as it was measured.
+    l2_flush: str = "read"
+    clock_sag: float = 0.9  # flag a point whose SM clock fell below this share of the maximum
+    # The tuner's rule: a configuration whose registers spill to local memory is not a candidate.
+    skip_spills: bool = False
+    # Seconds a compiled naive CPU point may take (all its calls); one estimated to take longer is
+    # a skipped row with the estimate, never a run of hours.
+    cpu_budget_s: float = 120.0
+    # The second clock: CUPTI's per-kernel timestamps beside the events, where cupti-python is
+    # installed: "concurrent" (kernels run as they would, back to back), "serial" (CUPTI serializes
+    # them), "isolated" (every sample's call launched on an idle GPU, as Nsight Compute replays a
+    # kernel: its event times then include the launch from the host), "off".
+    kernel_clock: str = "concurrent"
+    # Sampling that stops when the answer is known (as nvbench's): with max_noise set, `runs` is the
+    # least number of samples, and batches go on until the relative noise of those not taken while
+    # the clock sagged is under max_noise, or budget_s seconds of sampling, or max_runs samples.
+    # None: exactly `runs` samples (the papers' configs).
+    max_noise: float | None = None
+    budget_s: float = 15.0
+    max_runs: int = 1000
+    # Which time `plot` and `report` use unless told (--clock): the events' or the kernel clock's.
+    figure_clock: str = "events"
+    # Whose samples the noise target judges: the events' or (where it runs) the kernel clock's.
+    noise_clock: str = "events"
+
+    def __post_init__(self):
+        if self.cache not in CACHE_MODES:
+            raise ValueError(f"cache mode '{self.cache}'; choose from: {', '.join(CACHE_MODES)}")
+        if self.l2_flush not in ("read", "write"):
+            raise ValueError(f"L2 flush '{self.l2_flush}'; choose from: read, write")
+        if self.noise_clock not in ("events", "kernel"):
+            raise ValueError(f"noise clock '{self.noise_clock}'; choose from: events, kernel")
+        if self.kernel_clock not in (*KERNEL_CLOCK_MODES, "off"):
+            raise ValueError(f"kernel clock '{self.kernel_clock}'; choose from: {', '.join(KERNEL_CLOCK_MODES)}, off")
+
+
+def plan(selections: Iterable[Selection], cache: str) -> list[Point]:
+    """Points of all selections, duplicates merged, grouped by shape, smallest shape first."""
+    by_shape: dict[Shape, dict[tuple, Point]] = {}
+    for sel in selections:
+        for variant in sel.variants:
+            point_cache = cache if variant.on_gpu else "hot"  # CPU caches are not flushed
+            for shape in sel.shapes(variant):
+                bucket = by_shape.setdefault(shape, {})
+                tuned = sel.tuned.get((variant.name, shape))
+                op = get_op(variant.op)
+                # A kernel without border checks is always padded; a CPU point has no scope but its own.
+                pads = (True,) if must_pad(op, variant) else sel.pads if variant.on_gpu else (False,)
+                scopes = sel.scopes if variant.on_gpu else ("kernel",)
+                for params in [tuned.params] if tuned else param_points(variant, sel.overrides):
+                    for scope in scopes:
+                        for pad in dict.fromkeys(pads):
+                            point = Point(variant, params, shape, point_cache, scope, pad)
+                            bucket.setdefault(point.key, point)
+    shapes = sorted(by_shape, key=lambda s: (s.m * s.n * max(s.k, 1), s.m, s.n, s.k))
+    return [p for shape in shapes for p in by_shape[shape].values()]
+
+
+def kernel_key(variant: Variant, params: Params) -> str:
+    """How the metadata names a compiled kernel: "name[params]", and the source hash of a kernel
+    file from another folder, which is another kernel of the same name."""
+    key = f"{variant.name}[{format_params(params)}]"
+    return key + f"@{source.source_hash(variant)}" if variant.source_dir else key
+
+

@@ -1,0 +1,263 @@
+"""Points on a Dask cluster, across GPUs and hosts (issue 16): the client's side (dask_worker.py is
+the workers'). With dask_worker.py and batched_dask.py, the only modules that import dask and
+distributed, and only when a run asks for a cluster.
+
+The client plans, sends chunks of points to the workers and is the only writer of the CSV and
+metadata: a worker returns a chunk's rows, and the client writes each chunk's rows as the chunk
+finishes, so rows stream, `--resume` works as for one GPU, and a crash of the client loses no row
+written. A worker keeps one engine (LocalPoints) for the whole sweep (compiled modules, library
+handles, the last shape's inputs), with its GPU's primary context made current around every chunk. A chunk
+whose worker dies is run again elsewhere by the scheduler; one that kills workers past the
+scheduler's allowed failures becomes `failed` rows that say so. Each row names the host and GPU
+it ran on; the metadata lists every worker.
+
+`--cluster local` starts a dask-cuda LocalCUDACluster (one worker per visible GPU, honouring
+CUDA_VISIBLE_DEVICES), or a LocalCluster of one-thread processes when no point needs a GPU;
+`--scheduler tcp://HOST:PORT` uses a running cluster (dask-jobqueue's, dask-kubernetes's, ...).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from .. import schema
+from ..ops import get_op
+from ..sizes import Shape
+from .dask_worker import blas_shares, descriptor, prepare_worker, release_worker, run_chunk, worker_identity
+from .interface import Engine, add_spent
+from .plan import Point, Settings
+
+CHUNKS_PER_WORKER = 4  # chunks of a shape's points: enough to share a tuning shape's configurations out
+INSTALL = "pip install '.[cluster]' (dask, distributed and dask-cuda)"
+
+
+class ClusterError(RuntimeError):
+    """No cluster could be started or reached: the message says why."""
+
+
+@dataclass(frozen=True)
+
+
+class ClusterSpec:
+    """Where a run's points go: a local cluster started here, or a running scheduler."""
+
+    scheduler: str | None = None  # tcp://HOST:PORT; None: start a local cluster
+    workers: int | None = None  # a local CPU cluster's processes (default: one per core)
+
+    def __str__(self) -> str:
+        return self.scheduler or "local"
+
+
+def chunks(points: Sequence[Point], workers: int) -> list[list[Point]]:
+    """The points in chunks that keep a shape's points together (they share its inputs), a shape
+    with many points (a tuning's configurations) split so that every worker gets some; the
+    largest work first (Dask starts tasks in the order given), so that no worker is left with a
+    big shape while the others idle at the end."""
+    by_shape: dict[tuple, list[Point]] = {}
+    for p in points:
+        by_shape.setdefault((p.variant.op, p.shape), []).append(p)
+    size = max(1, math.ceil(len(points) / max(1, workers * CHUNKS_PER_WORKER)))
+    parts = [group[i:i + size] for group in by_shape.values() for i in range(0, len(group), size)]
+
+    def work(chunk: list[Point]) -> float:  # the shape's flops and bytes stand for its time
+        op, shape = get_op(chunk[0].variant.op), chunk[0].shape
+        return len(chunk) * (op.flops(shape) + op.min_bytes(shape))
+
+    return sorted(parts, key=work, reverse=True)
+
+
+# -- the client's side ----------------------------------------------------------------------------------
+def connect(spec: ClusterSpec, gpus: bool, say: Callable[[str], None]):
+    """A distributed Client of the spec's cluster: a running scheduler's, or a local one started
+    now (dask-cuda's LocalCUDACluster when points need GPUs, else one-thread CPU processes)."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ClusterError(f"a cluster run needs Dask: {INSTALL}") from None
+    if spec.scheduler:
+        try:
+            return Client(spec.scheduler, timeout="20s")
+        except Exception as exc:  # refused, timed out, not a scheduler
+            raise ClusterError(f"no Dask scheduler at {spec.scheduler}: {exc}") from None
+    if gpus:
+        try:
+            from dask_cuda import LocalCUDACluster
+        except ImportError:
+            raise ClusterError(f"--cluster local with GPU points needs dask-cuda: {INSTALL}") from None
+    started = time.perf_counter()
+    try:
+        cluster = (LocalCUDACluster(threads_per_worker=1) if gpus else
+                   LocalCluster(n_workers=spec.workers or os.cpu_count() or 1, threads_per_worker=1, processes=True))
+    except Exception as exc:  # no GPU to start a worker on, NVML refused, no ports
+        raise ClusterError(f"--cluster local could not start: {exc}") from None
+    client = Client(cluster)
+    say(f"cluster: {len(client.scheduler_info()['workers'])} workers started in {time.perf_counter() - started:.1f} s, "
+        f"dashboard at {client.dashboard_link}")
+    return client
+
+
+class DaskPoints(Engine):
+    """Runs points on a Dask cluster as an Engine (interface.py): run(points, on_row), the
+    kernels it compiled, its library metadata; rows arrive as chunks finish, so they are routed
+    by key (`unordered`), not by order."""
+
+    unordered = True
+    gpu = None  # the client opens no GPU; each worker has its own
+
+    def __init__(self, settings: Settings, points: Sequence[Point], spec: ClusterSpec,
+                 say: Callable[[str], None] = print, gpus: bool | None = None):
+        self.settings, self.spec, self.say = settings, spec, say
+        self.client = connect(spec, any(p.variant.on_gpu for p in points) if gpus is None else gpus, say)
+        self.owns_cluster = spec.scheduler is None
+        self.kernels: dict[str, dict] = {}
+        self._libraries: dict[str, dict] = {}
+        self.gpus: dict[str, dict] = {}  # GPU uuid (or worker) -> its facts, as workers report them
+        self._spent: dict[str, dict[str, float]] = {}  # "host:pid" -> phase -> seconds, the chunks' added up
+        try:
+            self.workers = {address: info for address, info in self.client.run(worker_identity).items()}
+        except Exception as exc:  # a worker that cannot import mmbench, or none at all
+            self.close(release=False)
+            raise ClusterError(f"the cluster's workers could not report themselves: {exc}") from None
+        self.shares = blas_shares(self.workers)
+
+    def library_meta(self) -> dict:
+        return dict(self._libraries)
+
+    def gpu_names(self) -> set[str]:
+        """The GPU models the workers see (what a resumed file's GPU is checked against)."""
+        return {w["gpu"] for w in self.workers.values() if w.get("gpu")}
+
+    def meta(self) -> dict:
+        """The cluster's part of the metadata: every worker, every GPU that ran a point, and as
+        `gpu` the one GPU model they share (mixed models: the names, so tuning can refuse them)."""
+        names = sorted({g["name"] for g in self.gpus.values()})
+        gpu = next(iter(self.gpus.values())) if len(names) == 1 else ({"name": " + ".join(names), "mixed": names}
+                                                                       if names else None)
+        return {"cluster": {"scheduler": str(self.spec), "workers": self.workers,
+                            "blas_threads_per_worker": self.shares, "gpus": list(self.gpus.values())},
+                **({"gpu": gpu} if gpu else {})}
+
+    def run(self, points: Sequence[Point], on_row: Callable[[dict], None]) -> None:
+        from distributed import as_completed
+
+        self.prepare(points)
+        work = chunks(points, len(self.workers) or 1)
+        futures = {self.client.submit(run_chunk, self.settings, [descriptor(p) for p in chunk], self.shares,
+                                      pure=False): chunk for chunk in work}
+        try:
+            for future in as_completed(futures):
+                chunk = futures.pop(future)
+                try:
+                    result = future.result()
+                except Exception as exc:  # KilledWorker past the allowed failures, or an error in the task
+                    why = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+                    for point in chunk:
+                        on_row(schema.row(point, self.settings, "failed", f"cluster: {why}"[:300]))
+                    continue
+                self.absorb(result)
+                for row in result["rows"]:
+                    on_row(row)
+        finally:
+            for future in futures:  # interrupted: what has not finished is not wanted
+                future.cancel()
+
+    def prepare(self, points: Sequence[Point]) -> None:
+        """Every worker compiles the run's kernels before the first chunk (prepare_worker), in two
+        rounds: first each worker a share of them, then each worker all. Workers of one host share
+        PyCUDA's and mmbench's caches, so the second round finds there what the others built (a
+        worker on another host builds the rest). A worker gone meanwhile: its task runs elsewhere;
+        one whose compiling fails (said) compiles its kernels as chunks come."""
+        kernels = [descriptor(p) for p in {(p.variant.name, p.params): p for p in points
+                                           if p.variant.backend == "cuda"}.values()]
+        n = len(self.workers)
+        if not kernels or not n:
+            return
+        for share in ((True, False) if n > 1 else (False,)):
+            futures = [self.client.submit(prepare_worker, self.settings, kernels[i::n] if share else kernels,
+                                          self.shares, workers=[address], allow_other_workers=True, pure=False)
+                       for i, address in enumerate(self.workers) if not share or kernels[i::n]]
+            try:
+                done = self.client.gather(futures, errors="skip")
+            except Exception:  # cancelled, the scheduler lost: the chunks compile what they need
+                done = []
+            for result in done:
+                if isinstance(result, dict):
+                    add_spent(self._spent, result.get("time_spent") or {})
+            if len(done) < len(futures):
+                self.say(f"cluster: {len(futures) - len(done)} of {len(futures)} workers could not compile ahead; "
+                         "they compile as their chunks come")
+
+    def run_batched(self, variant, configs: Sequence, cache: str, l2_flush: str, jobs: int, shapes: Sequence[Shape],
+                    output, seed: int, skip: set[str], on_class: Callable[[str, int, int], None] | None,
+                    counts: dict, prune: float) -> dict:
+        """The batched tuner's size classes spread over the workers (batched_dask.run_classes)."""
+        from .batched_dask import run_classes
+
+        return run_classes(self, variant, configs, cache, l2_flush, jobs, shapes, output, seed, skip, on_class, counts,
+                           prune)
+
+    def time_spent(self) -> dict[str, dict[str, float]]:
+        """Where each worker's time went in the chunks returned so far (points_local.LocalPoints.spent_s),
+        and the compiling ahead of them ("prepare")."""
+        return {worker: dict(phases) for worker, phases in self._spent.items()}
+
+    def absorb(self, result: dict) -> None:
+        self.kernels.update(result["kernels"])
+        add_spent(self._spent, result.get("time_spent") or {})
+        libraries = dict(result["libraries"])
+        references = libraries.pop("float64_reference", None)  # one entry per worker that gave the GPU up: all kept
+        self._libraries.update(libraries)
+        if references:
+            self._libraries["float64_reference"] = {**self._libraries.get("float64_reference", {}), **references}
+        if result["gpu"]:
+            gpu = result["gpu"]
+            self.gpus.setdefault(gpu.get("uuid") or f"{result['worker']['host']}:{result['worker']['pid']}",
+                                 {**gpu, "host": result["worker"]["host"]})
+
+    def release(self, timeout: float = 10) -> None:
+        """Every worker now in the cluster (a restarted one has a new address) releases its runner
+        (release_worker), each as a task: Dask runs it after the worker's last chunk. A worker that
+        does not answer within `timeout` (gone, or still in a chunk an interrupt cancelled) keeps
+        its runner until it exits; said, as are runners that failed to close."""
+        from distributed import wait
+
+        futures: dict = {}
+        try:
+            for address in self.client.nthreads():
+                futures[address] = self.client.submit(release_worker, workers=[address], allow_other_workers=False,
+                                                      pure=False)
+            wait(list(futures.values()), timeout=timeout)
+        except Exception:  # timed out, the client closed or the scheduler gone
+            pass
+        late = {address: f.status for address, f in futures.items() if f.status != "finished"}
+        failed: list[str] = []
+        try:
+            for address, future in futures.items():
+                if address not in late:
+                    failed += [f"{address}: {why}" for why in future.result()["failed"]]
+            if late:
+                self.client.cancel([futures[address] for address in late])
+        except Exception:  # the client closed meanwhile
+            pass
+        if late:
+            self.say(f"cluster: {len(late)} of {len(futures)} workers did not release their runners within {timeout:g} s "
+                     f"({', '.join(f'{a} {status}' for a, status in sorted(late.items()))}); they keep them until they exit")
+        for why in failed:
+            self.say(f"cluster: a runner failed to close: {why}")
+
+    def close(self, release: bool = True) -> None:
+        """The workers' runners released (unless the workers never reported themselves), then the
+        client closed, and the cluster if this run started it, whatever the release met."""
+        cluster = self.client.cluster if self.owns_cluster else None
+        try:
+            if release:
+                self.release()
+        finally:
+            self.client.close()
+            if cluster is not None:
+                cluster.close()
+

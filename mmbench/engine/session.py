@@ -1,0 +1,209 @@
+"""A run into a results CSV: a Session writes an engine's rows whole as they finish and keeps the
+metadata current; `execute` opens the engine, runs the points and says how it ended (what
+`mmbench run`, `mmbench tune` and the scripts share)."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .. import ceilings, environment
+from ..ops.base import SCOPES
+from ..results import (CsvSink, ResultsError, add_columns, history, metadata_path, row_key, scan, set_aside_torn,
+                       status_counts, write_metadata)
+from ..schema import FORMAT
+from .interface import Engine, add_spent, spent_between
+from .outcome import Outcome, failed_message, file_counts, first_line, missing_folders, remove_unmeasured
+from .plan import Point, Settings, kernel_key
+from .points_local import LocalPoints
+from .provenance import first_record, say_machine_changes, utc_now
+from .refusals import RunAborted, RunRefused, Say
+
+
+def open_engine(settings: Settings, points: Sequence[Point], cluster=None, say: Say = print):
+    """The engine of a run: this process's GPU and CPU (LocalPoints), or (cluster: a
+    points_dask.ClusterSpec) a Dask cluster's workers (DaskPoints), this process the only writer."""
+    if cluster is not None:
+        from .points_dask import ClusterError, DaskPoints
+
+        try:
+            return DaskPoints(settings, points, cluster, say)
+        except ClusterError as exc:
+            raise RunAborted(str(exc)) from None
+    try:
+        return LocalPoints(settings, points)
+    except Exception as exc:  # GpuUnavailable and the like: nothing can run
+        raise RunAborted(f"cannot open the GPU: {exc}") from None
+
+
+class Session:
+    """One results CSV being written from a runner: rows go in whole as they finish, and the
+    metadata (settings, GPU, software, kernels, every invocation) is kept current, so a crash
+    loses nothing. A new file appears with its first row, its metadata just before it, so a run
+    stopped sooner leaves nothing behind. On resume, a torn last row is set aside first and the
+    history is kept: the file's first machine stays at the top, each invocation records its own."""
+
+    def __init__(self, output: Path, settings: Settings, about: dict, command: list[str], runner: Engine, *,
+                 points_planned: int, resume: bool = False, previous: dict | None = None, say: Say = print,
+                 points: Sequence[Point] = (), spent: dict | None = None, tuning: dict | None = None):
+        previous = previous or {}
+        self.output, self.settings, self.runner, self.counts, self.previous = output, settings, runner, {}, previous
+        self.earlier = history(previous)
+        then, now = (previous.get("gpu") or {}).get("name"), runner.gpu_names()
+        if then and now and now != {then}:
+            raise RunRefused(f"{output} was measured on {then}; this run's GPUs are {', '.join(sorted(now))}: one "
+                             f"file, one GPU model, so choose another --output")
+        self.facts = environment.collect(runner.gpu)  # before anything on disk changes: it takes a while
+        self.new_folders, self.new_metadata = missing_folders(output), not metadata_path(output).exists()
+        notices = []
+        try:
+            if resume and output.exists() and output.stat().st_size > 0:
+                notices = [n for n in (set_aside_torn(output, scan(output)), add_columns(output, scan(output))) if n]
+            self.sink = CsvSink(output)
+        except ResultsError as exc:
+            raise RunRefused(str(exc)) from None
+        for notice in notices:
+            say(notice)
+        say_machine_changes(output, previous, self.facts, say)
+        started_at = utc_now()
+        # where the runner's time went in this invocation's passes (and its preparing), by process
+        self.spent: dict[str, dict[str, float]] = {}
+        add_spent(self.spent, spent or {})
+        self.invocation = {"command": command, "started_at": started_at, "resumed": resume,
+                           "repaired": "; ".join(notices) or None, "points_planned": points_planned,
+                           **({"tuning_caches": tuning} if tuning else {})}  # per invocation: a resume may read others
+        first_start = (self.earlier[0].get("started_at") if self.earlier else None) or started_at
+        # What each scope of the file's rows covers (host buffers pinned, end to end), the earlier ones kept.
+        scopes = {**(previous.get("scopes") or {}), **{p.scope: SCOPES[p.scope] for p in points if p.scope != "kernel"}}
+        self.meta = {**about, "format": FORMAT, "settings": {**settings.__dict__}, "started_at": first_start,
+                     **({"scopes": scopes} if scopes else {}),
+                     "ceilings": ceilings.cached_for(self.facts["gpu"]) or previous.get("ceilings")}
+        self.kernels = dict(previous.get("kernels") or {})
+        self.kernel_keys: set[str] = set()  # the kernels of this file's points (a runner may serve several)
+        self.started = time.perf_counter()
+        if self.sink.exists:  # a new file's metadata comes with its first row
+            self._save("running")
+
+    def _save(self, state: str, **more) -> None:
+        if self.spent:
+            self.invocation["time_spent_s"] = {process: {phase: round(s, 3) for phase, s in phases.items()}
+                                               for process, phases in self.spent.items()}
+        mine = {k: v for k, v in self.runner.kernels.items() if k in self.kernel_keys}
+        cluster = self.runner.meta()  # a cluster's workers and GPUs
+        clock = self.runner.kernel_clock_meta()
+        libraries = self.runner.library_meta()  # a cluster's workers report theirs as they go
+        machine = {**self.facts, **cluster}  # this invocation's host, software, git and GPU (a cluster's: its workers')
+        self.invocation.update(state=state, **machine, **({"libraries": libraries} if libraries else {}), **more)
+        write_metadata(self.output, {**self.meta, **first_record(self.previous, {**machine, **libraries}), **clock,
+                                     "state": state, "finished_at": self.invocation.get("finished_at"),
+                                     "status_counts": status_counts(self.output), "kernels": {**self.kernels, **mine},
+                                     "invocations": [*self.earlier, self.invocation]})
+
+    def write(self, row: dict, point: Point) -> None:
+        """One finished point's row into the file, whole (a new file's metadata first)."""
+        if not self.sink.exists:
+            self._save("running")
+        self.sink.write(row)
+        self.counts[row["status"]] = self.counts.get(row["status"], 0) + 1
+        self.kernel_keys.add(kernel_key(point.variant, point.params))
+
+    def run(self, points: Sequence[Point], on_row: Callable[[dict], None] | None = None) -> None:
+        run_together(self.runner, [(self, p) for p in points], on_row)
+
+    def finish(self, state: str, failure: BaseException | None = None) -> None:
+        """Record how the invocation ended (and why it failed); a new file that got no row is
+        taken back, its metadata and folders with it."""
+        self.sink.close()
+        if not self.sink.exists and self.new_metadata:
+            remove_unmeasured(self.output, self.new_folders)
+            return
+        why = ({"error": first_line(failure), "traceback": "".join(traceback.format_exception(failure))}
+               if failure is not None else {})
+        self._save(state, finished_at=utc_now(), wall_s=round(time.perf_counter() - self.started, 2),
+                   status_counts=self.counts, **why)
+
+
+def run_together(runner: Engine, items: Sequence[tuple[Session, Point]],
+                 on_row: Callable[[dict], None] | None = None) -> None:
+    """Points of one or more sessions in one pass of the runner, each row into its own session's
+    file: the points of a shape share its inputs and float64 reference (versions of a kernel
+    can be interleaved this way). The sessions must measure alike."""
+    settings = {session.settings for session, _ in items}
+    if len(settings) > 1:
+        raise ValueError("sessions run together must have the same settings")
+    if not items:
+        return
+    runner.settings = settings.pop()  # sessions may share a runner, each with its own settings
+    # The runner takes a shape's points together (their inputs and reference are shared) and gives
+    # one row per point in that order: order the items the same way, then each row is its item's.
+    by_shape: dict[tuple, list] = {}
+    for session, point in items:
+        by_shape.setdefault((point.variant.op, point.shape), []).append((session, point))
+    ordered = [item for group in by_shape.values() for item in group]
+    queue = iter(ordered)
+    # A cluster gives rows as its chunks finish: each row goes to its point by key (one session).
+    by_key = {point.key: (session, point) for session, point in ordered} if runner.unordered else None
+
+    def route(row: dict) -> None:
+        session, point = by_key.pop(row_key(row)) if by_key is not None else next(queue)
+        session.write(row, point)
+        if on_row:
+            on_row(row)
+
+    before = runner.time_spent()
+    try:
+        runner.run([point for _, point in ordered], route)
+    finally:  # the pass's time, into each session it ran points of (a shared pass counts in each)
+        grown = spent_between(before, runner.time_spent())
+        for session in {id(s): s for s, _ in ordered}.values():
+            add_spent(session.spent, grown)
+
+
+def execute(points: Sequence[Point], settings: Settings, output: Path, about: dict, command: list[str], *,
+            prepare: Callable[[Engine], None] | None = None, resume: bool = False, previous: dict | None = None,
+            on_row: Callable[[dict], None] | None = None, say: Say = print, cluster=None,
+            tuning: dict | None = None) -> Outcome:
+    """Run points into output with metadata (`about` goes into it); prepare(runner) runs first
+    (the tuner compiles its configurations there; not on a cluster, whose workers compile each
+    chunk's kernels in parallel as it arrives). cluster: a points_dask.ClusterSpec to spread the points
+    over (this process stays the only writer). tuning: where the tuned parameters came from
+    (tuning_record), kept in this invocation's record.
+
+    Ctrl-C at any stage ends the run as `interrupted`, with every finished row kept; any other
+    failure ends it as `failed` (the metadata keeps the error) and is RunAborted, one line. A new
+    file that got no row is not left behind, nor its metadata."""
+    runner = session = None
+    state, failure = "finished", None
+    try:
+        runner = open_engine(settings, points, cluster, say)
+        before = runner.time_spent()
+        if prepare and cluster is None:
+            with runner.spending("prepare"):
+                prepare(runner)
+        session = Session(output, settings, about, command, runner, points_planned=len(points), resume=resume,
+                          previous=previous, say=say, points=points, spent=spent_between(before, runner.time_spent()),
+                          tuning=tuning)
+        session.run(points, on_row)
+    except KeyboardInterrupt:
+        state = "interrupted"
+    except Exception as exc:
+        if session is None and isinstance(exc, (RunRefused, RunAborted)):  # said before anything was measured
+            if runner is not None:
+                runner.close()
+            raise
+        state, failure = "failed", exc  # a bug, a dead GPU, a full disk: the metadata must not say finished
+    try:
+        if runner is not None:
+            runner.close()
+    except Exception as exc:
+        state, failure = "failed", failure or exc
+    finally:  # the metadata finished whatever closing met
+        if session is not None:
+            session.finish(state, failure)
+    outcome = Outcome(output, state, session.counts if session else {}, file_counts(output))
+    if failure is not None:
+        raise RunAborted(failed_message(output, failure, outcome.in_file)) from failure
+    return outcome
+
