@@ -51,6 +51,26 @@ def test_kernel_files_define_exactly_the_registered_variants():
     assert found == {e: v.family for v in CUDA_VARIANTS for e in get_op(v.op).entries(v)}
 
 
+def test_each_operations_entries_live_in_the_module_named_after_it():
+    """The registry is every operation's BUILT_IN, by place: a variant's entry sits in the module of
+    mmbench/variants/ named after the ops module that defines its operation, found by that rule."""
+    import importlib
+    import pkgutil
+
+    import mmbench.variants
+    from mmbench.ops import OPERATIONS
+    from mmbench.variants.registry import SHARED
+
+    modules = sorted(i.name for i in pkgutil.iter_modules(mmbench.variants.__path__) if i.name not in SHARED)
+    places = []
+    for name in modules:
+        built_in = importlib.import_module(f"mmbench.variants.{name}").BUILT_IN
+        assert {type(OPERATIONS[v.op]).__module__ for group in built_in.values() for v in group} == {f"mmbench.ops.{name}"}
+        places += built_in.items()
+    assert list(REGISTRY.values()) == [v for _, group in sorted(places, key=lambda p: p[0]) for v in group]
+    assert set(modules) == {type(op).__module__.rsplit(".", 1)[1] for op in OPERATIONS.values()}
+
+
 def test_unknown_variant_names_the_choices():
     with pytest.raises(VariantError, match=r"unknown variant 'bset'; choose from: best_const, best,"):
         get_variant("bset")

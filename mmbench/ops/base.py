@@ -20,7 +20,7 @@ import re
 import numpy as np
 
 from ..sizes import Shape, parse_sizes
-from ..variants import Params, Variant
+from ..variants.model import Params, Variant
 
 # Makes the float64 products A.B and |A|.|B| of a product's reference and bound from float32 A, B.
 Products = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]

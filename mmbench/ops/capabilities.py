@@ -12,7 +12,7 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 
 from ..sizes import Shape
-from ..variants import Params, Variant
+from ..variants.model import Params, Variant
 from .base import DeviceBuffers, Operation, ScopeError, Timed, kernel_alone
 
 

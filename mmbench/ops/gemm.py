@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 
 from ..sizes import Shape
-from ..variants import Params, Variant, VariantError, evaluate
+from ..variants.model import Params, Variant, VariantError, evaluate
 from .base import (SCOPES, Check, DeviceBuffers, Operation, Products, ScopeError, Timed, check_sums, gamma,
                    kernel_alone)
 from .capabilities import CpuBaseline, LibraryBaseline, Padded

@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 
 from ..sizes import Shape, SizeSpecError, parse_sizes, split_items
-from ..variants import Params, Variant, evaluate
+from ..variants.model import Params, Variant, evaluate
 from .base import Check, DeviceBuffers, Operation, Products, check_sums, gamma
 from .capabilities import BatchedCheck, CpuBaseline, LibraryBaseline
 

@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from ..sizes import Shape
-from ..variants import Params, Variant, evaluate
+from ..variants.model import Params, Variant, evaluate
 from .base import Check, DeviceBuffers, Operation, Products
 from .capabilities import CpuBaseline, LibraryBaseline
 

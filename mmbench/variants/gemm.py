@@ -1,0 +1,165 @@
+"""GEMM's built-in variants (ops/gemm.py is the operation): Zosa 2017's kernels, Lameski 2013's
+padded one, the ladder beyond the paper, the AMD tutorial's register tiling, Lab 3's matrix
+multiplications, and the baselines (the naive CPU loop, CPU BLAS, cuBLAS).
+
+A CUDA variant's key is also its ``extern "C" __global__`` name in ``kernels/<family>.cu``.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from .model import Variant
+
+
+def _cuda(name: str, family: str, label: str, description: str, outputs_per_thread: int = 1,
+          paper: str = "zosa2017", unchecked: bool = False) -> Variant:
+    """A kernel of the paper: a BLOCK x BLOCK thread block, each thread outputs_per_thread^2 outputs,
+    k-tiles of BLOCK; unchecked: no border checks (it runs on inputs padded to its tiles)."""
+    span = "BLOCK" if outputs_per_thread == 1 else f"{outputs_per_thread} * BLOCK"
+    geometry = {"tile": (span, span), "k_tile": "BLOCK", **({"unchecked": "1"} if unchecked else {})}
+    return Variant(name=name, backend="cuda", label=label, description=description, family=f"gemm/{family}",
+                   paper=paper, axes=MappingProxyType({"BLOCK": (32,)}), geometry=MappingProxyType(geometry),
+                   space=MappingProxyType({"BLOCK": (8, 16, 32)}))
+
+
+# -- the ladder beyond the paper (issue: close the gap to cuBLAS) ---------------------------------
+_TILE_THREADS = "(BM // TM) * (BN // TN)"
+_TILE_RULES = ("BM % TM == 0", "BN % TN == 0", f"{_TILE_THREADS} <= 1024", f"{_TILE_THREADS} >= 32",
+               "4 * (BM * BK + BK * BN) <= 48 * 1024")
+_TILE_SPACE = {"BM": (64, 128), "BN": (64, 128), "BK": (8, 16, 32), "TM": (4, 8), "TN": (4, 8)}
+_VEC_RULES = ("TM % 4 == 0", "TN % 4 == 0", "BK % 4 == 0", f"(BM * BK // 4) % ({_TILE_THREADS}) == 0",
+              f"(BK * BN // 4) % ({_TILE_THREADS}) == 0")
+_WMITER = "((WM * WN) // (32 * TM * TN * WNITER))"
+_WARP_RULES = (
+    "THREADS == (BM // WM) * (BN // WN) * 32", "BM % WM == 0", "BN % WN == 0",
+    "WM * WN >= 32 * TM * TN * WNITER", "(WM * WN) % (32 * TM * TN * WNITER) == 0", f"WM % {_WMITER} == 0",
+    "WN % WNITER == 0", f"(WM // {_WMITER}) % TM == 0", "(WN // WNITER) % TN == 0",
+    f"((WM // {_WMITER}) // TM) * ((WN // WNITER) // TN) == 32",  # a warp's 32 lanes tile a sub-tile
+    "TM % 4 == 0", "TN % 4 == 0", "BK % 4 == 0", "(BM * BK // 4) % THREADS == 0", "(BK * BN // 4) % THREADS == 0",
+    "WM * WN // 32 <= 128",  # accumulators per lane: more would spill
+)
+_WARP_SPACE = {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16, 32), "WM": (32, 64, 128),
+               "WN": (32, 64, 128), "WNITER": (1, 2, 4), "TM": (4, 8), "TN": (4, 8), "THREADS": (128, 256)}
+_WARP_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (16,), "WM": (64,), "WN": (64,), "WNITER": (4,), "TM": (8,),
+                 "TN": (4,), "THREADS": (128,)}
+
+# The fastest dbuf configuration at 2048 and 4096 on the H200, no split; thin remainders as strips
+_DBUF_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (16,), "WM": (64,), "WN": (32,), "WNITER": (2,), "TM": (8,),
+                 "TN": (4,), "THREADS": (256,), "SPLITK": (1,), "MINB": (2,), "VEC4": (1,), "STAGE": (0,),
+                 "STRIP": (4,), "SK": (0,), "ORDER": (1,)}
+
+
+# multistage: a lane's TM x TN tile, its rows WM / TM apart; both operands by 16-byte shared loads
+_MULTI_SHARED = "4 * STAGES * (BM * (BK + 4) + BK * BN)"
+_MULTI_RULES = (
+    "THREADS == (BM // WM) * (BN // WN) * 32", "BM % WM == 0", "BN % WN == 0", "WM % TM == 0", "WN % TN == 0",
+    "(WM // TM) * (WN // TN) == 32", "TN % 4 == 0", "BK % 4 == 0", "STAGES >= 2",
+    "(BM * BK // 4) % THREADS == 0", "(BK * BN // 4) % THREADS == 0",
+    "TM * TN <= 128",  # accumulators; with the A and B fragments they must fit what MINB blocks leave a thread
+    "TM * TN + TN + 32 <= 65536 // (MINB * THREADS)",
+    f"MINB * {_MULTI_SHARED} <= 227 * 1024",  # dynamic shared memory of MINB blocks on an SM (sm_90)
+)
+_MULTI_SPACE = {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16, 32), "WM": (32, 64, 128),
+                "WN": (32, 64, 128), "TM": (4, 8, 16), "TN": (4, 8, 16), "THREADS": (128, 256),
+                "STAGES": (2, 3, 4), "MINB": (1, 2)}
+# cuBLAS's shape at 4096 on the H200: 256 x 128 x 8, three stages, 8 warps of 64 x 64, 8 x 16 a lane
+_MULTI_DEFAULT = {"BM": (256,), "BN": (128,), "BK": (8,), "WM": (64,), "WN": (64,), "TM": (8,), "TN": (16,),
+                  "THREADS": (256,), "STAGES": (3,), "MINB": (1,)}
+
+
+def _ladder(name: str, label: str, description: str, defaults: dict, space: dict, rules: tuple, threads: str,
+            layers: str = "1", strips: str = "0", shared: str = "0", persistent: str = "0") -> Variant:
+    family = "gemm/" + ("warptile" if name == "pipelined" else name)  # pipelined shares warptile.cu's warp tiles
+    geometry = {"tile": ("BM", "BN"), "k_tile": "BK", "layers": layers, "strips": strips, "persistent": persistent}
+    return Variant(name=name, backend="cuda", label=label, description=description, paper="ladder", family=family,
+                   axes=MappingProxyType(defaults), threads=(threads,), shared=shared, constraints=rules,
+                   geometry=MappingProxyType(geometry), space=MappingProxyType(space))
+
+
+# register_tiling (the AMD tutorial): its values, its block tile and the rules its even loads need
+_REG_DEFAULT = {"TM": (4,), "TN": (4,), "WTN": (4,), "BWM": (2,), "BWN": (2,), "KT": (16,), "APAD": (4,), "WARP": (32,)}
+_REG_THREADS = "WARP * BWM * BWN"
+_REG_TILE = ("BWM * (WARP // WTN) * TM", "BWN * WTN * TN")
+_REG_RULES = ("WARP % WTN == 0", f"({_REG_TILE[0]} * KT) % ({_REG_THREADS}) == 0",
+              f"(KT * {_REG_TILE[1]}) % ({_REG_THREADS}) == 0", f"{_REG_THREADS} <= 1024",
+              f"4 * ({_REG_TILE[0]} * (KT + APAD) + KT * {_REG_TILE[1]}) <= 48 * 1024",
+              "TM * TN <= 64")  # accumulators: more would spill
+_REG_SPACE = {"TM": (2, 4, 8), "TN": (2, 4, 8), "WTN": (2, 4, 8), "BWM": (1, 2, 4), "BWN": (1, 2, 4),
+              "KT": (8, 16, 32), "APAD": (0, 4), "WARP": (32, 64)}
+
+_KERNELS = (
+    _cuda("best_const", "best", "CUDA-Best const",
+          "four outputs per thread, block size fixed at compile time, no min() bounds", 2),
+    _cuda("best", "best", "CUDA-Best",
+          "four outputs per thread a block apart (Algorithm 3), robust min() tile bounds", 2),
+    _cuda("interleaved", "interleaved", "CUDA-1IL",
+          "double-buffered tiles, next loads overlap current compute (Algorithm 2)"),
+    _cuda("unroll_k2", "unroll_k2", "CUDA-C_Unroll", "two k-tiles per barrier, two accumulators"),
+    _cuda("shared", "shared", "CUDA-1", "coalesced shared-memory tiles, one output per thread (Algorithm 1)"),
+    _cuda("naive", "naive", "CUDA-Naive", "one thread per output, operands from global memory"),
+    _cuda("shared_uncoalesced", "shared", "CUDA-1u", "shared-memory tiles loaded with uncoalesced reads"),
+    _cuda("shared_padded", "shared", "padding (no border checks)", "CUDA-1 without border checks, run on A and B "
+          "zero-padded to multiples of BLOCK (Lameski 2013's approach 1)", paper="lameski2013", unchecked=True),
+    _ladder("tile2d", "2D tiling", "2D block tiling, TM x TN register tile per thread",
+            {"BM": (128,), "BN": (128,), "BK": (8,), "TM": (8,), "TN": (8,)}, _TILE_SPACE, _TILE_RULES, _TILE_THREADS),
+    _ladder("vec4", "2D tiling + float4", "2D tiling, 16-byte global and shared loads, A transposed in shared memory",
+            {"BM": (128,), "BN": (128,), "BK": (8,), "TM": (8,), "TN": (8,)}, _TILE_SPACE, _TILE_RULES + _VEC_RULES,
+            _TILE_THREADS),
+    _ladder("warptile", "warp tiling", "warp tiles of register tiles, float4 loads",
+            _WARP_DEFAULT, _WARP_SPACE, _WARP_RULES + ("4 * BK * (BM + BN) <= 48 * 1024",), "THREADS"),
+    _ladder("pipelined", "warp tiling + cp.async", "warp tiling fed by a STAGES-deep cp.async pipeline",
+            {**_WARP_DEFAULT, "STAGES": (3,)}, {**_WARP_SPACE, "STAGES": (2, 3, 4)},
+            _WARP_RULES + ("STAGES >= 2", "4 * STAGES * BK * (BM + BN) <= 48 * 1024"), "THREADS"),
+    _ladder("dbuf", "warp tiling + double buffer", "warp tiling, two shared buffers fed through registers "
+            "(one barrier per k-tile), split-K over SPLITK grid layers or stream-K (SK), thin remainders as strips",
+            _DBUF_DEFAULT, {**_WARP_SPACE, "BK": (8, 16), "SPLITK": (1, 2, 3, 4), "MINB": (1, 2), "VEC4": (0, 1),
+                            "STAGE": (0, 1), "STRIP": (0, 4), "SK": (0, 1), "ORDER": (0, 1)},
+            _WARP_RULES + ("SPLITK >= 1", "MINB * THREADS <= 1024",
+                           # accumulators plus ~60 working registers must fit what MINB blocks leave a thread
+                           "WM * WN // 32 + 60 <= 65536 // (MINB * THREADS)",
+                           "WM * WN // 32 * BK <= 1024",  # 128 accumulators leave no room for BK = 16
+                           "STAGE == 0 or THREADS * TN <= 2 * BK * (BM + 4)",  # the staging fits the A buffers
+                           "8 * BK * (BM + 4 + BN) <= 48 * 1024",
+                           "STRIP <= 4",  # the col strip gathers STRIP * 2048 floats of B into shared memory
+                           "SK == 0 or SPLITK == 1"),  # stream-K splits k itself
+            "THREADS", layers="SPLITK", strips="STRIP", persistent="SK * MINB"),
+    _ladder("multistage", "multistage cp.async", "cuBLAS's kernel shape: STAGES k-tiles in flight by cp.async "
+            "straight into shared memory, A as stored, read as float4s along k",
+            _MULTI_DEFAULT, _MULTI_SPACE, _MULTI_RULES, "THREADS", shared=_MULTI_SHARED),
+    # -- the AMD tiling tutorial's register tiling (its naive and LDS kernels are naive and shared) --
+    Variant(name="register_tiling", backend="cuda", paper="amd-tiling", family="gemm/register_tiling",
+            label="register tiling", description="the AMD tutorial's kernel: TM x TN outputs a thread in registers, "
+            "(WARP / WTN) x WTN thread tiles a warp, BWM x BWN warps a block, k-tiles of KT, A's tile padded by APAD; "
+            "WARP = 32 (NVIDIA) gives a 64 x 32 block tile, 64 the tutorial's AMD wavefront and 128 x 32",
+            axes=MappingProxyType(_REG_DEFAULT), threads=(_REG_THREADS,),
+            geometry=MappingProxyType({"tile": _REG_TILE, "k_tile": "KT"}), constraints=_REG_RULES,
+            space=MappingProxyType(_REG_SPACE)),
+)
+
+_LAB3 = (
+    # -- Lab 3's matrix multiplications (its naive GPU version is `naive`) ----------------------
+    *(Variant(name=name, backend="cuda", paper="lab3", family="gemm/lab3", label=label, description=description,
+              threads=("32", "8"), geometry=MappingProxyType({"grid": ("k", "m"), "tile": ("8", "32"),
+                                                              "accumulates": "1"}))
+      for name, label, description in (
+          ("matmul_cache", "Cache GPU", "a thread per element of A, walking rows of B and C, atomicAdd into C"),
+          ("matmul_shared_cache", "Shared-Cache-Optimized GPU", "matmul_cache with B's rows staged in shared memory"))),
+    Variant(name="matmul_shared", backend="cuda", paper="lab3", family="gemm/lab3_shared", label="Shared GPU",
+            description="32 x 32 tiles of A and B, one output a thread; PAD = 1 pads A's tile to [32][33]",
+            axes=MappingProxyType({"PAD": (0,)}), threads=("32", "32"),
+            geometry=MappingProxyType({"tile": ("32", "32")}), space=MappingProxyType({"PAD": (0, 1)})),
+)
+
+# {place in the registry's order: entries}; mmbench/variants/registry.py says what a place is
+BUILT_IN = {
+    1: _KERNELS,
+    3: _LAB3,
+    7: (Variant(name="cpu_naive_matmul", backend="cpu", paper="lab3", label="Naive CPU",
+                description="the lab's naive CPU ijk triple loop, single-threaded compiled C (kernels/cpu/naive.c); "
+                "a size that would overrun the CPU time budget is a skipped row with its estimate"),),
+    9: (Variant(name="blas", backend="blas", label="BLAS (multicore)",
+                description="CPU BLAS sgemm through numpy (float32), threads recorded"),
+        Variant(name="cublas", backend="cublas", label="cuBLAS",
+                description="cuBLAS sgemm through CuPy on the same device buffers, pedantic pure FP32")),
+}

@@ -1,0 +1,179 @@
+"""The variant model: what a registry entry says (Variant), its parameter points (Params, their
+text form, the defaults and the tuning space), its constraints and the one restricted evaluator of
+the expressions in them and in its launch geometry.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from functools import lru_cache, partial
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+Params = tuple[tuple[str, int], ...]  # sorted (name, value) pairs; hashable
+
+
+class VariantError(ValueError):
+    """An unknown variant or a bad parameter; the message names the choices."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One kernel variant or baseline and how to build and launch it."""
+
+    name: str
+    backend: str  # "cuda" (a kernel of ours), a GPU library ("cublas", "driver"), or CPU ("blas", "numpy", "cpu")
+    label: str  # legend text, as the paper wrote it
+    description: str
+    paper: str = "zosa2017"
+    op: str = "gemm"
+    family: str | None = None  # kernels/<family>.cu, CUDA variants only
+    # name -> default values; left out of hashing (a mapping is unhashable, the name is unique)
+    axes: Mapping[str, tuple[int, ...]] = field(default_factory=dict, hash=False)
+    # Thread-block dimensions as expressions over the parameters.
+    threads: tuple[str, ...] = ("BLOCK", "BLOCK")
+    # Bytes of dynamic shared memory a block asks for at launch (above 48 KiB the harness opts in).
+    shared: str = "0"
+    # The operation's launch model for this kernel, as expressions over the parameters (for GEMM:
+    # tile, k_tile, layers, strips, persistent; ops/gemm.py reads them). Left out of hashing.
+    geometry: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    constraints: tuple[str, ...] = ()  # expressions that must hold for a parameter point to build
+    space: Mapping[str, tuple[int, ...]] = field(default_factory=dict, hash=False)  # what `tune` explores
+    source_dir: Path | None = None  # only for kernels outside kernels/ (tests)
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.backend not in CPU_BACKENDS
+
+    def block_dims(self, params: Params) -> tuple[int, int, int]:
+        dims = [evaluate(e, params) for e in self.threads]
+        return tuple(dims + [1] * (3 - len(dims)))  # type: ignore[return-value]
+
+    def block_threads(self, params: Params) -> int:
+        return math.prod(self.block_dims(params))
+
+    def dynamic_shared(self, params: Params) -> int:
+        """Bytes of dynamic shared memory the variant's own kernel asks for at launch."""
+        return evaluate(self.shared, params)
+
+    def violated(self, params: Params) -> list[str]:
+        """The constraints a parameter point breaks (empty when it may be built)."""
+        bound = dict(params)
+        return [c for c in self.constraints if not _holds(c, bound)]
+
+    def problem(self, params: Params) -> str | None:
+        """Why a parameter point cannot run on any GPU, known without one: a broken constraint or
+        more threads per block than CUDA allows; None when it may run."""
+        broken = self.violated(params)
+        if broken:
+            return f"constraint '{broken[0]}' does not hold"
+        if self.backend == "cuda" and self.block_threads(params) > MAX_THREADS_PER_BLOCK:
+            return f"{self.block_threads(params)} threads per block exceed CUDA's limit of {MAX_THREADS_PER_BLOCK}"
+        return None
+
+
+MAX_THREADS_PER_BLOCK = 1024  # every CUDA GPU since compute capability 2.0
+CPU_BACKENDS = ("blas", "numpy", "cpu")  # cpu: compiled C loops (kernels/cpu/), single-threaded
+
+
+def _holds(constraint: str, bound: Mapping[str, int]) -> bool:
+    """Whether a constraint holds for these parameter values (tuning_space tests it on a partial
+    point, once its names are bound)."""
+    try:
+        return bool(eval(_compiled(constraint), {"__builtins__": {}}, bound))  # registry text, never user input
+    except ZeroDivisionError:  # a derived size of zero: the point cannot be built
+        return False
+
+
+@lru_cache(maxsize=None)
+def _compiled(expression: str):
+    return compile(expression, "<constraint>", "eval")
+
+
+@lru_cache(maxsize=1 << 16)  # a batched tuning asks the same few millions of times
+def evaluate(expression: str, params: Params) -> int:
+    """An integer expression over parameter names, e.g. "(BM // TM) * (BN // TN)"."""
+    return eval(_compiled(expression), {"__builtins__": {}}, dict(params))  # registry text, never user input
+
+
+
+def series_label(variant: Variant, params: Params) -> str:
+    """Legend text as the paper writes it: "CUDA-Best (16x16)"."""
+    block = dict(params).get("BLOCK")
+    return f"{variant.label} ({block}x{block})" if block else variant.label
+
+
+def format_params(params: Params) -> str:
+    return ",".join(f"{k}={v}" for k, v in params)
+
+
+def parse_params(text: str) -> Params:
+    """Inverse of format_params ("BLOCK=32" -> (("BLOCK", 32),)); "" means no parameters."""
+    if not isinstance(text, str) or not text:
+        return ()
+    pairs = (item.split("=", 1) for item in text.split(","))
+    return tuple(sorted((k, int(v)) for k, v in pairs))
+
+
+def param_points(variant: Variant, overrides: Mapping[str, tuple[int, ...]] | None = None) -> list[Params]:
+    """Every parameter combination of a variant: its axes' defaults, overridden where given.
+
+    Overrides naming an axis the variant lacks are ignored (``--block`` means nothing to BLAS);
+    values must be positive integers (or 0, for a switch whose tuning space has 0).
+    """
+    axes = dict(variant.axes)
+    for name, values in (overrides or {}).items():
+        if name not in axes:
+            continue
+        least = 0 if 0 in variant.space.get(name, ()) else 1  # 0 only for on/off switches such as VEC4
+        bad = [v for v in values if not isinstance(v, int) or v < least]
+        if bad or not values:
+            kind = "non-negative" if least == 0 else "positive"
+            raise VariantError(f"parameter {name}={bad or values!r} for '{variant.name}': values must be {kind} integers")
+        axes[name] = tuple(values)
+    names = sorted(axes)
+    return [tuple(zip(names, combo)) for combo in itertools.product(*(axes[n] for n in names))]
+
+
+@lru_cache(maxsize=None)
+def tuning_space(variant: Variant) -> list[Params]:
+    """Every point of the variant's tuning space that satisfies its constraints, in the order of
+    the raw product over the sorted names (a seeded random choice depends on it; cached: callers
+    must not modify the list). Built one parameter at a time, each constraint tested as soon as
+    its names are bound, so that a failing prefix is not multiplied out: dbuf's 995,328 raw points
+    took 5 s as one eval of the constraints' conjunction each, 45 s as one eval per constraint.
+    A point is kept when Variant.violated passes it: each constraint on its own, a zero divisor
+    failing it, any other error raised (as there)."""
+    if not variant.space:
+        return []
+    names = sorted(variant.space)
+    prefixes: list[tuple[dict[str, int], dict[str, int]]] = [({}, {})]  # (values, their positions) bound so far
+    for name, tests in _binding_order(variant.space, tuple(variant.constraints)):
+        longer = (({**values, name: value}, {**where, name: i})
+                  for values, where in prefixes for i, value in enumerate(variant.space[name]))
+        prefixes = [(values, where) for values, where in longer if all(holds(values) for holds in tests)]
+    prefixes.sort(key=lambda bound: [bound[1][name] for name in names])
+    return [tuple((name, values[name]) for name in names) for values, _ in prefixes]
+
+
+def _binding_order(space: Mapping[str, tuple[int, ...]], constraints: tuple[str, ...]):
+    """(name, the tests of the constraints it completes) for every parameter: greedily, the one
+    that completes the most constraints next, then the one in the most constraints left, then
+    fewer values, so that pruning comes early and free parameters multiply the points last."""
+    unbound = {c: set(_compiled(c).co_names) & set(space) for c in constraints}
+    order, left = [], sorted(space)
+    while left:
+        def gain(name):
+            return (-sum(names <= {name} for names in unbound.values()),
+                    -sum(name in names for names in unbound.values()), len(space[name]), name)
+        name = min(left, key=gain)
+        left.remove(name)
+        done = [c for c, names in unbound.items() if names <= {name}]
+        for c in unbound:
+            unbound[c] = unbound[c] - {name}
+        for c in done:
+            del unbound[c]
+        order.append((name, [partial(_holds, c) for c in done]))
+    return order
