@@ -140,3 +140,25 @@ def test_a_run_takes_its_shapes_cell_else_the_nearest_tuned_cell():
     assert dict(lookup(cache, device, tuned, "h", Shape(4000, 8, 0)).params)["BLOCKSIZE"] == 256
     assert dict(lookup(cache, device, tuned, "h", Shape(9000, 3, 0)).params)["BLOCKSIZE"] == 256  # cell 15x2: nearest
     assert GEMV.class_distance("cell05x05", "cell05x06") < GEMV.class_distance("cell05x05", "cell07x05")
+
+
+def test_the_batched_engine_here_opens_this_processs_gpu_and_says_when_it_cannot(monkeypatch):
+    """session.open_batched_engine without a cluster: LocalBatched on the GPU that device.open_gpu
+    gives (its model what a resumed file is checked against), or RunAborted in one line."""
+    from types import SimpleNamespace
+
+    from mmbench import device
+    from mmbench.engine.refusals import RunAborted
+    from mmbench.engine.session import open_batched_engine
+
+    def none():
+        raise RuntimeError("no CUDA device")
+
+    monkeypatch.setattr(device, "open_gpu", none)
+    with pytest.raises(RunAborted, match="cannot open the GPU: no CUDA device"):
+        open_batched_engine(REGISTRY["gemv_tuned"], [], "cold", "read")
+    gpu = SimpleNamespace(facts=SimpleNamespace(name="Fake GPU"))
+    monkeypatch.setattr(device, "open_gpu", lambda: gpu)
+    engine = open_batched_engine(REGISTRY["gemv_tuned"], [], "cold", "read")
+    assert isinstance(engine, batched_local.LocalBatched) and engine.gpu is gpu
+    assert engine.gpu_names() == {"Fake GPU"} and engine.kernels == {} and engine.meta() == {}

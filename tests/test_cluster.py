@@ -379,3 +379,39 @@ def test_the_client_keeps_every_workers_own_library_entries():
     runner.absorb(chunk(2, {"cublas": {"version": 1}, "float64_reference": {"reference_gpu": "G", "not on the GPU at h:2": "y"}}))
     assert runner.library_meta() == {"cublas": {"version": 1}, "float64_reference": {
         "reference_gpu": "G", "not on the GPU at h:1": "x", "not on the GPU at h:2": "y"}}
+
+
+def test_the_batched_engine_on_a_cluster_writes_each_class_once_and_leaves_a_failed_one_for_a_resume(
+        tmp_path, monkeypatch):
+    """session.open_batched_engine with a cluster gives the Dask batched engine: each size class
+    goes to a worker (dask_worker.run_class, faked here: no GPU) and its rows are written once as it
+    finishes; a class whose task fails is counted with its error, not written; the workers' kernels
+    and GPU reach the engine's metadata."""
+    from mmbench.engine import batched_dask, batched_local
+    from mmbench.engine.interface import BatchedEngine
+    from mmbench.ops import get_op
+
+    def run_class(variant_name, configs, cache, l2_flush, jobs, cls, shapes, seed, prune, shares):
+        if cls == "cell05x05":
+            raise RuntimeError("CUDA_ERROR_ILLEGAL_ADDRESS")
+        rows = [{"size_class": cls, "params": f"A={i}", "status": "ok", "shapes": len(shapes), "gflops": 1.0 + i}
+                for i in range(len(configs))]
+        return {"rows": rows, "kernels": {f"{variant_name}[A={jobs}]": {}}, "libraries": {},
+                "gpu": {"name": "Fake GPU", "uuid": "GPU-1"}, "worker": {"host": "h", "pid": 1}}
+
+    monkeypatch.setattr(batched_dask, "run_class", run_class)  # the workers are this process's threads
+    shapes = get_op("gemv").parse_sizes("cell:3x3,cell:5x5,cell:7x7")
+    out, counts, seen = tmp_path / "t.csv", {}, []
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        engine = session.open_batched_engine(REGISTRY["gemv_tuned"], [(("A", 1),), (("A", 2),)], "cold", "read",
+                                             ClusterSpec(cluster.scheduler_address), say=lambda line: None)
+        try:
+            assert isinstance(engine, batched_dask.DaskBatched) and isinstance(engine, BatchedEngine)
+            assert engine.prepare(3, 0.0, print) is None  # the workers compile at their first class
+            engine.run(shapes, out, 1, {"cell07x07"}, lambda cls, i, n: seen.append((i, n)), counts, 0.0)
+        finally:
+            engine.close()
+    rows = batched_local.read_rows(out)
+    assert list(rows.size_class) == ["cell03x03", "cell03x03"] and counts["ok"] == 2 and seen == [(1, 2)]
+    assert counts["classes_failed"] == 1 and "cell05x05: RuntimeError" in counts["errors"][0]
+    assert engine.kernels == {"gemv_tuned[A=3]": {}} and engine.meta()["gpu"]["name"] == "Fake GPU"

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from mmbench import environment, schema
 from mmbench.engine import batched_local, session
+from mmbench.engine.interface import BatchedEngine
 from mmbench.cli import main
 from mmbench.results import CsvSink, read_metadata, read_results
 from mmbench.engine.points_local import LocalPoints
@@ -327,26 +328,37 @@ GPU = SimpleNamespace(facts=SimpleNamespace(name="Fake GPU", arch="sm_90", sm_co
 
 
 def _fake_batched(monkeypatch, classes_before_stop: int, error: BaseException | None):
-    """A batched tuning without a GPU: opening gives a fake GPU; the run writes whole classes of one
-    ok row per configuration, then raises error (if any)."""
-    def opened(request, l2_flush, previous, say):
-        facts = environment.collect(None)
-        return GPU, None, SimpleNamespace(kernels={}), 0.0, {**facts, "gpu": {"name": "Fake GPU", "uuid": "GPU-1"}}
+    """A batched tuning without a GPU: the factory opens a fake batched engine on a fake GPU, whose
+    run writes whole classes of one ok row per configuration, then raises error (if any)."""
+    class FakeBatched(BatchedEngine):
+        gpu, kernels = GPU, {}
 
-    def measure(tuner, shapes, output, seed, skip, on_class=None, counts=None, prune=0.0):
-        writer = batched_local.ClassWriter(output)
-        try:
-            for i in range(classes_before_stop):
-                writer.write([{"size_class": f"cell{i:02d}", "params": "A=1", "status": "ok", "shapes": 1, "gflops": 1.0}])
-                counts["ok"] = counts.get("ok", 0) + 1
-            if error is not None:
-                raise error
-        finally:
-            writer.close()
-        return counts
+        def gpu_names(self):
+            return {GPU.facts.name}
 
-    monkeypatch.setattr(batched_run, "_open_batched", opened)
-    monkeypatch.setattr(batched_local, "run", measure)
+        def prepare(self, jobs, since, say):
+            return 0.0
+
+        def run(self, shapes, output, seed, skip, on_class, counts, prune):
+            writer = batched_local.ClassWriter(output)
+            try:
+                for i in range(classes_before_stop):
+                    writer.write([{"size_class": f"cell{i:02d}", "params": "A=1", "status": "ok", "shapes": 1,
+                                   "gflops": 1.0}])
+                    counts["ok"] = counts.get("ok", 0) + 1
+                if error is not None:
+                    raise error
+            finally:
+                writer.close()
+            return counts
+
+        def close(self):
+            pass
+
+    collect = environment.collect
+    monkeypatch.setattr(environment, "collect", lambda gpu=None: {**collect(None),
+                                                                  "gpu": {"name": "Fake GPU", "uuid": "GPU-1"}})
+    monkeypatch.setattr(batched_run, "open_batched_engine", lambda *args, **kwargs: FakeBatched())
 
 
 def tune_batched(tmp_path, *more):

@@ -1,5 +1,7 @@
-"""Batched tuning: every configuration of a variant at every shape of many size classes, in minutes
-(Sørensen's GEMV mesh: 1536 kernels at 3 x 3 shapes in each of some 500 cells, millions of points).
+"""Batched tuning in this process (LocalBatched, a BatchedEngine), with the file format and the
+measuring that batched_dask.py's workers share: every configuration of a variant at every shape of
+many size classes, in minutes (Sørensen's GEMV mesh: 1536 kernels at 3 x 3 shapes in each of some
+500 cells, millions of points).
 
 Per shape, the inputs, the float64 reference and the error bound are made and uploaded once. Per
 configuration at that shape: the output is poisoned with NaN, one launch sequence is timed by an
@@ -43,6 +45,7 @@ from ..ops.capabilities import BatchedCheck, needs
 from ..ops.base import frobenius_scale, sums_verdict
 from ..sizes import Shape
 from ..variants import Params, Variant, format_params
+from .interface import BatchedEngine
 
 BATCH = 16  # configurations behind one hold: about 100 commands, far from a full launch queue
 COLUMNS = ("size_class", "params", "status", "reason", "shapes", "gflops", "time_ms_min", "time_ms_max",
@@ -466,3 +469,31 @@ def run(tuner: BatchedTuner, shapes: Sequence[Shape], output: Path, seed: int, s
         writer.close()
     counts["wall_s"] = round(time.perf_counter() - started, 1)
     return counts
+
+
+class LocalBatched(BatchedEngine):
+    """The batched engine on this process's GPU: every configuration compiled and loaded once
+    (prepare), then the size classes measured one after another (run)."""
+
+    def __init__(self, gpu, variant: Variant, configs: Sequence[Params], cache: str, l2_flush: str):
+        self.gpu, self.variant, self.configs, self.cache, self.l2_flush = gpu, variant, list(configs), cache, l2_flush
+        self.tuner: BatchedTuner | None = None
+        self.kernels: dict[str, dict] = {}
+
+    def gpu_names(self) -> set[str]:
+        return {self.gpu.facts.name}
+
+    def prepare(self, jobs: int, since: float, say: Callable[[str], None]) -> float:
+        self.gpu.precompile(self.variant, self.configs, jobs)
+        self.tuner = BatchedTuner(self.gpu, self.variant, self.configs, self.cache, self.l2_flush)
+        self.kernels = self.tuner.kernels
+        say(f"compiled and loaded {len(self.configs)} configurations in {time.perf_counter() - since:.0f} s "
+            f"({len(self.tuner.problems)} cannot run)")
+        return round(time.perf_counter() - since, 1)
+
+    def run(self, shapes: Sequence[Shape], output: Path, seed: int, skip: set[str],
+            on_class: Callable[[str, int, int], None] | None, counts: dict, prune: float) -> dict:
+        return run(self.tuner, shapes, output, seed, skip, on_class, counts, prune)
+
+    def close(self) -> None:
+        """Nothing: the GPU's context stays for the process, as the loaded modules do."""

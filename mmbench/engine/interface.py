@@ -1,16 +1,23 @@
-"""The engine interface: what a Session asks of whatever runs its points (engine/points_local.py
-in this process, engine/points_dask.py on a Dask cluster), and the time accounting they share.
+"""The engine interfaces: what runs the points of a run or the size classes of a batched tuning,
+here or on a Dask cluster; and the time accounting they share. The 2 x 2, one module each:
 
-The batched tuner is the other column of the matrix: engine/batched_local.py measures whole size
-classes in this process, engine/batched_dask.py spreads them over a cluster's workers; both write
-their own class files, not a Session's rows.
+                 this process          a Dask cluster
+    points       points_local.py       points_dask.py      Engine: a Session's rows, one per point
+    batched      batched_local.py      batched_dask.py     BatchedEngine: whole size classes
+
+Two interfaces, not one: a points engine hands a Session (session.py) one results row per point,
+while a batched engine writes whole size classes of one variant's configurations into its own
+class file (batched_local.ClassWriter), so what they are asked and what they return differ.
+session.open_engine and session.open_batched_engine open the one of each row that a run needs.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import Callable, Sequence
 
+from ..sizes import Shape
 from .plan import Point, Settings
 
 
@@ -51,6 +58,37 @@ class Engine(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the GPU, the libraries, the cluster's client."""
+
+
+class BatchedEngine(ABC):
+    """Measures whole size classes of one variant's configurations into a batched tuning file."""
+
+    kernels: dict[str, dict]  # "name[params]" -> resources, for the metadata
+    gpu = None  # this process's GPU (device.Gpu), for environment.collect and the cache's key; None on a cluster
+
+    @abstractmethod
+    def gpu_names(self) -> set[str]:
+        """The GPU models the classes will run on (what a resumed file's GPU is checked against)."""
+
+    @abstractmethod
+    def prepare(self, jobs: int, since: float, say: Callable[[str], None]) -> float | None:
+        """Compile and load every configuration (jobs nvcc at a time) where that is done before the
+        first class; the seconds since `since` (perf_counter) it took, None where it is not (a
+        cluster's workers compile at their first class)."""
+
+    @abstractmethod
+    def run(self, shapes: Sequence[Shape], output: Path, seed: int, skip: set[str],
+            on_class: Callable[[str, int, int], None] | None, counts: dict, prune: float) -> dict:
+        """Measure every size class of shapes not in skip, writing each class's rows into output
+        when it is whole; the counts of rows by status (kept in counts as they grow)."""
+
+    def meta(self) -> dict:
+        """The engine's own part of the metadata (a cluster's workers); none in this process."""
+        return {}
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release what the engine holds (a cluster's client)."""
 
 
 def spent_between(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:

@@ -26,7 +26,6 @@ from typing import Callable, Sequence
 
 from .. import schema
 from ..ops import get_op
-from ..sizes import Shape
 from .dask_worker import blas_shares, descriptor, prepare_worker, release_worker, run_chunk, worker_identity
 from .interface import Engine, add_spent
 from .plan import Point, Settings
@@ -190,15 +189,6 @@ class DaskPoints(Engine):
             if len(done) < len(futures):
                 self.say(f"cluster: {len(futures) - len(done)} of {len(futures)} workers could not compile ahead; "
                          "they compile as their chunks come")
-
-    def run_batched(self, variant, configs: Sequence, cache: str, l2_flush: str, jobs: int, shapes: Sequence[Shape],
-                    output, seed: int, skip: set[str], on_class: Callable[[str, int, int], None] | None,
-                    counts: dict, prune: float) -> dict:
-        """The batched tuner's size classes spread over the workers (batched_dask.run_classes)."""
-        from .batched_dask import run_classes
-
-        return run_classes(self, variant, configs, cache, l2_flush, jobs, shapes, output, seed, skip, on_class, counts,
-                           prune)
 
     def time_spent(self) -> dict[str, dict[str, float]]:
         """Where each worker's time went in the chunks returned so far (points_local.LocalPoints.spent_s),

@@ -1,6 +1,7 @@
 """A run into a results CSV: a Session writes an engine's rows whole as they finish and keeps the
 metadata current; `execute` opens the engine, runs the points and says how it ended (what
-`mmbench run`, `mmbench tune` and the scripts share)."""
+`mmbench run`, `mmbench tune` and the scripts share). open_engine and open_batched_engine open the
+engines (interface.py's 2 x 2): points or batched, in this process or on a Dask cluster."""
 
 from __future__ import annotations
 
@@ -36,6 +37,27 @@ def open_engine(settings: Settings, points: Sequence[Point], cluster=None, say: 
         return LocalPoints(settings, points)
     except Exception as exc:  # GpuUnavailable and the like: nothing can run
         raise RunAborted(f"cannot open the GPU: {exc}") from None
+
+
+def open_batched_engine(variant, configs: Sequence, cache: str, l2_flush: str, cluster=None, say: Say = print):
+    """The engine of a batched tuning: this process's GPU (batched_local.LocalBatched), or (cluster:
+    a points_dask.ClusterSpec) a Dask cluster's GPU workers (batched_dask.DaskBatched)."""
+    if cluster is not None:
+        from .batched_dask import DaskBatched
+        from .points_dask import ClusterError
+
+        try:
+            return DaskBatched(variant, configs, cache, l2_flush, cluster, say)
+        except ClusterError as exc:
+            raise RunAborted(str(exc)) from None
+    from ..device import open_gpu
+    from .batched_local import LocalBatched
+
+    try:
+        gpu = open_gpu()
+    except Exception as exc:  # GpuUnavailable and the like: nothing can run
+        raise RunAborted(f"cannot open the GPU: {exc}") from None
+    return LocalBatched(gpu, variant, configs, cache, l2_flush)
 
 
 class Session:

@@ -1,8 +1,10 @@
-"""The batched engine's tuning run (engine/batched_local.py): one timed launch per configuration and shape,
-written a whole size class at a time into its own file, resumable by whole class; then the best
-configuration per class into the tuning cache (writeback.py).
+"""The batched engine's tuning run: one timed launch per configuration and shape, written a whole
+size class at a time into its own file, resumable by whole class; then the best configuration per
+class into the tuning cache (writeback.py). The engine (engine/interface.py's BatchedEngine, in this
+process or on a Dask cluster) comes from engine.session.open_batched_engine; this module does not
+know which it got.
 
-Its file is not a results CSV, so it does not go through runs.Session, but it keeps the same
+Its file is not a results CSV, so it does not go through engine.session.Session, but it keeps the same
 promises with the same helpers: the metadata is current at every stage, each invocation keeps its
 own record of the machine, and a new file that got no class is not left behind."""
 
@@ -12,7 +14,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Callable, Mapping, NamedTuple
 
 from .. import environment
 from ..engine import batched_local as batched
@@ -21,6 +23,8 @@ from ..engine.outcome import counted, first_line, missing_folders, remove_unmeas
 from ..engine.plan import Settings
 from ..engine.provenance import first_record, say_machine_changes, utc_now
 from ..engine.refusals import RunAborted, RunInterrupted, RunRefused
+from ..engine.interface import BatchedEngine
+from ..engine.session import open_batched_engine
 from .cache import DeviceId
 from .request import TuneRequest
 from .writeback import batched_device, record_batched
@@ -86,51 +90,26 @@ def _before(request: TuneRequest) -> _Before:
 
 
 class _Opened(NamedTuple):
-    gpu: Any  # this process's GPU, or None on a cluster
-    runner: Any  # an engine.points_dask.DaskPoints, or None here
-    tuner: Any  # a batched.BatchedTuner here, or None on a cluster
-    compile_s: float | None
+    engine: BatchedEngine  # this process's GPU or a cluster's workers: the tuning need not know which
+    compile_s: float | None  # compiling and loading before the first class (None where workers compile)
     facts: dict  # environment.collect of this machine
 
 
 def _open_batched(request: TuneRequest, l2_flush: str, previous: Mapping, say: Say) -> _Opened:
-    """This process's GPU with every configuration compiled and loaded, or a cluster's workers
-    (which compile per class), and what environment.collect says of this machine; refused when
-    the file was measured on another GPU model."""
-    variant, configs, output = request.variant, list(request.configs), request.output
+    """The batched engine (session.open_batched_engine), prepared, and what environment.collect
+    says of this machine; refused when the file was measured on another GPU model."""
+    output = request.output
     t0 = time.perf_counter()
-    gpu = runner = tuner = None
-    if request.cluster is None:
-        from ..device import open_gpu
-
-        try:
-            gpu = open_gpu()
-        except Exception as exc:  # GpuUnavailable and the like: nothing can run
-            raise RunAborted(f"cannot open the GPU: {exc}") from None
-        now = {gpu.facts.name}
-    else:
-        from ..engine.points_dask import ClusterError, DaskPoints
-
-        try:
-            runner = DaskPoints(Settings(), [], request.cluster, say, gpus=True)
-        except ClusterError as exc:
-            raise RunAborted(str(exc)) from None
-        now = runner.gpu_names()
+    engine = open_batched_engine(request.variant, list(request.configs), request.cache, l2_flush, request.cluster, say)
     try:
-        then = (previous.get("gpu") or {}).get("name")
+        then, now = (previous.get("gpu") or {}).get("name"), engine.gpu_names()
         if then and now and now != {then}:
             raise RunRefused(f"{output} was measured on {then}; this run's GPUs are {', '.join(sorted(now))}: one "
                              f"file, one GPU model")
-        if gpu is not None:
-            gpu.precompile(variant, configs, request.jobs)
-            tuner = batched.BatchedTuner(gpu, variant, configs, request.cache, l2_flush)
-            say(f"compiled and loaded {len(configs)} configurations in {time.perf_counter() - t0:.0f} s "
-                f"({len(tuner.problems)} cannot run)")
-        compile_s = round(time.perf_counter() - t0, 1) if gpu is not None else None
-        return _Opened(gpu, runner, tuner, compile_s, environment.collect(gpu))
-    except BaseException:  # refused, or Ctrl-C while compiling: the cluster's client goes
-        if runner:
-            runner.close()
+        compile_s = engine.prepare(request.jobs, t0, say)
+        return _Opened(engine, compile_s, environment.collect(engine.gpu))
+    except BaseException:  # refused, or Ctrl-C while compiling: the engine (a cluster's client) goes
+        engine.close()
         raise
 
 
@@ -156,15 +135,14 @@ class _Metadata:
                      "settings": {"runs": 1, "warmup": 0, "cache": request.cache, "seed": request.seed,
                                   "prune": request.prune, "l2_flush": before.l2_flush},
                      "started_at": before.previous.get("started_at") or self.invocation["started_at"],
-                     "kernels": {**(before.previous.get("kernels") or {}),
-                                 **(opened.tuner.kernels if opened.gpu is not None else {})}}
+                     "kernels": {**(before.previous.get("kernels") or {}), **opened.engine.kernels}}
         self.earlier = history(before.previous)
 
     def save(self, state: str, **more) -> None:
-        runner = self.opened.runner
-        machine = {**self.opened.facts, **(runner.meta() if runner else {})}  # a cluster's workers, and their GPU model
+        engine = self.opened.engine
+        machine = {**self.opened.facts, **engine.meta()}  # a cluster's workers, and their GPU model
         self.invocation.update(state=state, **machine, **more)
-        kernels = {**self.meta["kernels"], **(runner.kernels if runner else {})}
+        kernels = {**self.meta["kernels"], **engine.kernels}
         write_metadata(self.output, {**self.meta, **first_record(self.previous, machine), "kernels": kernels,
                                      "state": state, "invocations": [*self.earlier, self.invocation]})
 
@@ -180,19 +158,14 @@ def _measure(request: TuneRequest, before: _Before, opened: _Opened, metadata: _
     args = (request.shapes, request.output, request.seed, before.done, progress, counts, request.prune)
     try:
         metadata.save("running")
-        if opened.runner is None:
-            batched.run(opened.tuner, *args)
-        else:
-            opened.runner.run_batched(request.variant, list(request.configs), request.cache, before.l2_flush,
-                                      request.jobs, *args)
+        opened.engine.run(*args)
     except KeyboardInterrupt:
         state = "interrupted"
     except Exception as exc:
         state, failure = "failed", exc  # a CUDA error, a full disk: the metadata must not say finished
     finally:
         errors = counts.pop("errors", [])
-        if opened.runner:
-            opened.runner.close()
+        opened.engine.close()
     return state, counts, failure, errors
 
 
@@ -209,7 +182,7 @@ def tune_batched(request: TuneRequest, about: dict, command: list[str], say: Say
         say(before.notice)
     t0 = time.perf_counter()
     try:
-        opened = _Opened(*_open_batched(request, before.l2_flush, before.previous, say))
+        opened = _open_batched(request, before.l2_flush, before.previous, say)
     except KeyboardInterrupt:
         raise RunInterrupted("interrupted before the first size class was measured: " + (
             f"{output} holds the {counted(len(before.done), 'size class', 'size classes')} it held; rerun with "
@@ -232,7 +205,7 @@ def tune_batched(request: TuneRequest, about: dict, command: list[str], say: Say
         raise RunAborted(f"the tuning failed: {first_line(failure)}; {output} holds "
                          f"{counted(held, 'finished size class', 'finished size classes')} and its metadata the error; "
                          f"rerun with --output {output} --resume to continue") from failure
-    gpu = opened.gpu
+    gpu = opened.engine.gpu
     device = (DeviceId(gpu.facts.name, gpu.facts.arch, gpu.facts.sm_count) if gpu is not None
               else batched_device(request, errors))
     best = record_batched(request, device)
