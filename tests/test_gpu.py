@@ -363,8 +363,11 @@ def test_a_cluster_of_the_visible_gpus_runs_a_sweep_and_tags_each_row_with_its_g
     verified once, rows naming the GPU (UUID) and host they ran on, metadata every worker; the
     workers free their GPU objects before they exit (PyCUDA warns of any it could not)."""
     pytest.importorskip("dask_cuda")
+    import gc
+
     import pycuda.driver as drv
 
+    gc.collect()  # GPU objects earlier tests left to the collector go here, not in the Dask client's threads
     drv.init()
     gpus = min(drv.Device.count(), 2)
     out = tmp_path / "c.csv"

@@ -27,6 +27,7 @@ CSV is compressed to CSV.gz (hundreds of thousands of rows).
 from __future__ import annotations
 
 import csv
+import gc
 import gzip
 import math
 import shutil
@@ -496,4 +497,8 @@ class LocalBatched(BatchedEngine):
         return run(self.tuner, shapes, output, seed, skip, on_class, counts, prune)
 
     def close(self) -> None:
-        """Nothing: the GPU's context stays for the process, as the loaded modules do."""
+        """Free the tuner's events and buffers now, in this thread (the GPU's context stays for the
+        process, as the loaded modules do): left to the garbage collector, they may be freed from
+        another thread, a Dask client's, where PyCUDA cannot clean them up and warns."""
+        self.tuner = None
+        gc.collect()
