@@ -167,3 +167,24 @@ def test_a_pool_threads_gpu_is_opened_current_nowhere(monkeypatch):
     monkeypatch.setattr(device, "CURRENT_ON_OPEN", False)
     gpu = device.open_gpu()
     assert log == ["init", ("device", 0), "retain"] and stack == [] and isinstance(gpu.primary, Context)
+
+
+def test_a_runner_hashes_a_variants_source_once_not_per_configuration(monkeypatch):
+    """The metadata names each compiled kernel's source hash; the file and its headers are read and
+    hashed once a variant, however many of its configurations a tuning compiles."""
+    from types import SimpleNamespace
+
+    from mmbench import source
+    from mmbench.engine.plan import Settings
+    from mmbench.engine.points_local import LocalPoints
+    from mmbench.variants import REGISTRY
+
+    hashed = []
+    monkeypatch.setattr(source, "source_hash", lambda v: hashed.append(v.name) or f"h-{v.name}")
+    monkeypatch.setattr(source, "compile_report", lambda *a: (_ for _ in ()).throw(OSError("no nvcc here")))
+    runner = LocalPoints(Settings(), [])
+    runner.gpu = SimpleNamespace(resources=lambda fn: {}, facts=SimpleNamespace(arch="sm_90"))
+    for variant, block in (("shared", 8), ("shared", 16), ("shared", 32), ("naive", 8)):
+        runner._record_kernel(REGISTRY[variant], (("BLOCK", block),), None)
+    assert hashed == ["shared", "naive"]
+    assert {e["source_hash"] for e in runner.kernels.values()} == {"h-shared", "h-naive"} and len(runner.kernels) == 4

@@ -60,6 +60,7 @@ class LocalPoints(Engine):
         self.libraries: dict[str, object] = {}  # variant name -> open library handle (cuBLAS, ...)
         self.library_errors: dict[str, str] = {}  # variant name -> why it could not be opened
         self.kernels: dict[str, dict] = {}  # "name[params]" -> resources, for the metadata
+        self._source_hashes: dict[tuple, str] = {}  # (variant, its folder) -> hash: once a variant
         self._gpu_factory = gpu_factory
         self.cupti: KernelClock | None = None  # CUPTI's records, the kernel clock (settings.kernel_clock, GPU runs)
         self.cupti_error = ""  # why there is none, for the metadata
@@ -416,7 +417,10 @@ class LocalPoints(Engine):
         key = kernel_key(variant, params)
         if key in self.kernels:
             return
-        entry = {"source": source.source_path(variant).name, "source_hash": source.source_hash(variant),
+        which = (variant.name, variant.source_dir)
+        if which not in self._source_hashes:
+            self._source_hashes[which] = source.source_hash(variant)
+        entry = {"source": source.source_path(variant).name, "source_hash": self._source_hashes[which],
                  **self.gpu.resources(fn), "dynamic_shared_bytes": variant.dynamic_shared(params)}
         try:
             report = source.compile_report(variant, params, self.gpu.facts.arch)
