@@ -57,9 +57,9 @@ def main():
 
 
 def _register() -> None:
-    from . import figures, gpu, listing, running
+    from . import figures, gpu, listing, running, tune
 
-    for module in (listing, running, gpu, figures):
+    for module in (listing, running, tune, gpu, figures):
         for name in module.COMMANDS:
             main.add_command(getattr(module, name))
 
