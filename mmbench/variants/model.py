@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from . import expressions
+
 Params = tuple[tuple[str, int], ...]  # sorted (name, value) pairs; hashable
 
 
@@ -82,20 +84,15 @@ def _holds(constraint: str, bound: Mapping[str, int]) -> bool:
     """Whether a constraint holds for these parameter values (tuning_space tests it on a partial
     point, once its names are bound)."""
     try:
-        return bool(eval(_compiled(constraint), {"__builtins__": {}}, bound))  # registry text, never user input
+        return bool(expressions.evaluate(constraint, bound))
     except ZeroDivisionError:  # a derived size of zero: the point cannot be built
         return False
-
-
-@lru_cache(maxsize=None)
-def _compiled(expression: str):
-    return compile(expression, "<constraint>", "eval")
 
 
 @lru_cache(maxsize=1 << 16)  # a batched tuning asks the same few millions of times
 def evaluate(expression: str, params: Params) -> int:
     """An integer expression over parameter names, e.g. "(BM // TM) * (BN // TN)"."""
-    return eval(_compiled(expression), {"__builtins__": {}}, dict(params))  # registry text, never user input
+    return expressions.evaluate(expression, dict(params))
 
 
 
@@ -162,7 +159,7 @@ def _binding_order(space: Mapping[str, tuple[int, ...]], constraints: tuple[str,
     """(name, the tests of the constraints it completes) for every parameter: greedily, the one
     that completes the most constraints next, then the one in the most constraints left, then
     fewer values, so that pruning comes early and free parameters multiply the points last."""
-    unbound = {c: set(_compiled(c).co_names) & set(space) for c in constraints}
+    unbound = {c: expressions.names(c) & set(space) for c in constraints}
     order, left = [], sorted(space)
     while left:
         def gain(name):

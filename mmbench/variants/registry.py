@@ -18,7 +18,7 @@ from typing import Mapping
 
 from .model import Variant, VariantError
 
-SHARED = ("model", "registry")  # the modules of the package that hold no operation's entries
+SHARED = ("model", "registry", "expressions")  # the modules of the package that hold no operation's entries
 
 
 def _assembled() -> dict[str, Variant]:
