@@ -7,7 +7,6 @@ They are stored in the results' metadata (``ceilings``) and shown by ``mmbench i
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import statistics
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .schema import utc_now
 from .variants import Variant
 
 # FP32 lanes per SM by compute capability (CUDA C Programming Guide, arithmetic throughput).
@@ -99,7 +99,7 @@ def measure(gpu, gpu_facts: dict) -> dict:
     clock_after = gpu.clock.current_mhz()
     dram, copy_times = _copy_bandwidth(gpu)
     return {
-        "measured_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "measured_at": utc_now(),
         "gpu": gpu_facts["name"], "uuid": gpu_facts.get("uuid"),
         "fp32_fma_tflops": fp32, "dram_copy_gbytes_per_s": dram,
         "fma_sm_clock_mhz": [clock_before, clock_after],

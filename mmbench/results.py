@@ -26,7 +26,7 @@ from typing import Mapping
 
 import pandas as pd
 
-from .schema import ADDED_COLUMNS, COLUMNS, FLOATS, INTS, KEY, REQUIRED, STATUSES
+from .schema import ADDED_COLUMNS, COLUMNS, FLOATS, INTS, KEY, REQUIRED, STATUSES, utc_now
 
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d)$")
 
@@ -229,7 +229,7 @@ def set_aside_torn(path: Path, found: Scan) -> str | None:
         if not path.read_bytes().endswith(b"\n"):
             _rewrite(path, found.complete_text)
         return None
-    stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    stamp = utc_now()
     with torn_path(path).open("a", encoding="utf-8") as f:
         f.write(f"# {stamp}: line {found.torn.line} of {path.name}, set aside by mmbench ({found.torn.problem})\n"
                 f"{found.torn.text}\n")

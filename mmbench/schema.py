@@ -72,7 +72,8 @@ def join_samples(times_ms: Iterable[float]) -> str:
     return ";".join(repr(t) for t in times_ms)
 
 
-def _now() -> str:
+def utc_now() -> str:
+    """Now, as every timestamp of a results file and its metadata is written (results checks the form)."""
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
@@ -83,7 +84,7 @@ def row(point: Point, settings: Settings, status: str, reason: str = "", **field
             "backend": point.variant.backend, "params": format_params(point.params), "m": s.m, "n": s.n, "k": s.k,
             "cache": point.cache, "scope": point.scope, "pad": int(point.pad), "padded_shape": padded_shape(point),
             "status": status, "reason": reason, "runs": settings.runs, "warmup": settings.warmup,
-            "finished_at": _now(), "host": HOST, **fields}
+            "finished_at": utc_now(), "host": HOST, **fields}
 
 
 def padded_shape(point: Point) -> str:

@@ -3,15 +3,10 @@ of its metadata, each invocation its own, and a resume elsewhere is said."""
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 from typing import Mapping
 
 from .refusals import Say
-
-
-def utc_now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def first_record(previous: Mapping, now: Mapping) -> dict:

@@ -19,7 +19,8 @@ from .interface import Engine, add_spent, spent_between
 from .outcome import Outcome, failed_message, file_counts, first_line, missing_folders, remove_unmeasured
 from .plan import Point, Settings, kernel_key
 from .points_local import LocalPoints
-from .provenance import first_record, say_machine_changes, utc_now
+from ..schema import utc_now
+from .provenance import first_record, say_machine_changes
 from .refusals import RunAborted, RunRefused, Say
 
 

@@ -21,7 +21,8 @@ from ..engine import batched_local as batched
 from ..results import ResultsError, history, metadata_path, read_metadata, recorded_settings, write_metadata
 from ..engine.outcome import counted, first_line, missing_folders, remove_unmeasured
 from ..engine.plan import Settings
-from ..engine.provenance import first_record, say_machine_changes, utc_now
+from ..engine.provenance import first_record, say_machine_changes
+from ..schema import utc_now
 from ..engine.refusals import RunAborted, RunInterrupted, RunRefused
 from ..engine.interface import BatchedEngine
 from ..engine.session import open_batched_engine

@@ -127,6 +127,7 @@ def record(path: Path, device: "DeviceId", variant: str, source_hash: str, best:
     Each entry names the GPU with its architecture and SM count, which decide whether another
     GPU of the same kind may borrow it."""
     cache = load_cache(path)
+    # as schema.utc_now writes it (importing schema from here would close a cycle through engine.plan)
     stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     new = {cache_key(device.name, variant, source_hash, cls): {"device": device.name, "arch": device.arch,
                                                                "sm_count": device.sm_count, "variant": variant,
