@@ -227,7 +227,11 @@ class Gpu:
     def function(self, variant: Variant, params: Params, entry: str | None = None):
         """A compiled entry function, the variant's own by default (PyCUDA caches the cubin on disk
         between runs; one module per parameter point holds all its entries)."""
-        key, entry = (variant.name, variant.source_dir, params), entry or variant.name
+        key = (variant.name, variant.source_dir, params)
+        entry = entry or variant.entry_name
+        if variant.origin and entry == variant.entry_name:  # a variant file's kernel may be C++: its
+            # symbol is read from what nvcc built
+            entry = source.entry_symbol(variant, source.compile_reports(variant, params, self.facts.arch))
         if key not in self._modules:
             self._modules[key] = self._source_module(source.module_source(variant, params),
                                                      options=list(source.NVCC_OPTIONS), no_extern_c=True,

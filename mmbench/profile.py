@@ -21,7 +21,7 @@ from typing import Sequence
 import pandas as pd
 
 from .engine.plan import Point
-from .variants import format_params
+from .variants import files, format_params
 
 METRICS = {
     "gpu__time_duration.sum": "gpu_time_ns",
@@ -91,7 +91,8 @@ def _row(point: Point, launches: list[dict]) -> dict:
 
 
 def _run(args: list[str], metrics: Sequence[str] = tuple(METRICS), cache_control: str = "all") -> list[dict]:
-    proc = subprocess.run(ncu_command(args, metrics, cache_control), capture_output=True, text=True)
+    proc = subprocess.run(ncu_command(args, metrics, cache_control), capture_output=True, text=True,
+                          env=files.environment())  # the target knows your variant files' variants too
     launches = parse_ncu_csv(proc.stdout)
     if proc.returncode != 0 or not launches:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]

@@ -17,8 +17,10 @@ import numpy as np
 from .device import open_gpu
 from .ops import get_op
 from .ops.capabilities import LibraryBaseline, needs
+from .ops.declared import dimensions, launcher
 from .sizes import Shape
-from .variants import get_variant, parse_params
+from .variants import files, get_variant, parse_params
+from .variants.model import compile_params
 
 
 def main(argv: list[str]) -> int:
@@ -28,6 +30,7 @@ def main(argv: list[str]) -> int:
     if len(argv) % 3 or not argv:
         print(__doc__, file=sys.stderr)
         return 2
+    files.use(files.from_environment())  # the variant files of the command that started this process
     gpu = open_gpu()
     libraries = {}
     for name, params_text, shape_text in zip(argv[0::3], argv[1::3], argv[2::3]):
@@ -37,7 +40,7 @@ def main(argv: list[str]) -> int:
         params = parse_params("" if params_text == "-" else params_text)
         bufs = op.upload(gpu, op.make_inputs(shape, np.random.default_rng(0)))
         if variant.backend == "cuda":
-            call = op.kernel(gpu, variant, params, shape, bufs)
+            call = launcher(gpu, op, variant, compile_params(variant, params, dimensions(op, shape)), shape, bufs)
         else:
             library = needs(op, LibraryBaseline)
             handle = libraries.get(name) or libraries.setdefault(name, library.library(variant, gpu))

@@ -171,7 +171,26 @@ def parse_ptxas(text: str) -> dict[str, PtxasReport]:
 
 def compile_report(variant: Variant, params: Params, arch: str = DEFAULT_ARCH) -> PtxasReport:
     """ptxas's report of the variant's own entry function, compiled as SourceModule would."""
-    return compile_reports(variant, params, arch)[variant.name]
+    reports = compile_reports(variant, params, arch)
+    return reports[entry_symbol(variant, reports)]
+
+
+def entry_symbol(variant: Variant, reports: dict[str, PtxasReport]) -> str:
+    """The symbol of the variant's entry function in its compiled module, read from what nvcc built:
+    the name as written (an extern "C" kernel), or the one C++-mangled symbol of a function of that
+    name (``_Z<length><name>...``, a kernel declared without extern "C")."""
+    name = variant.entry_name
+    if name in reports:
+        return name
+    mangled = sorted(s for s in reports if s.startswith(f"_Z{len(name)}{name}"))
+    if len(mangled) == 1:
+        return mangled[0]
+    where = source_path(variant).name
+    if mangled:
+        raise CompileError(f"{where}: entry point '{name}' has {len(mangled)} overloads ({', '.join(mangled)}): "
+                           f"declare one extern \"C\"")
+    raise CompileError(f"{where}: entry point '{name}' is not in the compiled module; its entry functions: "
+                       f"{', '.join(sorted(reports)) or 'none'}")
 
 
 # The kept reports' format: changes whenever parse_ptxas or PtxasReport does, so none read back is stale.
@@ -186,22 +205,28 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mmbench"
 
 
-@lru_cache(maxsize=None)
 def compile_reports(variant: Variant, params: Params, arch: str = DEFAULT_ARCH) -> dict[str, PtxasReport]:
-    """Compile a variant as SourceModule would; ptxas's report of each of its entry functions.
-    Memoized, and kept on disk under the hash of the module's source, the command and nvcc's
-    version: PyCUDA caches the cubin, but a report would otherwise cost a whole nvcc run per kernel
-    in every process (a tuning's 160 configurations: a minute of a run)."""
+    """Compile a variant as SourceModule would; ptxas's report of each of its entry functions (its
+    own entry must be one of them). The source is read each time, so a kernel edited between two
+    calls is compiled again (a notebook's next run); the reports are kept by module text."""
+    reports = module_reports(module_source(variant, params), arch)
+    entry_symbol(variant, reports)
+    return reports
+
+
+@lru_cache(maxsize=None)
+def module_reports(text: str, arch: str = DEFAULT_ARCH) -> dict[str, PtxasReport]:
+    """ptxas's report of each entry function of a module's text compiled as SourceModule would.
+    Memoized, and kept on disk under the hash of the text, the command and nvcc's version: PyCUDA
+    caches the cubin, but a report would otherwise cost a whole nvcc run per kernel in every
+    process (a tuning's 160 configurations: a minute of a run)."""
     if nvcc_path() is None:
         raise CompileError("nvcc not found on PATH: install the CUDA toolkit")
-    text = module_source(variant, params)
     key_text = "\0".join([text, *nvcc_command(arch), nvcc_version() or "", REPORT_FORMAT])
     key = hashlib.sha256(key_text.encode()).hexdigest()[:32]
     kept = cache_dir() / "ptxas" / f"{key}.json"
     try:
-        reports = {name: PtxasReport(**fields) for name, fields in json.loads(kept.read_text()).items()}
-        if variant.name in reports:
-            return reports
+        return {name: PtxasReport(**fields) for name, fields in json.loads(kept.read_text()).items()}
     except (OSError, ValueError, TypeError, AttributeError):  # not there yet, or a damaged file: compile again
         pass
     with tempfile.TemporaryDirectory(prefix="mmbench-") as tmp:
@@ -212,8 +237,6 @@ def compile_reports(variant: Variant, params: Params, arch: str = DEFAULT_ARCH) 
         first = next((line for line in log.splitlines() if "error" in line.lower()), log.strip()[:200])
         raise CompileError(first.strip())
     reports = parse_ptxas(log)
-    if variant.name not in reports:
-        raise CompileError(f"nvcc built no entry function '{variant.name}' from {source_path(variant).name}")
     try:  # written whole or not at all: another process or thread may be reading or writing it
         kept.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(dir=kept.parent, suffix=".tmp")

@@ -338,16 +338,16 @@ def test_a_ptxas_report_is_kept_on_disk_under_its_source_and_command(monkeypatch
     real_run = subprocess.run
     monkeypatch.setattr(source.subprocess, "run", lambda cmd, **kw: calls.append(cmd) or real_run(cmd, **kw))
     best = REGISTRY["best"]
-    first = source.compile_reports.__wrapped__(best, (("BLOCK", 16),), "sm_90")
+    first = source.module_reports.__wrapped__(source.module_source(best, (("BLOCK", 16),)), "sm_90")
     assert len(calls) == 1 and len(list((tmp_path / "ptxas").glob("*.json"))) == 1
-    assert source.compile_reports.__wrapped__(best, (("BLOCK", 16),), "sm_90") == first and len(calls) == 1
-    source.compile_reports.__wrapped__(best, (("BLOCK", 8),), "sm_90")
+    assert source.module_reports.__wrapped__(source.module_source(best, (("BLOCK", 16),)), "sm_90") == first and len(calls) == 1
+    source.module_reports.__wrapped__(source.module_source(best, (("BLOCK", 8),)), "sm_90")
     assert len(calls) == 2  # other parameters: another source
     for kept in (tmp_path / "ptxas").glob("*.json"):
         kept.write_text("{not json")
-    assert source.compile_reports.__wrapped__(best, (("BLOCK", 16),), "sm_90") == first and len(calls) == 3
+    assert source.module_reports.__wrapped__(source.module_source(best, (("BLOCK", 16),)), "sm_90") == first and len(calls) == 3
     monkeypatch.setattr(source, "nvcc_version", lambda: "V99.0")
-    source.compile_reports.__wrapped__(best, (("BLOCK", 16),), "sm_90")
+    source.module_reports.__wrapped__(source.module_source(best, (("BLOCK", 16),)), "sm_90")
     assert len(calls) == 4
 
 

@@ -11,6 +11,7 @@ import click
 
 from ..engine.outcome import file_counts, interrupted_message
 from ..engine.refusals import RunAborted, RunInterrupted, RunRefused
+from ..variants import VariantError, files
 from .common import ARGV, COUNTED_OUTPUT, InputError, Interrupted, RunFailed
 
 
@@ -38,7 +39,9 @@ class OneLineErrors(click.Group):
         except click.UsageError as exc:
             if type(exc).__name__ == "NoArgsIsHelpError":  # a bare command shows its help
                 raise
-            raise InputError(" ".join(exc.format_message().split())) from None
+            hint = (" (it goes before the command: mmbench --variant-file FILE COMMAND ...)"
+                    if "--variant-file" in exc.format_message() or "'-f'" in exc.format_message() else "")
+            raise InputError(" ".join(exc.format_message().split()) + hint) from None
         except RunRefused as exc:
             raise InputError(str(exc)) from None
         except RunInterrupted as exc:
@@ -52,14 +55,25 @@ class OneLineErrors(click.Group):
 
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="mmbench")
-def main():
-    """mmbench: sweep, time, verify and plot GPU matrix kernels."""
+@click.option("--variant-file", "-f", "variant_files", multiple=True, type=click.Path(dir_okay=False), metavar="TOML",
+              envvar=files.ENVIRONMENT,
+              help="Your own kernels: a variant file (TOML beside your .cu files) whose variants every command then "
+                   "takes by name beside the built-in ones (list, run, tune, profile, verify-timing, plot, --cluster). "
+                   f"Repeat for more files, or name them in ${files.ENVIRONMENT} (':'-separated). Goes before the "
+                   "command: mmbench -f mine.toml run -v mine,cublas. `mmbench check FILE` checks one; see "
+                   "docs/your-kernels.md.")
+def main(variant_files):
+    """mmbench: sweep, time, verify and plot GPU matrix kernels: the built-in ones of five papers, and yours."""
+    try:
+        files.use(variant_files)
+    except VariantError as exc:
+        raise InputError(str(exc)) from None
 
 
 def _register() -> None:
-    from . import figures, gpu, listing, running, tune
+    from . import checking, figures, gpu, listing, running, tune
 
-    for module in (listing, running, tune, gpu, figures):
+    for module in (listing, running, checking, tune, gpu, figures):
         for name in module.COMMANDS:
             main.add_command(getattr(module, name))
 

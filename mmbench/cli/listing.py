@@ -91,10 +91,24 @@ def _paragraph(row: dict, width: int, wide: bool) -> list[str]:
     return lines
 
 
+def _declared(v) -> list[str]:
+    """What a variant file declares of its kernel's launch."""
+    return [f"  kernel: {v.source_dir / (v.family + '.cu')}, entry {v.entry_name}",
+            f"  arguments: ({', '.join(v.arguments)})   [{get_op(v.op).layout}]",
+            f"  block: ({', '.join(v.threads)})   grid: ({', '.join(v.grid)})"
+            + (f"   dynamic shared bytes: {v.shared}" if v.shared != "0" else ""),
+            *([f"  defines bound to the shape: {', '.join(f'{n} = {e}' for n, e in v.defines.items())}"]
+              if v.defines else []),
+            *(["  adds into its output: zeroed before every launch"] if v.zero_output else [])]
+
+
 def _print_variant(v) -> None:
     """Everything the registry knows of one variant, one fact a line (fits any terminal)."""
-    lines = [f"{v.name}: {v.label} ({v.op}, {v.backend}, paper {v.paper})", f"  {v.description}"]
-    if v.family:
+    origin = f"variant file {v.origin}" if v.origin else f"paper {v.paper}"
+    lines = [f"{v.name}: {v.label} ({v.op}, {v.backend}, {origin})", *([f"  {v.description}"] if v.description else [])]
+    if v.origin:
+        lines += _declared(v)
+    elif v.family:
         lines.append(f"  kernel: kernels/{v.family}.cu, entry {', '.join(get_op(v.op).entries(v))}")
     for name, values in v.axes.items():
         axis = v.space.get(name)

@@ -11,7 +11,7 @@ from ..ops import get_op
 from ..sizes import Shape
 from ..variants import Params, Variant
 from .batched_local import ClassWriter, by_class
-from .dask_worker import run_class
+from .dask_worker import run_class, variant_ref
 from .interface import BatchedEngine
 from .plan import Settings
 from .points_dask import ClusterSpec, DaskPoints
@@ -53,7 +53,7 @@ class DaskBatched(BatchedEngine):
         cluster = self.cluster
         op_classes = [(cls, group) for cls, group in by_class(get_op(self.variant.op), shapes) if cls not in skip]
         plain = [tuple(map(tuple, c)) for c in self.configs]
-        futures = {cluster.client.submit(run_class, self.variant.name, plain, self.cache, self.l2_flush, self.jobs, cls,
+        futures = {cluster.client.submit(run_class, variant_ref(self.variant), plain, self.cache, self.l2_flush, self.jobs, cls,
                                          [(s.m, s.n, s.k) for s in group], seed, prune, cluster.shares,
                                          pure=False): (cls, group)
                    for cls, group in op_classes}

@@ -44,6 +44,7 @@ from ..device import HOLD_SLOTS
 from ..ops import get_op
 from ..ops.capabilities import BatchedCheck, needs
 from ..ops.base import frobenius_scale, sums_verdict
+from ..ops.declared import launcher
 from ..sizes import Shape
 from ..variants import Params, Variant, format_params
 from .interface import BatchedEngine
@@ -293,7 +294,7 @@ class BatchedTuner:
                 launches[c] = Untimed("skipped", why)
                 continue
             try:
-                launches[c] = self.op.kernel(self.gpu, self.variant, self.configs[c], shape, bufs)
+                launches[c] = launcher(self.gpu, self.op, self.variant, self.configs[c], shape, bufs)
             except Exception as exc:  # a launch that cannot be set up at this shape
                 launches[c] = exc
         return launches

@@ -14,21 +14,41 @@ from .. import device
 from ..environment import own_cpus
 from ..schema import HOST
 from ..sizes import Shape
-from ..variants import get_variant
+from ..variants import REGISTRY, Variant, files, get_variant
 from .interface import spent_between
 from .plan import Point, Settings
 from .points_local import LocalPoints
 
 
 # -- points cross the wire as plain tuples (a Variant holds mappings that do not pickle) -------------
+def variant_ref(variant: Variant) -> tuple:
+    """A variant as plain values: its name, and for a variant file's, the file and what it declares."""
+    if variant.origin is None:
+        return (variant.name,)
+    return variant.name, str(variant.origin), dict(variant.declaration or {})
+
+
+def variant_of(ref: tuple) -> Variant:
+    """The variant of a variant_ref: a variant file's is built from what it declares where this
+    process does not hold it (its kernel source must be at the same path here: a worker on another
+    host sees it on a shared file system)."""
+    name, *declared = ref
+    if declared:
+        origin, table = declared
+        here = REGISTRY.get(name)
+        if here is None or str(here.origin) != origin or dict(here.declaration or {}) != table:
+            files.use_declared([table], origin)
+    return get_variant(name)
+
+
 def descriptor(point: Point) -> tuple:
     s = point.shape
-    return (point.variant.name, point.params, (s.m, s.n, s.k), point.cache, point.scope, point.pad)
+    return (variant_ref(point.variant), point.params, (s.m, s.n, s.k), point.cache, point.scope, point.pad)
 
 
 def from_descriptor(d: tuple) -> Point:
-    name, params, (m, n, k), cache, scope, pad = d
-    return Point(get_variant(name), tuple(map(tuple, params)), Shape(m, n, k), cache, scope, pad)
+    ref, params, (m, n, k), cache, scope, pad = d
+    return Point(variant_of(tuple(ref)), tuple(map(tuple, params)), Shape(m, n, k), cache, scope, pad)
 
 
 # Per worker process: one runner (a second would open the GPU and CUPTI's callbacks again), kept
@@ -176,7 +196,7 @@ def run_chunk(settings: Settings, descriptors: list[tuple], shares: dict[str, in
 _TUNERS: dict[tuple, object] = {}  # per worker process: a batched tuner per variant and configurations
 
 
-def run_class(variant_name: str, configs: list, cache: str, l2_flush: str, jobs: int, cls: str, shapes: list[tuple],
+def run_class(ref: tuple[str, str | None], configs: list, cache: str, l2_flush: str, jobs: int, cls: str, shapes: list[tuple],
               seed: int, prune: float, shares: dict[str, int]) -> dict:
     """On a worker: one size class of a batched tuning (batched_local.measure_class), the tuner's
     configurations compiled and loaded at the worker's first class and kept for the rest."""
@@ -184,9 +204,9 @@ def run_class(variant_name: str, configs: list, cache: str, l2_flush: str, jobs:
     from ..device import open_gpu
     from . import batched_local
 
-    variant = get_variant(variant_name)
+    variant = variant_of(tuple(ref))
     configs = [tuple(map(tuple, c)) for c in configs]
-    key = (variant_name, tuple(configs), cache, l2_flush)
+    key = (variant.name, tuple(configs), cache, l2_flush)
     group = [Shape(*s) for s in shapes]
     allocate_as_a_plain_process()  # a worker the nanny restarted has not reported itself
     with _LOCK, blas_threads(shares):

@@ -13,7 +13,9 @@ from ..ops import Operation, get_op
 from ..ops.capabilities import must_pad
 from ..sizes import Shape
 from ..timing import CACHE_MODES
+from ..ops.declared import dimensions
 from ..variants import Params, Variant, format_params, param_points
+from ..variants.model import compile_params
 
 if TYPE_CHECKING:
     from ..tuning.cache import Tuned
@@ -33,6 +35,11 @@ class Point:
     @property
     def op(self) -> Operation:
         return get_op(self.variant.op)
+
+    @property
+    def compiled_params(self) -> Params:
+        """The #defines its kernel is compiled with: the parameters, and a variant file's shape-bound ones."""
+        return compile_params(self.variant, self.params, dimensions(self.op, self.shape))
 
     @property
     def key(self) -> tuple:

@@ -21,6 +21,7 @@ from ..kernel_clock import KernelClock, KernelClockError, per_call_ms
 from ..ops import DeviceBuffers, Operation, get_op
 from ..ops.base import ScopeError, Timed
 from ..ops.capabilities import CpuBaseline, LibraryBaseline, needs, timed_sequence
+from ..ops.declared import launcher
 from .. import schema
 from ..schema import HOST, clock_fields, clock_sagged, kernel_fields, timing_fields
 from ..sizes import Shape
@@ -193,8 +194,8 @@ class LocalPoints(Engine):
         idle for seconds per kernel. How many it compiled."""
         if self.gpu is None:
             return 0
-        todo = list(dict.fromkeys((p.variant, p.params) for p in points
-                                  if p.variant.backend == "cuda" and not self.gpu.compiled(p.variant, p.params)))
+        todo = list(dict.fromkeys((p.variant, p.compiled_params) for p in points
+                                  if p.variant.backend == "cuda" and not self.gpu.compiled(p.variant, p.compiled_params)))
         if len(todo) > 1:
             self.gpu.precompile_pairs(todo, self.compile_jobs)
         return len(todo) if len(todo) > 1 else 0
@@ -302,7 +303,7 @@ class LocalPoints(Engine):
                                      lambda shape, bufs: library.library_call(handle, shape, bufs))
 
     def _run_kernel(self, point: Point, inputs, buffers: DeviceBuffers) -> dict:
-        gpu, variant, params = self.gpu, point.variant, point.params
+        gpu, variant, params = self.gpu, point.variant, point.compiled_params
         broken = variant.violated(params)
         if broken:
             return schema.row(point, self.settings, "skipped", f"constraint {broken[0]} does not hold")
@@ -328,7 +329,7 @@ class LocalPoints(Engine):
             return schema.row(point, self.settings, "skipped",
                         f"{shared} bytes of shared memory exceed the device limit of {limit}")
         return self._verify_and_time(point, inputs, buffers,
-                                     lambda shape, bufs: point.op.kernel(gpu, variant, params, shape, bufs))
+                                     lambda shape, bufs: launcher(gpu, point.op, variant, params, shape, bufs))
 
     def _verify_and_time(self, point: Point, inputs, buffers: DeviceBuffers,
                          compute: Callable[[Shape, DeviceBuffers], Callable[[], None]]) -> dict:

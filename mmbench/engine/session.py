@@ -130,7 +130,7 @@ class Session:
             self._save("running")
         self.sink.write(row)
         self.counts[row["status"]] = self.counts.get(row["status"], 0) + 1
-        self.kernel_keys.add(kernel_key(point.variant, point.params))
+        self.kernel_keys.add(kernel_key(point.variant, point.compiled_params))
 
     def run(self, points: Sequence[Point], on_row: Callable[[dict], None] | None = None) -> None:
         run_together(self.runner, [(self, p) for p in points], on_row)

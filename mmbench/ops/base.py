@@ -206,6 +206,10 @@ class Operation:
     dims: tuple[str, ...]  # the CSV's shape columns this operation uses
     tested_sizes: str  # size spec of the shapes every variant of it is tested at on the GPU
     size_forms = ""  # the size spec forms parse_sizes reads beyond the common ones, for help texts
+    # What a variant file's kernel may take: the names of the device buffers (inputs, then the
+    # output) and how they are laid out; an operation with none takes no variant files.
+    buffers: tuple[str, ...] = ()
+    layout = ""
 
     def parse_sizes(self, spec: str) -> list[Shape]:
         """A size spec read as this operation's shapes ("1024": n x n x n for GEMM, n x n for transpose)."""
@@ -241,8 +245,8 @@ class Operation:
         raise NotImplementedError
 
     def entries(self, variant: Variant) -> tuple[str, ...]:
-        """The entry functions a CUDA variant's kernel file defines: its own name by default."""
-        return (variant.name,)
+        """The entry functions a CUDA variant's kernel file defines: its own by default."""
+        return (variant.entry_name,)
 
     def kernel(self, gpu, variant: Variant, params: Params, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
         """A no-argument launch of a variant's kernels on the GPU's stream."""

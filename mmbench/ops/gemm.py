@@ -118,7 +118,7 @@ def launch_geometry(variant: Variant, params: Params, shape: Shape) -> tuple[tup
 def entries(variant: Variant) -> tuple[str, ...]:
     """The kernel's entry functions: its own, then the row and column strip kernels if it has them."""
     strips = _geometry(variant, "strips") != "0"
-    return (variant.name,) + ((f"{variant.name}_row_strip", f"{variant.name}_col_strip") if strips else ())
+    return (variant.entry_name,) + ((f"{variant.name}_row_strip", f"{variant.name}_col_strip") if strips else ())
 
 
 def launches(variant: Variant, params: Params, shape: Shape, sms: int | None = None) -> tuple[Launch, ...]:
@@ -179,6 +179,8 @@ def tile_problem(variant: Variant) -> str | None:
     laid over C), or None."""
     if variant.backend != "cuda" or tuple(_geometry(variant, "grid")) != GEOMETRY["grid"]:
         return f"{variant.name} has no tile over C to pad to"
+    if variant.arguments:
+        return f"{variant.name} launches as its variant file declares: it runs on the shapes given, never padded"
     return None
 
 
@@ -316,6 +318,8 @@ def gemm_launcher(gpu, variant: Variant, params: Params, shape: Shape, a, b, c) 
 class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline):
     name = "gemm"
     dims = ("m", "n", "k")
+    buffers = ("A", "B", "C")
+    layout = "C (m x n) = A (m x k) . B (k x n), float32, row-major"
     rate = "gflops_mean"
     score = "gflops_median"
     tested_sizes = "1,31,33,63,65,127,1000x37x2049,37x1000x65"

@@ -184,6 +184,8 @@ class Gemv(Operation, BatchedCheck, CpuBaseline, LibraryBaseline):
 
     name = "gemv"
     dims = ("m", "n")
+    buffers = ("A", "x", "y")
+    layout = "y (m) = A (m x n) . x (n), float32, A column-major (element (i, j) at A[i + j * m])"
     rate = "gflops_mean"
     score = "gflops_median"
     size_forms = "mesh, mesh:MIB, cell:IxJ, tall:/square:/wide:SPEC"  # GEMV_FORMS says more
@@ -243,7 +245,7 @@ class Gemv(Operation, BatchedCheck, CpuBaseline, LibraryBaseline):
         return inputs.reference, inputs.bound, inputs.x.size
 
     def entries(self, variant: Variant) -> tuple[str, ...]:
-        return (variant.name, f"{variant.name}_reduce") if "workspace" in variant.geometry else (variant.name,)
+        return (variant.name, f"{variant.name}_reduce") if "workspace" in variant.geometry else (variant.entry_name,)
 
     def kernel(self, gpu, variant: Variant, params: Params, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
         """Prepared launches (a few microseconds of Python each: the batched tuner makes millions)."""

@@ -89,6 +89,8 @@ class _Move(Operation):
 
 class Transpose(_Move, CpuBaseline):
     name = "transpose"
+    buffers = ("A", "AT")
+    layout = "AT (n x m) = transpose of A (m x n), float32, row-major"
 
     def _reference(self, a: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(a.T)

@@ -43,7 +43,27 @@ class Variant:
     geometry: Mapping[str, Any] = field(default_factory=dict, hash=False)
     constraints: tuple[str, ...] = ()  # expressions that must hold for a parameter point to build
     space: Mapping[str, tuple[int, ...]] = field(default_factory=dict, hash=False)  # what `tune` explores
-    source_dir: Path | None = None  # only for kernels outside kernels/ (tests)
+    source_dir: Path | None = None  # for kernels outside kernels/: a variant file's folder (tests' too)
+    # -- what a variant file (variants/files.py) declares beyond a built-in entry --------------------
+    entry: str | None = None  # the kernel's entry function, when it is not named as the variant
+    # The kernel's arguments in its own order: the operation's buffer names (ops: `buffers`) and
+    # integer expressions over the parameters and the shape's dimensions; empty: the operation's own
+    # argument order and launch model (a built-in entry's geometry).
+    arguments: tuple[str, ...] = ()
+    grid: tuple[str, ...] = ()  # the grid, expressions over the parameters and the shape (with arguments)
+    # #defines bound to the shape (name -> expression over the parameters and the shape): the kernel is
+    # compiled per shape, for kernels that bake a width into the source. Left out of hashing.
+    defines: Mapping[str, str] = field(default_factory=dict, hash=False)
+    zero_output: bool = False  # the kernel adds into its output, which is zeroed before every launch
+    origin: Path | None = None  # the variant file that declared it; None for a built-in entry
+    # What the file said of it (its [[variant]] table, the source's path made absolute): plain data
+    # that another process builds the same variant from (variants.files.use_declared). Not hashed.
+    declaration: Mapping[str, Any] | None = field(default=None, hash=False, compare=False)
+
+    @property
+    def entry_name(self) -> str:
+        """The entry function the variant's own kernel is, as its source names it."""
+        return self.entry or self.name
 
     @property
     def on_gpu(self) -> bool:
@@ -94,6 +114,15 @@ def evaluate(expression: str, params: Params) -> int:
     """An integer expression over parameter names, e.g. "(BM // TM) * (BN // TN)"."""
     return expressions.evaluate(expression, dict(params))
 
+
+
+def compile_params(variant: Variant, params: Params, dims: Mapping[str, int]) -> Params:
+    """The #defines a point's kernel is compiled with: its parameters and, for a variant whose
+    definitions are bound to the shape, their values at these dimensions (in name order)."""
+    if not variant.defines:
+        return params
+    bound = {**dims, **dict(params)}
+    return tuple(sorted((*params, *((name, int(expressions.evaluate(e, bound))) for name, e in variant.defines.items()))))
 
 
 def series_label(variant: Variant, params: Params) -> str:

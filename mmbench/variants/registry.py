@@ -18,7 +18,7 @@ from typing import Mapping
 
 from .model import Variant, VariantError
 
-SHARED = ("model", "registry", "expressions")  # the modules of the package that hold no operation's entries
+SHARED = ("model", "registry", "expressions", "files")  # the modules of the package that hold no operation's entries
 
 
 def _assembled() -> dict[str, Variant]:
@@ -36,7 +36,18 @@ def _assembled() -> dict[str, Variant]:
     return registry
 
 
-REGISTRY: Mapping[str, Variant] = MappingProxyType(_assembled())
+BUILT_IN: Mapping[str, Variant] = MappingProxyType(_assembled())
+_ENTRIES: dict[str, Variant] = dict(BUILT_IN)
+# Every variant a command may name: the built-in ones, then those of the variant files loaded
+# (variants/files.py puts them here, through replace_from).
+REGISTRY: Mapping[str, Variant] = MappingProxyType(_ENTRIES)
+
+
+def replace_from(origin: Path, variants: list[Variant]) -> None:
+    """The variants of one variant file into the registry, in place of those it gave before."""
+    for name in [n for n, v in _ENTRIES.items() if v.origin == origin]:
+        del _ENTRIES[name]
+    _ENTRIES.update((v.name, v) for v in variants)
 
 
 def get_variant(name: str) -> Variant:

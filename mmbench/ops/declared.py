@@ -1,0 +1,68 @@
+"""Kernels launched as a variant file declares them: the kernel's own argument order (the operation's
+buffers by name, integers as expressions), its grid as expressions over the parameters and the shape,
+and #defines bound to the shape. A built-in entry has no declared arguments and launches through its
+operation's own model (``Operation.kernel``); ``launcher`` picks one or the other."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from ..sizes import Shape
+from ..variants import expressions
+from ..variants.model import Params, Variant
+
+if TYPE_CHECKING:
+    from .base import DeviceBuffers, Operation
+
+# CUDA's largest grid, x then y and z (every GPU since compute capability 3.0)
+MAX_GRID = (2**31 - 1, 65535, 65535)
+
+
+def dimensions(op: "Operation", shape: Shape) -> dict[str, int]:
+    """The shape's dimensions by the names an expression uses for them (the CSV's: m, n, k)."""
+    return {d: getattr(shape, d) for d in op.dims}
+
+
+def declared_grid(op: "Operation", variant: Variant, params: Params, shape: Shape) -> tuple[int, int, int]:
+    """The declared grid at this shape; ValueError when CUDA cannot launch it."""
+    bound = {**dimensions(op, shape), **dict(params)}
+    grid = [int(expressions.evaluate(e, bound)) for e in variant.grid] + [1] * (3 - len(variant.grid))
+    if any(g < 1 or g > most for g, most in zip(grid, MAX_GRID)):
+        raise ValueError(f"grid {tuple(grid)} at {shape} is outside CUDA's limits (1 to {MAX_GRID} blocks)")
+    return tuple(grid)  # type: ignore[return-value]
+
+
+def declared_arguments(op: "Operation", variant: Variant, params: Params, shape: Shape,
+                       bufs: "DeviceBuffers") -> list:
+    """The kernel's arguments in its own order: buffers by name, the rest 32-bit integers."""
+    by_name = dict(zip(op.buffers, (*bufs.inputs, bufs.output)))
+    bound = {**dimensions(op, shape), **dict(params)}
+    return [by_name[a] if a in by_name else np.int32(expressions.evaluate(a, bound)) for a in variant.arguments]
+
+
+def declared_launch(gpu, op: "Operation", variant: Variant, params: Params, shape: Shape,
+                    bufs: "DeviceBuffers") -> Callable[[], None]:
+    """A no-argument launch of a variant file's kernel on the GPU's stream (its output zeroed first
+    when the kernel adds into it: the zeroing is timed with it, as split-K GEMM's)."""
+    fn = gpu.function(variant, params)
+    block, grid = variant.block_dims(params), declared_grid(op, variant, params, shape)
+    args, shared = declared_arguments(op, variant, params, shape, bufs), variant.dynamic_shared(params)
+    gpu.allow_dynamic_shared(fn, shared)
+    output, count = bufs.output, bufs.output_count
+
+    def launch() -> None:
+        if variant.zero_output:
+            gpu.zero_async(output, count)
+        fn(*args, block=block, grid=grid, shared=shared, stream=gpu.stream)
+
+    return launch
+
+
+def launcher(gpu, op: "Operation", variant: Variant, params: Params, shape: Shape,
+             bufs: "DeviceBuffers") -> Callable[[], None]:
+    """The launch of a variant's kernels: as its variant file declares, else the operation's own."""
+    if variant.arguments:
+        return declared_launch(gpu, op, variant, params, shape, bufs)
+    return op.kernel(gpu, variant, params, shape, bufs)

@@ -1,0 +1,293 @@
+"""Variant files: your kernels, declared in TOML beside their .cu files, read into the same Variant
+as the built-in entries, so every command takes them. A file is data, never code: TOML holds no
+code, and its expressions go through the restricted evaluator (expressions.py), checked here
+before anything is evaluated; loading a file reads it, and compiles and runs nothing.
+
+    [[variant]]
+    name = "my_sgemm"                  # the variant's name in runs, tuning and figures
+    op = "gemm"                        # gemm, gemv or transpose
+    source = "my_sgemm.cu"             # relative to this file
+    entry = "sgemm_tiled"              # the __global__ function (default: name)
+    arguments = ["m", "n", "k", "A", "B", "C"]   # the kernel's own order: buffers, integer expressions
+    block = ["TILE", "TILE"]
+    grid = ["ceil_div(n, TILE)", "ceil_div(m, TILE)"]
+    params = { TILE = 16 }             # defaults (a list sweeps each)
+    space = { TILE = [8, 16, 32] }     # what `mmbench tune` explores (default: the defaults)
+    constraints = ["TILE * TILE <= 1024"]
+    defines = { WIDTH = "n" }          # #defines bound to the shape: compiled per shape
+
+A mistake is one line naming the file, the variant and the key (VariantFileError).
+"""
+
+from __future__ import annotations
+
+import os
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Iterable
+
+from . import expressions
+from .model import Variant, VariantError, param_points, tuning_space
+from .registry import BUILT_IN, REGISTRY, replace_from
+
+# Every key a variant may have, and what it holds (for `mmbench check`'s help and the error naming the choices).
+KEYS = {
+    "name": "the variant's name: letters, digits and _, not a built-in variant's",
+    "op": "the operation the kernel computes",
+    "source": "the kernel's .cu file, relative to the variant file",
+    "entry": "the kernel's __global__ function (default: the name)",
+    "label": "legend text (default: the name)",
+    "description": "one line of what it does",
+    "arguments": "the kernel's arguments in its order: the operation's buffers by name, integer expressions",
+    "block": "the thread block, 1 to 3 expressions over the parameters",
+    "grid": "the grid, 1 to 3 expressions over the parameters and the shape",
+    "shared": "bytes of dynamic shared memory, an expression over the parameters (default 0)",
+    "params": "parameter name -> its default value or values (each becomes a #define)",
+    "space": "parameter name -> the values `mmbench tune` tries (default: its defaults)",
+    "constraints": "expressions over the parameters that a point must satisfy",
+    "defines": "#define name -> an expression over the parameters and the shape: the kernel is compiled per shape",
+    "zero_output": "true when the kernel adds into its output, zeroed before every launch (default false)",
+}
+REQUIRED = ("name", "op", "source", "arguments", "block", "grid")
+PYTHON = "<python>"  # where variants a script declares as dicts come from
+
+
+class VariantFileError(VariantError):
+    """A variant file that cannot be read; the message names the file, the variant and the key."""
+
+
+def load(path: Path | str) -> list[Variant]:
+    """The variants a file declares, each checked (VariantFileError: the first mistake, one line)."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise VariantFileError(f"{path}: no such variant file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise VariantFileError(f"{path}: cannot be read ({exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise VariantFileError(f"{path}: not TOML ({exc})") from None
+    extra = sorted(set(data) - {"variant"})
+    if extra:
+        raise VariantFileError(f"{path}: unknown key '{extra[0]}' at the top; a variant file holds [[variant]] tables")
+    return declared(data.get("variant"), path, path.parent)
+
+
+def declared(tables: Any, where: Path, base: Path) -> list[Variant]:
+    """The variants of [[variant]] tables (dicts, as TOML reads them, or as a script writes them):
+    where names them in messages and is their origin; a relative source is found under base."""
+    tables = [tables] if isinstance(tables, dict) else tables
+    if not isinstance(tables, list) or not tables or not all(isinstance(t, dict) for t in tables):
+        raise VariantFileError(f"{where}: declares no variant; add a [[variant]] table")
+    variants = [_variant(where, base, i, table) for i, table in enumerate(tables)]
+    names = [v.name for v in variants]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise VariantFileError(f"{where}: variant '{twice[0]}' is declared twice")
+    return variants
+
+
+def _variant(path: Path, base: Path, index: int, table: dict) -> Variant:
+    name = table.get("name")
+    where = f"{path}: variant '{name}'" if isinstance(name, str) else f"{path}: variant {index + 1}"
+
+    def fail(key: str, why: str) -> VariantFileError:
+        return VariantFileError(f"{where}: {key}: {why}")
+
+    unknown = sorted(set(table) - set(KEYS))
+    if unknown:
+        raise VariantFileError(f"{where}: unknown key '{unknown[0]}'; choose from: {', '.join(KEYS)}")
+    for key in REQUIRED:
+        if key not in table:
+            raise fail(key, f"missing ({KEYS[key]})")
+    op = _operation(table["op"], fail)
+    variant = Variant(name=_identifier(table["name"], "name", fail), backend="cuda", op=op.name, paper="",
+                      label=_text(table, "label", name, fail), description=_text(table, "description", "", fail),
+                      entry=_identifier(table.get("entry", name), "entry", fail),
+                      **_source(base, table["source"], fail), **_parameters(table, op, fail),
+                      zero_output=_flag(table, "zero_output", fail), origin=path.resolve(),
+                      declaration=MappingProxyType({**table, "source": str((base / table["source"]).resolve())}))
+    _check_expressions(variant, op, fail)
+    _check_space(variant, fail)
+    return variant
+
+
+def _operation(name: Any, fail):
+    from ..ops import OPERATIONS
+
+    takes = [op for op in OPERATIONS.values() if op.buffers]
+    for op in takes:
+        if op.name == name:
+            return op
+    raise fail("op", f"'{name}' is no operation a variant file may declare; choose from: "
+                     f"{', '.join(op.name for op in takes)}")
+
+
+def _identifier(value: Any, key: str, fail) -> str:
+    if not isinstance(value, str) or not value.isidentifier() or value.startswith("_"):
+        raise fail(key, f"{value!r} is not a name (letters, digits and _, not starting with a digit or _)")
+    if key == "name" and value in BUILT_IN:
+        raise fail(key, f"'{value}' is a built-in variant; choose another name")
+    return value
+
+
+def _text(table: dict, key: str, default: Any, fail) -> str:
+    value = table.get(key, default)
+    if not isinstance(value, str):
+        raise fail(key, f"{value!r} is not text")
+    return value
+
+
+def _flag(table: dict, key: str, fail) -> bool:
+    value = table.get(key, False)
+    if not isinstance(value, bool):
+        raise fail(key, f"{value!r} is not true or false")
+    return value
+
+
+def _source(base: Path, source: Any, fail) -> dict:
+    if not isinstance(source, str) or not source.endswith(".cu"):
+        raise fail("source", f"{source!r} is not a .cu file's path")
+    file = (base / source).resolve()
+    if not file.is_file():
+        raise fail("source", f"{file} does not exist")
+    return {"source_dir": file.parent, "family": file.name[:-len(".cu")]}
+
+
+def _expressions(table: dict, key: str, fail, least: int = 0, most: int = 99) -> tuple[str, ...]:
+    value = table.get(key, [])
+    items = [value] if isinstance(value, (str, int)) and key in ("block", "grid") else value
+    if not isinstance(items, list) or not all(isinstance(e, (str, int)) and not isinstance(e, bool) for e in items):
+        raise fail(key, f"{value!r} is not a list of expressions")
+    if not least <= len(items) <= most:
+        raise fail(key, f"{len(items)} expressions; give {least} to {most}")
+    return tuple(str(e) for e in items)
+
+
+def _values(table: dict, key: str, fail) -> dict[str, tuple[int, ...]]:
+    value = table.get(key, {})
+    if not isinstance(value, dict):
+        raise fail(key, f"{value!r} is not a table of parameter = value(s)")
+    out = {}
+    for name, values in value.items():
+        values = values if isinstance(values, list) else [values]
+        if not values or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
+            raise fail(f"{key}.{name}", f"{table[key][name]!r} is not a non-negative integer or a list of them")
+        out[name] = tuple(values)
+    return out
+
+
+def _parameters(table: dict, op, fail) -> dict:
+    axes, space = _values(table, "params", fail), _values(table, "space", fail)
+    defines = table.get("defines", {})
+    if not isinstance(defines, dict) or not all(isinstance(e, (str, int)) for e in defines.values()):
+        raise fail("defines", f"{defines!r} is not a table of NAME = expression")
+    reserved = {*op.dims, *op.buffers, *expressions.FUNCTIONS}
+    for key, names in (("params", axes), ("defines", defines)):
+        for name in names:
+            if not name.isidentifier() or name.startswith("_") or name in reserved:
+                raise fail(f"{key}.{name}", f"'{name}' cannot be a parameter's name (it must be an identifier, "
+                                            f"not {', '.join(sorted(reserved))})")
+    for name in space:
+        if name not in axes:
+            raise fail(f"space.{name}", f"'{name}' is no parameter; the parameters: {', '.join(axes) or 'none'}")
+    both = sorted(set(axes) & set(defines))
+    if both:
+        raise fail(f"defines.{both[0]}", f"'{both[0]}' is a parameter too")
+    return {"axes": MappingProxyType(axes), "space": MappingProxyType({n: space.get(n, axes[n]) for n in axes}),
+            "defines": MappingProxyType({n: str(e) for n, e in defines.items()}),
+            "threads": _expressions(table, "block", fail, 1, 3), "grid": _expressions(table, "grid", fail, 1, 3),
+            "shared": str(table.get("shared", "0")), "constraints": _expressions(table, "constraints", fail),
+            "arguments": _arguments(table, op, fail)}
+
+
+def _arguments(table: dict, op, fail) -> tuple[str, ...]:
+    arguments = _expressions(table, "arguments", fail, 1)
+    for buffer in op.buffers:
+        count = arguments.count(buffer)
+        if count != 1:
+            raise fail("arguments", f"names the buffer '{buffer}' {count} times; a {op.name} kernel takes each of "
+                                    f"{', '.join(op.buffers)} once ({op.layout})")
+    return arguments
+
+
+def _check_expressions(variant: Variant, op, fail) -> None:
+    """Every expression one the evaluator accepts, naming only what it may: the parameters, and where
+    the shape is known (grid, arguments, defines) the shape's dimensions."""
+    params, shape = set(variant.axes), set(op.dims)
+    groups: list[tuple[str, tuple[str, ...], set[str]]] = [
+        ("block", variant.threads, params), ("shared", (variant.shared,), params),
+        ("constraints", variant.constraints, params), ("grid", variant.grid, params | shape),
+        ("arguments", tuple(a for a in variant.arguments if a not in op.buffers), params | shape),
+        *((f"defines.{n}", (e,), params | shape) for n, e in variant.defines.items())]
+    for key, items, allowed in groups:
+        for expression in items:
+            try:
+                unknown = sorted(expressions.names(expression) - allowed)
+            except expressions.ExpressionError as exc:
+                raise fail(key, str(exc)) from None
+            if unknown:
+                may = ", ".join(sorted(allowed)) or "none"
+                raise fail(key, f"{expression!r} names '{unknown[0]}', which is no parameter"
+                                + (" or dimension" if allowed - params else "") + f"; it may name: {may}")
+
+
+def _check_space(variant: Variant, fail) -> None:
+    """A tuning space with points, and defaults of which one at least may be built."""
+    try:
+        points, defaults = tuning_space(variant), param_points(variant)
+    except (ArithmeticError, expressions.ExpressionError, NameError) as exc:
+        raise fail("constraints", f"cannot be evaluated ({exc})") from None
+    if not points:
+        raise fail("space", "no point of the parameter space meets the constraints (zero points)")
+    if all(variant.problem(p) for p in defaults):
+        raise fail("params", f"the defaults cannot be built: {variant.problem(defaults[0])}")
+
+
+def use(paths: Iterable[Path | str]) -> list[Variant]:
+    """Load variant files into the registry, after the built-in variants, every command then taking
+    their variants by name; a file loaded before is read again (its variants replaced: you edited
+    it). A name another loaded file declares is refused. The variants loaded, in order."""
+    out = []
+    for path in paths:
+        out += _registered(load(path), Path(path))
+    return out
+
+
+def use_declared(tables: Any, where: Path | str = PYTHON, base: Path | str = ".") -> list[Variant]:
+    """[[variant]] tables given as dicts into the registry (replacing those declared before under the
+    same name `where`): the Python API's variants, and a worker's copy of a point's variant."""
+    return _registered(declared(tables, Path(where), Path(base)), Path(where))
+
+
+def _registered(variants: list[Variant], where: Path) -> list[Variant]:
+    for v in variants:
+        other = REGISTRY.get(v.name)
+        if other is not None and other.origin != v.origin:
+            raise VariantFileError(f"{where}: variant '{v.name}' is declared in {other.origin} too")
+    replace_from(where.resolve(), variants)
+    return variants
+
+
+def loaded() -> list[str]:
+    """The variant files loaded in this process, for a process it starts (environment())."""
+    return list(dict.fromkeys(str(v.origin) for v in REGISTRY.values() if v.origin))
+
+
+def environment() -> dict[str, str]:
+    """This process's environment with the variant files it loaded named in $MMBENCH_VARIANT_FILES,
+    for a process it starts that must know the same variants (a profiler's target)."""
+    return {**os.environ, ENVIRONMENT: os.pathsep.join(dict.fromkeys([*from_environment(), *loaded()]))}
+
+
+def from_environment() -> list[str]:
+    """The variant files $MMBENCH_VARIANT_FILES names (separated as PATH is: ':' here)."""
+    return [p for p in os.environ.get(ENVIRONMENT, "").split(os.pathsep) if p]
+
+
+ENVIRONMENT = "MMBENCH_VARIANT_FILES"

@@ -1,0 +1,77 @@
+"""GPU tests (pytest -m gpu) of the examples/ variant files: each example's kernel at its default
+and at a seeded sample of its tuning space, at its operation's awkward shapes, verified against
+float64; and the commands a new user runs on them (check, run against the library, tune)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mmbench.cli import main
+from mmbench.engine.plan import Selection, Settings, plan
+from mmbench.engine.points_local import LocalPoints
+from mmbench.ops import get_op
+from mmbench.results import read_results
+from mmbench.variants import files, registry, tuning_space
+
+pytestmark = pytest.mark.gpu
+
+EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*/*.toml"))
+LIBRARY = {"gemm": "cublas", "gemv": "cublas_gemv", "transpose": "memcpy"}  # each operation's yardstick
+
+
+@pytest.fixture(autouse=True)
+def registry_restored():
+    before = dict(registry._ENTRIES)
+    yield
+    registry._ENTRIES.clear()
+    registry._ENTRIES.update(before)
+
+
+def _rows(gpu, variant, sizes, overrides):
+    points = plan([Selection((variant,), sizes, overrides)], "cold")
+    runner = LocalPoints(Settings(runs=3, warmup=1), points, gpu_factory=lambda: gpu)
+    rows: list[dict] = []
+    try:
+        runner.run(points, rows.append)
+    finally:
+        runner.close()
+    return rows
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.parent.name for p in EXAMPLES])
+def test_example_is_correct_at_awkward_shapes_over_its_space(gpu, example):
+    for variant in files.use([example]):
+        op = get_op(variant.op)
+        sample = random.Random(3).sample(tuning_space(variant), min(3, len(tuning_space(variant))))
+        for params in [()] + sample:
+            rows = _rows(gpu, variant, op.tested_sizes, {k: (v,) for k, v in params})
+            assert len(rows) == len(op.parse_sizes(op.tested_sizes))
+            bad = [(r["params"], r["m"], r["n"], r["k"], r["reason"]) for r in rows if r["status"] != "ok"]
+            assert not bad
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.parent.name for p in EXAMPLES])
+def test_a_new_users_commands_on_the_example(example, tmp_path, monkeypatch):
+    """check, then a run against the operation's library, then a tuning into the user's cache that
+    the next run reads: what the README walks a new user through."""
+    monkeypatch.setenv("MMBENCH_TUNING_CACHE", str(tmp_path / "cache.json"))
+    monkeypatch.setenv("MMBENCH_RUNS", str(tmp_path / "runs"))
+    (variant,) = files.load(example)
+    runner = CliRunner()
+    checked = runner.invoke(main, ["check", str(example), "-o", str(tmp_path / "check.csv")])
+    assert checked.exit_code == 0, checked.output
+    assert set(read_results(tmp_path / "check.csv").status) == {"ok"}
+    tuned = runner.invoke(main, ["-f", str(example), "tune", "-v", variant.name, "-s", "1024", "--strategy", "brute",
+                                 "--engine", "points", "-o", str(tmp_path / "tune.csv")])
+    assert tuned.exit_code == 0, tuned.output
+    assert "written to your cache" in tuned.output
+    ran = runner.invoke(main, ["-f", str(example), "run", "-v", f"{variant.name},{LIBRARY[variant.op]}",
+                               "-s", "1024,2048", "-o", str(tmp_path / "run.csv")])
+    assert ran.exit_code == 0, ran.output
+    assert f"{variant.name}: tuned parameters from your cache" in ran.output
+    df = read_results(tmp_path / "run.csv")
+    assert set(df.status) == {"ok"} and set(df.variant) == {variant.name, LIBRARY[variant.op]}

@@ -1,0 +1,281 @@
+"""Variant files: your kernels declared in TOML (mmbench/variants/files.py), the examples/ that ship
+with the project, and the commands that take them. No GPU: loading, refusals, the declared launch's
+arguments and grid, and compiling with nvcc (the CI compile check of every example kernel)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from mmbench import source
+from mmbench.cli import main
+from mmbench.engine.dask_worker import descriptor, from_descriptor
+from mmbench.engine.plan import Point, kernel_key
+from mmbench.ops import get_op
+from mmbench.ops.base import DeviceBuffers
+from mmbench.ops.declared import declared_arguments, declared_grid
+from mmbench.sizes import Shape
+from mmbench.variants import REGISTRY, files, registry, tuning_space
+from mmbench.variants.model import compile_params
+
+EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*/*.toml"))
+
+
+@pytest.fixture(autouse=True)
+def registry_restored(monkeypatch):
+    """Every test leaves the registry as it found it (loading a file adds to it), and reads no
+    variant files from the environment of whoever runs the tests."""
+    monkeypatch.delenv(files.ENVIRONMENT, raising=False)
+    before = dict(registry._ENTRIES)
+    yield
+    registry._ENTRIES.clear()
+    registry._ENTRIES.update(before)
+
+
+GOOD = """
+[[variant]]
+name = "mine"
+op = "gemm"
+source = "mine.cu"
+entry = "my_kernel"
+arguments = ["C", "A", "B", "m", "n * 1", "k"]
+block = ["T", "T"]
+grid = ["ceil_div(n, T)", "ceil_div(m, T)"]
+params = { T = 16 }
+space = { T = [8, 16, 32, 64] }
+constraints = ["T * T <= 1024"]
+defines = { WIDTH = "n" }
+"""
+KERNEL = """__global__ void my_kernel(float *C, const float *A, const float *B, int m, int n, int k) {
+    int i = blockIdx.y * T + threadIdx.y, j = blockIdx.x * T + threadIdx.x;
+    if (i < m && j < WIDTH) { float s = 0; for (int p = 0; p < k; ++p) s += A[i * k + p] * B[p * WIDTH + j];
+                              C[i * WIDTH + j] = s; }
+}
+"""
+
+
+def write(tmp_path, toml=GOOD, kernel=KERNEL) -> Path:
+    (tmp_path / "mine.cu").write_text(kernel)
+    path = tmp_path / "mine.toml"
+    path.write_text(toml)
+    return path
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_a_variant_file_declares_a_variant_as_the_registry_holds_them(tmp_path):
+    (v,) = files.use([write(tmp_path)])
+    assert REGISTRY["mine"] is v and list(REGISTRY)[-1] == "mine"  # after the built-in ones
+    assert (v.op, v.backend, v.entry_name, v.family, v.source_dir) == ("gemm", "cuda", "my_kernel", "mine", tmp_path)
+    assert source.source_path(v) == tmp_path / "mine.cu"
+    assert tuning_space(v) == [(("T", 8),), (("T", 16),), (("T", 32),)]  # 64 x 64 threads break the constraint
+    assert v.origin == (tmp_path / "mine.toml").resolve() and v.label == "mine"
+
+
+def test_shape_bound_defines_join_the_parameters_the_kernel_is_compiled_with(tmp_path):
+    (v,) = files.use([write(tmp_path)])
+    assert compile_params(v, (("T", 16),), {"m": 5, "n": 7, "k": 9}) == (("T", 16), ("WIDTH", 7))
+    point = Point(v, (("T", 16),), Shape(5, 7, 9), "cold")
+    assert point.compiled_params == (("T", 16), ("WIDTH", 7))
+    assert kernel_key(v, point.compiled_params) == f"mine[T=16,WIDTH=7]@{source.source_hash(v)}"
+    built_in = REGISTRY["naive"]
+    assert compile_params(built_in, (("BLOCK", 16),), {"m": 5, "n": 7, "k": 9}) == (("BLOCK", 16),)
+
+
+def test_the_declared_launch_takes_the_kernels_own_argument_order_and_grid(tmp_path):
+    (v,) = files.use([write(tmp_path)])
+    op = get_op("gemm")
+    bufs = DeviceBuffers(("bufA", "bufB"), "bufC", 35)
+    args = declared_arguments(op, v, (("T", 16),), Shape(5, 7, 9), bufs)
+    assert args[:3] == ["bufC", "bufA", "bufB"]
+    assert [(type(a), int(a)) for a in args[3:]] == [(np.int32, 5), (np.int32, 7), (np.int32, 9)]
+    assert declared_grid(op, v, (("T", 16),), Shape(100, 33, 9)) == (3, 7, 1)
+    with pytest.raises(ValueError, match="outside CUDA's limits"):
+        declared_grid(op, v, (("T", 16),), Shape(70000 * 16, 1, 1))
+
+
+def test_an_edited_kernel_has_another_source_hash_so_tuned_parameters_do_not_follow_it(tmp_path):
+    (v,) = files.use([write(tmp_path)])
+    before = source.source_hash(v)
+    (tmp_path / "mine.cu").write_text(KERNEL + "// edited\n")
+    assert source.source_hash(v) != before
+
+
+def test_the_entry_point_is_read_from_the_compiled_module(tmp_path):
+    """A C++ kernel (no extern "C") is found by its mangled symbol; a name the module lacks is one line
+    naming what it has; nvcc's first error line for a source that does not compile."""
+    (v,) = files.use([write(tmp_path)])
+    params = (("T", 16), ("WIDTH", 7))
+    reports = source.compile_reports(v, params)
+    assert source.entry_symbol(v, reports).startswith("_Z9my_kernel")
+    assert source.compile_report(v, params).spills is False
+    (w,) = files.use([write(tmp_path, GOOD.replace('"my_kernel"', '"their_kernel"'))])
+    with pytest.raises(source.CompileError, match=r"mine.cu: entry point 'their_kernel' is not in the compiled "
+                                                   r"module; its entry functions: _Z9my_kernel"):
+        source.compile_reports(w, params)
+    (x,) = files.use([write(tmp_path, kernel=KERNEL.replace("float s = 0;", "float s = 0"))])
+    with pytest.raises(source.CompileError, match=r"mine.cu\(\d+\): error"):
+        source.compile_reports(x, params)
+
+
+def test_an_overloaded_entry_point_must_be_declared_extern_c(tmp_path):
+    overload = KERNEL + "__global__ void my_kernel(float *C) { C[0] = T; }\n"
+    (v,) = files.use([write(tmp_path, kernel=overload)])
+    with pytest.raises(source.CompileError, match="has 2 overloads"):
+        source.compile_reports(v, (("T", 16), ("WIDTH", 7)))
+
+
+MISTAKES = [  # (what replaces what in GOOD, the key the message names, words it says)
+    ('name = "mine"', 'name = "mine"\nblok = 3', "unknown key 'blok'; choose from: name, op"),
+    ('block = ["T", "T"]\n', "", "block: missing"),
+    ('op = "gemm"', 'op = "conv"', "op: 'conv' is no operation a variant file may declare; choose from: gemm, gemv, "
+                                   "transpose"),
+    ('op = "gemm"', 'op = "copy"', "op: 'copy' is no operation"),
+    ('name = "mine"', 'name = "dbuf"', "name: 'dbuf' is a built-in variant"),
+    ('name = "mine"', 'name = "2fast"', "name: '2fast' is not a name"),
+    ('source = "mine.cu"', 'source = "nothere.cu"', "source: "),
+    ('source = "mine.cu"', 'source = "mine.toml"', "source: 'mine.toml' is not a .cu file"),
+    ('"ceil_div(n, T)"', '"ceil_div(n, TT)"', "grid: 'ceil_div(n, TT)' names 'TT', which is no parameter or "
+                                              "dimension; it may name: T, k, m, n"),
+    ('block = ["T", "T"]', 'block = ["T", "n"]', "block: 'n' names 'n', which is no parameter; it may name: T"),
+    ('"T * T <= 1024"', '"T.bit_length() < 9"', "constraints: expression 'T.bit_length() < 9': T.bit_length() is not "
+                                                "allowed"),
+    ('"T * T <= 1024"', '"open(\'x\') == 0"', "constraints: expression \"open('x') == 0\": open('x') is not allowed"),
+    ('"T * T <= 1024"', '"T // 2 ** 40"', "is not allowed"),
+    ('"ceil_div(n, T)"', '"().__class__"', "grid: expression '().__class__'"),
+    ('WIDTH = "n"', "WIDTH = \"'n'\"", "defines.WIDTH: expression \"'n'\": 'n' is not allowed"),
+    ('"C", "A", "B"', '"C", "A", "A"', "arguments: names the buffer 'A' 2 times; a gemm kernel takes each of A, B, C "
+                                       "once (C (m x n) = A (m x k) . B (k x n)"),
+    ('"T * T <= 1024"', '"T > 64"', "space: no point of the parameter space meets the constraints (zero points)"),
+    ("params = { T = 16 }", "params = { T = 64 }", "params: the defaults cannot be built: constraint 'T * T <= 1024'"),
+    ("params = { T = 16 }", "params = { T = -1 }", "params.T: -1 is not a non-negative integer"),
+    ("space = { T = [8, 16, 32, 64] }", "space = { U = [1] }", "space.U: 'U' is no parameter; the parameters: T"),
+    ("params = { T = 16 }", "params = { T = 16, m = 3 }", "params.m: 'm' cannot be a parameter's name"),
+    ('WIDTH = "n"', 'T = "n"', "defines.T: 'T' is a parameter too"),
+    ('zero_output', 'zero_output', ""),  # placeholder keeps the table aligned: GOOD has no zero_output
+]
+
+
+@pytest.mark.parametrize("old, new, said", [m for m in MISTAKES if m[2]])
+def test_a_mistake_is_one_line_naming_the_file_the_variant_and_the_key(tmp_path, old, new, said):
+    assert old in GOOD
+    path = write(tmp_path, GOOD.replace(old, new))
+    with pytest.raises(files.VariantFileError) as caught:
+        files.use([path])
+    message = str(caught.value)
+    assert "\n" not in message and said in message
+    assert message.startswith(f"{path}: variant ")
+    assert "mine" not in REGISTRY and "dbuf" in REGISTRY and REGISTRY["dbuf"].origin is None
+
+
+@pytest.mark.parametrize("text, said", [
+    ("[[variant]\nname = 1", "not TOML"), ("title = 'x'", "unknown key 'title' at the top"),
+    ("", "declares no variant"), (GOOD + GOOD, "variant 'mine' is declared twice")])
+def test_a_file_that_is_no_variant_file_is_one_line(tmp_path, text, said):
+    path = write(tmp_path, text)
+    with pytest.raises(files.VariantFileError, match=said):
+        files.load(path)
+
+
+def test_a_name_in_two_files_is_refused_and_a_file_read_again_replaces_its_variants(tmp_path):
+    path = write(tmp_path)
+    files.use([path])
+    other = tmp_path / "sub"
+    other.mkdir()
+    with pytest.raises(files.VariantFileError, match="variant 'mine' is declared in .*mine.toml too"):
+        files.use([write(other)])
+    path.write_text(GOOD.replace('name = "mine"', 'name = "renamed"'))
+    files.use([path])
+    assert "renamed" in REGISTRY and "mine" not in REGISTRY
+
+
+def test_reading_a_variant_file_runs_nothing_it_holds(tmp_path):
+    """An expression that would run code is refused before anything is evaluated."""
+    marker = tmp_path / "ran"
+    path = write(tmp_path, GOOD.replace('"T * T <= 1024"', f"'__import__(\"os\").system(\"touch {marker}\")'"))
+    for args in (["-f", path, "list"], ["-f", path, "run", "-v", "mine", "-s", "64", "--dry-run"], ["check", path]):
+        result = invoke(*args)
+        assert result.exit_code == 2 and "is not allowed" in result.output
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.parent.name for p in EXAMPLES])
+def test_every_example_loads_and_compiles_at_every_point_of_its_space_without_spills(example):
+    """The CI compile check of the examples: every tuning point, at a shape of its operation."""
+    variants = files.use([example])
+    assert variants and all(v.origin == example.resolve() for v in variants)
+    for v in variants:
+        op = get_op(v.op)
+        shape = op.parse_sizes(op.tested_sizes)[-1]
+        for params in tuning_space(v):
+            if v.problem(params):
+                continue
+            report = source.compile_report(v, compile_params(v, params, {d: getattr(shape, d) for d in op.dims}))
+            assert not report.spills, (v.name, params)
+
+
+def test_every_operation_that_takes_variant_files_has_an_example():
+    ops = {files.load(p)[0].op for p in EXAMPLES}
+    assert ops == {"gemm", "gemv", "transpose"}
+
+
+def test_every_command_takes_variant_files_by_option_and_environment(tmp_path, monkeypatch):
+    path = write(tmp_path)
+    result = invoke("-f", path, "list", "-v", "mine")
+    assert result.exit_code == 0, result.output
+    assert f"variant file {path.resolve()}" in result.output and "arguments: (C, A, B, m, n * 1, k)" in result.output
+    assert "defines bound to the shape: WIDTH = n" in result.output
+    result = invoke("-f", path, "run", "-v", "mine,cublas", "-s", "33,64", "--dry-run", "-o", tmp_path / "r.csv")
+    assert result.exit_code == 0 and "mine" in result.output and "cublas" in result.output
+    result = invoke("-f", path, "tune", "-v", "mine", "-s", "64", "--strategy", "brute", "--dry-run")
+    assert result.exit_code == 0, result.output
+    monkeypatch.setenv(files.ENVIRONMENT, str(path))
+    assert invoke("list", "-v", "mine").exit_code == 0
+    assert not (tmp_path / "r.csv").exists()
+
+
+def test_variant_file_mistakes_on_the_command_line_are_one_line_exit_2(tmp_path):
+    path = write(tmp_path, GOOD.replace("block =", "blocks =", 1))
+    result = invoke("-f", path, "list")
+    assert result.exit_code == 2 and result.output.count("\n") == 1 and "unknown key 'blocks'" in result.output
+    result = invoke("-f", tmp_path / "none.toml", "list")
+    assert result.exit_code == 2 and "no such variant file" in result.output
+    result = invoke("run", "-f", path)
+    assert result.exit_code == 2 and "it goes before the command: mmbench --variant-file FILE" in result.output
+
+
+def test_check_compiles_and_reports_and_fails_on_a_kernel_that_does_not_build(tmp_path):
+    path = write(tmp_path)
+    result = invoke("check", path, "--compile-only")
+    assert result.exit_code == 0, result.output
+    assert "_Z9my_kernel" in result.output and "compiled only" in result.output
+    broken = write(tmp_path, kernel=KERNEL.replace("float s = 0;", "float s = 0"))
+    result = invoke("check", broken)
+    assert result.exit_code == 1 and "does not build: mine.cu(" in result.output and "error" in result.output
+
+
+def test_a_cluster_worker_loads_the_variant_file_a_point_names(tmp_path):
+    (v,) = files.use([write(tmp_path)])
+    point = Point(v, (("T", 16),), Shape(5, 7, 9), "cold")
+    sent = descriptor(point)
+    registry._ENTRIES.pop("mine")  # a fresh worker process: the file not loaded
+    assert from_descriptor(sent).variant.name == "mine" and "mine" in REGISTRY
+
+
+def test_a_script_declares_variants_as_dicts_and_a_worker_builds_them_from_the_point(tmp_path):
+    """The same [[variant]] table as a dict (the Python API's form); a point's descriptor carries what
+    was declared, so a process that never saw the file or the dict builds the same variant."""
+    import tomllib
+
+    table = tomllib.loads(write(tmp_path).read_text())["variant"][0]
+    (v,) = files.use_declared(table, base=tmp_path)
+    assert v.origin.name == files.PYTHON and v.source_dir == tmp_path and REGISTRY["mine"] is v
+    sent = descriptor(Point(v, (("T", 16),), Shape(5, 7, 9), "cold"))
+    registry._ENTRIES.pop("mine")
+    again = from_descriptor(sent).variant
+    assert again == v and again.declaration == v.declaration and again.source_dir == tmp_path
+    with pytest.raises(files.VariantFileError, match="<python>: variant 'mine': source: "):
+        files.use_declared({**table, "source": "elsewhere.cu"}, base=tmp_path)
