@@ -94,6 +94,28 @@ def compare_with_ncu(output: Path, points: Sequence[Point], ncu_cache: str):
     return table, path
 
 
+def points_of_run(df, names: Sequence[str], points_spec: str, path: Path) -> list[Point]:
+    """The points of a run's verified GPU rows of these variants at the shapes of points_spec, with
+    the parameters, cache, scope and padding each was measured with."""
+    from .ops import get_op
+    from .sizes import Shape, SizeSpecError
+    from .variants import get_variant, parse_params
+
+    try:
+        chosen = [get_variant(n) for n in names]
+        shapes = {(v.op, s) for v in chosen for s in get_op(v.op).parse_sizes(points_spec)}
+    except (VariantError, SizeSpecError) as exc:
+        raise RunRefused(str(exc)) from None
+    by_name = {v.name: v for v in chosen if v.on_gpu}
+    rows = df[(df.status == "ok") & df.variant.isin(list(by_name))]
+    points = [Point(by_name[r.variant], parse_params(r.params), Shape(int(r.m), int(r.n), int(r.k)), r.cache,
+                    r.scope, bool(r.pad))
+              for r in rows.itertuples() if (by_name[r.variant].op, Shape(int(r.m), int(r.n), int(r.k))) in shapes]
+    if not points:
+        raise RunRefused(f"{path} has no verified GPU row of {', '.join(names)} at --points {points_spec}")
+    return list({p.key: p for p in points}.values())
+
+
 def points_to_profile(selections: Sequence[Selection], cache: str, points_spec: str, variants: Sequence[str],
                       wanted: Sequence[str], config: Path) -> list[Point]:
     """The GPU points of a config's selections at the sizes of points_spec, of the wanted variants

@@ -129,8 +129,9 @@ def _recordable(results: Path) -> None:
 
 
 @command()
-@click.option("--config", type=FILE, required=True,
-              help="Experiment whose series are profiled.")
+@click.option("--config", type=FILE,
+              help="Experiment whose series are profiled. Without it: the verified rows of -v's variants in --results, "
+                   "at --points, with the parameters they were measured with (your kernels' runs).")
 @click.option("--points", "points_spec", default="256,1024,2048", show_default=True, metavar="SPEC",
               help="Sizes to profile (a size spec, as for run --sizes).")
 @click.option("--variant", "-v", "variants", multiple=True, help="Only these variants (default: every GPU series).")
@@ -139,11 +140,9 @@ def _recordable(results: Path) -> None:
                    "your runs folder that holds every profiled point).")
 def profile(config, points_spec, variants, results):
     """Run Nsight Compute on chosen points: DRAM bytes and FP32 operations (the roofline), bank conflicts."""
-    _, selections, cfg = _selections((), None, None, (), config)
-    points = api.points_to_profile(selections, cfg.get("cache", DEFAULTS["cache"]), points_spec, variants,
-                                   _split(variants), config)
     if results is not None and not results.exists():
         raise InputError(f"no results file at {results}")
+    points = _points_to_profile(config, points_spec, variants, results)
     target = results or newest_run(_holding(points), f"profile --config {config}")[0]
     df, out = api.profile_beside(points, target)
     table = Table(title=f"Nsight Compute: {len(df)} points")
@@ -155,6 +154,21 @@ def profile(config, points_spec, variants, results):
                       f"{r.dram_intensity:.1f}", f"{r.gpu_time_ns / 1e3:.1f}")
     console.print(table)
     console.print(f"profile: {out}", soft_wrap=True)
+
+
+def _points_to_profile(config, points_spec: str, variants, results):
+    """The points of a config's series at points_spec, or without a config those of a run's rows."""
+    if config is None:
+        if not _split(variants) or results is None:
+            raise InputError("profile needs --config, or the variants (-v) and the run (--results) whose verified rows "
+                             "at --points are profiled as they were measured")
+        try:
+            return api.points_of_run(read_results(results), _split(variants), points_spec, results)
+        except ResultsError as exc:
+            raise InputError(str(exc)) from None
+    _, selections, cfg = _selections((), None, None, (), config)
+    return api.points_to_profile(selections, cfg.get("cache", DEFAULTS["cache"]), points_spec, variants,
+                                 _split(variants), config)
 
 
 def _holding(points):

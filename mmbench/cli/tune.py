@@ -166,7 +166,12 @@ def _tuning_configs(options: TuneOptions):
 def _tune_request(options: TuneOptions, variant, shapes, configs, cache_path: Path) -> tuple[TuneRequest, Settings]:
     """The tuning the options ask for, and the points engine's settings; InputError where options
     do not fit the engine or the machine. The kernel's source hash is computed here, once."""
-    engine = options.engine if options.engine != "auto" else tune_engine(get_op(variant.op))
+    # The batched engine builds each configuration once for every shape; a kernel with #defines bound to
+    # the shape is built per shape, so it is tuned point by point.
+    engine = options.engine if options.engine != "auto" else "points" if variant.defines else tune_engine(get_op(variant.op))
+    if engine == "batched" and variant.defines:
+        raise InputError(f"{variant.name} has #defines bound to the shape ({', '.join(variant.defines)}): it is built "
+                         f"per shape, which the batched engine does not do; tune it with --engine points")
     if engine == "batched" and (options.runs is not None or options.warmup is not None or options.per_shape):
         raise InputError("the batched engine times one launch per configuration and shape, a size class at a time; "
                          "--runs, --warmup and --per-shape are for --engine points")
