@@ -279,3 +279,13 @@ def test_a_script_declares_variants_as_dicts_and_a_worker_builds_them_from_the_p
     assert again == v and again.declaration == v.declaration and again.source_dir == tmp_path
     with pytest.raises(files.VariantFileError, match="<python>: variant 'mine': source: "):
         files.use_declared({**table, "source": "elsewhere.cu"}, base=tmp_path)
+
+
+def test_a_variant_files_one_parameter_is_tuned_for_runs_unlike_a_papers_block_axis(tmp_path):
+    from mmbench.engine.plan import Selection
+    from mmbench.tuning.for_runs import tunable
+
+    (v,) = files.use([write(tmp_path)])
+    assert list(v.space) == ["T"]
+    assert tunable(Selection((v, REGISTRY["best"]), "64", {})) == [v]
+    assert tunable(Selection((v,), "64", {"T": (8,)})) == []  # set by the user: not tuned

@@ -16,8 +16,11 @@ Say = Callable[[str], None]
 
 
 def tunable(sel: Selection) -> list:
-    """The variants of a selection that take tuned parameters: a tuning space, and no axis set by the user."""
-    return [v for v in sel.variants if v.space and len(v.space) > 1 and not set(v.axes) & set(sel.overrides)]
+    """The variants of a selection that take tuned parameters: a tuning space, and no axis set by the user.
+    A built-in variant whose space is one parameter is a paper's block-size axis (Zosa's BLOCK), run at
+    its default unless asked; a variant file's one parameter is what its tuning is for."""
+    return [v for v in sel.variants if v.space and (len(v.space) > 1 or v.origin is not None)
+            and not set(v.axes) & set(sel.overrides)]
 
 
 def with_tuned(sel: Selection, caches: Sequence, say: Say) -> Selection:
