@@ -29,6 +29,11 @@ def _command_lines(text: str) -> list[str]:
 def _resolve(words: list[str]) -> tuple[click.Command, list[str]]:
     """The command the words name (through groups such as `plot`) and the words left."""
     command, ctx = main, click.Context(main)
+    while isinstance(command, click.Group) and words and words[0].startswith("-"):  # the group's own options
+        takes = {o for p in command.params if isinstance(p, click.Option) and not p.is_flag for o in p.opts}
+        if words[0] not in takes:
+            break
+        words = words[2:]  # --variant-file FILE before the command
     while isinstance(command, click.Group) and words and not words[0].startswith("-"):
         if not words[0].islower():  # a placeholder (NAME, ...): any command of the group
             return command, []
