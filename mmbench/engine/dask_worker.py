@@ -34,7 +34,7 @@ def from_descriptor(d: tuple) -> Point:
 # Per worker process: one runner (a second would open the GPU and CUPTI's callbacks again), kept
 # while the settings stay and released at the run's end (release_worker); a lock, for workers a
 # running cluster gave several threads.
-_RUNNER: list = [None, None]  # [settings, runner]
+_RUNNER: list = [None, None]  # [settings (with an isolation: the two), runner]
 _LOCK = threading.Lock()
 
 
@@ -120,12 +120,13 @@ def _runner(settings: Settings, points: list[Point], shares: dict[str, int], iso
     it. The caller holds _LOCK."""
     device.CURRENT_ON_OPEN = False  # tasks run on the worker's pool threads: Gpu.active() around each use
     allocate_as_a_plain_process()  # a worker the nanny restarted has not reported itself
-    if _RUNNER[1] is None or _RUNNER[0] != (settings, isolation):
+    key = settings if isolation is None else (settings, isolation)
+    if _RUNNER[1] is None or _RUNNER[0] != key:
         old = [r for r in _RUNNER[1:] if r is not None]
         _RUNNER[:] = [None, None]
         _free(old)
         runner = isolation.open(settings, points) if isolation else LocalPoints(settings, points)
-        _RUNNER[:] = [(settings, isolation), runner]
+        _RUNNER[:] = [key, runner]
         _RUNNER[1].keep_shape = True  # the next chunk is often of the same shape: its inputs stay
         _RUNNER[1].compile_jobs = my_share(shares) or _RUNNER[1].compile_jobs
         if isolation:  # the child's numpy BLAS on the worker's share too

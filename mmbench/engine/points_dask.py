@@ -106,6 +106,7 @@ class DaskPoints(Engine):
 
     unordered = True
     gpu = None  # the client opens no GPU; each worker has its own
+    isolation = None  # each worker's points in its own process (see __init__)
 
     def __init__(self, settings: Settings, points: Sequence[Point], spec: ClusterSpec,
                  say: Callable[[str], None] = print, gpus: bool | None = None, isolation=None):
@@ -151,7 +152,7 @@ class DaskPoints(Engine):
         self.prepare(points)
         work = chunks(points, len(self.workers) or 1)
         futures = {self.client.submit(run_chunk, self.settings, [descriptor(p) for p in chunk], self.shares,
-                                      self.isolation, pure=False): chunk for chunk in work}
+                                      isolation=self.isolation, pure=False): chunk for chunk in work}
         try:
             for future in as_completed(futures):
                 chunk = futures.pop(future)
@@ -182,8 +183,8 @@ class DaskPoints(Engine):
             return
         for share in ((True, False) if n > 1 else (False,)):
             futures = [self.client.submit(prepare_worker, self.settings, kernels[i::n] if share else kernels,
-                                          self.shares, self.isolation, workers=[address], allow_other_workers=True,
-                                          pure=False)
+                                          self.shares, isolation=self.isolation, workers=[address],
+                                          allow_other_workers=True, pure=False)
                        for i, address in enumerate(self.workers) if not share or kernels[i::n]]
             try:
                 done = self.client.gather(futures, errors="skip")
