@@ -61,6 +61,25 @@ def test_the_isolated_engine_gives_the_rows_of_this_process():
     assert any(key != f"{os.uname().nodename}:{os.getpid()}" and "run" in phases for key, phases in child.items())
 
 
+def test_a_variant_the_registry_lacks_reaches_the_child_whole():
+    """A kernel from another folder (a test's, a user's) is not in the child's registry: its variant
+    travels with its points."""
+    from dataclasses import replace
+
+    from mmbench.variants import REGISTRY
+
+    variant = replace(get_variant("cpu_naive_matmul"), name="elsewhere")
+    pts = [Point(variant, (), s, "hot") for s in parse_sizes("3,4")]
+    isolated = IsolatedPoints(SETTINGS, pts, Isolation(cpu_points=True))
+    rows = []
+    try:
+        isolated.run(pts, rows.append)
+    finally:
+        isolated.close()
+    assert [(r["variant"], r["m"], r["status"]) for r in rows] == [("elsewhere", 3, "ok"), ("elsewhere", 4, "ok")]
+    assert "elsewhere" not in REGISTRY
+
+
 @pytest.mark.parametrize("runner,needle", [("ExitsAt", "worker process exited with status 7"),
                                            ("KilledAt", "worker process killed by signal 9 (SIGKILL)")])
 def test_a_child_that_dies_mid_point_gives_one_failed_row_and_the_run_goes_on(tmp_path, runner, needle):

@@ -21,7 +21,7 @@ from dataclasses import replace
 from multiprocessing.connection import Connection
 from types import MappingProxyType
 
-from ..variants import REGISTRY
+from ..variants import registry
 from .dask_worker import from_descriptor
 
 EXIT_LOST = 3  # the exit status of a child whose context a fault lost
@@ -30,15 +30,12 @@ EXIT_LOST = 3  # the exit status of a child whose context a fault lost
 @contextmanager
 def registered(variant):
     """The registry holding this variant under its name for a block (from_descriptor looks there)."""
-    was = REGISTRY.get(variant.name)
-    REGISTRY[variant.name] = variant
+    was = registry.REGISTRY
+    registry.REGISTRY = MappingProxyType({**was, variant.name: variant})
     try:
         yield
     finally:
-        if was is None:
-            del REGISTRY[variant.name]
-        else:
-            REGISTRY[variant.name] = was
+        registry.REGISTRY = was
 
 
 def unwire(wires: list) -> list:
