@@ -113,6 +113,22 @@ def test_a_point_that_loses_the_childs_context_names_the_fault_and_a_fresh_child
                                                           "encountered"] * 2
 
 
+def test_an_interrupted_isolated_run_keeps_its_rows_and_stops_its_child_at_once(tmp_path):
+    out, seen = tmp_path / "r.csv", []
+
+    def interrupt(row):
+        seen.append(row)
+        raise KeyboardInterrupt  # Ctrl-C after the first row: the child is then stuck in the point of size 5
+
+    isolation = faulty("HangsAt")
+    started = time.perf_counter()
+    outcome = session.execute(points("4,5,6"), SETTINGS, out, {"name": "r"}, ["test"], on_row=interrupt,
+                              isolation=isolation)
+    assert time.perf_counter() - started < 10  # not the 30 s the hung point's timeout would take
+    assert outcome.state == "interrupted" and list(read_results(out).m) == [4] and len(seen) == 1
+    assert read_metadata(out)["state"] == "interrupted"
+
+
 def test_a_fault_on_a_gpu_point_names_the_command_that_reruns_it_under_compute_sanitizer(monkeypatch, tmp_path):
     point = Point(get_variant("shared"), (("BLOCK", 16),), Shape(1000, 37, 2049), "cold", "device", True)
     command = rerun_command(point, "compute-sanitizer")
@@ -141,9 +157,12 @@ def test_the_default_timeout_grows_with_the_points_work_above_a_floor():
     small, large = Point(get_variant("naive"), (), Shape(64, 64, 64), "cold"), \
         Point(get_variant("naive"), (), Shape(16384, 16384, 16384), "cold")
     assert point_timeout(small, Settings()) == 30
-    # 2 x 16384^3 flops at 50 GFLOP/s, 14 launches (10 runs, 3 warm-up, 1 verification), 10 times over
-    assert point_timeout(large, Settings()) == pytest.approx(10 * 14 * 2 * 16384 ** 3 / 5e10)
-    assert point_timeout(small, Settings(max_noise=0.01, budget_s=20)) == pytest.approx(10 * (2 * 20 + 14 * 2 * 64 ** 3 / 5e10))
+    # 2 x 16384^3 flops at 200 GFLOP/s, 14 launches (10 runs, 3 warm-up, 1 verification), 5 times over
+    assert point_timeout(large, Settings()) == pytest.approx(5 * 14 * 2 * 16384 ** 3 / 2e11)
+    launch = max(2 * 64 ** 3 / 2e11, 3 * 64 * 64 * 4 / 5e9)  # at 64, the bytes (A, B and C once) set the pace
+    assert point_timeout(small, Settings(max_noise=0.01, budget_s=20)) == pytest.approx(5 * (2 * 20 + 14 * launch))
+    gemv = Point(get_variant("gemv_row"), (), Shape(65536, 65536, 0), "cold")  # bytes, not flops, set its pace
+    assert point_timeout(gemv, Settings()) == pytest.approx(5 * 14 * gemv.op.min_bytes(gemv.shape) / 5e9)
     assert point_timeout(large, Settings(), given=5) == 5
 
 

@@ -46,7 +46,8 @@ MODES = ("process", "none")
 # The default per-point timeout: at least FLOOR_S, else MULTIPLE times what the point's launches
 # (runs + warmup + the verification) take at a pessimistic rate (its flops at SLOW_FLOPS or its
 # bytes at SLOW_BYTES, whichever is longer), plus, with a noise target, twice its sampling budget.
-FLOOR_S, MULTIPLE, SLOW_FLOPS, SLOW_BYTES = 30.0, 10, 5e10, 5e9
+# (200 GFLOP/s is 0.3 % of an H100's FP32 peak, and a fifth of it would still finish in time.)
+FLOOR_S, MULTIPLE, SLOW_FLOPS, SLOW_BYTES = 30.0, 5, 2e11, 5e9
 TIMEOUT_RULE = (f"max({FLOOR_S:g} s, {MULTIPLE} x the point's runs + warmup + 1 launches at {SLOW_FLOPS / 1e9:g} "
                 f"GFLOP/s or {SLOW_BYTES / 1e9:g} GB/s, whichever is slower, + 2 x --time-budget with --max-noise)")
 START_S = 600.0  # the most a fresh child may take to import and open the GPU
@@ -224,6 +225,7 @@ class IsolatedPoints(Engine):
         self._libraries: dict = {}
         self._clock: dict = {}
         self._child: Child | None = None
+        self._busy = False  # a run in flight in the child (an interrupted one: close kills it)
         self._open(points)
 
     # -- the child ---------------------------------------------------------------------------------------
@@ -270,6 +272,7 @@ class IsolatedPoints(Engine):
         if self._child is not None:
             self._child.kill()
             self._child = None
+        self._busy = False
         self.restarts += 1
         self.faults.append({"point": str(point), "reason": reason})
 
@@ -297,7 +300,7 @@ class IsolatedPoints(Engine):
         if self._child is None:
             self._open(todo)
         self._child.send(("run", self.settings, [wire(p) for p in todo], self._options()))
-        done, limit = 0, None
+        self._busy, done, limit = True, 0, None
         while True:
             try:
                 kind, *body = self._child.receive(limit)
@@ -322,6 +325,7 @@ class IsolatedPoints(Engine):
                 return done + 1
             elif kind == "done":
                 self._absorb(body[0])
+                self._busy = False
                 return done
             else:  # "error": the runner itself failed, as it would in this process
                 raise RuntimeError(f"in the isolated worker process: {body[0]}")
@@ -360,6 +364,9 @@ class IsolatedPoints(Engine):
         """The child closes its runner and exits; one that does not within 30 s is killed."""
         child, self._child = self._child, None
         if child is None:
+            return
+        if self._busy:  # interrupted, or failed, mid-run: what the child still does is not wanted
+            child.kill()
             return
         child.send(("close",))
         try:
