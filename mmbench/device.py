@@ -356,6 +356,13 @@ class Gpu:
     def synchronize(self) -> None:
         self.stream.synchronize()
 
+    def probe(self) -> None:
+        """Raise where the context no longer works: after a sticky fault (an illegal address and the
+        like) every call fails with it, a synchronize and a 4-byte memset included."""
+        self.drv.Context.synchronize()
+        self.drv.memset_d32(self._flush_sink, 0, 1)
+        self.drv.Context.synchronize()
+
     # -- timing helpers ------------------------------------------------------------------------
     def flush_l2(self, method: str) -> None:
         """Evict everything the kernel used, on the stream: "read" a buffer twice the L2 size (the L2

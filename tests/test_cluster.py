@@ -416,3 +416,23 @@ def test_the_batched_engine_on_a_cluster_writes_each_class_once_and_leaves_a_fai
     assert list(rows.size_class) == ["cell03x03", "cell03x03"] and counts["ok"] == 2 and seen == [(1, 2)]
     assert counts["classes_failed"] == 1 and "cell05x05: RuntimeError" in counts["errors"][0]
     assert engine.kernels == {"gemv_tuned[A=3]": {}} and engine.meta()["gpu"]["name"] == "Fake GPU"
+
+
+def test_a_workers_faulting_point_is_a_failed_row_and_the_worker_goes_on(tmp_path, scheduler):
+    """Isolation on a cluster: each worker's points run in a child process of the worker, which
+    tests/isolation_fakes.py's runner kills at the point of m = 48; the worker survives, that point
+    is one failed row naming the fault, and its other points are measured by a fresh child."""
+    from mmbench.engine.points_isolated import Isolation
+
+    out = tmp_path / "i.csv"
+    points = plan([Selection((REGISTRY["blas"],), "32,48,64,80")], "hot")
+    isolation = Isolation(cpu_points=True, runner="isolation_fakes:ExitsAt")
+    outcome = session.execute(points, Settings(runs=2, warmup=0, cache="hot"), out, {"name": "i"}, ["test"],
+                              cluster=ClusterSpec(scheduler=scheduler), isolation=isolation)
+    df = read_results(out).sort_values("m")
+    assert outcome.state == "finished" and list(df.m) == [32, 48, 64, 80]
+    assert list(df.status) == ["ok", "failed", "ok", "ok"] and "worker process exited with status 7" in list(df.reason)
+    isolation = read_metadata(out)["invocations"][-1]["isolation"]
+    assert isolation["mode"] == "process"
+    assert sum(w["restarts"] for w in isolation["workers"].values()) == 1
+    assert [f["point"] for w in isolation["workers"].values() for f in w["faults"]] == ["blas @ 48"]

@@ -80,6 +80,32 @@ def cluster_options(fn):
     return fn
 
 
+def isolation_options(fn):
+    """--isolation / --point-timeout, shared by run and tune (crash isolation: engine/points_isolated.py)."""
+    from ..engine.points_isolated import MODES, TIMEOUT_RULE
+
+    fn = click.option("--point-timeout", type=Finite(min=0, min_open=True), metavar="SECONDS",
+                      help="With --isolation process: the time a GPU point may take from its first launch to its row; "
+                           "a point still running then (a kernel that never ends) is stopped and a failed row. Default: "
+                           f"{TIMEOUT_RULE}.")(fn)
+    fn = click.option("--isolation", type=click.Choice(MODES), default="process", show_default=True,
+                      help="process: GPU points run in a worker process that is thrown away and replaced when a "
+                           "kernel's fault (an illegal address, ...) kills or poisons it, or a point outlives "
+                           "--point-timeout; the point is a failed row naming the fault and the sweep goes on. none: "
+                           "in this process (a fault then fails every later GPU point of the run).")(fn)
+    return fn
+
+
+def _isolation(isolation: str, point_timeout: float | None):
+    """The isolation a run asked for (engine/points_isolated.Isolation)."""
+    from ..engine.points_isolated import Isolation
+
+    if point_timeout is not None and isolation == "none":
+        raise InputError(f"--point-timeout {point_timeout:g} stops a point's worker process, and --isolation none runs "
+                         f"the points in this process: give --isolation process")
+    return Isolation(isolation, point_timeout)
+
+
 def _cluster_spec(cluster: str | None, scheduler: str | None, workers: int | None, gpus: bool):
     """The cluster a run asked for, or None (Dask is then never imported); gpus: whether some
     point needs a GPU (a local cluster then has one worker per GPU)."""
@@ -107,12 +133,13 @@ def _address(text: str) -> bool:
 
 
 def _execute(points, settings, output, about, *, prepare=None, strict=True, resume=False, previous=None, cluster=None,
-             tuning=None):
+             tuning=None, isolation=None):
     """session.execute with a progress bar, then the summary; exit 130 when interrupted, 1 when
     the run failed or (strict) a point was wrong or failed (the tuner expects some to fail)."""
     with progress_bar(len(points)) as on_row:
         outcome = session.execute(points, settings, output, about, list(ARGV), prepare=prepare, resume=resume,
-                               previous=previous, on_row=on_row, say=say, cluster=cluster, tuning=tuning)
+                               previous=previous, on_row=on_row, say=say, cluster=cluster, tuning=tuning,
+                               isolation=isolation)
     if outcome.in_file:  # an interrupted new run may have written nothing
         console.print(_summary(output))
         say(f"results: {output}  (metadata: {metadata_path(output)})")
@@ -350,9 +377,9 @@ def _summary_table(df, csv_path) -> Table:
               "(m, n to its tile of C, k to its k-tile) and take C out of the padded result.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and exit; needs no GPU.")
 @cluster_options
+@isolation_options
 def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cache, threads, seed, max_noise, noise_clock,
-        time_budget,
-        cpu_budget, output, resume, scope, pad, dry_run, cluster, scheduler, workers):
+        time_budget, cpu_budget, output, resume, scope, pad, dry_run, cluster, scheduler, workers, isolation, point_timeout):
     """Sweep variants over sizes: verify each point, time it, write a row per point.
 
     \b
@@ -365,6 +392,7 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
     caches = _reading_caches(tuning_cache)
     chosen = {v for sel in selections for v in sel.variants}
     spec = _cluster_spec(cluster, scheduler, workers, any(v.on_gpu for v in chosen))
+    isolated = _isolation(isolation, point_timeout)
     if resume and output is None:
         raise InputError("--resume needs --output naming the CSV to continue")
     output = output or run_csv(f"{name}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}", places.runs_dir())
@@ -384,4 +412,4 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
         console.print(f"nothing to do: all {len(ran.points)} points are already in {output}", soft_wrap=True)
     else:
         _execute(ran.todo, ran.settings, output, {"name": name, "config": str(config) if config else None},
-                 previous=ran.previous, resume=resume, cluster=spec, tuning=ran.tuning)
+                 previous=ran.previous, resume=resume, cluster=spec, tuning=ran.tuning, isolation=isolated)

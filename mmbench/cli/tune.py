@@ -28,12 +28,14 @@ from ..tuning.writeback import record_tuning
 from ..variants import VariantError, format_params, get_variant, tuning_space
 from . import running
 from .common import ARGV, FILE, SEED, Finite, InputError, RunFailed, command, console, interrupts_count, refuse_given
-from .running import NO_CACHE, SAMPLES, WARMUP, _cluster_spec, _parse_params, cluster_options, say
+from .running import (NO_CACHE, SAMPLES, WARMUP, _cluster_spec, _isolation, _parse_params, cluster_options,
+                      isolation_options, say)
 
 COMMANDS = ("tune",)
 # What `tune --replay` leaves unused: it reads a recorded tuning and runs nothing.
 REPLAY_IGNORES = ("sizes_spec", "runs", "warmup", "cache", "engine", "resume", "prune", "jobs", "output", "dry_run",
-                  "pinned_text", "per_shape", "candidates_from", "top", "pool_gpus", "cluster", "scheduler", "workers")
+                  "pinned_text", "per_shape", "candidates_from", "top", "pool_gpus", "cluster", "scheduler", "workers",
+                  "isolation", "point_timeout")
 ENGINES = ("auto", "points", "batched")
 PRUNE = 0.5  # the batched tuner's default: see engine/batched_local.py
 
@@ -77,9 +79,10 @@ PRUNE = 0.5  # the batched tuner's default: see engine/batched_local.py
 @click.option("--pool-gpus", is_flag=True, help="On a cluster of GPUs of different models: pool their timings into "
               "one cache entry per model anyway (refused otherwise).")
 @cluster_options
+@isolation_options
 def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, engine, resume, prune, jobs, output,
          tuning_cache, dry_run, replay, pinned_text, per_shape, candidates_from, top, pool_gpus, cluster, scheduler,
-         workers):
+         workers, isolation, point_timeout):
     """Search a variant's parameter space: compile, verify and time every configuration tried,
     record each as a row, and keep the best per size class (or per shape) in your tuning cache
     (or --tuning-cache PATH), which `mmbench run` reads before the shipped one."""
@@ -140,6 +143,8 @@ class TuneOptions:
     cluster: str | None
     scheduler: str | None
     workers: int | None
+    isolation: str
+    point_timeout: float | None
 
 
 def _tuning_configs(options: TuneOptions):
@@ -175,6 +180,9 @@ def _tune_request(options: TuneOptions, variant, shapes, configs, cache_path: Pa
     if engine == "batched" and (options.runs is not None or options.warmup is not None or options.per_shape):
         raise InputError("the batched engine times one launch per configuration and shape, a size class at a time; "
                          "--runs, --warmup and --per-shape are for --engine points")
+    if options.point_timeout is not None and engine == "batched":
+        raise InputError(f"--point-timeout {options.point_timeout:g} is for --engine points (the batched engine runs "
+                         f"in this process)")
     if options.prune is not None and engine != "batched":
         raise InputError(f"--prune {options.prune:g} is for the batched engine (this tuning uses --engine {engine})")
     if options.resume and (engine != "batched" or options.output is None):
@@ -194,7 +202,8 @@ def _tune_request(options: TuneOptions, variant, shapes, configs, cache_path: Pa
     request = TuneRequest(variant, shapes, tuple(configs), output, cache_path, source.source_hash(variant), engine,
                           cache=options.cache, seed=options.seed, jobs=options.jobs, resume=options.resume,
                           prune=PRUNE if options.prune is None else options.prune, per_shape=options.per_shape,
-                          pool_gpus=options.pool_gpus, cluster=spec)
+                          pool_gpus=options.pool_gpus, cluster=spec,
+                          isolation=_isolation(options.isolation, options.point_timeout))
     return request, settings
 
 
@@ -248,7 +257,7 @@ def _tune_points(request: TuneRequest, about: dict, settings: Settings) -> None:
     unchecked = must_pad(get_op(variant.op), variant)  # a kernel without border checks runs padded
     points = [Point(variant, p, s, request.cache, pad=unchecked) for s in request.shapes for p in configs]
     running._execute(points, settings, request.output, about, strict=False, cluster=request.cluster,
-             prepare=lambda r: r.gpu.precompile(variant, configs, request.jobs))
+                     prepare=lambda r: r.gpu.precompile(variant, configs, request.jobs), isolation=request.isolation)
     try:
         best, device = record_tuning(request)
     except RunRefused as exc:

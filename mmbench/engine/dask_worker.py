@@ -54,7 +54,7 @@ def from_descriptor(d: tuple) -> Point:
 # Per worker process: one runner (a second would open the GPU and CUPTI's callbacks again), kept
 # while the settings stay and released at the run's end (release_worker); a lock, for workers a
 # running cluster gave several threads.
-_RUNNER: list = [None, None]  # [settings, runner]
+_RUNNER: list = [None, None]  # [settings (with an isolation: the two), runner]
 _LOCK = threading.Lock()
 
 
@@ -133,18 +133,24 @@ def blas_threads(shares: dict[str, int]):
         yield
 
 
-def _runner(settings: Settings, points: list[Point], shares: dict[str, int]) -> LocalPoints:
-    """This process's runner for these settings (made anew when they change), with what the
-    points need opened. The caller holds _LOCK."""
+def _runner(settings: Settings, points: list[Point], shares: dict[str, int], isolation=None) -> LocalPoints:
+    """This process's runner for these settings and isolation (made anew when they change), with
+    what the points need opened. isolation: a points_isolated.Isolation (None: this process), whose
+    child process then holds the worker's GPU and is replaced when a point's fault kills or poisons
+    it. The caller holds _LOCK."""
     device.CURRENT_ON_OPEN = False  # tasks run on the worker's pool threads: Gpu.active() around each use
     allocate_as_a_plain_process()  # a worker the nanny restarted has not reported itself
-    if _RUNNER[1] is None or _RUNNER[0] != settings:
+    key = settings if isolation is None else (settings, isolation)
+    if _RUNNER[1] is None or _RUNNER[0] != key:
         old = [r for r in _RUNNER[1:] if r is not None]
         _RUNNER[:] = [None, None]
         _free(old)
-        _RUNNER[:] = [settings, LocalPoints(settings, points)]
+        runner = isolation.open(settings, points) if isolation else LocalPoints(settings, points)
+        _RUNNER[:] = [key, runner]
         _RUNNER[1].keep_shape = True  # the next chunk is often of the same shape: its inputs stay
         _RUNNER[1].compile_jobs = my_share(shares) or _RUNNER[1].compile_jobs
+        if isolation:  # the child's numpy BLAS on the worker's share too
+            _RUNNER[1].blas_threads = my_share(shares)
     runner = _RUNNER[1]
     with in_context(runner.gpu):  # library handles opened now, in the GPU's context
         runner.ensure(points)
@@ -157,7 +163,7 @@ def in_context(gpu):
     return gpu.active() if gpu is not None else nullcontext()
 
 
-def prepare_worker(settings: Settings, descriptors: list[tuple], shares: dict[str, int]) -> dict:
+def prepare_worker(settings: Settings, descriptors: list[tuple], shares: dict[str, int], isolation=None) -> dict:
     """On every worker before the first chunk: compile every kernel of the run at once, on the
     worker's share of cores, as one process compiles a run's kernels before its first point.
     Chunk by chunk, a worker would compile one or two at a time while its GPU idles (the 2-GPU
@@ -165,7 +171,7 @@ def prepare_worker(settings: Settings, descriptors: list[tuple], shares: dict[st
     compiled, and the time it took ("prepare")."""
     points = [from_descriptor(d) for d in descriptors]
     with _LOCK, blas_threads(shares):
-        runner = _runner(settings, points, shares)
+        runner = _runner(settings, points, shares, isolation)
         if runner.gpu is None:
             return {"compiled": 0, "time_spent": {}}
         before = runner.time_spent()
@@ -174,7 +180,7 @@ def prepare_worker(settings: Settings, descriptors: list[tuple], shares: dict[st
         return {"compiled": compiled, "time_spent": spent_between(before, runner.time_spent())}
 
 
-def run_chunk(settings: Settings, descriptors: list[tuple], shares: dict[str, int]) -> dict:
+def run_chunk(settings: Settings, descriptors: list[tuple], shares: dict[str, int], isolation=None) -> dict:
     """On a worker: run a chunk of points with this process's runner, numpy's BLAS on the worker's
     share of cores; its rows (in the chunk's order), the resources of the kernels it ran, and
     where it ran."""
@@ -182,7 +188,7 @@ def run_chunk(settings: Settings, descriptors: list[tuple], shares: dict[str, in
 
     points = [from_descriptor(d) for d in descriptors]
     with _LOCK, blas_threads(shares):
-        runner = _runner(settings, points, shares)
+        runner = _runner(settings, points, shares, isolation)
         spent_before = runner.time_spent()
         rows: list[dict] = []
         with in_context(runner.gpu):
@@ -190,7 +196,7 @@ def run_chunk(settings: Settings, descriptors: list[tuple], shares: dict[str, in
         return {"rows": rows, "kernels": dict(runner.kernels), "libraries": runner.library_meta(),
                 "time_spent": spent_between(spent_before, runner.time_spent()),  # this chunk's
                 "gpu": environment.gpu_info(runner.gpu) if runner.gpu is not None else None,
-                "worker": {"host": HOST, "pid": os.getpid()}}
+                "worker": {"host": HOST, "pid": os.getpid()}, "isolation": runner.meta().get("isolation")}
 
 
 _TUNERS: dict[tuple, object] = {}  # per worker process: a batched tuner per variant and configurations

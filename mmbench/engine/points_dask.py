@@ -106,10 +106,15 @@ class DaskPoints(Engine):
 
     unordered = True
     gpu = None  # the client opens no GPU; each worker has its own
+    isolation = None  # each worker's points in its own process (see __init__)
 
     def __init__(self, settings: Settings, points: Sequence[Point], spec: ClusterSpec,
-                 say: Callable[[str], None] = print, gpus: bool | None = None):
+                 say: Callable[[str], None] = print, gpus: bool | None = None, isolation=None):
         self.settings, self.spec, self.say = settings, spec, say
+        # a points_isolated.Isolation: each worker runs its points in a child process it replaces
+        # when a point's fault kills or poisons it (None, or no GPU point: in the worker's process)
+        self.isolation = isolation if isolation is not None and isolation.isolates(points) else None
+        self._isolation: dict[str, dict] = {}  # "host:pid" -> a worker's restarts and faults
         self.client = connect(spec, any(p.variant.on_gpu for p in points) if gpus is None else gpus, say)
         self.owns_cluster = spec.scheduler is None
         self.kernels: dict[str, dict] = {}
@@ -136,9 +141,10 @@ class DaskPoints(Engine):
         names = sorted({g["name"] for g in self.gpus.values()})
         gpu = next(iter(self.gpus.values())) if len(names) == 1 else ({"name": " + ".join(names), "mixed": names}
                                                                        if names else None)
+        isolation = {**self.isolation.meta(), "workers": dict(self._isolation)} if self.isolation else {"mode": "none"}
         return {"cluster": {"scheduler": str(self.spec), "workers": self.workers,
                             "blas_threads_per_worker": self.shares, "gpus": list(self.gpus.values())},
-                **({"gpu": gpu} if gpu else {})}
+                **({"gpu": gpu} if gpu else {}), "isolation": isolation}
 
     def run(self, points: Sequence[Point], on_row: Callable[[dict], None]) -> None:
         from distributed import as_completed
@@ -146,7 +152,7 @@ class DaskPoints(Engine):
         self.prepare(points)
         work = chunks(points, len(self.workers) or 1)
         futures = {self.client.submit(run_chunk, self.settings, [descriptor(p) for p in chunk], self.shares,
-                                      pure=False): chunk for chunk in work}
+                                      isolation=self.isolation, pure=False): chunk for chunk in work}
         try:
             for future in as_completed(futures):
                 chunk = futures.pop(future)
@@ -177,7 +183,8 @@ class DaskPoints(Engine):
             return
         for share in ((True, False) if n > 1 else (False,)):
             futures = [self.client.submit(prepare_worker, self.settings, kernels[i::n] if share else kernels,
-                                          self.shares, workers=[address], allow_other_workers=True, pure=False)
+                                          self.shares, isolation=self.isolation, workers=[address],
+                                          allow_other_workers=True, pure=False)
                        for i, address in enumerate(self.workers) if not share or kernels[i::n]]
             try:
                 done = self.client.gather(futures, errors="skip")
@@ -197,6 +204,11 @@ class DaskPoints(Engine):
 
     def absorb(self, result: dict) -> None:
         self.kernels.update(result["kernels"])
+        if self.isolation and result.get("isolation"):  # a worker's restarts and faults so far
+            worker = result["worker"]
+            mine = result["isolation"]
+            self._isolation[f"{worker['host']}:{worker['pid']}"] = {"restarts": mine.get("restarts", 0),
+                                                                    "faults": mine.get("faults", [])}
         add_spent(self._spent, result.get("time_spent") or {})
         libraries = dict(result["libraries"])
         references = libraries.pop("float64_reference", None)  # one entry per worker that gave the GPU up: all kept

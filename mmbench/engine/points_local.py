@@ -41,6 +41,16 @@ class DeviceShortfall:
 
 
 HOST_PRODUCTS = "on the host: numpy's float64 BLAS"
+LOST = "the CUDA context of the process is lost"
+
+
+def shape_groups(points: Sequence[Point]) -> dict[tuple, list[Point]]:
+    """Points by (operation, shape), in the order each first appears: the order a runner measures
+    them in (a shape's points share its inputs and reference), and so the order of its rows."""
+    order: dict[tuple, list[Point]] = {}
+    for p in points:
+        order.setdefault((p.variant.op, p.shape), []).append(p)
+    return order
 
 
 def error_line(exc: BaseException) -> str:
@@ -80,6 +90,13 @@ class LocalPoints(Engine):
         # by where they were made)
         self.spent_s: dict[str, float] = {}
         self.gpu_products_error = ""  # why references are no longer made on the GPU (no CuPy, ...)
+        # Called with a GPU point just before its first launch (compiled, buffers in place): an
+        # isolated engine's child tells its parent, whose per-point timeout starts then.
+        self.on_launch: Callable[[Point], None] | None = None
+        # The fault that lost this process's CUDA context ("" while it is usable): an illegal
+        # address and the like are sticky, so every later GPU point fails at once, saying so.
+        self.context_lost = ""
+        self.isolation_meta = {"mode": "none"}  # what meta() says of crash isolation (none in this process)
         self.ensure(points)
 
     def ensure(self, points: Sequence[Point]) -> None:
@@ -124,10 +141,7 @@ class LocalPoints(Engine):
     def _run(self, points: Sequence[Point], on_row: Callable[[dict], None]) -> None:
         with self.spending("compile"):
             self.precompile(points)
-        order: dict[tuple, list[Point]] = {}
-        for p in points:
-            order.setdefault((p.variant.op, p.shape), []).append(p)
-        for (name, shape), group in order.items():
+        for (name, shape), group in shape_groups(points).items():
             op = get_op(name)
             too_large = self._host_shortfall(op, shape)
             if too_large:
@@ -144,7 +158,7 @@ class LocalPoints(Engine):
                     inputs, buffers = op.make_inputs(shape, rng, self.float64_products), None
             try:
                 for point in group:
-                    if point.variant.on_gpu and buffers is None:
+                    if point.variant.on_gpu and buffers is None and not self.context_lost:
                         with self.spending("inputs"):
                             buffers = self._device_buffers(op, shape, inputs)
                     row = self._run_point(point, inputs, buffers)
@@ -202,9 +216,13 @@ class LocalPoints(Engine):
 
     def release_shape(self) -> None:
         """Free the device buffers of the shape last run (kept by a cluster worker's runner)."""
-        if self._kept is not None and isinstance(self._kept[2], DeviceBuffers):
-            self._kept[2].free()
-        self._kept = None
+        kept, self._kept = self._kept, None
+        if kept is not None and isinstance(kept[2], DeviceBuffers):
+            try:
+                kept[2].free()
+            except Exception:
+                if not self.context_lost:  # a lost context frees nothing: its memory goes with the process
+                    raise
 
     @staticmethod
     def _host_shortfall(op: Operation, shape: Shape) -> str:
@@ -227,10 +245,29 @@ class LocalPoints(Engine):
             return f"device buffers could not be allocated: {error_line(exc)}"
 
     def _run_point(self, point: Point, inputs, buffers) -> dict:
-        row = self._run_point_row(point, inputs, buffers)
+        if self.context_lost and point.variant.on_gpu:
+            row = schema.row(point, self.settings, "failed", f"not run: {LOST} at an earlier point "
+                             f"({self.context_lost}); --isolation process goes on past such a fault")
+        else:
+            row = self._run_point_row(point, inputs, buffers)
+            if row["status"] == "failed" and point.variant.on_gpu and self.gpu is not None:
+                self._probe_context(row)
         if point.variant.on_gpu and self.gpu is not None:
             row.update(gpu=self.gpu.facts.name, gpu_uuid=self.gpu.facts.uuid)
         return row
+
+    def _probe_context(self, row: dict) -> None:
+        """After a failed GPU point: whether the CUDA context still works (a synchronize and a
+        memset). A sticky fault (an illegal address, a misaligned one, an illegal instruction, a
+        launch failure, ...) fails every call from now on: recorded in context_lost, and said in
+        the row that caused it."""
+        try:
+            self.gpu.probe()
+        except Exception as exc:
+            self.context_lost = error_line(exc)
+            if self.context_lost not in row["reason"]:
+                row["reason"] = f"{row['reason']} ({self.context_lost})"
+            row["reason"] = f"{row['reason']}; {LOST}"
 
     def _run_point_row(self, point: Point, inputs, buffers) -> dict:
         try:
@@ -336,6 +373,8 @@ class LocalPoints(Engine):
         """Verify, then time, what the point's scope covers: compute(shape, buffers) launches the
         variant on buffers of a shape (the point's own, or padded ones)."""
         gpu, settings, op = self.gpu, self.settings, point.op
+        if self.on_launch is not None:
+            self.on_launch(point)
         try:
             timed = timed_sequence(op, gpu, point.variant, point.params, point.shape, point.scope, point.pad, buffers,
                                    inputs, compute)
@@ -443,6 +482,11 @@ class LocalPoints(Engine):
                 **{name: {"unavailable": why} for name, why in self.library_errors.items()},
                 **self.reference_meta()}
 
+    def meta(self) -> dict:
+        """Crash isolation: none in this process; and the fault that lost its context, if one did."""
+        lost = {"context_lost": self.context_lost} if self.context_lost else {}
+        return {"isolation": {**self.isolation_meta, **lost}}
+
     def kernel_clock_meta(self) -> dict:
         """What the metadata says of the kernel clock: on or why not, and points it missed."""
         if self.cupti is None:
@@ -452,8 +496,12 @@ class LocalPoints(Engine):
                                  "misses": dict(self.cupti_misses)}}
 
     def close(self) -> None:
-        if self.cupti is not None:
-            self.cupti.close()
-        self.release_shape()
-        for handle in self.libraries.values():
-            handle.close()
+        try:
+            if self.cupti is not None:
+                self.cupti.close()
+            self.release_shape()
+            for handle in self.libraries.values():
+                handle.close()
+        except Exception:
+            if not self.context_lost:  # a lost context closes nothing: the process's exit frees it
+                raise

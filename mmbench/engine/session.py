@@ -24,20 +24,27 @@ from .provenance import first_record, say_machine_changes
 from .refusals import RunAborted, RunRefused, Say
 
 
-def open_engine(settings: Settings, points: Sequence[Point], cluster=None, say: Say = print):
-    """The engine of a run: this process's GPU and CPU (LocalPoints), or (cluster: a
-    points_dask.ClusterSpec) a Dask cluster's workers (DaskPoints), this process the only writer."""
+def open_engine(settings: Settings, points: Sequence[Point], cluster=None, say: Say = print, isolation=None):
+    """The engine of a run: this process's GPU and CPU (LocalPoints), the same in a child process
+    that can be thrown away (isolation: a points_isolated.Isolation of mode process, and some point
+    on the GPU: IsolatedPoints), or (cluster: a points_dask.ClusterSpec) a Dask cluster's workers
+    (DaskPoints, each worker's points isolated alike), this process the only writer."""
     if cluster is not None:
         from .points_dask import ClusterError, DaskPoints
 
         try:
-            return DaskPoints(settings, points, cluster, say)
+            return DaskPoints(settings, points, cluster, say, isolation=isolation)
         except ClusterError as exc:
             raise RunAborted(str(exc)) from None
     try:
-        return LocalPoints(settings, points)
+        if isolation is not None and isolation.isolates(points):
+            return isolation.open(settings, points)
+        runner = LocalPoints(settings, points)
     except Exception as exc:  # GpuUnavailable and the like: nothing can run
         raise RunAborted(f"cannot open the GPU: {exc}") from None
+    if isolation is not None and isolation.mode != "none":
+        runner.isolation_meta = {"mode": "none", "why": "no point of the run uses the GPU"}
+    return runner
 
 
 def open_batched_engine(variant, configs: Sequence, cache: str, l2_flush: str, cluster=None, say: Say = print):
@@ -187,12 +194,13 @@ def run_together(runner: Engine, items: Sequence[tuple[Session, Point]],
 def execute(points: Sequence[Point], settings: Settings, output: Path, about: dict, command: list[str], *,
             prepare: Callable[[Engine], None] | None = None, resume: bool = False, previous: dict | None = None,
             on_row: Callable[[dict], None] | None = None, say: Say = print, cluster=None,
-            tuning: dict | None = None) -> Outcome:
+            tuning: dict | None = None, isolation=None) -> Outcome:
     """Run points into output with metadata (`about` goes into it); prepare(runner) runs first
     (the tuner compiles its configurations there; not on a cluster, whose workers compile each
     chunk's kernels in parallel as it arrives). cluster: a points_dask.ClusterSpec to spread the points
     over (this process stays the only writer). tuning: where the tuned parameters came from
-    (tuning_record), kept in this invocation's record.
+    (tuning_record), kept in this invocation's record. isolation: a points_isolated.Isolation (None:
+    this process, as mode none).
 
     Ctrl-C at any stage ends the run as `interrupted`, with every finished row kept; any other
     failure ends it as `failed` (the metadata keeps the error) and is RunAborted, one line. A new
@@ -200,7 +208,7 @@ def execute(points: Sequence[Point], settings: Settings, output: Path, about: di
     runner = session = None
     state, failure = "finished", None
     try:
-        runner = open_engine(settings, points, cluster, say)
+        runner = open_engine(settings, points, cluster, say, isolation)
         before = runner.time_spent()
         if prepare and cluster is None:
             with runner.spending("prepare"):

@@ -1,0 +1,150 @@
+"""The child process of an isolated engine (points_isolated.py): `python -m
+mmbench.engine.isolated_child IN OUT RUNNER` holds the GPU in a runner (LocalPoints unless
+RUNNER names another "module:name"), reads requests from pipe IN and answers on pipe OUT.
+
+Requests: ("open", settings, points, options) first, then ("run" | "ensure" | "precompile",
+settings, points, options), ("precompile_configs", settings, points, jobs) and ("close",). A run
+answers ("start",) before each GPU point's first launch, ("row", row, state) as each point
+finishes and ("done", state) at its end. A point whose fault lost the CUDA context is answered
+("lost", row, fault, state), and the process exits at once: nothing more can run in it. Ctrl-C
+is the parent's to handle (it ends the run and this process)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import sys
+import traceback
+from contextlib import contextmanager, nullcontext
+from dataclasses import replace
+from multiprocessing.connection import Connection
+from types import MappingProxyType
+
+from ..variants import registry
+from .dask_worker import from_descriptor
+
+EXIT_LOST = 3  # the exit status of a child whose context a fault lost
+
+
+@contextmanager
+def registered(variant):
+    """The registry holding this variant under its name for a block (from_descriptor looks there)."""
+    was = registry.REGISTRY
+    registry.REGISTRY = MappingProxyType({**was, variant.name: variant})
+    try:
+        yield
+    finally:
+        registry.REGISTRY = was
+
+
+def unwire(wires: list) -> list:
+    """Points from what points_isolated.wire sent: a descriptor, and a variant the registry lacks."""
+    points = []
+    for d, variant in wires:
+        if variant is None:
+            points.append(from_descriptor(d))
+            continue
+        variant = replace(variant, axes=MappingProxyType(variant.axes), geometry=MappingProxyType(variant.geometry),
+                          space=MappingProxyType(variant.space))
+        with registered(variant):
+            points.append(from_descriptor(d))
+    return points
+
+
+def state(runner, kernels: dict | None = None) -> dict:
+    """What the parent keeps of the runner: its GPU's facts, kernels (those given), time spent,
+    libraries and kernel clock (all of it unless kernels are given: a row's, kept small)."""
+    if kernels is not None:
+        return {"kernels": kernels, "time_spent": runner.time_spent()}
+    gpu = runner.gpu
+    return {"gpu": (gpu.facts, gpu.clock.facts()) if gpu is not None else None, "kernels": dict(runner.kernels),
+            "time_spent": runner.time_spent(), "libraries": runner.library_meta(),
+            "kernel_clock": runner.kernel_clock_meta()}
+
+
+def configure(runner, settings, options: dict) -> None:
+    runner.settings = settings
+    runner.keep_shape, runner.compile_jobs = options["keep_shape"], options["compile_jobs"]
+
+
+def run(runner, outbox: Connection, settings, wires: list, options: dict) -> None:
+    """The points, a message before each GPU point's first launch and one with each row."""
+    from threadpoolctl import threadpool_limits
+
+    configure(runner, settings, options)
+    points = unwire(wires)
+    sent = set(runner.kernels)
+
+    def on_row(row: dict) -> None:
+        new = {k: v for k, v in runner.kernels.items() if k not in sent}
+        sent.update(new)
+        if runner.context_lost:
+            outbox.send(("lost", row, runner.context_lost, state(runner)))
+            outbox.close()
+            os._exit(EXIT_LOST)
+        outbox.send(("row", row, state(runner, new)))
+
+    runner.on_launch = lambda point: outbox.send(("start",))
+    blas = options.get("blas_threads")
+    with threadpool_limits(limits=blas, user_api="blas") if blas else nullcontext():
+        runner.ensure(points)
+        runner.run(points, on_row)
+    outbox.send(("done", state(runner)))
+
+
+def answer(runner, outbox: Connection, message: tuple) -> None:
+    kind, settings, wires, more = message
+    if kind == "run":
+        run(runner, outbox, settings, wires, more)
+        return
+    points = unwire(wires)
+    compiled = 0
+    if kind == "ensure":
+        configure(runner, settings, more)
+        runner.ensure(points)
+    elif kind == "precompile":
+        configure(runner, settings, more)
+        compiled = runner.precompile(points)
+    elif kind == "precompile_configs" and points and runner.gpu is not None:
+        runner.gpu.precompile(points[0].variant, [p.params for p in points], more)
+    outbox.send(("answered", compiled, state(runner)))
+
+
+def load(name: str):
+    module, _, attr = name.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def serve(inbox: Connection, outbox: Connection, make) -> int:
+    _, settings, wires, options = inbox.recv()
+    try:
+        runner = make(settings, unwire(wires))
+        configure(runner, settings, options)
+    except Exception as exc:  # GpuUnavailable and the like
+        outbox.send(("error", str(exc) or type(exc).__name__))
+        return 1
+    outbox.send(("ready", state(runner)))
+    while True:
+        try:
+            message = inbox.recv()
+        except (EOFError, OSError):  # the parent is gone
+            return 0
+        if message[0] == "close":
+            runner.close()
+            outbox.send(("closed", state(runner)))
+            return 0
+        try:
+            answer(runner, outbox, message)
+        except Exception as exc:
+            outbox.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+
+
+def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    inbox, outbox = Connection(int(argv[0]), writable=False), Connection(int(argv[1]), readable=False)
+    return serve(inbox, outbox, load(argv[2]))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
