@@ -93,3 +93,19 @@ def test_in_one_process_a_lost_context_fails_the_later_points_at_once_naming_the
     assert rows[2][1].startswith("not run: the CUDA context of the process is lost at an earlier point (")
     assert "illegal" in rows[2][1] and "--isolation process" in rows[2][1]
     assert meta["isolation"]["mode"] == "none" and "illegal" in meta["isolation"]["context_lost"]
+
+
+@pytest.mark.parametrize("where", [[], ["--cluster", "local"]], ids=["here", "dask"])
+def test_a_users_broken_kernels_cost_one_row_each_from_the_command_line(tmp_path, where):
+    """The same kernels as a user's variant file (broken.toml), through `mmbench run`, in this machine's
+    worker process and on a Dask worker: each fault one row, the good kernels around them measured."""
+    out = tmp_path / "cli.csv"
+    command = [sys.executable, "-m", "mmbench", "-f", str(BROKEN / "broken.toml"), "run", "-v",
+               "best,oob_write,shared,endless,writes_nothing,naive", "-s", "256", "--runs", "3",
+               "--point-timeout", "10", "-o", str(out), *where]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr  # failed points: exit 1, every row kept
+    df = read_results(out).set_index("variant")
+    assert df.status.to_dict() == {"best": "ok", "oob_write": "failed", "shared": "ok", "endless": "failed",
+                                   "writes_nothing": "wrong", "naive": "ok"}
+    assert "illegal" in df.reason["oob_write"] and "timed out after 10" in df.reason["endless"]
