@@ -406,7 +406,8 @@ def test_a_batched_tuning_that_fails_is_one_line_and_keeps_its_classes_for_resum
 def test_a_gpu_run_interrupted_after_two_rows_keeps_them_and_its_gpu_and_resumes(tmp_path, monkeypatch):
     out = tmp_path / "r.csv"
     stop_at(monkeypatch, ("after row 2", LocalPoints, "_run_point", 3), KeyboardInterrupt())
-    result = invoke("run", "-v", "best", "-s", "63:129", "--runs", "2", "-o", out)
+    # in this process, where the interrupt is planted (tests/test_isolation.py interrupts a worker process)
+    result = invoke("run", "-v", "best", "-s", "63:129", "--runs", "2", "-o", out, "--isolation", "none")
     assert result.exit_code == 130 and "r.csv holds 2 finished points (2 from this run)" in result.output, result.output
     meta = read_metadata(out)
     assert meta["state"] == "interrupted" and meta["invocations"][0]["gpu"]["uuid"] == meta["gpu"]["uuid"]
