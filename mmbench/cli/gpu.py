@@ -14,8 +14,9 @@ from ..engine.plan import Settings
 from ..engine.refusals import DEFAULTS
 from ..results import ResultsError, metadata_path, read_metadata, read_results, update_metadata
 from ..sizes import row_shape
-from .common import FILE, InputError, RunFailed, _split, command, console, newest_run
-from .running import SAMPLES, _selections
+from .common import FILE, InputError, RunFailed, command, console, newest_run
+from ..sweep import reading_caches, selections_of, split
+from .running import SAMPLES
 
 COMMANDS = ("info", "ceilings", "profile", "verify_timing")
 
@@ -139,9 +140,9 @@ def _recordable(results: Path) -> None:
                    "your runs folder that holds every profiled point).")
 def profile(config, points_spec, variants, results):
     """Run Nsight Compute on chosen points: DRAM bytes and FP32 operations (the roofline), bank conflicts."""
-    _, selections, cfg = _selections((), None, None, (), config)
+    _, selections, cfg = selections_of((), None, None, (), config)
     points = api.points_to_profile(selections, cfg.get("cache", DEFAULTS["cache"]), points_spec, variants,
-                                   _split(variants), config)
+                                   split(variants), config)
     if results is not None and not results.exists():
         raise InputError(f"no results file at {results}")
     target = results or newest_run(_holding(points), f"profile --config {config}")[0]
@@ -232,10 +233,10 @@ def verify_timing(variants, sizes, runs, ncu_cache, kernel_clock, output):
     """Time points here (events and the kernel clock) and under Nsight Compute; print both times and
     their ratio. Target: the kernel clock within 5 % of Nsight Compute at every size."""
     from ..verify_timing import TOLERANCE
-    from .running import _execute, _reading_caches
+    from .running import _execute
 
-    _, selections, _ = _selections((variants,), sizes, None, (), None)
-    points, tuning = api.plan_verify_timing(selections, lambda: _reading_caches(None), output,
+    _, selections, _ = selections_of((variants,), sizes, None, (), None)
+    points, tuning = api.plan_verify_timing(selections, lambda: reading_caches(None), output,
                                             lambda t: console.print(t, soft_wrap=True))
     _execute(points, Settings(runs=runs, kernel_clock=kernel_clock), output, {"name": "verify-timing"}, tuning=tuning)
     table, path = api.compare_with_ncu(output, points, ncu_cache)
