@@ -38,7 +38,8 @@ def run(variants: Any = None, sizes: Any = None, *, variant_files: Sequence[str 
     where the CSV is kept.
 
     variants: names ("best,cublas", or a list), [[variant]] tables as dicts (relative sources under
-    base), or a mix; default: the variants of the dicts and variant_files, else best. sizes: a size
+    base), or a mix, run in that order; default: every variant of variant_files (TOML paths), else
+    best. A file's variants may be named once it is given (or loaded before). sizes: a size
     spec ("256,512", "64:4096:x2"), a size or a list of them (default: the paper's 63:2049).
     params: {"BM": 128, "BK": [8, 16]} or "BM=128,BK=8/16". settings: the run options as keywords
     (runs, warmup, cache, threads, seed, max_noise, noise_clock, time_budget, cpu_budget,
@@ -97,8 +98,8 @@ def _request(variants, sizes, variant_files, base, params, output, resume, setti
         from_dicts = files.use_declared(tables, base=base) if tables else []
     except VariantError as exc:
         raise RunRefused(str(exc)) from None
-    # Named variants run with the dicts' (given to be run); with none named, every variant given runs.
-    names += [v.name for v in (from_dicts if names else from_files + from_dicts)]
+    declared = iter(v.name for v in from_dicts)
+    names = [v if isinstance(v, str) else next(declared) for v in listed] or [v.name for v in from_files]
     if settings.get("config") is not None:
         settings = {**settings, "config": Path(settings["config"])}
     if isinstance(settings.get("blocks"), (list, tuple)):
