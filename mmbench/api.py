@@ -47,8 +47,6 @@ def run(variants: Any = None, sizes: Any = None, *, variant_files: Sequence[str 
     output=None: the rows are written as they finish into a temporary folder, removed once read
     back; output=PATH.csv keeps them there (its metadata beside it), resume=True continues it.
     Bad input is RunRefused, one line naming the value; a run that cannot go on is RunAborted."""
-    if resume and output is None:
-        raise RunRefused("resume=True continues a results file: give output='PATH.csv'")
     request = _request(variants, sizes, variant_files, base, params, output, resume, settings)
     with _output(request) as request:
         done = perform(request, say=say, command=_command(variants, sizes, variant_files, params, output, settings),
@@ -72,8 +70,6 @@ def plan(variants: Any = None, sizes: Any = None, *, variant_files: Sequence[str
          say: Say = print, **settings) -> list[Point]:
     """The points run(...) with these arguments would measure (those a resumed output does not hold
     yet), checked as run checks them, with nothing run or written; needs no GPU."""
-    if resume and output is None:
-        raise RunRefused("resume=True continues a results file: give output='PATH.csv'")
     request = _request(variants, sizes, variant_files, base, params, output, resume, settings)
     with _output(request) as request:
         return perform(request, say=say, dry_run=True).plan.todo
@@ -82,6 +78,8 @@ def plan(variants: Any = None, sizes: Any = None, *, variant_files: Sequence[str
 def _request(variants, sizes, variant_files, base, params, output, resume, settings: dict) -> RunRequest:
     """The RunRequest of run's arguments: variant files and dicts loaded into the registry (files.use,
     files.use_declared), everything else in the form the options take."""
+    if resume and output is None:
+        raise RunRefused("resume=True continues a results file: give output='PATH.csv'")
     unknown = sorted(set(settings) - set(SETTINGS))
     if unknown:
         raise RunRefused(f"unknown setting {unknown[0]}=...; choose from: {', '.join(SETTINGS)}")
