@@ -1,3 +1,8 @@
-"""mmbench: a benchmarking harness for GPU matrix kernels."""
+"""mmbench: a benchmarking harness for GPU matrix kernels. From Python: mmbench.run(...) returns a
+run's rows as a pandas DataFrame, mmbench.plan(...) its points (docs/api.md)."""
 
-__version__ = "0.1.0"
+from .api import plan, run
+from .engine.refusals import RunAborted, RunInterrupted, RunRefused
+from .version import __version__
+
+__all__ = ["run", "plan", "RunRefused", "RunAborted", "RunInterrupted", "__version__"]

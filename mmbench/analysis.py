@@ -249,3 +249,73 @@ def series_summary(df: pd.DataFrame, rate_of) -> pd.DataFrame:
     out["not_ok"] = [", ".join(f"{n} {s}" for n, s in sorted(bad[key], key=lambda c: -c[0])) if key in bad else "0"
                      for key in out.index]
     return out.reset_index()
+
+
+# -- any run, any operation: its rate by size, and % of its operation's library -----------------------
+def figure_size(df: pd.DataFrame) -> pd.Series:
+    """Each row's place on a size axis: n for a square shape (n x n x n, or n x n), else the
+    geometric mean of its operation's dimensions (k is 0 where an operation has two)."""
+    dims = np.where(df.k > 0, 3, 2)
+    product = df.m.astype(float) * df.n * df.k.where(df.k > 0, 1)
+    square = (df.m == df.n) & ((df.k == df.n) | (df.k == 0))
+    return pd.Series(np.where(square, df.n, product ** (1.0 / dims)), index=df.index)
+
+
+def rate_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Verified rows of the kernel alone (plain) with their operation's rate (`rate`: Operation.rate,
+    GFLOP/s or GB/s), place on the size axis (`size`) and series (`series`: the variant, and its
+    parameters where it ran several configurations at one shape; tuned ones differing by size are
+    one series)."""
+    ok = plain(ok_rows(df))
+    if ok.empty:
+        raise ResultsError("the results hold no verified rows of a kernel alone on its inputs (scope kernel, "
+                           "not padded)")
+    rate = pd.Series(np.nan, index=ok.index)
+    for op in ok.op.unique():
+        mine = ok.op == op
+        rate[mine] = ok.loc[mine, get_op(op).rate]
+    several = ok.groupby(["variant", "m", "n", "k"]).params.transform("nunique") > 1
+    split = ok.variant.isin(ok[several].variant)
+    return ok.assign(rate=rate.astype(float), size=figure_size(ok),
+                     series=ok.variant.where(~split, ok.variant + " " + ok.params)).dropna(subset=["rate"])
+
+
+def by_operation(rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """rate_rows split into one panel per operation, each with its yardstick's rows where the
+    yardstick is another operation's variant (a transpose's memcpy); an operation whose rows are
+    all drawn in another's panel (the copy, there as the transpose's yardstick) gets none."""
+    panels = {}
+    for op in dict.fromkeys(rows.op):
+        yardstick = get_op(op).yardstick
+        panels[op] = rows[(rows.op == op) | ((rows.variant == yardstick) & (rows.op != op))]
+    shown_elsewhere = {op: set(rows[rows.op == op].variant) <= {v for other, p in panels.items() if other != op
+                                                                 for v in p[p.op != other].variant}
+                       for op in panels}
+    return {op: p for op, p in panels.items() if not shown_elsewhere[op]}
+
+
+def percent_of_library(df: pd.DataFrame) -> pd.DataFrame:
+    """Each GPU series' rate as % of its operation's yardstick (Operation.yardstick: cuBLAS for
+    GEMM, ...) at the same shape (m, n, k): the rate_rows of the series that have one, with a
+    `percent` column. ResultsError saying what is missing when no series can be compared."""
+    rows = rate_rows(df)
+    out, lacking = [], []
+    for op in dict.fromkeys(rows.op):
+        yardstick = get_op(op).yardstick
+        mine = rows[(rows.op == op) & on_gpu(rows) & (rows.variant != yardstick)]
+        if yardstick is None or mine.empty:
+            continue
+        ref = rows[rows.variant == yardstick].groupby(SHAPE).rate.mean()
+        if ref.empty:
+            lacking.append(f"no '{yardstick}' rows ({op}'s library baseline)")
+            continue
+        at = ref.reindex(pd.MultiIndex.from_frame(mine[SHAPE])).to_numpy()
+        compared = mine.assign(percent=100.0 * mine.rate.to_numpy() / at).dropna(subset=["percent"])
+        if compared.empty:
+            lacking.append(f"no {op} GPU series at the shapes of its '{yardstick}' rows")
+        out.append(compared)
+    if not any(len(o) for o in out):
+        ops = ", ".join(dict.fromkeys(rows.op))
+        raise ResultsError("nothing to compare with a library baseline: " + ("; ".join(lacking) if lacking else
+                           f"the results hold no GPU kernel of {ops} beside the baselines"))
+    return pd.concat([o for o in out if len(o)])

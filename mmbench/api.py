@@ -1,57 +1,157 @@
-"""The Python API of a run: what `mmbench run` does between reading its options and printing, for
-a script to call as the CLI does. Refusals are RunRefused (engine/refusals.py), one line each."""
+"""The Python API: `run` (rows out as a pandas DataFrame, the metadata attached) and `plan` (the
+points, nothing run) for notebooks and scripts, through the same functions as `mmbench run`
+(sweep.py); and what other commands share with scripts (verify-timing, profile). Refusals are
+RunRefused (engine/refusals.py), one line each naming the bad value; no Click here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import shutil
+import tempfile
+from contextlib import contextmanager, nullcontext
+from dataclasses import fields, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from .engine.plan import Point, Selection, Settings, plan
-from .engine.refusals import (RunAborted, RunRefused, Say, check_buildable, check_new_output, check_output,
-                              previous_metadata, resolve_settings, resumable)
-from .results import Scan
+from .engine.outcome import interrupted_message
+from .engine.plan import Point, Selection, plan as plan_points
+from .engine.refusals import RunAborted, RunInterrupted, RunRefused, Say, check_output
+from .results import read_metadata, read_results
+from .sweep import RunRequest, perform
 from .tuning import for_runs
-from .variants import VariantError
+from .variants import VariantError, files
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
-@dataclass(frozen=True)
-class RunPlan:
-    """A run checked and planned, nothing touched yet: its settings, every point of its selections,
-    those the file does not hold yet, and what a resume continues."""
-
-    output: Path
-    settings: Settings
-    points: list[Point]
-    todo: list[Point]  # the points not in the file yet (all of them for a new file)
-    found: Scan | None  # the resumed file as scanned (None: a new file)
-    previous: dict  # the resumed file's metadata ({} for a new file)
-    tuning: dict  # where the tuned parameters came from (tuning_record), for the metadata
+# The keyword arguments of run and plan beyond variants, sizes and where the files go: the run
+# options' (RunRequest's fields, `mmbench run --help` says what each does), minus those these
+# functions take in their own form.
+SETTINGS = tuple(f.name for f in fields(RunRequest) if f.name not in ("variants", "sizes", "params", "output", "resume"))
 
 
-def plan_run(selections: Sequence[Selection], caches: Sequence, output: Path, given: dict, *, resume: bool,
-             say: Say, refuse_unused: Callable[[Settings], None] | None = None, **settings) -> RunPlan:
-    """Check the output (a new file, or one to resume with the settings it was measured with), give
-    the selections their tuned parameters from the caches, and plan the points. given: the
-    measurement settings asked for (options, config); settings: the rest (cpu_budget_s, ...);
-    refuse_unused(settings) refuses a setting no point of the run would use."""
-    check_output(output)
-    found = resumable(output) if resume else None
-    if not resume:
-        check_new_output(output, "pass --resume to continue it or choose another --output")
-    previous = previous_metadata(output, found, say) if resume else {}
-    chosen = Settings(**resolve_settings(given, output, previous if resume else None), **settings)
-    if refuse_unused is not None:
-        refuse_unused(chosen)
-    selections = [for_runs.with_tuned(sel, caches, say) for sel in selections]
+def run(variants: Any = None, sizes: Any = None, *, variant_files: Sequence[str | Path] = (), base: str | Path = ".",
+        params: Mapping[str, Any] | str | None = None, output: str | Path | None = None, resume: bool = False,
+        say: Say = print, on_row: Callable[[dict], None] | None = None, **settings) -> pd.DataFrame:
+    """Run variants over sizes as `mmbench run` does, and return the rows as a DataFrame (the CSV's
+    columns, read back as mmbench reads results) with df.attrs["metadata"], and df.attrs["path"]
+    where the CSV is kept.
+
+    variants: names ("best,cublas", or a list), [[variant]] tables as dicts (relative sources under
+    base), or a mix, run in that order; default: every variant of variant_files (TOML paths), else
+    best. A file's variants may be named once it is given (or loaded before). sizes: a size
+    spec ("256,512", "64:4096:x2"), a size or a list of them (default: the paper's 63:2049).
+    params: {"BM": 128, "BK": [8, 16]} or "BM=128,BK=8/16". settings: the run options as keywords
+    (runs, warmup, cache, threads, seed, max_noise, noise_clock, time_budget, cpu_budget,
+    tuning_cache (a path or "none"), config, blocks, scope, pad, cluster, scheduler, workers).
+    output=None: the rows are written as they finish into a temporary folder, removed once read
+    back; output=PATH.csv keeps them there (its metadata beside it), resume=True continues it.
+    Bad input is RunRefused, one line naming the value; a run that cannot go on is RunAborted."""
+    request = _request(variants, sizes, variant_files, base, params, output, resume, settings)
+    with _output(request) as request:
+        done = perform(request, say=say, command=_command(variants, sizes, variant_files, params, output, settings),
+                       progress=lambda total: nullcontext(on_row))
+        outcome, path = done.outcome, done.output
+        if outcome is not None and outcome.state == "interrupted":
+            raise RunInterrupted(interrupted_message(path, outcome.in_file, sum(outcome.counts.values()))
+                                 if output is not None else "interrupted; a run without output= keeps no rows: give "
+                                                            "output='PATH.csv' to keep them and resume=True to go on")
+        if outcome is not None and outcome.failures:
+            say(", ".join(f"{n} point(s) {s}" for s, n in outcome.failures.items()) + "; see the reason column")
+        df = read_results(path)
+        df.attrs["metadata"] = read_metadata(path)
+        if output is not None:
+            df.attrs["path"] = path
+    return df
+
+
+def plan(variants: Any = None, sizes: Any = None, *, variant_files: Sequence[str | Path] = (), base: str | Path = ".",
+         params: Mapping[str, Any] | str | None = None, output: str | Path | None = None, resume: bool = False,
+         say: Say = print, **settings) -> list[Point]:
+    """The points run(...) with these arguments would measure (those a resumed output does not hold
+    yet), checked as run checks them, with nothing run or written; needs no GPU."""
+    request = _request(variants, sizes, variant_files, base, params, output, resume, settings)
+    with _output(request) as request:
+        return perform(request, say=say, dry_run=True).plan.todo
+
+
+def _request(variants, sizes, variant_files, base, params, output, resume, settings: dict) -> RunRequest:
+    """The RunRequest of run's arguments: variant files and dicts loaded into the registry (files.use,
+    files.use_declared), everything else in the form the options take."""
+    if resume and output is None:
+        raise RunRefused("resume=True continues a results file: give output='PATH.csv'")
+    unknown = sorted(set(settings) - set(SETTINGS))
+    if unknown:
+        raise RunRefused(f"unknown setting {unknown[0]}=...; choose from: {', '.join(SETTINGS)}")
+    listed = [variants] if isinstance(variants, (str, dict)) else list(variants or [])
+    tables = [v for v in listed if isinstance(v, dict)]
+    names = [v for v in listed if isinstance(v, str)]
+    if len(tables) + len(names) != len(listed):
+        odd = next(v for v in listed if not isinstance(v, (str, dict)))
+        raise RunRefused(f"variants: {odd!r} is neither a variant's name nor a [[variant]] table (a dict)")
+    if isinstance(variant_files, (str, Path)):
+        variant_files = [variant_files]
     try:
-        points = plan(selections, chosen.cache)
-    except VariantError as exc:  # a parameter value outside its domain
+        from_files = files.use(variant_files)
+        from_dicts = files.use_declared(tables, base=base) if tables else []
+    except VariantError as exc:
         raise RunRefused(str(exc)) from None
-    check_buildable(points)
-    done = found.keys if found else set()
-    return RunPlan(output, chosen, points, [p for p in points if p.key not in done], found, previous,
-                   for_runs.tuning_record(selections, caches))
+    declared = iter(v.name for v in from_dicts)
+    names = [v if isinstance(v, str) else next(declared) for v in listed] or [v.name for v in from_files]
+    if settings.get("config") is not None:
+        settings = {**settings, "config": Path(settings["config"])}
+    if isinstance(settings.get("blocks"), (list, tuple)):
+        settings = {**settings, "blocks": ",".join(map(str, settings["blocks"]))}
+    return RunRequest(variants=tuple(names), sizes=_spec(sizes), params=_params(params),
+                      output=Path(output) if output is not None else None, resume=resume, **settings)
+
+
+def _spec(sizes: Any) -> str | None:
+    """A size spec from a spec, a size, or a list of sizes and specs."""
+    if sizes is None or isinstance(sizes, str):
+        return sizes
+    items = [sizes] if isinstance(sizes, int) else sizes
+    try:
+        items = list(items)
+    except TypeError:
+        items = [None]
+    if not items or not all(isinstance(s, (int, str)) and not isinstance(s, bool) for s in items):
+        raise RunRefused(f"sizes={sizes!r}: expected a size spec such as '256,512' or '64:4096:x2', a size, or a list "
+                         f"of them")
+    return ",".join(map(str, items))
+
+
+def _params(params: Mapping[str, Any] | str | None) -> tuple[str, ...]:
+    """{"BM": 128, "BK": [8, 16]} (or "BM=128,BK=8/16") as --params takes it."""
+    if params is None:
+        return ()
+    if isinstance(params, str):
+        return (params,)
+    if not isinstance(params, Mapping):
+        raise RunRefused(f"params={params!r}: expected a dict such as {{'BM': 128, 'BK': [8, 16]}}")
+    return tuple(f"{k}={'/'.join(map(str, v)) if isinstance(v, (list, tuple)) else v}" for k, v in params.items())
+
+
+@contextmanager
+def _output(request: RunRequest) -> Iterator[RunRequest]:
+    """The request with its output: the one given (checked), else a new file in a temporary folder
+    removed afterwards, whatever happened."""
+    if request.output is not None:
+        yield request
+        return
+    folder = Path(tempfile.mkdtemp(prefix="mmbench-run-"))
+    try:
+        yield replace(request, output=folder / "run.csv")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _command(variants, sizes, variant_files, params, output, settings: dict) -> list[str]:
+    """How the metadata records a call: mmbench.run(...) with the arguments given."""
+    given = {"variants": variants, "sizes": sizes, "variant_files": variant_files or None, "params": params,
+             "output": output, **settings}
+    shown = ", ".join(f"{k}={v!r}" for k, v in given.items() if v is not None)
+    return [f"mmbench.run({shown})"]
 
 
 def plan_verify_timing(selections: Sequence[Selection], read_caches: Callable[[], Sequence], output: Path,
@@ -70,7 +170,7 @@ def plan_verify_timing(selections: Sequence[Selection], read_caches: Callable[[]
     if cpu:  # Nsight Compute times GPU kernels only: a CPU variant would be left out
         raise RunRefused(f"--variant {cpu[0]}: it runs on the CPU; verify-timing checks GPU variants against Nsight "
                          f"Compute")
-    points = plan(selections, "cold")
+    points = plan_points(selections, "cold")
     try:
         ncu_command([])  # no ncu: say so before timing anything
     except ProfileError as exc:
@@ -139,7 +239,7 @@ def points_to_profile(selections: Sequence[Selection], cache: str, points_spec: 
             get_variant(name)
         except VariantError as exc:
             raise RunRefused(str(exc)) from None
-    on_gpu = [p for p in plan(selections, cache) if p.variant.on_gpu]
+    on_gpu = [p for p in plan_points(selections, cache) if p.variant.on_gpu]
     series = dict.fromkeys(p.variant.name for p in on_gpu)
     for name in sorted(wanted - set(series)):  # it would be left out without a word
         raise RunRefused(f"--variant {name}: not a GPU series of {config}; its GPU series: {', '.join(series)}")

@@ -10,7 +10,8 @@ from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
 
-from . import __version__, source
+from . import source
+from .version import __version__
 
 PACKAGES = ("numpy", "pandas", "click", "matplotlib", "threadpoolctl", "pycuda", "cupy-cuda13x",
             "cupy-cuda12x", "nvidia-ml-py")

@@ -25,7 +25,9 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 from . import analysis  # noqa: E402
 from .analysis import Series  # noqa: E402
 from .ceilings import datasheet  # noqa: E402
+from .ops import get_op  # noqa: E402
 from .results import ResultsError  # noqa: E402
+from .sizes import row_shape  # noqa: E402
 
 # One colour per variant, the same in every figure; other variants take one of tab20's by their name.
 COLOURS = {"best_const": "tab:blue", "best": "tab:orange", "interleaved": "tab:green", "unroll_k2": "tab:red",
@@ -214,6 +216,97 @@ def fig_vs_cublas(df: pd.DataFrame, meta: dict) -> plt.Figure:
     ax.legend(fontsize=8, loc="lower right")
     _title(ax, "Distance to cuBLAS", meta)
     return fig
+
+
+# -- any run's figures: its rate by size, and % of its operation's library ----------------------------
+RATE_AXIS = {"gflops_mean": "GFLOP/s (mean of samples)", "gbytes_per_s": "GB/s (bytes read and written)"}
+
+
+def _size_axis(ax, rows: pd.DataFrame) -> None:
+    """A log2 axis of rows' figure_size, labelled with what it is."""
+    _log2_sizes(ax)
+    square = bool((rows["size"] == rows.n).all())
+    ax.set_xlabel("matrix size n, log2 scale" if square else
+                  "size: n of a square shape, else the geometric mean of its dimensions; log2 scale")
+
+
+def _panels(count: int):
+    fig, axes = plt.subplots(1, count, figsize=(7 * count + 2, 6), layout="constrained", squeeze=False)
+    return fig, list(axes[0])
+
+
+KERNEL_LINES = ("-", "-.", ":")  # a variant's configurations drawn as lines of their own; "--" is a baseline's
+
+
+def _series_style(rows: pd.DataFrame, name: str, nth: int) -> dict:
+    """A series' line: its variant's colour, its label (the registry's, else the variant's name),
+    dashed for a baseline (a library or the CPU: its rows' backend is not cuda); nth: which of its
+    variant's configurations it is, where each is a line of its own."""
+    first, split = rows.iloc[0], name != rows.iloc[0].variant  # split: one line per configuration
+    tuned = rows.params.nunique()  # more than one: tuned parameters (per size class or shape)
+    s = analysis.series_of(first.variant, first.params if tuned == 1 else "")
+    return {"color": colour_of(first.variant),
+            "linestyle": "--" if first.backend != "cuda" else KERNEL_LINES[nth % len(KERNEL_LINES)],
+            "label": s.label + (f" {first.params}" if split and not s.block else "")
+            + (f" (tuned: {tuned} configurations)" if tuned > 1 else "")}
+
+
+def _lines(ax, rows: pd.DataFrame, column: str) -> None:
+    """Each series of rows (rate_rows) as a line of column over its size, in the rows' order."""
+    seen: dict[str, int] = {}
+    for name, g in rows.sort_values(["size", "m", "n", "k"], kind="stable").groupby("series", sort=False):
+        nth = seen[g.variant.iloc[0]] = seen.get(g.variant.iloc[0], -1) + 1
+        ax.plot(g["size"], g[column], marker=".", markersize=4, linewidth=1.2, **_series_style(g, name, nth))
+
+
+def fig_rate(df: pd.DataFrame, meta: dict) -> plt.Figure:
+    """Every series' rate (its operation's: GFLOP/s, GB/s) by size, a panel per operation, the
+    baselines dashed."""
+    panels = analysis.by_operation(analysis.rate_rows(df))
+    fig, axes = _panels(len(panels))
+    for ax, (op, rows) in zip(axes, panels.items()):
+        _lines(ax, rows, "rate")
+        _size_axis(ax, rows)
+        ax.set_ylabel(RATE_AXIS.get(get_op(op).rate, get_op(op).rate))
+        ax.legend(fontsize=8, loc="best")
+        _title(ax, f"{op}: rate by size", meta)
+    return fig
+
+
+def fig_vs_library(df: pd.DataFrame, meta: dict) -> plt.Figure:
+    """Every GPU series' rate as % of its operation's library baseline at the same shape, a panel
+    per operation, lines at 100, 95 and 90 %."""
+    pct = analysis.percent_of_library(df)
+    fig, axes = _panels(pct.op.nunique())
+    for ax, (op, rows) in zip(axes, pct.groupby("op", sort=False)):
+        _lines(ax, rows, "percent")
+        _size_axis(ax, rows)
+        for level in (100, 95, 90):
+            ax.axhline(level, color="black", linewidth=0.8 if level == 100 else 0.5,
+                       linestyle="-" if level == 100 else ":")
+        yardstick = analysis.series_of(get_op(op).yardstick, "").label
+        ax.set_ylabel(f"{RATE_AXIS.get(get_op(op).rate, get_op(op).rate).split(' (')[0]} as % of {yardstick}'s at "
+                      f"the same shape")
+        ax.legend(fontsize=8, loc="best")
+        _title(ax, f"{op}: % of {yardstick}", meta)
+    return fig
+
+
+def library_summary(df: pd.DataFrame) -> tuple[str, list[str], list[list[str]]]:
+    """Per series: its operation, the shapes compared, and its % of the library: the geometric mean,
+    the lowest and the highest (with where)."""
+    pct = analysis.percent_of_library(df)
+    rows = []
+    for (op, name), g in pct.groupby(["op", "series"], sort=False):
+        low, high = g.loc[g.percent.idxmin()], g.loc[g.percent.idxmax()]
+        rows.append([name, op, str(len(g)), f"{np.exp(np.log(g.percent).mean()):.1f} %",
+                     f"{low.percent:.1f} % at {_shape(low)}", f"{high.percent:.1f} % at {_shape(high)}"])
+    return "rate as % of the operation's library baseline", ["series", "op", "shapes", "geomean", "lowest",
+                                                              "highest"], rows
+
+
+def _shape(row) -> str:
+    return str(row_shape(row.m, row.n, row.k))
 
 
 def heatmap(ax, table: pd.DataFrame, label: str, center: float | None = None, fmt: str = "{:.2f}") -> None:

@@ -29,12 +29,13 @@ def _command_lines(text: str) -> list[str]:
 def _resolve(words: list[str]) -> tuple[click.Command, list[str]]:
     """The command the words name (through groups such as `plot`) and the words left."""
     command, ctx = main, click.Context(main)
-    while isinstance(command, click.Group) and words and words[0].startswith("-"):  # the group's own options
-        takes = {o for p in command.params if isinstance(p, click.Option) and not p.is_flag for o in p.opts}
-        if words[0] not in takes:
-            break
-        words = words[2:]  # --variant-file FILE before the command
-    while isinstance(command, click.Group) and words and not words[0].startswith("-"):
+    while isinstance(command, click.Group) and words:
+        if words[0].startswith("-"):  # a group's own option (mmbench -f FILE run ...) before its command
+            option = next((p for p in command.params if words[0] in getattr(p, "opts", ())), None)
+            if option is None:
+                break
+            words = words[1 if getattr(option, "is_flag", False) else 2:]
+            continue
         if not words[0].islower():  # a placeholder (NAME, ...): any command of the group
             return command, []
         sub = command.get_command(ctx, words[0])

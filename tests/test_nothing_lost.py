@@ -67,7 +67,7 @@ def injected(real, error: BaseException, nth: int = 1):
 
 # Where a run can be stopped: (name, the object and attribute to wrap, at which call).
 STAGES = [
-    ("planning", "mmbench.api", "plan", 1),
+    ("planning", "mmbench.sweep", "plan", 1),
     ("tuned parameters", for_runs, "with_tuned", 1),
     ("opening the runner", session, "open_engine", 1),
     ("learning the machine", environment, "collect", 1),

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from .. import api, checking, places
+from .. import checking, places, sweep
 from ..engine.plan import Selection
 from ..results import run_csv
 from ..variants import VariantError, files
@@ -57,7 +57,7 @@ def _run_awkward(variants, variant_file: Path, output: Path | None) -> None:
     output = output or run_csv(f"{name}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}", places.runs_dir())
     interrupts_count(output)
     selections = [Selection((v,), checking.awkward_sizes(v), {}) for v in variants]
-    ran = api.plan_run(selections, (), output, dict(CHECK_RUNS), resume=False, say=say)
+    ran = sweep.plan_run(selections, (), output, dict(CHECK_RUNS), resume=False, say=say)
     _execute(ran.todo, ran.settings, output, {"name": name, "config": None}, tuning=ran.tuning)
 
 

@@ -129,22 +129,6 @@ def _shown(value) -> str:
     return str(value)
 
 
-def _split(values: tuple[str, ...]) -> list[str]:
-    return [item.strip() for value in values for item in value.split(",") if item.strip()]
-
-
-def _int_list(option: str, text: str, minimum: int = 1) -> tuple[int, ...]:
-    kind = "positive" if minimum >= 1 else "non-negative"
-    message = f"{option} '{text}': expected comma-separated {kind} integers"
-    try:
-        values = tuple(int(x) for x in text.split(","))
-    except ValueError:
-        raise InputError(message) from None
-    if not values or min(values) < minimum:
-        raise InputError(message)
-    return values
-
-
 T = TypeVar("T")
 
 

@@ -124,9 +124,14 @@ def _writable(out: Path, option: str = "--out ") -> Path:
 
 
 def _families() -> dict:
+    """Every figure family by name: those of any run (generic_figures.py), then the studies'."""
+    from ..generic_figures import FAMILIES
     from ..studies import figure_families
 
-    return figure_families()
+    studies = figure_families()
+    both = sorted(set(FAMILIES) & set(studies))
+    assert not both, f"figure family '{both[0]}' is defined by a study and as a generic family"
+    return {**FAMILIES, **studies}
 
 
 def _draw(family, run: Loaded, size: int | None) -> Drawn:
@@ -200,7 +205,7 @@ class StudyFigures(click.Group):
 
 @click.group(cls=StudyFigures)
 def plot():
-    """Draw a study's figures from a results CSV (PNG and SVG; no GPU needed)."""
+    """Draw figures of a results CSV: any run's (rate, vs-library) or a study's (PNG and SVG; no GPU needed)."""
 
 
 # Options some figure families take (a family's `options` names them); the others refuse them.

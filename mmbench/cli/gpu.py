@@ -14,8 +14,9 @@ from ..engine.plan import Settings
 from ..engine.refusals import DEFAULTS
 from ..results import ResultsError, metadata_path, read_metadata, read_results, update_metadata
 from ..sizes import row_shape
-from .common import FILE, InputError, RunFailed, _split, command, console, newest_run
-from .running import SAMPLES, _selections
+from .common import FILE, InputError, RunFailed, command, console, newest_run
+from ..sweep import reading_caches, selections_of, split
+from .running import SAMPLES
 
 COMMANDS = ("info", "ceilings", "profile", "verify_timing")
 
@@ -159,16 +160,16 @@ def profile(config, points_spec, variants, results):
 def _points_to_profile(config, points_spec: str, variants, results):
     """The points of a config's series at points_spec, or without a config those of a run's rows."""
     if config is None:
-        if not _split(variants) or results is None:
+        if not split(variants) or results is None:
             raise InputError("profile needs --config, or the variants (-v) and the run (--results) whose verified rows "
                              "at --points are profiled as they were measured")
         try:
-            return api.points_of_run(read_results(results), _split(variants), points_spec, results)
+            return api.points_of_run(read_results(results), split(variants), points_spec, results)
         except ResultsError as exc:
             raise InputError(str(exc)) from None
-    _, selections, cfg = _selections((), None, None, (), config)
+    _, selections, cfg = selections_of((), None, None, (), config)
     return api.points_to_profile(selections, cfg.get("cache", DEFAULTS["cache"]), points_spec, variants,
-                                 _split(variants), config)
+                                 split(variants), config)
 
 
 def _holding(points):
@@ -246,10 +247,10 @@ def verify_timing(variants, sizes, runs, ncu_cache, kernel_clock, output):
     """Time points here (events and the kernel clock) and under Nsight Compute; print both times and
     their ratio. Target: the kernel clock within 5 % of Nsight Compute at every size."""
     from ..verify_timing import TOLERANCE
-    from .running import _execute, _reading_caches
+    from .running import _execute
 
-    _, selections, _ = _selections((variants,), sizes, None, (), None)
-    points, tuning = api.plan_verify_timing(selections, lambda: _reading_caches(None), output,
+    _, selections, _ = selections_of((variants,), sizes, None, (), None)
+    points, tuning = api.plan_verify_timing(selections, lambda: reading_caches(None), output,
                                             lambda t: console.print(t, soft_wrap=True))
     _execute(points, Settings(runs=runs, kernel_clock=kernel_clock), output, {"name": "verify-timing"}, tuning=tuning)
     table, path = api.compare_with_ncu(output, points, ncu_cache)

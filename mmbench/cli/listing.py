@@ -7,7 +7,8 @@ from rich.table import Table
 
 from ..ops import get_op
 from ..variants import REGISTRY, VariantError, format_params, get_variant, param_points, tuning_space
-from .common import InputError, _split, command, console
+from ..sweep import split
+from .common import InputError, command, console
 
 COMMANDS = ("list_variants",)
 
@@ -24,7 +25,7 @@ def list_variants(names, wide):
             raise InputError("--wide widens the table of every variant; -v shows variants in full, one fact a line: "
                              "give one of them")
         try:
-            chosen = [get_variant(n) for n in _split(names) or [""]]
+            chosen = [get_variant(n) for n in split(names) or [""]]
         except VariantError as exc:
             raise InputError(str(exc)) from None
         for v in chosen:

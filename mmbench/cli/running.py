@@ -4,32 +4,28 @@ summary, the cluster options, the tuning caches read."""
 
 from __future__ import annotations
 
-import datetime as dt
 from contextlib import contextmanager
 from pathlib import Path
 
 import click
 from rich.table import Table
 
-from .. import api, environment, places
+from .. import places, sweep
 from ..analysis import series_summary
-from ..config import ConfigError, load_config
-from ..ops import get_op, size_forms_help, timing_problem
+from ..ops import get_op, size_forms_help
 from ..ops.base import SCOPES
-from ..results import metadata_path, read_results, run_csv, torn_message
-from ..sizes import FORMS, SizeSpecError, row_shape
+from ..results import metadata_path, read_results
+from ..sizes import FORMS, row_shape
 from ..engine import session
 from ..engine.outcome import interrupted_message
-from ..engine.plan import Point, Selection, Settings, scoped_name
+from ..engine.plan import Point, Settings, scoped_name
 from ..engine.refusals import DEFAULTS
+from ..sweep import PAPER_SWEEP
 from ..timing import CACHE_MODES
-from ..tuning.cache import TuneError, read_caches
-from ..variants import REGISTRY, VariantError, format_params, get_variant
-from .common import (ARGV, FILE, SEED, Finite, InputError, Interrupted, RunFailed, _int_list, _split, command, console,
-                     interrupts_count, refuse_given)
+from ..variants import format_params
+from .common import ARGV, FILE, SEED, Finite, Interrupted, RunFailed, command, console, given, interrupts_count
 
 COMMANDS = ("run",)
-PAPER_SWEEP = "63:2049"
 # Samples and warm-up launches a point may take: a noise target stops at this many samples too.
 SAMPLES = click.IntRange(1, Settings().max_runs)
 WARMUP = click.IntRange(0, Settings().max_runs)
@@ -96,50 +92,20 @@ def isolation_options(fn):
     return fn
 
 
-def _isolation(isolation: str, point_timeout: float | None):
-    """The isolation a run asked for (engine/points_isolated.Isolation)."""
-    from ..engine.points_isolated import Isolation
-
-    if point_timeout is not None and isolation == "none":
-        raise InputError(f"--point-timeout {point_timeout:g} stops a point's worker process, and --isolation none runs "
-                         f"the points in this process: give --isolation process")
-    return Isolation(isolation, point_timeout)
-
-
-def _cluster_spec(cluster: str | None, scheduler: str | None, workers: int | None, gpus: bool):
-    """The cluster a run asked for, or None (Dask is then never imported); gpus: whether some
-    point needs a GPU (a local cluster then has one worker per GPU)."""
-    if cluster and scheduler:
-        raise InputError("--cluster local starts a cluster and --scheduler uses a running one: give one of them")
-    if workers is not None and not cluster:
-        raise InputError("--workers sizes a cluster that --cluster local starts")
-    if workers is not None and gpus:
-        raise InputError(f"--workers {workers} sizes a local cluster of CPU processes; these points need a GPU, and "
-                         f"--cluster local starts one worker per GPU (CUDA_VISIBLE_DEVICES chooses them)")
-    if scheduler is not None and not _address(scheduler):
-        raise InputError(f"--scheduler '{scheduler.strip()}': expected an address such as tcp://HOST:8786 (a host and "
-                         f"its port)")
-    if not (cluster or scheduler):
-        return None
-    from ..engine.points_dask import ClusterSpec
-
-    return ClusterSpec(scheduler=scheduler, workers=workers)
-
-
-def _address(text: str) -> bool:
-    """Whether text looks like a Dask scheduler's address: [PROTOCOL://]HOST:PORT."""
-    host, _, port = text.strip().split("://", 1)[-1].rpartition(":")
-    return bool(host) and port.isdigit()
-
-
 def _execute(points, settings, output, about, *, prepare=None, strict=True, resume=False, previous=None, cluster=None,
              tuning=None, isolation=None):
     """session.execute with a progress bar, then the summary; exit 130 when interrupted, 1 when
     the run failed or (strict) a point was wrong or failed (the tuner expects some to fail)."""
     with progress_bar(len(points)) as on_row:
         outcome = session.execute(points, settings, output, about, list(ARGV), prepare=prepare, resume=resume,
-                               previous=previous, on_row=on_row, say=say, cluster=cluster, tuning=tuning,
-                               isolation=isolation)
+                                  previous=previous, on_row=on_row, say=say, cluster=cluster, tuning=tuning,
+                                  isolation=isolation)
+    return _report(outcome, output, strict)
+
+
+def _report(outcome, output: Path, strict: bool = True):
+    """The summary of a run's file, then exit 130 when it was interrupted, 1 when (strict) a point
+    was wrong or failed."""
     if outcome.in_file:  # an interrupted new run may have written nothing
         console.print(_summary(output))
         say(f"results: {output}  (metadata: {metadata_path(output)})")
@@ -149,128 +115,6 @@ def _execute(points, settings, output, about, *, prepare=None, strict=True, resu
         raise RunFailed(", ".join(f"{n} point(s) {s}" for s, n in outcome.failures.items())
                         + f"; see the reason column of {output}")
     return outcome
-
-
-def _scopes(scope: str | None, pad: bool, chosen) -> tuple[tuple[str, ...], tuple[bool, ...]]:
-    """--scope and --pad read and checked against each chosen variant: one that cannot be timed so
-    is refused, never left out."""
-    scopes = tuple(dict.fromkeys(_split((scope,)))) if scope is not None else ("kernel",)
-    if not scopes:
-        raise InputError(f"--scope '{scope}' names no scope; choose from: {', '.join(SCOPES)}")
-    for name in scopes:
-        if name not in SCOPES:
-            raise InputError(f"--scope '{name}'; choose from: {', '.join(SCOPES)}")
-    problem = timing_problem(chosen, scopes, (pad,))
-    if problem:
-        raise InputError(f"--pad: {problem[1]}" if problem[0] == "pad" else f"--scope {problem[0]}: {problem[1]}")
-    return scopes, (True,) if pad else (False,)
-
-
-def _refuse_unused_settings(given: dict, settings: Settings, variants, config: Path | None, scheduler: str | None) -> None:
-    """Refuse a setting given (by option or by the config's [run]) that no variant of the run uses,
-    or that cannot hold on this machine: it would be recorded in the metadata and do nothing."""
-    ctx = click.get_current_context()
-
-    def named(key: str) -> str:
-        return f"--{key.replace('_', '-')} {given[key]}" if ctx.params.get(key) is not None else \
-            f"{config}: run.{key} = {given[key]}"
-
-    on_gpu, on_cpu = any(v.on_gpu for v in variants), any(not v.on_gpu for v in variants)
-    if "cache" in given and not on_gpu:
-        raise InputError(f"{named('cache')}: no variant of this run runs on the GPU (a CPU point's caches are never "
-                         f"flushed: its rows say hot)")
-    if "max_noise" in given and not on_gpu:
-        raise InputError(f"{named('max_noise')}: no variant of this run runs on the GPU (a CPU point takes exactly "
-                         f"--runs samples)")
-    if "threads" in given and not on_cpu:
-        raise InputError(f"{named('threads')}: no variant of this run runs on the CPU, whose BLAS threads it sets")
-    cores = environment.own_cpus()
-    if given.get("threads", 0) > cores and not scheduler:  # a running cluster's workers are elsewhere
-        raise InputError(f"{named('threads')}: this process may use {cores} cores; more BLAS threads than cores "
-                         f"would measure their contention (and the rows, settings and BLAS would disagree)")
-    if settings.max_noise is None:
-        refuse_given(ctx, ("noise_clock", "time_budget"), "it applies to a noise target (--max-noise), which this "
-                                                          "run does not set")
-    if not any(v.backend == "cpu" for v in variants):
-        refuse_given(ctx, ("cpu_budget",), "no variant of this run is a compiled CPU loop (backend cpu), the points "
-                                           "it budgets")
-
-
-def _selections(variants, sizes, blocks, params, config, scope=None, pad=False) -> tuple[str, list[Selection], dict]:
-    """(run name, selections, settings from the config) from the options or the config file."""
-    if config:
-        if variants or sizes or blocks or params or scope or pad:
-            raise InputError("--config sets variants, sizes, parameters, scopes and padding; do not combine it with "
-                             "--variant, --sizes, --block, --params, --scope or --pad")
-        try:
-            cfg = load_config(config)
-        except ConfigError as exc:
-            raise InputError(str(exc)) from None
-        settings = {k: getattr(cfg, k) for k in cfg.run_keys}  # only what it sets: a resume takes the rest
-        return cfg.name, [s.selection() for s in cfg.sweeps], settings
-    names = _split(variants)
-    if variants and not names:
-        raise InputError(f"--variant '{','.join(variants)}' names no variant; choose from: {', '.join(REGISTRY)}")
-    try:
-        chosen = tuple(dict.fromkeys(get_variant(n) for n in names or ["best"]))
-    except VariantError as exc:
-        raise InputError(str(exc)) from None
-    spec = PAPER_SWEEP if sizes is None else sizes
-    try:
-        for op in dict.fromkeys(get_op(v.op) for v in chosen):  # each operation reads the spec as its shapes
-            op.parse_sizes(spec)
-    except SizeSpecError as exc:
-        raise InputError(str(exc)) from None
-    overrides = _parse_params(params)
-    if blocks is not None:
-        if "BLOCK" in overrides:
-            raise InputError(f"--block {blocks} and --params BLOCK={'/'.join(map(str, overrides['BLOCK']))} both set "
-                             f"BLOCK; give one of them")
-        overrides["BLOCK"] = _int_list("--block", blocks)
-    known = {axis for v in chosen for axis in v.axes}
-    for name in overrides:
-        if name not in known:
-            raise InputError(f"parameter '{name}' belongs to none of {', '.join(v.name for v in chosen)}; "
-                             f"their parameters: {', '.join(sorted(known)) or 'none'}")
-    scopes, pads = _scopes(scope, pad, chosen)
-    return "run", [Selection(chosen, spec, overrides, scopes=scopes, pads=pads)], {}
-
-
-NO_CACHE = "none"  # --tuning-cache none: no tuned parameters, the variants' defaults
-
-
-def _reading_caches(given: str | None):
-    """The tuning caches a run reads, in lookup order (tuning.cache.read_caches): the user's (a PATH
-    given, which must exist; else places.user_cache()), then the shipped one; none with
-    --tuning-cache none."""
-    if given is not None and given.strip().lower() == NO_CACHE:
-        return ()
-    if given is not None and not Path(given).is_file():
-        raise InputError(f"--tuning-cache {given!r}: no such file; name an existing tuning cache, or none to run "
-                         f"with default parameters")
-    try:
-        return read_caches(Path(given) if given is not None else None)
-    except TuneError as exc:
-        raise InputError(str(exc)) from None
-
-
-def _parse_params(params: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
-    """--params "BM=128,BK=8/16" -> {"BM": (128,), "BK": (8, 16)}."""
-    out = {}
-    if params and not _split(params):
-        raise InputError(f"--params '{','.join(params)}': expected NAME=V[/V...] pairs, e.g. BM=128,BK=8/16")
-    given: dict[str, str] = {}
-    for item in _split(params):
-        name, eq, values = item.partition("=")
-        name = name.strip()
-        if not eq or not name:
-            raise InputError(f"--params '{item}': expected NAME=V[/V...] pairs, e.g. BM=128,BK=8/16")
-        if name in given:  # the last would win silently
-            raise InputError(f"--params sets {name} twice ({name}={given[name]} and {item}); give each parameter once "
-                             f"({name}={given[name]}/{values.strip()} sweeps both)")
-        given[name] = values.strip()
-        out[name] = _int_list(f"--params {name}", values.replace("/", ","), minimum=0)  # flags may be 0
-    return out
 
 
 def _print_plan(points: list[Point], skipped: int, output: Path) -> None:
@@ -388,28 +232,13 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
       mmbench run -v best,shared,cublas --sizes 256,512,1024 --block 8,16,32
       mmbench run --config configs/zosa2017.toml
     """
-    name, selections, cfg = _selections(variants, sizes, blocks, params, config, scope, pad)
-    caches = _reading_caches(tuning_cache)
-    chosen = {v for sel in selections for v in sel.variants}
-    spec = _cluster_spec(cluster, scheduler, workers, any(v.on_gpu for v in chosen))
-    isolated = _isolation(isolation, point_timeout)
-    if resume and output is None:
-        raise InputError("--resume needs --output naming the CSV to continue")
-    output = output or run_csv(f"{name}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}", places.runs_dir())
-    interrupts_count(output)
-    asked = {"runs": runs, "warmup": warmup, "cache": cache, "threads": threads, "seed": seed, "max_noise": max_noise,
-             "noise_clock": noise_clock}
-    given = {**cfg, **{k: v for k, v in asked.items() if v is not None}}  # cfg: what the config's [run] sets
-    ran = api.plan_run(selections, caches, output, given, resume=resume, say=say, cpu_budget_s=cpu_budget,
-                       budget_s=time_budget,
-                       refuse_unused=lambda s: _refuse_unused_settings(given, s, chosen, config, scheduler))
-    if ran.found and ran.found.torn:
-        console.print(torn_message(output, ran.found.torn, "it will be set aside and its point measured again"
-                                   if not dry_run and ran.todo else "left in place (nothing is run now)"), soft_wrap=True)
+    ctx = click.get_current_context()
+    budgets = ("time_budget", "cpu_budget")  # their defaults are shown in --help, not given
+    request = sweep.RunRequest(**{k: v for k, v in ctx.params.items() if k not in ("dry_run", *budgets)},
+                               **{k: ctx.params[k] if given(ctx, k) else None for k in budgets})
+    done = sweep.perform(request, say=say, dry_run=dry_run, command=ARGV, on_output=interrupts_count,
+                         progress=progress_bar)
     if dry_run:
-        _print_plan(ran.todo, len(ran.points) - len(ran.todo), output)
-    elif not ran.todo:
-        console.print(f"nothing to do: all {len(ran.points)} points are already in {output}", soft_wrap=True)
-    else:
-        _execute(ran.todo, ran.settings, output, {"name": name, "config": str(config) if config else None},
-                 previous=ran.previous, resume=resume, cluster=spec, tuning=ran.tuning, isolation=isolated)
+        _print_plan(done.plan.todo, len(done.plan.points) - len(done.plan.todo), done.output)
+    elif done.outcome is not None:
+        _report(done.outcome, done.output)

@@ -28,8 +28,8 @@ from ..tuning.writeback import record_tuning
 from ..variants import VariantError, format_params, get_variant, tuning_space
 from . import running
 from .common import ARGV, FILE, SEED, Finite, InputError, RunFailed, command, console, interrupts_count, refuse_given
-from .running import (NO_CACHE, SAMPLES, WARMUP, _cluster_spec, _isolation, _parse_params, cluster_options,
-                      isolation_options, say)
+from ..sweep import NO_CACHE, cluster_spec, isolation_of, parse_params
+from .running import SAMPLES, WARMUP, cluster_options, isolation_options, say
 
 COMMANDS = ("tune",)
 # What `tune --replay` leaves unused: it reads a recorded tuning and runs nothing.
@@ -152,7 +152,7 @@ def _tuning_configs(options: TuneOptions):
     try:
         variant = get_variant(options.variant_name)
         shapes = tuple(get_op(variant.op).parse_sizes(options.sizes_spec))
-        pinned = _parse_params((options.pinned_text,) if options.pinned_text is not None else ())
+        pinned = parse_params((options.pinned_text,) if options.pinned_text is not None else ())
         narrowed = None
         if options.candidates_from:
             import pandas as pd
@@ -187,7 +187,7 @@ def _tune_request(options: TuneOptions, variant, shapes, configs, cache_path: Pa
         raise InputError(f"--prune {options.prune:g} is for the batched engine (this tuning uses --engine {engine})")
     if options.resume and (engine != "batched" or options.output is None):
         raise InputError("--resume continues a batched tuning file: give --engine batched (or auto) and --output")
-    spec = _cluster_spec(options.cluster, options.scheduler, options.workers, variant.on_gpu)
+    spec = cluster_spec(options.cluster, options.scheduler, options.workers, variant.on_gpu)
     if options.pool_gpus and (spec is None or engine == "batched"):
         raise InputError("--pool-gpus pools the timings of GPUs of different models on a cluster (--cluster or "
                          "--scheduler) into one cache entry, for --engine points"
@@ -203,7 +203,7 @@ def _tune_request(options: TuneOptions, variant, shapes, configs, cache_path: Pa
                           cache=options.cache, seed=options.seed, jobs=options.jobs, resume=options.resume,
                           prune=PRUNE if options.prune is None else options.prune, per_shape=options.per_shape,
                           pool_gpus=options.pool_gpus, cluster=spec,
-                          isolation=_isolation(options.isolation, options.point_timeout))
+                          isolation=isolation_of(options.isolation, options.point_timeout))
     return request, settings
 
 

@@ -205,6 +205,10 @@ class Operation:
     score: str  # the column tuning ranks configurations by (a median: robust to one slow sample)
     dims: tuple[str, ...]  # the CSV's shape columns this operation uses
     tested_sizes: str  # size spec of the shapes every variant of it is tested at on the GPU
+    # The library variant its kernels are measured against in the generic figures (`mmbench plot
+    # vs-library`), at the same shape: a variant of this operation, or of another with the same
+    # dimensions (a transpose's is the copy's memcpy). None: no library does it.
+    yardstick: str | None = None
     size_forms = ""  # the size spec forms parse_sizes reads beyond the common ones, for help texts
     # What a variant file's kernel may take: the names of the device buffers (inputs, then the
     # output) and how they are laid out; an operation with none takes no variant files.

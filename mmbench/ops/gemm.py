@@ -322,6 +322,7 @@ class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline):
     layout = "C (m x n) = A (m x k) . B (k x n), float32, row-major"
     rate = "gflops_mean"
     score = "gflops_median"
+    yardstick = "cublas"  # pure FP32 SGEMM
     tested_sizes = "1,31,33,63,65,127,1000x37x2049,37x1000x65"
     scopes = tuple(SCOPES)
 

@@ -188,6 +188,7 @@ class Gemv(Operation, BatchedCheck, CpuBaseline, LibraryBaseline):
     layout = "y (m) = A (m x n) . x (n), float32, A column-major (element (i, j) at A[i + j * m])"
     rate = "gflops_mean"
     score = "gflops_median"
+    yardstick = "cublas_gemv"
     size_forms = "mesh, mesh:MIB, cell:IxJ, tall:/square:/wide:SPEC"  # GEMV_FORMS says more
     # 1 x 1, single rows and columns, sizes either side of a block (32 ... 256 threads) and primes
     tested_sizes = "1,1x4097,4097x1,31,33,63,65,127,129,255,257,1000x37,37x1000,997x1009,2x3001,3001x3"

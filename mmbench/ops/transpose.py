@@ -89,6 +89,7 @@ class _Move(Operation):
 
 class Transpose(_Move, CpuBaseline):
     name = "transpose"
+    yardstick = "memcpy"  # the copy of the same m x n: the same bytes at the device's copy bandwidth
     buffers = ("A", "AT")
     layout = "AT (n x m) = transpose of A (m x n), float32, row-major"
 
@@ -118,6 +119,7 @@ class Transpose(_Move, CpuBaseline):
 
 class Copy(_Move, LibraryBaseline):
     name = "copy"
+    yardstick = "memcpy"
 
     def _reference(self, a: np.ndarray) -> np.ndarray:
         return a

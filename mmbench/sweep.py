@@ -1,0 +1,368 @@
+"""One run as a request (RunRequest: what `mmbench run`'s options or `mmbench.run(...)`'s arguments
+ask for), checked, planned and executed by the same functions, so the command line and the Python
+API cannot drift apart. No Click here: bad input is RunRefused (one line naming the value, before
+anything is touched), a run that cannot go on RunAborted; messages go to `say`, rows to `on_row`."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, ContextManager, Sequence
+
+from . import environment, places
+from .config import ConfigError, load_config
+from .engine import session
+from .engine.outcome import Outcome
+from .engine.plan import Point, Selection, Settings, plan
+from .engine.refusals import (RunRefused, Say, check_buildable, check_new_output, check_output, previous_metadata,
+                              resolve_settings, resumable)
+from .ops import get_op, timing_problem
+from .ops.base import SCOPES
+from .results import Scan, run_csv, torn_message
+from .sizes import SizeSpecError
+from .timing import CACHE_MODES
+from .tuning import for_runs
+from .tuning.cache import TuneError, read_caches
+from .variants import REGISTRY, VariantError, get_variant
+
+PAPER_SWEEP = "63:2049"  # the default sizes: Zosa's 189
+NO_CACHE = "none"  # tuning_cache "none": no tuned parameters, the variants' defaults
+MEASURED = ("runs", "warmup", "cache", "threads", "seed", "max_noise", "noise_clock")  # resolved with a resume's file
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """A run as asked for: `mmbench run`'s options, one field each (None: not given, the default or
+    on a resume the file's). Names and lists are as the options take them ("a,b", "BM=128,BK=8/16")."""
+
+    variants: tuple[str, ...] = ()  # default: best
+    sizes: str | None = None  # a size spec; default PAPER_SWEEP
+    blocks: str | None = None
+    params: tuple[str, ...] = ()
+    tuning_cache: str | None = None  # a path, or "none"; default: yours, then the shipped one
+    config: Path | None = None  # a study's TOML: its sweeps and [run] settings
+    runs: int | None = None
+    warmup: int | None = None
+    cache: str | None = None
+    threads: int | None = None
+    seed: int | None = None
+    max_noise: float | None = None
+    noise_clock: str | None = None
+    time_budget: float | None = None
+    cpu_budget: float | None = None
+    output: Path | None = None  # default: RUNS/NAME-TIMESTAMP/NAME-TIMESTAMP.csv
+    resume: bool = False
+    scope: str | None = None
+    pad: bool = False
+    cluster: str | None = None
+    scheduler: str | None = None
+    workers: int | None = None
+    isolation: str = "process"  # GPU points in a worker process thrown away on a fault (engine/points_isolated.py)
+    point_timeout: float | None = None  # seconds a GPU point may take from its first launch; default: the rule
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """A run checked and planned, nothing touched yet: its settings, every point of its selections,
+    those the file does not hold yet, and what a resume continues."""
+
+    output: Path
+    settings: Settings
+    points: list[Point]
+    todo: list[Point]  # the points not in the file yet (all of them for a new file)
+    found: Scan | None  # the resumed file as scanned (None: a new file)
+    previous: dict  # the resumed file's metadata ({} for a new file)
+    tuning: dict  # where the tuned parameters came from (tuning_record), for the metadata
+
+
+@dataclass(frozen=True)
+class Performed:
+    """What perform did: the run's name, its plan, and how the run ended (None: nothing was run,
+    a dry run or nothing left to do)."""
+
+    name: str
+    plan: RunPlan
+    outcome: Outcome | None
+
+    @property
+    def output(self) -> Path:
+        return self.plan.output
+
+
+Progress = Callable[[int], ContextManager[Callable[[dict], None] | None]]  # points -> a context giving on_row
+
+
+def perform(request: RunRequest, *, say: Say = print, dry_run: bool = False, command: Sequence[str] = ("mmbench",),
+            on_output: Callable[[Path], None] | None = None, progress: Progress | None = None) -> Performed:
+    """The run a request asks for: checked (RunRefused, one line, nothing touched), planned, and
+    unless dry_run executed into its output with rows written whole as they finish (a Session).
+    on_output(output) hears the output before anything runs; progress(points) gives on_row."""
+    check_values(request)
+    name, selections, cfg = selections_of(request.variants, request.sizes, request.blocks, request.params,
+                                          request.config, request.scope, request.pad)
+    caches = reading_caches(request.tuning_cache)
+    chosen = {v for sel in selections for v in sel.variants}
+    spec = cluster_spec(request.cluster, request.scheduler, request.workers, any(v.on_gpu for v in chosen))
+    isolation = isolation_of(request.isolation, request.point_timeout)
+    if request.resume and request.output is None:
+        raise RunRefused("--resume needs --output naming the CSV to continue")
+    output = request.output or run_csv(f"{name}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}", places.runs_dir())
+    if on_output is not None:
+        on_output(output)
+    asked = {k: getattr(request, k) for k in MEASURED}
+    given = {**cfg, **{k: v for k, v in asked.items() if v is not None}}  # cfg: what the config's [run] sets
+    budgets = {k: v for k, v in (("cpu_budget_s", request.cpu_budget), ("budget_s", request.time_budget)) if v is not None}
+    ran = plan_run(selections, caches, output, given, resume=request.resume, say=say,
+                   refuse_unused=lambda s: refuse_unused_settings(request, given, s, chosen), **budgets)
+    if ran.found and ran.found.torn:
+        say(torn_message(output, ran.found.torn, "it will be set aside and its point measured again"
+                         if not dry_run and ran.todo else "left in place (nothing is run now)"))
+    if dry_run:
+        return Performed(name, ran, None)
+    if not ran.todo:
+        say(f"nothing to do: all {len(ran.points)} points are already in {output}")
+        return Performed(name, ran, None)
+    about = {"name": name, "config": str(request.config) if request.config else None}
+    with (progress(len(ran.todo)) if progress is not None else nullcontext(None)) as on_row:
+        outcome = session.execute(ran.todo, ran.settings, output, about, list(command), resume=request.resume,
+                                  previous=ran.previous, on_row=on_row, say=say, cluster=spec, tuning=ran.tuning,
+                                  isolation=isolation)
+    return Performed(name, ran, outcome)
+
+
+def plan_run(selections: Sequence[Selection], caches: Sequence, output: Path, given: dict, *, resume: bool,
+             say: Say, refuse_unused: Callable[[Settings], None] | None = None, **settings) -> RunPlan:
+    """Check the output (a new file, or one to resume with the settings it was measured with), give
+    the selections their tuned parameters from the caches, and plan the points. given: the
+    measurement settings asked for (options, config); settings: the rest (cpu_budget_s, ...);
+    refuse_unused(settings) refuses a setting no point of the run would use."""
+    check_output(output)
+    found = resumable(output) if resume else None
+    if not resume:
+        check_new_output(output, "pass --resume to continue it or choose another --output")
+    previous = previous_metadata(output, found, say) if resume else {}
+    chosen = Settings(**resolve_settings(given, output, previous if resume else None), **settings)
+    if refuse_unused is not None:
+        refuse_unused(chosen)
+    selections = [for_runs.with_tuned(sel, caches, say) for sel in selections]
+    try:
+        points = plan(selections, chosen.cache)
+    except VariantError as exc:  # a parameter value outside its domain
+        raise RunRefused(str(exc)) from None
+    check_buildable(points)
+    done = found.keys if found else set()
+    return RunPlan(output, chosen, points, [p for p in points if p.key not in done], found, previous,
+                   for_runs.tuning_record(selections, caches))
+
+
+# What the command line's option types check (click.IntRange, Finite, Choice), for a request that
+# did not come through them: (field, kind, least, most); None: no bound.
+LIMITS = (("runs", int, 1, Settings().max_runs), ("warmup", int, 0, Settings().max_runs),
+          ("threads", int, 1, None), ("seed", int, 0, 2**32 - 1), ("workers", int, 1, None),
+          ("max_noise", float, 0, 1), ("time_budget", float, 0, None), ("cpu_budget", float, 0, None),
+          ("point_timeout", float, 0, None))
+CHOICES = (("cache", CACHE_MODES), ("noise_clock", ("events", "kernel")), ("cluster", ("local",)),
+           ("isolation", ("process", "none")))
+
+
+def check_values(request: RunRequest) -> None:
+    """Refuse a value the command line's option types would have refused (a request built in
+    Python has not been through them): integers in their ranges, finite numbers inside theirs
+    (open: a fraction or budget of 0 means nothing), known choices. Named as keyword arguments."""
+    for key, kind, least, most in LIMITS:
+        value = getattr(request, key)
+        if value is None:
+            continue
+        if kind is int:
+            fits = isinstance(value, int) and not isinstance(value, bool) and least <= value <= (most or value)
+            span = f"an integer from {least}" + (f" to {most}" if most else " up")
+        else:
+            fits = (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                    and least < value < (most or math.inf))
+            span = f"a finite number over {least}" + (f" and under {most}" if most else "")
+        if not fits:
+            raise RunRefused(f"{key}={value!r}: expected {span}")
+    for key, choices in CHOICES:
+        value = getattr(request, key)
+        if value is not None and value not in choices:
+            raise RunRefused(f"{key}={value!r}; choose from: {', '.join(choices)}")
+
+
+def split(values: Sequence[str]) -> list[str]:
+    """Comma-separated items of repeatable values, blanks dropped: ("a,b", "c") -> [a, b, c]."""
+    return [item.strip() for value in values for item in value.split(",") if item.strip()]
+
+
+def int_list(option: str, text: str, minimum: int = 1) -> tuple[int, ...]:
+    kind = "positive" if minimum >= 1 else "non-negative"
+    message = f"{option} '{text}': expected comma-separated {kind} integers"
+    try:
+        values = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise RunRefused(message) from None
+    if not values or min(values) < minimum:
+        raise RunRefused(message)
+    return values
+
+
+def scopes_of(scope: str | None, pad: bool, chosen) -> tuple[tuple[str, ...], tuple[bool, ...]]:
+    """--scope and --pad read and checked against each chosen variant: one that cannot be timed so
+    is refused, never left out."""
+    scopes = tuple(dict.fromkeys(split((scope,)))) if scope is not None else ("kernel",)
+    if not scopes:
+        raise RunRefused(f"--scope '{scope}' names no scope; choose from: {', '.join(SCOPES)}")
+    for name in scopes:
+        if name not in SCOPES:
+            raise RunRefused(f"--scope '{name}'; choose from: {', '.join(SCOPES)}")
+    problem = timing_problem(chosen, scopes, (pad,))
+    if problem:
+        raise RunRefused(f"--pad: {problem[1]}" if problem[0] == "pad" else f"--scope {problem[0]}: {problem[1]}")
+    return scopes, (True,) if pad else (False,)
+
+
+def refuse_unused_settings(request: RunRequest, given: dict, settings: Settings, variants) -> None:
+    """Refuse a setting given (by option or by the config's [run]) that no variant of the run uses,
+    or that cannot hold on this machine: it would be recorded in the metadata and do nothing."""
+
+    def named(key: str) -> str:
+        return f"--{key.replace('_', '-')} {given[key]}" if getattr(request, key) is not None else \
+            f"{request.config}: run.{key} = {given[key]}"
+
+    on_gpu, on_cpu = any(v.on_gpu for v in variants), any(not v.on_gpu for v in variants)
+    if "cache" in given and not on_gpu:
+        raise RunRefused(f"{named('cache')}: no variant of this run runs on the GPU (a CPU point's caches are never "
+                         f"flushed: its rows say hot)")
+    if "max_noise" in given and not on_gpu:
+        raise RunRefused(f"{named('max_noise')}: no variant of this run runs on the GPU (a CPU point takes exactly "
+                         f"--runs samples)")
+    if "threads" in given and not on_cpu:
+        raise RunRefused(f"{named('threads')}: no variant of this run runs on the CPU, whose BLAS threads it sets")
+    cores = environment.own_cpus()
+    if given.get("threads", 0) > cores and not request.scheduler:  # a running cluster's workers are elsewhere
+        raise RunRefused(f"{named('threads')}: this process may use {cores} cores; more BLAS threads than cores "
+                         f"would measure their contention (and the rows, settings and BLAS would disagree)")
+    if settings.max_noise is None:
+        _refuse_given(request, ("noise_clock", "time_budget"), "it applies to a noise target (--max-noise), which "
+                                                               "this run does not set")
+    if not any(v.backend == "cpu" for v in variants):
+        _refuse_given(request, ("cpu_budget",), "no variant of this run is a compiled CPU loop (backend cpu), the "
+                                                "points it budgets")
+
+
+def _refuse_given(request: RunRequest, keys: Sequence[str], why: str) -> None:
+    for key in keys:
+        if getattr(request, key) is not None:
+            raise RunRefused(f"--{key.replace('_', '-')} {getattr(request, key)}: {why}")
+
+
+def selections_of(variants, sizes, blocks, params, config, scope=None, pad=False) -> tuple[str, list[Selection], dict]:
+    """(run name, selections, settings from the config) from the options or the config file."""
+    if config:
+        if variants or sizes or blocks or params or scope or pad:
+            raise RunRefused("--config sets variants, sizes, parameters, scopes and padding; do not combine it with "
+                             "--variant, --sizes, --block, --params, --scope or --pad")
+        try:
+            cfg = load_config(config)
+        except ConfigError as exc:
+            raise RunRefused(str(exc)) from None
+        settings = {k: getattr(cfg, k) for k in cfg.run_keys}  # only what it sets: a resume takes the rest
+        return cfg.name, [s.selection() for s in cfg.sweeps], settings
+    names = split(variants)
+    if variants and not names:
+        raise RunRefused(f"--variant '{','.join(variants)}' names no variant; choose from: {', '.join(REGISTRY)}")
+    try:
+        chosen = tuple(dict.fromkeys(get_variant(n) for n in names or ["best"]))
+    except VariantError as exc:
+        raise RunRefused(str(exc)) from None
+    spec = PAPER_SWEEP if sizes is None else sizes
+    try:
+        for op in dict.fromkeys(get_op(v.op) for v in chosen):  # each operation reads the spec as its shapes
+            op.parse_sizes(spec)
+    except SizeSpecError as exc:
+        raise RunRefused(str(exc)) from None
+    overrides = parse_params(params)
+    if blocks is not None:
+        if "BLOCK" in overrides:
+            raise RunRefused(f"--block {blocks} and --params BLOCK={'/'.join(map(str, overrides['BLOCK']))} both set "
+                             f"BLOCK; give one of them")
+        overrides["BLOCK"] = int_list("--block", blocks)
+    known = {axis for v in chosen for axis in v.axes}
+    for name in overrides:
+        if name not in known:
+            raise RunRefused(f"parameter '{name}' belongs to none of {', '.join(v.name for v in chosen)}; "
+                             f"their parameters: {', '.join(sorted(known)) or 'none'}")
+    scopes, pads = scopes_of(scope, pad, chosen)
+    return "run", [Selection(chosen, spec, overrides, scopes=scopes, pads=pads)], {}
+
+
+def reading_caches(given: str | None):
+    """The tuning caches a run reads, in lookup order (tuning.cache.read_caches): the user's (a PATH
+    given, which must exist; else places.user_cache()), then the shipped one; none with
+    --tuning-cache none."""
+    if given is not None and str(given).strip().lower() == NO_CACHE:
+        return ()
+    if given is not None and not Path(given).is_file():
+        raise RunRefused(f"--tuning-cache {str(given)!r}: no such file; name an existing tuning cache, or none to run "
+                         f"with default parameters")
+    try:
+        return read_caches(Path(given) if given is not None else None)
+    except TuneError as exc:
+        raise RunRefused(str(exc)) from None
+
+
+def parse_params(params: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    """--params "BM=128,BK=8/16" -> {"BM": (128,), "BK": (8, 16)}."""
+    out = {}
+    if params and not split(params):
+        raise RunRefused(f"--params '{','.join(params)}': expected NAME=V[/V...] pairs, e.g. BM=128,BK=8/16")
+    given: dict[str, str] = {}
+    for item in split(params):
+        name, eq, values = item.partition("=")
+        name = name.strip()
+        if not eq or not name:
+            raise RunRefused(f"--params '{item}': expected NAME=V[/V...] pairs, e.g. BM=128,BK=8/16")
+        if name in given:  # the last would win silently
+            raise RunRefused(f"--params sets {name} twice ({name}={given[name]} and {item}); give each parameter once "
+                             f"({name}={given[name]}/{values.strip()} sweeps both)")
+        given[name] = values.strip()
+        out[name] = int_list(f"--params {name}", values.replace("/", ","), minimum=0)  # flags may be 0
+    return out
+
+
+def isolation_of(isolation: str, point_timeout: float | None):
+    """The crash isolation a run asked for (engine/points_isolated.Isolation)."""
+    from .engine.points_isolated import Isolation
+
+    if point_timeout is not None and isolation == "none":
+        raise RunRefused(f"--point-timeout {point_timeout:g} stops a point's worker process, and --isolation none runs "
+                         f"the points in this process: give --isolation process")
+    return Isolation(isolation, point_timeout)
+
+
+def cluster_spec(cluster: str | None, scheduler: str | None, workers: int | None, gpus: bool):
+    """The cluster a run asked for, or None (Dask is then never imported); gpus: whether some
+    point needs a GPU (a local cluster then has one worker per GPU)."""
+    if cluster and scheduler:
+        raise RunRefused("--cluster local starts a cluster and --scheduler uses a running one: give one of them")
+    if workers is not None and not cluster:
+        raise RunRefused("--workers sizes a cluster that --cluster local starts")
+    if workers is not None and gpus:
+        raise RunRefused(f"--workers {workers} sizes a local cluster of CPU processes; these points need a GPU, and "
+                         f"--cluster local starts one worker per GPU (CUDA_VISIBLE_DEVICES chooses them)")
+    if scheduler is not None and not _address(scheduler):
+        raise RunRefused(f"--scheduler '{scheduler.strip()}': expected an address such as tcp://HOST:8786 (a host and "
+                         f"its port)")
+    if not (cluster or scheduler):
+        return None
+    from .engine.points_dask import ClusterSpec
+
+    return ClusterSpec(scheduler=scheduler, workers=workers)
+
+
+def _address(text: str) -> bool:
+    """Whether text looks like a Dask scheduler's address: [PROTOCOL://]HOST:PORT."""
+    host, _, port = text.strip().split("://", 1)[-1].rpartition(":")
+    return bool(host) and port.isdigit()
