@@ -3,7 +3,6 @@ cutting a class a crash left partial, and the tuning cache's cells."""
 
 from __future__ import annotations
 
-import gzip
 import math
 from pathlib import Path
 

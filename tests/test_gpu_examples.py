@@ -11,11 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from mmbench.cli import main
-from mmbench.engine.plan import Selection, Settings, plan
-from mmbench.engine.points_local import LocalPoints
 from mmbench.ops import get_op
 from mmbench.results import read_results
 from mmbench.variants import files, registry, tuning_space
+from test_gpu import _run  # every variant's GPU test runs its points so
 
 pytestmark = pytest.mark.gpu
 
@@ -31,24 +30,13 @@ def registry_restored():
     registry._ENTRIES.update(before)
 
 
-def _rows(gpu, variant, sizes, overrides):
-    points = plan([Selection((variant,), sizes, overrides)], "cold")
-    runner = LocalPoints(Settings(runs=3, warmup=1), points, gpu_factory=lambda: gpu)
-    rows: list[dict] = []
-    try:
-        runner.run(points, rows.append)
-    finally:
-        runner.close()
-    return rows
-
-
 @pytest.mark.parametrize("example", EXAMPLES, ids=[p.parent.name for p in EXAMPLES])
 def test_example_is_correct_at_awkward_shapes_over_its_space(gpu, example):
     for variant in files.use([example]):
         op = get_op(variant.op)
         sample = random.Random(3).sample(tuning_space(variant), min(3, len(tuning_space(variant))))
         for params in [()] + sample:
-            rows = _rows(gpu, variant, op.tested_sizes, {k: (v,) for k, v in params})
+            rows = _run(gpu, [variant], op.tested_sizes, {k: (v,) for k, v in params})
             assert len(rows) == len(op.parse_sizes(op.tested_sizes))
             bad = [(r["params"], r["m"], r["n"], r["k"], r["reason"]) for r in rows if r["status"] != "ok"]
             assert not bad

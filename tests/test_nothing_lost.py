@@ -9,7 +9,6 @@ import inspect
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mmbench.analysis import along, by_shape, shape_ratio
+from mmbench.analysis import along, by_shape
 from mmbench.plots import save
 from mmbench.results import read_metadata, read_results
 from mmbench.studies import amd_tiling, study

@@ -13,7 +13,9 @@ session.open_engine and session.open_batched_engine open the one of each row tha
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -26,6 +28,7 @@ class Engine(ABC):
 
     settings: Settings
     kernels: dict[str, dict]  # "name[params]" -> resources, for the metadata
+    spent_s: dict[str, float]  # wall seconds of this process by phase (spending)
     gpu = None  # this process's GPU (device.Gpu), for environment.collect; None where it has none
     # Whether rows come back in the order of the points given (one process) or as they finish
     # (a cluster's chunks): a Session then routes each row to its point by key.
@@ -38,6 +41,15 @@ class Engine(ABC):
     @abstractmethod
     def gpu_names(self) -> set[str]:
         """The GPU models the points ran (or will run) on."""
+
+    @contextmanager
+    def spending(self, phase: str):
+        """Add the block's wall time to spent_s[phase]."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.spent_s[phase] = self.spent_s.get(phase, 0.0) + time.perf_counter() - started
 
     @abstractmethod
     def time_spent(self) -> dict[str, dict[str, float]]:

@@ -26,8 +26,7 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -335,14 +334,6 @@ class IsolatedPoints(Engine):
         if point.variant.on_gpu and self.gpu is not None:
             row.update(gpu=self.gpu.facts.name, gpu_uuid=self.gpu.facts.uuid)
         return row
-
-    @contextmanager
-    def spending(self, phase: str):
-        started = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.spent_s[phase] = self.spent_s.get(phase, 0.0) + time.perf_counter() - started
 
     def time_spent(self) -> dict[str, dict[str, float]]:
         """Each child's time by phase (the last it reported), and this process's own."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -118,15 +117,6 @@ class LocalPoints(Engine):
                 self.libraries[variant.name] = needs(get_op(variant.op), LibraryBaseline).library(variant, self.gpu)
             except Exception as exc:  # the library is missing or refused to start
                 self.library_errors[variant.name] = str(exc) or type(exc).__name__
-
-    @contextmanager
-    def spending(self, phase: str):
-        """Add the block's wall time to spent_s[phase]."""
-        started = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.spent_s[phase] = self.spent_s.get(phase, 0.0) + time.perf_counter() - started
 
     def time_spent(self) -> dict[str, dict[str, float]]:
         """This runner's spent_s so far, under its host and process id (a cluster reports one per

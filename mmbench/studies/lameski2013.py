@@ -20,7 +20,7 @@ from .. import plots
 from ..analysis import by_shape, ok_rows, shape_ratio
 from ..ops.base import SCOPES
 from ..results import ResultsError
-from .common import Verdict, markdown_table, provenance, report_text, text_table, verdict_table
+from .common import Verdict, markdown_table, provenance, report_text, verdict_table
 from .contract import Figure, FigureFamily
 
 plt = plots.plt
