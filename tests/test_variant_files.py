@@ -289,3 +289,12 @@ def test_a_variant_files_one_parameter_is_tuned_for_runs_unlike_a_papers_block_a
     assert list(v.space) == ["T"]
     assert tunable(Selection((v, REGISTRY["best"]), "64", {})) == [v]
     assert tunable(Selection((v,), "64", {"T": (8,)})) == []  # set by the user: not tuned
+
+
+def test_a_fault_in_your_kernel_names_the_rerun_command_with_its_variant_file(tmp_path):
+    from mmbench.engine.points_isolated import rerun_command
+
+    path = write(tmp_path)
+    (v,) = files.use([path])
+    command = rerun_command(Point(v, (("T", 16),), Shape(64, 64, 64), "cold"), "compute-sanitizer")
+    assert command.startswith(f"compute-sanitizer mmbench -f {path.resolve()} run -v mine --sizes 64 --params T=16")

@@ -46,9 +46,11 @@ def descriptor(point: Point) -> tuple:
     return (variant_ref(point.variant), point.params, (s.m, s.n, s.k), point.cache, point.scope, point.pad)
 
 
-def from_descriptor(d: tuple) -> Point:
+def from_descriptor(d: tuple, variant: Variant | None = None) -> Point:
+    """The point of a descriptor; its variant as given where the registry does not hold it (a test's
+    kernel from another folder, sent whole)."""
     ref, params, (m, n, k), cache, scope, pad = d
-    return Point(variant_of(tuple(ref)), tuple(map(tuple, params)), Shape(m, n, k), cache, scope, pad)
+    return Point(variant or variant_of(tuple(ref)), tuple(map(tuple, params)), Shape(m, n, k), cache, scope, pad)
 
 
 # Per worker process: one runner (a second would open the GPU and CUPTI's callbacks again), kept

@@ -16,26 +16,14 @@ import os
 import signal
 import sys
 import traceback
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from types import MappingProxyType
 
-from ..variants import registry
 from .dask_worker import from_descriptor
 
 EXIT_LOST = 3  # the exit status of a child whose context a fault lost
-
-
-@contextmanager
-def registered(variant):
-    """The registry holding this variant under its name for a block (from_descriptor looks there)."""
-    was = registry.REGISTRY
-    registry.REGISTRY = MappingProxyType({**was, variant.name: variant})
-    try:
-        yield
-    finally:
-        registry.REGISTRY = was
 
 
 def unwire(wires: list) -> list:
@@ -47,8 +35,7 @@ def unwire(wires: list) -> list:
             continue
         variant = replace(variant, axes=MappingProxyType(variant.axes), geometry=MappingProxyType(variant.geometry),
                           space=MappingProxyType(variant.space))
-        with registered(variant):
-            points.append(from_descriptor(d))
+        points.append(from_descriptor(d, variant))
     return points
 
 

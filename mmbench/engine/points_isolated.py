@@ -105,9 +105,12 @@ def sanitizer() -> str | None:
 
 
 def rerun_command(point: Point, tool: str) -> str:
-    """The mmbench command that measures this one point under compute-sanitizer."""
+    """The mmbench command that measures this one point under compute-sanitizer (with the variant
+    file that declares its kernel, for one of yours)."""
     params = format_params(point.params)
-    parts = [tool, "mmbench", "run", "-v", point.variant.name, "--sizes", str(point.shape),
+    origin = point.variant.origin
+    parts = [tool, "mmbench", *(["-f", str(origin)] if origin is not None and origin.is_file() else []), "run",
+             "-v", point.variant.name, "--sizes", str(point.shape),
              *(["--params", params] if params else []), *(["--scope", point.scope] if point.scope != "kernel" else []),
              *(["--pad"] if point.pad else []), "--runs", "1", "--warmup", "0", "--isolation", "none",
              "-o", "sanitized.csv"]
