@@ -351,3 +351,31 @@ def save(fig: plt.Figure, out_dir: Path, stem: str) -> list[Path]:
     fig.savefig(paths[1], metadata={"Date": None})
     plt.close(fig)
     return paths
+
+
+VERDICT_COLOURS = {"slower": "tab:red", "faster": "tab:green", "unclear": "tab:orange", "same": "tab:gray"}
+
+
+def fig_compare(pairs: pd.DataFrame, title: str) -> plt.Figure:
+    """Each compared point's time ratio (candidate / baseline) by size with its interval, a line per
+    series, the markers coloured by verdict; the threshold's band shaded."""
+    compared = pairs[pairs.verdict != "not compared"].copy()
+    if compared.empty:
+        raise ResultsError("no pair of the two runs was compared")
+    compared["size"] = analysis.figure_size(compared)
+    fig, ax = plt.subplots(figsize=(10, 6), layout="constrained")
+    for (variant, params), g in compared.groupby(["variant", "params"], sort=False):
+        g = g.sort_values("size")
+        ax.plot(g["size"], g.ratio, linewidth=0.8, alpha=0.6, label=f"{variant} {params}".strip())
+        for v, h in g.groupby("verdict"):
+            ax.errorbar(h["size"], h.ratio, yerr=[h.ratio - h.low, h.high - h.ratio], fmt="o", markersize=3,
+                        color=VERDICT_COLOURS[v], elinewidth=0.8)
+    threshold = float(pairs.attrs.get("threshold", 0.0))
+    ax.axhspan(1 / (1 + threshold), 1 + threshold, color="tab:gray", alpha=0.12, label=f"same (+-{threshold:.0%})")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    _log2_sizes(ax)
+    ax.set_xlabel("size: n, or the geometric mean of the dimensions, log2 scale")
+    ax.set_ylabel("time ratio, candidate / baseline (above 1: slower)")
+    ax.legend(fontsize=7, ncol=2, loc="best")
+    ax.set_title(title, fontsize=11)
+    return fig

@@ -71,9 +71,9 @@ def main(variant_files):
 
 
 def _register() -> None:
-    from . import checking, figures, gpu, listing, running, tune
+    from . import checking, comparing, figures, gpu, listing, running, tune
 
-    for module in (listing, running, checking, tune, gpu, figures):
+    for module in (listing, running, checking, tune, comparing, gpu, figures):
         for name in module.COMMANDS:
             main.add_command(getattr(module, name))
 
