@@ -188,14 +188,28 @@ def shown(comparison: Comparison, every: bool) -> list[Pair]:
 
 def row_cells(p: Pair) -> list[str]:
     """A pair as a report's cells: point, baseline and candidate medians, change, interval, verdict."""
-    op, variant, params, m, n, k, scope, pad = p.key
-    shape = f"{m}x{n}" + (f"x{k}" if k else "")
-    where = f"{variant}{'[' + params + ']' if params else ''} {shape}" + (f" {scope}" if scope != "kernel" else "") \
-        + (" padded" if int(pad) else "")
+    where = _point_name(p.key)
     note = "; ".join((*p.flags, p.why) if p.why else p.flags)
     return [where, "-" if math.isnan(p.baseline_ms) else f"{p.baseline_ms:.4g}",
             "-" if math.isnan(p.candidate_ms) else f"{p.candidate_ms:.4g}", percent(p.ratio),
             "-" if math.isnan(p.low) else f"{percent(p.low)} .. {percent(p.high)}", p.verdict, note]
+
+
+def alone_lines(comparison: Comparison, every: bool = False, most: int = 8) -> list[str]:
+    """The points one run alone holds, a line per run (the first `most` named unless every)."""
+    lines = []
+    for run, keys in (("baseline", comparison.only_baseline), ("candidate", comparison.only_candidate)):
+        names = [_point_name(k) for k in (keys if every else keys[:most])]
+        if keys:
+            lines.append(f"only in the {run} ({len(keys)}): {', '.join(names)}" + ("" if len(names) == len(keys) else ", ..."))
+    return lines
+
+
+def _point_name(key: tuple) -> str:
+    op, variant, params, m, n, k, scope, pad = key
+    shape = f"{m}x{n}" + (f"x{k}" if k else "")
+    return f"{variant}{'[' + params + ']' if params else ''} {shape}" + (f" {scope}" if scope != "kernel" else "") \
+        + (" padded" if int(pad) else "")
 
 
 HEADERS = ("point", "baseline ms", "candidate ms", "time change", "interval", "verdict", "note")
@@ -206,7 +220,8 @@ def markdown(comparison: Comparison, every: bool = False) -> str:
     lines = [f"> warning: {w}" for w in comparison.warnings] + ([""] if comparison.warnings else [])
     lines += [summary_line(comparison), "", "| " + " | ".join(HEADERS) + " |", "|" + " --- |" * len(HEADERS)]
     lines += ["| " + " | ".join(c.replace("|", "/") for c in row_cells(p)) + " |" for p in shown(comparison, every)]
-    return "\n".join(lines) + "\n"
+    alone = alone_lines(comparison, every)
+    return "\n".join(lines + ([""] + alone if alone else [])) + "\n"
 
 
 def as_json(comparison: Comparison) -> dict:

@@ -97,6 +97,8 @@ def test_what_cannot_be_compared_is_said_and_a_sagged_clock_is_flagged_and_left_
     assert by_n[1024].verdict == "slower" and by_n[1024].flags == ("clock sagged in the candidate",)
     assert made.slowdowns(0.05) == []  # flagged: not gated on
     assert [k[1] for k in made.only_baseline] == ["best"] and [k[1] for k in made.only_candidate] == ["shared"]
+    assert cmp.alone_lines(made) == ["only in the baseline (1): best[BLOCK=32] 64x64x64",
+                                     "only in the candidate (1): shared[BLOCK=32] 64x64x64"]
 
 
 def test_the_runs_differences_are_warned_of():

@@ -90,6 +90,8 @@ def _print_table(made: cmp.Comparison, every: bool) -> None:
         for p in pairs:
             table.add_row(*cmp.row_cells(p))
         console.print(table)
+    for line in cmp.alone_lines(made, every):
+        console.print(line, soft_wrap=True)
     console.print(cmp.summary_line(made), soft_wrap=True)
 
 
