@@ -128,7 +128,7 @@ def test_table1_matches_rows(df):
 
 def test_findings_all_checked(df):
     verdicts = report.verdicts(df)
-    assert len(verdicts) == len(report.FINDINGS) == 7
+    assert len(verdicts) == len(report.FINDINGS) == 13
     assert all(v.holds in ("yes", "no", "partly") and v.evidence for v in verdicts)
     by = {v.finding: v for v in verdicts}
     assert by["CUDA-C_Unroll adds little over CUDA-1"].holds == "yes"
