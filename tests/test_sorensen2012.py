@@ -130,3 +130,90 @@ def test_report_from_the_cut(tmp_path):
     assert "## Targets" in text and "| tuned >= 90 % of the copy" in text
     for stem in ("fig1-best-kernel", "fig3-best-params", "fig4-families", "fig5-mesh"):
         assert f"]({stem}.png)" in text and (tmp_path / "s" / f"{stem}.png").exists()
+
+
+# -- every claim, computed from the run (issue 32) ---------------------------------------------------------
+REFERENCE = Path(__file__).resolve().parent.parent / "results" / "sorensen2012-h100" / "sorensen2012-h100.csv.gz"
+
+
+def test_a_configuration_is_classed_by_the_design_it_runs_at_a_shape():
+    p = "BLOCKSIZE=32,KERNEL={k},WORKSIZE_M={wm},WORKSIZE_N=2"
+    assert study.shape_design(1000, 64, p.format(k=0, wm=1)) == "a"  # one column of blocks (n <= 64)
+    assert study.shape_design(1000, 64, p.format(k=2, wm=3)) == "c"  # ours on one column is 2c's code
+    assert study.shape_design(1000, 65, p.format(k=0, wm=1)) == "b"
+    assert study.shape_design(1000, 65, p.format(k=0, wm=2)) == "d"
+    assert study.shape_design(1000, 65, p.format(k=2, wm=1)) == "w"
+    assert study.shape_design(10, 65, p.format(k=1, wm=1)) == "e"
+
+
+def test_the_target_regions_follow_the_papers_text():
+    assert study.target_design(10, 1e5, 21504) == "e" and study.target_design(1e6, 1e3, 21504) == "c"
+    assert study.target_design(1e3, 50, 21504) == "a" and study.target_design(1e3, 1e3, 21504) == "b"
+
+
+def test_the_cells_designs_from_the_cut(ok):
+    designs = study.cell_designs(ok)
+    assert int((designs != "").sum()) == 5 and designs[0, 0] == ""
+    assert designs[10, 10] in study.CLASSES
+
+
+@pytest.fixture(scope="module")
+def reference():
+    df = read_results(REFERENCE)
+    meta = read_metadata(REFERENCE)
+    tuning, tmeta = study.tuning_rows(meta, beside=REFERENCE.parent)
+    ok = df[df.status == "ok"]
+    return {v.finding: v for v in study.claims(ok, meta, tuning, tmeta, study.family_shapes(meta))}
+
+
+def test_every_claim_of_the_reference_run_has_its_verdict(reference):
+    """The verdicts the committed report states, each computed from the run (pinned, so a change to a
+    computation that turns one over is seen)."""
+    holds = {k: v.holds for k, v in reference.items()}
+    assert len(reference) == 37
+    expected = {"Fig. 1 right: each kernel is best about": "partly", "One thread per row is for tall and skinn": "yes",
+                "Skinny A (n < 100) below the line: one t": "no", "Rule of thumb: below the line and n > 10": "yes",
+                "Above the occupancy line more threads pe": "yes", "Several threads, several columns is best": "partly",
+                "Very tall A (hundreds of thousands of ro": "yes", "A shorter than BLOCKSIZE leaves threads ": "partly",
+                "The results are a strong advocacy for au": "partly", "Atomics cost the wide shapes": "no",
+                "Fig. 3: the best parameters differ disti": "partly", "Fig. 4: the tuned kernel's curves behave": "yes",
+                "Fig. 4 left: the library's curves depend": "partly", "The libraries under-use the GPU for rect": "no",
+                "Fig. 5: the libraries are not auto-tuned": "yes", "Fig. 5: the tuned kernel's map is almost": "yes",
+                "Fig. 5: very wide and fat A are slower t": "yes", "Performance rises with the size of A unt": "yes"}
+    got = {start: [v for k, v in holds.items() if k.startswith(start)] for start in expected}
+    assert got == {k: [v] for k, v in expected.items()}
+    assert sum(v == "not testable here" for v in holds.values()) == 6 and sum(v == "setting" for v in holds.values()) == 3
+
+
+def test_the_numbers_behind_the_verdicts(reference):
+    by = {k[:30]: v.evidence for k, v in reference.items()}
+    assert len(by) == len(reference)
+    assert "61 % of 456 cells" in by["Fig. 1 right: each kernel is b"] and "b 0," in by["Fig. 1 right: each kernel is b"]
+    assert "95 % of the 149 cells" in by["Rule of thumb: below the line "]
+    assert "median 1.28 x" in by["Very tall A (hundreds of thous"]
+    assert "88 % of each cell's best" in by["The results are a strong advoc"]
+    assert "cuBLAS 16, the tuned kernel 0" in by["Fig. 5: the libraries are not "]
+    assert "median 0.80 over 120 pairs" in by["Fig. 5: very wide and fat A ar"]
+    assert "598 s" in by["The tuner runs in 1.8 hours (4"] and "270336 rows" in by["Fermi: up to 16 SMs; full occu"]
+
+
+def test_untestable_claims_say_what_would_test_them(reference):
+    for claim in reference.values():
+        if claim.holds == "not testable here":
+            assert any(w in claim.evidence for w in ("needs", "would test", "not run")), claim.finding
+
+
+def test_fig1_legend_is_off_the_data_and_names_each_class_once(meta):
+    fig = study.fig_best_kernel(read_results(REFERENCE), read_metadata(REFERENCE))
+    (legend,) = fig.legends
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert len(labels) == len(set(labels)) == len(study.CLASSES) + 2 and not fig.axes[0].get_legend()
+    assert any("1024 MiB cap" in t for t in labels) and any("Fig. 2b): 0 cells" in t for t in labels)
+    plt.close(fig)
+
+
+def test_the_report_states_the_departures():
+    text = (REFERENCE.parent / "REPORT.md").read_text()
+    for words in ("The third design is ours", "capped at 1 GiB", "MAGMA is not run", "`__restrict__`",
+                  "`__launch_bounds__(BLOCKSIZE)`", "#pragma unroll 8", "early returns", "## Every claim of the paper"):
+        assert words in text, words
