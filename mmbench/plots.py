@@ -309,6 +309,14 @@ def _shape(row) -> str:
     return str(row_shape(row.m, row.n, row.k))
 
 
+def text_colour(rgba) -> str:
+    """Black or white, whichever reads on a cell of this colour: white where the cell's relative
+    luminance (WCAG's, from its linearised sRGB channels) is under 0.18, the luminance at which
+    black and white text have the same contrast against it."""
+    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgba[:3])
+    return "white" if 0.2126 * r + 0.7152 * g + 0.0722 * b < 0.18 else "black"
+
+
 def heatmap(ax, table: pd.DataFrame, label: str, center: float | None = None, fmt: str = "{:.2f}") -> None:
     """A table (index down, columns across) as a grid of coloured cells, each value written in its
     cell; center: a value drawn white, above it red and below it blue (a ratio's 1.0)."""
@@ -328,7 +336,8 @@ def heatmap(ax, table: pd.DataFrame, label: str, center: float | None = None, fm
     ax.set_ylabel(str(table.index.name or ""))
     for (i, j), v in np.ndenumerate(values):
         if np.isfinite(v):
-            ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=6)
+            ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=6,
+                    color=text_colour(image.cmap(image.norm(v))))
     ax.figure.colorbar(image, ax=ax, label=label, shrink=0.8)
 
 
