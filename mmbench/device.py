@@ -228,17 +228,19 @@ class Gpu:
         """A compiled entry function, the variant's own by default (PyCUDA caches the cubin on disk
         between runs; one module per parameter point holds all its entries)."""
         key = (variant.name, variant.source_dir, params)
-        entry = entry or variant.entry_name
-        if variant.origin and entry == variant.entry_name:  # a variant file's kernel may be C++: its
+        wanted = entry or variant.entry_name
+        if (*key, wanted) in self._functions:  # loaded: neither the module nor the symbol is looked up again
+            return self._functions[(*key, wanted)]
+        symbol = wanted
+        if variant.origin and wanted == variant.entry_name:  # a variant file's kernel may be C++: its
             # symbol is read from what nvcc built
-            entry = source.entry_symbol(variant, source.compile_reports(variant, params, self.facts.arch))
+            symbol = source.entry_symbol(variant, source.compile_reports(variant, params, self.facts.arch))
         if key not in self._modules:
             self._modules[key] = self._source_module(source.module_source(variant, params),
                                                      options=list(source.NVCC_OPTIONS), no_extern_c=True,
                                                      arch=self.facts.arch)
-        if (*key, entry) not in self._functions:
-            self._functions[(*key, entry)] = self._modules[key].get_function(entry)
-        return self._functions[(*key, entry)]
+        self._functions[(*key, wanted)] = self._modules[key].get_function(symbol)
+        return self._functions[(*key, wanted)]
 
     def compiled(self, variant: Variant, params: Params) -> bool:
         """Whether this parameter point's module is loaded or in PyCUDA's cache by precompile()."""

@@ -298,3 +298,22 @@ def test_a_fault_in_your_kernel_names_the_rerun_command_with_its_variant_file(tm
     (v,) = files.use([path])
     command = rerun_command(Point(v, (("T", 16),), Shape(64, 64, 64), "cold"), "compute-sanitizer")
     assert command.startswith(f"compute-sanitizer mmbench -f {path.resolve()} run -v mine --sizes 64 --params T=16")
+
+
+def test_a_loaded_function_is_found_again_without_reading_its_source(tmp_path, monkeypatch):
+    """Gpu.function (no GPU: its module loader faked) resolves a variant file's C++ symbol once, from
+    what nvcc built, and serves later calls from what it loaded."""
+    from types import SimpleNamespace
+
+    from mmbench import device
+
+    (v,) = files.use([write(tmp_path)])
+    gpu = device.Gpu.__new__(device.Gpu)
+    gpu._modules, gpu._functions, gpu.facts = {}, {}, SimpleNamespace(arch="sm_90")
+    asked = []
+    gpu._source_module = lambda text, **kw: SimpleNamespace(get_function=lambda name: asked.append(name) or name)
+    params = (("T", 16), ("WIDTH", 7))
+    first = gpu.function(v, params)
+    assert first.startswith("_Z9my_kernel") and asked == [first]
+    monkeypatch.setattr(source, "compile_reports", lambda *a: pytest.fail("the symbol was looked up again"))
+    assert gpu.function(v, params) == first and gpu.function(v, params, "my_kernel") == first and len(asked) == 1
