@@ -243,11 +243,32 @@ def points_to_profile(selections: Sequence[Selection], cache: str, points_spec: 
     series = dict.fromkeys(p.variant.name for p in on_gpu)
     for name in sorted(wanted - set(series)):  # it would be left out without a word
         raise RunRefused(f"--variant {name}: not a GPU series of {config}; its GPU series: {', '.join(series)}")
-    points = [p for p in on_gpu if (p.variant.op, p.shape) in shapes and (not wanted or p.variant.name in wanted)]
+    points = _series_at(on_gpu, shapes, wanted)
     if not points:
         raise RunRefused(f"no GPU point of {config} matches --points {points_spec}"
                          + (f" and --variant {','.join(sorted(wanted))}" if wanted else ""))
     return points
+
+
+def _series_at(on_gpu: Sequence[Point], shapes: set, wanted: set) -> list[Point]:
+    """The points to profile at each (op, shape) asked for: a variant's points there where the
+    config sweeps it there (a tuned variant's parameters differ by shape); elsewhere each of its
+    series (parameters, padding) taken there, for a profile is Nsight Compute's own measurement
+    and may go past the run's sizes (a roofline past L2). Each kernel once, whatever its scopes."""
+    by_variant: dict[str, list[Point]] = {}
+    for p in on_gpu:
+        if not wanted or p.variant.name in wanted:
+            by_variant.setdefault(p.variant.name, []).append(p)
+    out: dict[tuple, Point] = {}
+    for name, points in by_variant.items():
+        op = points[0].variant.op
+        for op_name, shape in sorted(shapes, key=lambda s: (s[0], s[1].m, s[1].n, s[1].k)):
+            if op_name != op:
+                continue
+            there = [p for p in points if p.shape == shape] or [replace(p, shape=shape) for p in points]
+            for p in there:
+                out.setdefault((name, p.params, p.pad, shape), replace(p, scope="kernel"))
+    return list(out.values())
 
 
 def profile_beside(points: Sequence[Point], results: Path):
@@ -261,4 +282,32 @@ def profile_beside(points: Sequence[Point], results: Path):
         raise RunAborted(str(exc)) from None
     out = profile_path(results)
     df.to_csv(out, index=False)
+    write_profile_meta(out, points)
     return df, out
+
+
+def write_profile_meta(profile_csv: Path, points: Sequence[Point]) -> Path:
+    """NAME.profile.meta.json beside a profile: when, by which command, on which GPU (facts read
+    after ncu let go of it) with which software and commit, and how Nsight Compute was run."""
+    import json
+    import subprocess
+    import sys
+
+    from . import environment
+    from .device import GpuUnavailable, open_gpu
+    from .profile import METRICS, available, ncu_path
+    from .schema import utc_now
+
+    try:
+        facts = environment.collect(open_gpu())
+    except GpuUnavailable:
+        facts = environment.collect()
+    ncu = ncu_path()
+    version = subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip().splitlines() if ncu else []
+    asked = available(tuple(METRICS)) if ncu else tuple(METRICS)
+    meta = {"profiled_at": utc_now(), "command": sys.argv, "points": len(points), **facts,
+            "ncu": {"version": version[-1] if version else None, "clock_control": "none", "cache_control": "all",
+                    "metrics": list(asked), "not_on_this_gpu": sorted(set(METRICS) - set(asked))}}
+    path = profile_csv.with_name(profile_csv.name.removesuffix(".csv") + ".meta.json")
+    path.write_text(json.dumps(meta, indent=2, default=str) + "\n")
+    return path

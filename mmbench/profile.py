@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import shutil
 import statistics
 import subprocess
@@ -21,9 +22,11 @@ from typing import Sequence
 import pandas as pd
 
 from .engine.plan import Point
+from .sizes import Shape
 from .variants import files, format_params
 
-METRICS = {
+# Counts, summed over the kernels a point launches.
+COUNTS = {
     "gpu__time_duration.sum": "gpu_time_ns",
     "dram__bytes_read.sum": "dram_bytes_read",
     "dram__bytes_write.sum": "dram_bytes_write",
@@ -36,10 +39,53 @@ METRICS = {
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": "shared_st_conflicts",
     "smsp__inst_executed_op_shared_ld.sum": "shared_ld_inst",
     "smsp__inst_executed_op_shared_st.sum": "shared_st_inst",
+    # The hierarchical roofline's traffic, a level at a time (as Nsight Compute's and NERSC's
+    # hierarchical rooflines count it): bytes the warps moved to and from shared memory, through
+    # L1 (global and local), through L2, and DRAM's (the two counts above).
+    "sm__sass_data_bytes_mem_shared.sum": "shared_bytes",
+    "l1tex__t_bytes.sum": "l1_bytes",
+    "lts__t_bytes.sum": "l2_bytes",
+    # Coalescing: 32-byte sectors per warp-level global request (4 when a warp's 32 floats are
+    # contiguous, 32 when every lane touches its own sector).
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": "global_ld_sectors",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": "global_ld_requests",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum": "global_st_sectors",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum": "global_st_requests",
+    # Branches: warp-level branch instructions, and those whose threads went more than one way.
+    "smsp__sass_inst_executed_op_branch.sum": "branch_inst",
+    "smsp__sass_branch_targets_threads_divergent.sum": "divergent_branches",
+    "smsp__inst_executed.sum": "warp_inst",
 }
+# Rates and ratios, averaged over a point's kernels weighted by their time.
+MEANS = {
+    "l1tex__t_sector_hit_rate.pct": "l1_hit_pct",
+    "lts__t_sector_hit_rate.pct": "l2_hit_pct",
+    "smsp__inst_executed.avg.per_cycle_active": "ipc_per_smsp",
+    # warps waiting at __syncthreads per issued instruction: the synchronization a tiling pays
+    "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio": "barrier_stall_per_issue",
+}
+# The device's own peaks per cycle and its clocks during the kernel (Nsight Compute's roofline
+# ceilings: a peak is its per-cycle peak times its unit's cycles per second); the median over kernels.
+PEAKS = {
+    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained": "peak_ffma_per_cycle",
+    "sm__cycles_elapsed.avg.per_second": "sm_hz",
+    "sm__sass_data_bytes_mem_shared.sum.peak_sustained": "peak_shared_bytes_per_cycle",
+    "l1tex__t_bytes.sum.peak_sustained": "peak_l1_bytes_per_cycle",
+    "l1tex__cycles_elapsed.avg.per_second": "l1_hz",
+    "lts__t_bytes.sum.peak_sustained": "peak_l2_bytes_per_cycle",
+    "lts__cycles_elapsed.avg.per_second": "l2_hz",
+    "dram__bytes.sum.peak_sustained": "peak_dram_bytes_per_cycle",
+    "dram__cycles_elapsed.avg.per_second": "dram_hz",
+}
+METRICS = {**COUNTS, **MEANS, **PEAKS}
+LEVELS = ("shared", "l1", "l2", "dram")  # the hierarchical roofline's levels, nearest the SM first
 COLUMNS = ("variant", "params", "m", "n", "k", "kernels", "gpu_time_ns", "dram_bytes_read", "dram_bytes_write",
            "fp32_flops", "dram_intensity", "shared_ld_inst", "shared_st_inst", "shared_ld_conflicts",
-           "shared_st_conflicts", "conflicts_per_shared_ld", "conflicts_per_shared_st")
+           "shared_st_conflicts", "conflicts_per_shared_ld", "conflicts_per_shared_st",
+           "shared_bytes", "l1_bytes", "l2_bytes", "global_ld_sectors", "global_ld_requests", "global_st_sectors",
+           "global_st_requests", "sectors_per_global_ld", "sectors_per_global_st", "branch_inst",
+           "divergent_branches", "warp_inst", *MEANS.values(),
+           "peak_fp32_flops_per_s", *(f"peak_{level}_bytes_per_s" for level in LEVELS))
 
 
 class ProfileError(RuntimeError):
@@ -50,13 +96,41 @@ def ncu_path() -> str | None:
     return shutil.which("ncu")
 
 
-def ncu_command(args: Sequence[str], metrics: Sequence[str] = tuple(METRICS), cache_control: str = "all") -> list[str]:
+def ncu_command(args: Sequence[str], metrics: Sequence[str] | None = None, cache_control: str = "all") -> list[str]:
     ncu = ncu_path()
     if ncu is None:
         raise ProfileError("Nsight Compute (ncu) is not on PATH; it ships with the CUDA toolkit "
                            "(install nsight-compute and put its ncu on PATH)")
+    metrics = available(tuple(METRICS)) if metrics is None else metrics
     return [ncu, "--csv", "--print-units", "base", "--clock-control", "none", "--cache-control", cache_control,
             "--metrics", ",".join(metrics), sys.executable, "-m", "mmbench.profiler_target", *args]
+
+
+_AVAILABLE: dict[str, frozenset] = {}
+
+
+def available(metrics: Sequence[str]) -> tuple[str, ...]:
+    """The metrics this GPU's Nsight Compute knows (by base name, `ncu --query-metrics`): one that
+    an older GPU or Nsight lacks leaves its column empty instead of failing the whole profile.
+    Where the query says nothing usable, all of them are asked for."""
+    ncu = ncu_path()
+    if ncu not in _AVAILABLE:
+        proc = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True)
+        _AVAILABLE[ncu] = frozenset(query_metric_names(proc.stdout)) if proc.returncode == 0 else frozenset()
+    known = _AVAILABLE[ncu]
+    return tuple(m for m in metrics if not known or m.split(".")[0] in known)
+
+
+def query_metric_names(text: str) -> set[str]:
+    """The base metric names in `ncu --query-metrics`'s table (the first word of its rows)."""
+    return {line.split()[0] for line in text.splitlines() if line.strip() and "__" in line.split()[0]}
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:  # "n/a": the metric does not apply to this launch
+        return float("nan")
 
 
 def parse_ncu_csv(text: str) -> list[dict]:
@@ -69,28 +143,66 @@ def parse_ncu_csv(text: str) -> list[dict]:
         entry = launches.setdefault(row["ID"], {"kernel": row["Kernel Name"]})
         name = METRICS.get(row["Metric Name"])
         if name:
-            entry[name] = float(row["Metric Value"].replace(",", ""))
+            entry[name] = _number(row["Metric Value"])
     return [launches[i] for i in sorted(launches, key=int)]
 
 
+def _ratio(num: float, den: float) -> float:
+    return num / den if den and not math.isnan(den) else float("nan")
+
+
+def aggregate(launches: list[dict]) -> dict:
+    """One point's counts from its kernels: counts summed (a metric no kernel reported stays
+    NaN), rates averaged weighted by each kernel's time, the device's peaks the median."""
+    out = {}
+    for name in COUNTS.values():
+        values = [la[name] for la in launches if not math.isnan(la.get(name, math.nan))]
+        out[name] = sum(values) if values else float("nan")
+    times = [la.get("gpu_time_ns", 0.0) or 0.0 for la in launches]
+    for name in MEANS.values():
+        pairs = [(la[name], t) for la, t in zip(launches, times) if not math.isnan(la.get(name, math.nan))]
+        weight = sum(t for _, t in pairs)
+        out[name] = (sum(v * t for v, t in pairs) / weight if weight else
+                     statistics.fmean(v for v, _ in pairs) if pairs else float("nan"))
+    for name in PEAKS.values():
+        values = [la[name] for la in launches if not math.isnan(la.get(name, math.nan))]
+        out[name] = statistics.median(values) if values else float("nan")
+    return out
+
+
 def _row(point: Point, launches: list[dict]) -> dict:
-    total = defaultdict(float)
-    for launch in launches:
-        for name in METRICS.values():
-            total[name] += launch.get(name, 0.0)
-    flops = 2 * total["ffma"] + total["fadd"] + total["fmul"]
-    dram = total["dram_bytes_read"] + total["dram_bytes_write"]
+    total = aggregate(launches)
+    zero = lambda name: 0.0 if math.isnan(total[name]) else total[name]  # noqa: E731  (the FLOP counts a GEMM lacks)
+    flops = 2 * zero("ffma") + zero("fadd") + zero("fmul")
+    dram = zero("dram_bytes_read") + zero("dram_bytes_write")
     s = point.shape
     return {"variant": point.variant.name, "params": format_params(point.params), "m": s.m, "n": s.n, "k": s.k,
             "kernels": ";".join(sorted({la["kernel"] for la in launches})), "gpu_time_ns": total["gpu_time_ns"],
-            "dram_bytes_read": total["dram_bytes_read"], "dram_bytes_write": total["dram_bytes_write"],
+            "dram_bytes_read": zero("dram_bytes_read"), "dram_bytes_write": zero("dram_bytes_write"),
             "fp32_flops": flops, "dram_intensity": flops / dram if dram else float("nan"),
-            **{f"shared_{op}_{what}": total[f"shared_{op}_{what}"] for op in ("ld", "st") for what in ("inst", "conflicts")},
-            **{f"conflicts_per_shared_{op}": total[f"shared_{op}_conflicts"] / total[f"shared_{op}_inst"]
-               if total[f"shared_{op}_inst"] else float("nan") for op in ("ld", "st")}}
+            **{f"shared_{op}_{what}": zero(f"shared_{op}_{what}") for op in ("ld", "st") for what in ("inst", "conflicts")},
+            **{f"conflicts_per_shared_{op}": _ratio(zero(f"shared_{op}_conflicts"), zero(f"shared_{op}_inst"))
+               for op in ("ld", "st")},
+            **{name: total[name] for name in ("shared_bytes", "l1_bytes", "l2_bytes", "global_ld_sectors",
+                                              "global_ld_requests", "global_st_sectors", "global_st_requests",
+                                              "branch_inst", "divergent_branches", "warp_inst", *MEANS.values())},
+            **{f"sectors_per_global_{op}": _ratio(total[f"global_{op}_sectors"], total[f"global_{op}_requests"])
+               for op in ("ld", "st")},
+            **peaks(total)}
 
 
-def _run(args: list[str], metrics: Sequence[str] = tuple(METRICS), cache_control: str = "all") -> list[dict]:
+def peaks(total: dict) -> dict:
+    """The roofline's ceilings from Nsight Compute's per-cycle peaks and the clocks it saw: FP32
+    FLOP/s (an FFMA is 2 FLOPs) and each level's bytes per second (shared memory's peak is per SM
+    cycle)."""
+    return {"peak_fp32_flops_per_s": 2 * total["peak_ffma_per_cycle"] * total["sm_hz"],
+            "peak_shared_bytes_per_s": total["peak_shared_bytes_per_cycle"] * total["sm_hz"],
+            "peak_l1_bytes_per_s": total["peak_l1_bytes_per_cycle"] * total["l1_hz"],
+            "peak_l2_bytes_per_s": total["peak_l2_bytes_per_cycle"] * total["l2_hz"],
+            "peak_dram_bytes_per_s": total["peak_dram_bytes_per_cycle"] * total["dram_hz"]}
+
+
+def _run(args: list[str], metrics: Sequence[str] | None = None, cache_control: str = "all") -> list[dict]:
     proc = subprocess.run(ncu_command(args, metrics, cache_control), capture_output=True, text=True,
                           env=files.environment())  # the target knows your variant files' variants too
     launches = parse_ncu_csv(proc.stdout)
@@ -101,7 +213,12 @@ def _run(args: list[str], metrics: Sequence[str] = tuple(METRICS), cache_control
 
 
 def _args(point: Point) -> list[str]:
-    s = point.shape  # written out in full: a transpose's 4096 is 4096 x 4096 x 0, a GEMM's 4096 x 4096 x 4096
+    """The profiler target's arguments for a point: the shape its kernel runs at (a padded point's
+    padded shape; its row keeps the problem's shape), written out in full: a transpose's 4096 is
+    4096 x 4096 x 0, a GEMM's 4096 x 4096 x 4096."""
+    from .schema import padded_shape
+
+    s = Shape(*map(int, padded_shape(point).split("x"))) if padded_shape(point) else point.shape
     return [point.variant.name, format_params(point.params) or "-", f"{s.m}x{s.n}x{s.k}"]
 
 

@@ -1,5 +1,7 @@
 """Ceilings and profiles on the CPU: datasheet arithmetic, ncu CSV parsing, clear errors."""
 
+import math
+
 import pytest
 from click.testing import CliRunner
 
@@ -110,3 +112,59 @@ def test_the_profiler_target_refuses_a_bad_repeat_without_touching_a_gpu(capsys)
     assert profiler_target.main(["--repeat", "0", "best", "-", "63"]) == 2
     assert profiler_target.main(["--repeat", "2", "best", "-"]) == 2
     assert "--repeat N" in capsys.readouterr().err
+
+
+def test_a_profile_may_go_past_the_runs_sizes_and_takes_each_kernel_once():
+    """Zosa's sweeps stop at 2049; a roofline past L2 profiles every GPU series at 4096 too, each
+    (variant, parameters) once, while a swept size keeps the points the config sweeps there."""
+    from pathlib import Path
+
+    from mmbench import api
+    from mmbench.sweep import selections_of
+
+    config = Path("configs/zosa2017.toml")
+    _, selections, _ = selections_of((), None, None, (), config)
+    points = api.points_to_profile(selections, "cold", "1024,4096", (), set(), config)
+    at = {n: sorted((p.variant.name, profile.format_params(p.params)) for p in points if p.shape.n == n)
+          for n in (1024, 4096)}
+    assert at[1024] == at[4096] and len(at[4096]) == len(set(at[4096])) == 10  # best x 3 blocks, 6 others, cuBLAS
+    assert ("best", "BLOCK=8") in at[4096] and ("cublas", "") in at[4096] and not any(v == "blas" for v, _ in at[4096])
+    assert {p.scope for p in points} == {"kernel"}
+
+
+def test_lameskis_padded_kernel_is_profiled_at_the_shape_it_runs_at():
+    from pathlib import Path
+
+    from mmbench import api
+    from mmbench.sweep import selections_of
+
+    config = Path("configs/lameski2013.toml")
+    _, selections, _ = selections_of((), None, None, (), config)
+    points = api.points_to_profile(selections, "cold", "1000x1000x32", ("shared_padded",), {"shared_padded"}, config)
+    assert len(points) == 1  # three timing scopes, one kernel
+    assert profile._args(points[0]) == ["shared_padded", "BLOCK=32", "1024x1024x32"]
+
+
+def test_hierarchical_counts_aggregate_by_kind():
+    """Counts add over a library call's kernels, rates weight by time, the device's peaks are
+    the median; the ceilings are per-cycle peaks times the clocks."""
+    launches = [{"kernel": "a", "gpu_time_ns": 1000.0, "l2_bytes": 10.0, "l2_hit_pct": 90.0, "peak_l2_bytes_per_cycle": 5000.0,
+                 "l2_hz": 2e9, "peak_ffma_per_cycle": 16896.0, "sm_hz": 1.98e9},
+                {"kernel": "b", "gpu_time_ns": 3000.0, "l2_bytes": 30.0, "l2_hit_pct": 50.0, "peak_l2_bytes_per_cycle": 5000.0,
+                 "l2_hz": 2e9, "peak_ffma_per_cycle": 16896.0, "sm_hz": 1.98e9}]
+    row = profile._row(Point(REGISTRY["cublas"], (), Shape(64, 64, 64), "cold"), launches)
+    assert row["l2_bytes"] == 40 and row["l2_hit_pct"] == pytest.approx(60.0)  # (90 x 1 + 50 x 3) / 4
+    assert row["peak_l2_bytes_per_s"] == 5000 * 2e9
+    assert row["peak_fp32_flops_per_s"] == pytest.approx(66.9e12, rel=1e-3)  # 132 SMs x 128 lanes x 2 x 1.98 GHz
+    assert math.isnan(row["l1_bytes"]) and math.isnan(row["sectors_per_global_ld"])  # not measured: empty, not 0
+    assert set(row) == set(profile.COLUMNS)
+
+
+def test_metrics_an_ncu_does_not_know_are_left_out(monkeypatch):
+    listing = ("Device NVIDIA H100 (GH100)\n----\nMetric Name   Metric Description\n"
+               "dram__bytes   # of bytes accessed in DRAM\nlts__t_bytes   # of bytes requested\n")
+    assert profile.query_metric_names(listing) == {"dram__bytes", "lts__t_bytes"}
+    monkeypatch.setattr(profile, "ncu_path", lambda: "/x/ncu")
+    monkeypatch.setitem(profile._AVAILABLE, "/x/ncu", frozenset({"dram__bytes", "lts__t_bytes"}))
+    assert profile.available(("dram__bytes_read.sum", "dram__bytes.sum.peak_sustained", "lts__t_bytes.sum")) == (
+        "dram__bytes.sum.peak_sustained", "lts__t_bytes.sum")

@@ -109,3 +109,13 @@ def test_a_switch_may_be_zero_where_its_variant_allows(tmp_path):
     path.write_text('name = "x"\n[[sweep]]\nname = "s"\nvariants = ["matmul_shared"]\nsizes = "64"\n'
                     'params = { PAD = [0, 1] }\n')
     assert load_config(path).sweeps[0].params["PAD"] == (0, 1)
+
+
+@pytest.mark.parametrize("path", sorted(Path("configs/companions").glob("*.toml")), ids=lambda p: p.stem)
+def test_a_companion_config_plans_every_point_it_names(path):
+    """The configs of the runs beside the studies' reference runs load and plan (a constraint no
+    combination of a sweep meets would refuse the run on the GPU)."""
+    from mmbench import api
+
+    points = api.plan(config=str(path), say=lambda *a: None)
+    assert points and len({p.key for p in points}) == len(points)

@@ -311,6 +311,8 @@ def test_profile_goes_beside_the_newest_run_that_holds_its_points(runs, monkeypa
     assert (runs / "zosa" / "zosa.profile.csv").exists() and not (runs / "limits" / "limits.profile.csv").exists()
     assert str(holding.with_name("zosa.profile.csv")) in result.output
     json.loads(holding.with_suffix(".meta.json").read_text())  # untouched metadata still whole
+    profiled = json.loads((runs / "zosa" / "zosa.profile.meta.json").read_text())  # its own provenance: best at blocks 8, 16, 32
+    assert profiled["points"] == 3 and "profiled_at" in profiled and "git" in profiled and "ncu" in profiled
 
 
 @pytest.mark.gpu

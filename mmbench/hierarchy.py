@@ -1,0 +1,224 @@
+"""The memory hierarchy from a Nsight Compute profile (`mmbench profile`): each kernel's traffic and
+arithmetic intensity at every level (shared memory, L1, L2, DRAM), the ceilings Nsight Compute
+gives for this GPU, and the two figures that read them.
+
+The hierarchical roofline puts a kernel once per level, all at its one achieved FLOP/s: its
+intensity against shared memory, L1, L2 and DRAM bytes, under that level's bandwidth roof (as
+Nsight Compute's and NERSC's hierarchical rooflines draw it). A level whose point sits close under
+its own roof is the one that limits the kernel. An operation without FLOPs (a transpose) has no
+place on a FLOP axis; its figure shows the bandwidth it reached at each level against the level's
+peak instead.
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from . import analysis
+from .ops import get_op
+from .profile import LEVELS
+from .results import ResultsError
+from .sizes import Shape, row_shape
+
+NAMES = {"shared": "shared memory", "l1": "L1 (global, local)", "l2": "L2", "dram": "DRAM"}
+MARKERS = {"shared": "o", "l1": "^", "l2": "s", "dram": "D"}
+ROOF_COLOURS = {"shared": "tab:purple", "l1": "tab:blue", "l2": "tab:green", "dram": "tab:red"}
+NEEDED = ("gpu_time_ns", "fp32_flops", *(f"{level}_bytes" for level in LEVELS if level != "dram"),
+          "peak_fp32_flops_per_s", *(f"peak_{level}_bytes_per_s" for level in LEVELS))
+
+
+def checked(profile: pd.DataFrame | None) -> pd.DataFrame:
+    """The profile's rows with every level's bytes (dram_bytes added: read + written); a clear
+    error when there is no profile or it predates the hierarchical counts."""
+    if profile is None:
+        raise ResultsError("no Nsight Compute profile beside these results (`mmbench profile`)")
+    missing = [c for c in NEEDED if c not in profile]
+    if missing:
+        raise ResultsError("the profile beside these results predates the hierarchical counts "
+                           f"(no {', '.join(missing[:3])}): `mmbench profile` again")
+    df = profile.assign(dram_bytes=profile.dram_bytes_read + profile.dram_bytes_write)
+    return df[df.gpu_time_ns > 0]
+
+
+def ceilings(profile: pd.DataFrame) -> dict:
+    """The device's peaks over the profile's kernels (medians: the clocks move a little): FP32
+    FLOP/s and each level's bytes/s."""
+    return {"fp32": float(profile.peak_fp32_flops_per_s.median()),
+            **{level: float(profile[f"peak_{level}_bytes_per_s"].median()) for level in LEVELS}}
+
+
+def op_of(variant: str, k: int) -> str:
+    from .variants import REGISTRY
+
+    v = REGISTRY.get(variant)
+    return v.op if v else ("transpose" if k == 0 else "gemm")
+
+
+def levels(profile: pd.DataFrame | None) -> pd.DataFrame:
+    """Per profiled kernel: its FLOP/s, GB/s, and at each level its bytes, intensity (FLOP per
+    byte; NaN without FLOPs or bytes), bandwidth and the share of that level's peak it reached;
+    `bound` is the level (or "fp32") whose roof the kernel came closest to."""
+    df = checked(profile)
+    peak = ceilings(df)
+    seconds = df.gpu_time_ns * 1e-9
+    out = df[["variant", "params", "m", "n", "k"]].copy()
+    out["op"] = [op_of(v, k) for v, k in zip(df.variant, df.k)]
+    out["time_us"] = df.gpu_time_ns / 1e3
+    out["gflops"] = df.fp32_flops / seconds / 1e9
+    out["fp32_pct"] = 100 * df.fp32_flops / seconds / peak["fp32"]
+    for level in LEVELS:
+        bytes_ = df[f"{level}_bytes"]
+        out[f"{level}_bytes"] = bytes_
+        out[f"{level}_intensity"] = (df.fp32_flops / bytes_).where((bytes_ > 0) & (df.fp32_flops > 0))
+        out[f"{level}_gbytes_per_s"] = bytes_ / seconds / 1e9
+        out[f"{level}_pct"] = 100 * bytes_ / seconds / peak[level]
+    share = out[["fp32_pct", *(f"{level}_pct" for level in LEVELS)]].fillna(-1)
+    out["bound"] = share.idxmax(axis=1).str.removesuffix("_pct")
+    return out.reset_index(drop=True)
+
+
+def working_set_mb(op: str, m: int, n: int, k: int) -> float:
+    """The operands' bytes (each read or written once), in MB: what must fit in L2 to stay there."""
+    return get_op(op).min_bytes(Shape(int(m), int(n), int(k))) / 1e6
+
+
+def panel_title(row, meta: dict) -> str:
+    l2 = (meta.get("gpu") or {}).get("l2_bytes")
+    ws = working_set_mb(row.op, row.m, row.n, row.k)
+    fits = "" if not l2 else f", {'fits in' if ws * 1e6 <= l2 else 'past'} the {l2 / 1e6:.0f} MB L2"
+    return f"{row_shape(row.m, row.n, row.k)}: operands {ws:.0f} MB{fits}"
+
+
+def _labels(rows: pd.DataFrame) -> list[str]:
+    """Each kernel's legend text: its series' label, with its parameters where two share a label."""
+    series = [analysis.series_of(v, p) for v, p in zip(rows.variant, rows.params)]
+    labels = pd.Series([s.label for s in series])
+    twice = labels.duplicated(keep=False)
+    return [f"{s.label} {s.params}" if twice[i] and s.params else s.label for i, s in enumerate(series)]
+
+
+def shapes_in(table: pd.DataFrame, ops: set[str], most: int = 3) -> list[tuple]:
+    """The profiled shapes of these operations, smallest first, at most `most` (the largest kept:
+    the interesting ones are those past L2)."""
+    shapes = sorted({(m, n, k) for m, n, k, op in zip(table.m, table.n, table.k, table.op) if op in ops},
+                    key=lambda s: (s[0] * s[1] * max(s[2], 1), s))
+    return shapes[-most:]
+
+
+def fig_hierarchical_roofline(profile: pd.DataFrame | None, meta: dict, title: str, variants=None,
+                              most: int = 3) -> plt.Figure:
+    """A panel per profiled shape of the operations with FLOPs: the FP32 roof and the four
+    bandwidth roofs, and every kernel at its intensity at each level (colour: the kernel;
+    marker: the level), joined at its achieved FLOP/s."""
+    from .plots import colour_of, _title
+
+    table = levels(profile)
+    table = table[table.gflops > 0]
+    if variants is not None:
+        table = table[table.variant.isin(variants)]
+    shapes = shapes_in(table, set(table.op), most)
+    if not shapes:
+        raise ResultsError("the profile holds no kernel with FLOPs for a hierarchical roofline")
+    peak = ceilings(checked(profile))
+    fig, axes = plt.subplots(1, len(shapes), figsize=(6.2 * len(shapes), 6.4), layout="constrained", squeeze=False,
+                             sharey=True)
+    handles = {}
+    for ax, shape in zip(axes[0], shapes):
+        rows = table[(table.m == shape[0]) & (table.n == shape[1]) & (table.k == shape[2])].reset_index(drop=True)
+        intensities = rows[[f"{level}_intensity" for level in LEVELS]].to_numpy(dtype=float)
+        finite = intensities[np.isfinite(intensities)]
+        lo, hi = max(finite.min() / 4, 1e-3), finite.max() * 4
+        x = np.logspace(math.log10(lo), math.log10(hi), 300)
+        for level in LEVELS:
+            h, = ax.plot(x, np.minimum(peak["fp32"], peak[level] * x) / 1e9, color=ROOF_COLOURS[level], linewidth=1.3,
+                         label=f"{NAMES[level]} roof: {peak[level] / 1e9:,.0f} GB/s")
+            handles.setdefault(f"roof {level}", h)
+        h = ax.axhline(peak["fp32"] / 1e9, color="black", linewidth=1.3, linestyle="--",
+                       label=f"FP32 roof: {peak['fp32'] / 1e12:.1f} TFLOP/s")
+        handles.setdefault("roof fp32", h)
+        for row, label in zip(rows.itertuples(), _labels(rows)):
+            colour = colour_of(row.variant)
+            xs = [getattr(row, f"{level}_intensity") for level in LEVELS]
+            ax.plot([v for v in xs if np.isfinite(v)], [row.gflops] * sum(np.isfinite(xs)), color=colour, linewidth=0.8,
+                    alpha=0.6)
+            for level, xv in zip(LEVELS, xs):
+                if np.isfinite(xv):
+                    ax.scatter(xv, row.gflops, marker=MARKERS[level], s=42, color=colour, edgecolors="black",
+                               linewidths=0.4, zorder=3)
+            handles.setdefault(f"kernel {label}", plt.Line2D([], [], color=colour, linewidth=4, label=label))
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("FLOP per byte moved at each level, log scale")
+        ax.grid(True, which="both", alpha=0.2)
+        ax.set_title(panel_title(rows.iloc[0], meta), fontsize=10)
+    axes[0][0].set_ylabel("achieved GFLOP/s (Nsight Compute's kernel time), log scale")
+    level_keys = [plt.Line2D([], [], marker=MARKERS[level], linestyle="none", color="grey", markeredgecolor="black",
+                             label=f"at {NAMES[level]}") for level in LEVELS]
+    fig.legend([*handles.values(), *level_keys], [h.get_label() for h in [*handles.values(), *level_keys]],
+               loc="outside lower center", ncol=4, fontsize=8)
+    fig.suptitle(f"{title}\n{(meta.get('gpu') or {}).get('name', 'no GPU')}: a kernel is limited by the level "
+                 "whose point sits closest under its own roof", fontsize=11)
+    return fig
+
+
+def fig_memory_levels(profile: pd.DataFrame | None, meta: dict, title: str, variants=None, most: int = 2) -> plt.Figure:
+    """For operations without FLOPs (a transpose): a panel per profiled shape, each kernel's
+    bandwidth at each level as a share of that level's peak (Nsight Compute's ceilings)."""
+    from .plots import colour_of
+
+    table = levels(profile)
+    table = table[table.op.map(lambda op: get_op(op).flops(Shape(1, 1, 1)) == 0)]
+    if variants is not None:
+        table = table[table.variant.isin(variants)]
+    shapes = shapes_in(table, set(table.op), most)
+    if not shapes:
+        raise ResultsError("the profile holds no kernel without FLOPs for a memory-levels figure")
+    peak = ceilings(checked(profile))
+    fig, axes = plt.subplots(1, len(shapes), figsize=(7 * len(shapes), 5.6), layout="constrained", squeeze=False,
+                             sharey=True)
+    for ax, shape in zip(axes[0], shapes):
+        rows = table[(table.m == shape[0]) & (table.n == shape[1]) & (table.k == shape[2])].reset_index(drop=True)
+        width = 0.8 / len(rows)
+        for i, (row, label) in enumerate(zip(rows.itertuples(), _labels(rows))):
+            values = [getattr(row, f"{level}_pct") for level in LEVELS]
+            ax.bar(np.arange(len(LEVELS)) + (i - (len(rows) - 1) / 2) * width, np.nan_to_num(values), width,
+                   color=colour_of(row.variant), edgecolor="black", linewidth=0.3, label=label)
+        ax.set_xticks(np.arange(len(LEVELS)),
+                      [f"{NAMES[level]}\npeak {peak[level] / 1e12:.1f} TB/s" for level in LEVELS], fontsize=8)
+        ax.axhline(100, color="black", linewidth=1, linestyle="--")
+        ax.set_title(panel_title(rows.iloc[0], meta), fontsize=10)
+        ax.grid(True, axis="y", alpha=0.25)
+    axes[0][0].set_ylabel("bandwidth reached, % of the level's peak")
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="outside lower center", ncol=5, fontsize=8)
+    fig.suptitle(f"{title}\n{(meta.get('gpu') or {}).get('name', 'no GPU')}: bytes each level moved over the "
+                 "kernel's time, against the level's peak", fontsize=11)
+    return fig
+
+
+def level_rows(profile: pd.DataFrame | None, shape: tuple, variants=None) -> list[list[str]]:
+    """A report's table at one shape: a kernel a row, its GFLOP/s and at each level its
+    intensity (or GB/s without FLOPs) and share of the level's peak, then the level it is bound by."""
+    table = levels(profile)
+    table = table[(table.m == shape[0]) & (table.n == shape[1]) & (table.k == shape[2])].reset_index(drop=True)
+    if variants is not None:
+        table = table[table.variant.isin(variants)].reset_index(drop=True)
+    out = []
+    for row, label in zip(table.itertuples(), _labels(table)):
+        cells = [label, f"{row.gflops:,.0f}" if row.gflops > 0 else "-"]
+        for level in LEVELS:
+            intensity = getattr(row, f"{level}_intensity")
+            pct = getattr(row, f"{level}_pct")
+            amount = (f"{intensity:.1f} FLOP/B" if np.isfinite(intensity) else
+                      f"{getattr(row, f'{level}_gbytes_per_s'):,.0f} GB/s" if np.isfinite(pct) and pct > 0 else "-")
+            cells.append(f"{amount}, {pct:.0f} %" if np.isfinite(pct) and pct > 0 else amount)
+        cells.append("FP32" if row.bound == "fp32" else NAMES[row.bound])
+        out.append(cells)
+    return out
+
+
+LEVEL_COLUMNS = ["kernel", "GFLOP/s", *(f"{NAMES[level]}: intensity, % of peak" for level in LEVELS), "closest roof"]
