@@ -70,7 +70,6 @@ PEAKS = {
     "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained": "peak_ffma_per_cycle",
     "sm__cycles_elapsed.avg.per_second": "sm_hz",
     "sm__sass_data_bytes_mem_shared.sum.peak_sustained": "peak_shared_bytes_per_cycle",
-    "l1tex__t_bytes.sum.peak_sustained": "peak_l1_bytes_per_cycle",
     "l1tex__cycles_elapsed.avg.per_second": "l1_hz",
     "lts__t_bytes.sum.peak_sustained": "peak_l2_bytes_per_cycle",
     "lts__cycles_elapsed.avg.per_second": "l2_hz",
@@ -197,7 +196,10 @@ def peaks(total: dict) -> dict:
     cycle)."""
     return {"peak_fp32_flops_per_s": 2 * total["peak_ffma_per_cycle"] * total["sm_hz"],
             "peak_shared_bytes_per_s": total["peak_shared_bytes_per_cycle"] * total["sm_hz"],
-            "peak_l1_bytes_per_s": total["peak_l1_bytes_per_cycle"] * total["l1_hz"],
+            # L1 and shared memory are one array behind one 128 B/cycle data path an SM (what Nsight
+            # Compute's L1 roof counts: LSU writeback cycles x 128 B); L1's tag-stage peak
+            # (l1tex__t_bytes.peak_sustained) is 4x that, a rate no kernel's data could reach.
+            "peak_l1_bytes_per_s": total["peak_shared_bytes_per_cycle"] * total["l1_hz"],
             "peak_l2_bytes_per_s": total["peak_l2_bytes_per_cycle"] * total["l2_hz"],
             "peak_dram_bytes_per_s": total["peak_dram_bytes_per_cycle"] * total["dram_hz"]}
 
