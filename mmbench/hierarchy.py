@@ -27,6 +27,7 @@ from .sizes import Shape, row_shape
 NAMES = {"shared": "shared memory", "l1": "L1 (global, local)", "l2": "L2", "dram": "DRAM"}
 MARKERS = {"shared": "o", "l1": "^", "l2": "s", "dram": "D"}
 ROOF_COLOURS = {"shared": "tab:purple", "l1": "tab:blue", "l2": "tab:green", "dram": "tab:red"}
+BAR_COLOURS = plt.get_cmap("tab10").colors  # bars side by side: ten colours that cannot be confused
 NEEDED = ("gpu_time_ns", "fp32_flops", *(f"{level}_bytes" for level in LEVELS if level != "dram"),
           "peak_fp32_flops_per_s", *(f"peak_{level}_bytes_per_s" for level in LEVELS))
 
@@ -49,6 +50,16 @@ def ceilings(profile: pd.DataFrame) -> dict:
     FLOP/s and each level's bytes/s."""
     return {"fp32": float(profile.peak_fp32_flops_per_s.median()),
             **{level: float(profile[f"peak_{level}_bytes_per_s"].median()) for level in LEVELS}}
+
+
+def roof_groups(peak: dict) -> list[tuple[str, ...]]:
+    """The levels grouped by equal peaks, one roof each: L1 and shared memory are one data path,
+    so their roofs would be one line with one of them hidden."""
+    groups: list[list[str]] = []
+    for level in LEVELS:
+        same = next((g for g in groups if math.isclose(peak[g[0]], peak[level], rel_tol=1e-6)), None)
+        (same.append(level) if same else groups.append([level]))
+    return [tuple(g) for g in groups]
 
 
 def op_of(variant: str, k: int) -> str:
@@ -114,7 +125,7 @@ def fig_hierarchical_roofline(profile: pd.DataFrame | None, meta: dict, title: s
     """A panel per profiled shape of the operations with FLOPs: the FP32 roof and the four
     bandwidth roofs, and every kernel at its intensity at each level (colour: the kernel;
     marker: the level), joined at its achieved FLOP/s."""
-    from .plots import colour_of, _title
+    from .plots import LINESTYLE, colour_of
 
     table = levels(profile)
     table = table[table.gflops > 0]
@@ -133,23 +144,25 @@ def fig_hierarchical_roofline(profile: pd.DataFrame | None, meta: dict, title: s
         finite = intensities[np.isfinite(intensities)]
         lo, hi = max(finite.min() / 4, 1e-3), finite.max() * 4
         x = np.logspace(math.log10(lo), math.log10(hi), 300)
-        for level in LEVELS:
+        for group in roof_groups(peak):
+            level = group[0]
             h, = ax.plot(x, np.minimum(peak["fp32"], peak[level] * x) / 1e9, color=ROOF_COLOURS[level], linewidth=1.3,
-                         label=f"{NAMES[level]} roof: {peak[level] / 1e9:,.0f} GB/s")
+                         label=f"{' and '.join(NAMES[g] for g in group)} roof: {peak[level] / 1e9:,.0f} GB/s")
             handles.setdefault(f"roof {level}", h)
         h = ax.axhline(peak["fp32"] / 1e9, color="black", linewidth=1.3, linestyle="--",
                        label=f"FP32 roof: {peak['fp32'] / 1e12:.1f} TFLOP/s")
         handles.setdefault("roof fp32", h)
         for row, label in zip(rows.itertuples(), _labels(rows)):
             colour = colour_of(row.variant)
+            dash = LINESTYLE.get(analysis.series_of(row.variant, row.params).block, "-")  # a block size's, as elsewhere
             xs = [getattr(row, f"{level}_intensity") for level in LEVELS]
-            ax.plot([v for v in xs if np.isfinite(v)], [row.gflops] * sum(np.isfinite(xs)), color=colour, linewidth=0.8,
-                    alpha=0.6)
+            ax.plot([v for v in xs if np.isfinite(v)], [row.gflops] * sum(np.isfinite(xs)), color=colour, linewidth=1.2,
+                    linestyle=dash, alpha=0.7)
             for level, xv in zip(LEVELS, xs):
                 if np.isfinite(xv):
                     ax.scatter(xv, row.gflops, marker=MARKERS[level], s=42, color=colour, edgecolors="black",
                                linewidths=0.4, zorder=3)
-            handles.setdefault(f"kernel {label}", plt.Line2D([], [], color=colour, linewidth=4, label=label))
+            handles.setdefault(f"kernel {label}", plt.Line2D([], [], color=colour, linewidth=2, linestyle=dash, label=label))
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("FLOP per byte moved at each level, log scale")
@@ -168,8 +181,6 @@ def fig_hierarchical_roofline(profile: pd.DataFrame | None, meta: dict, title: s
 def fig_memory_levels(profile: pd.DataFrame | None, meta: dict, title: str, variants=None, most: int = 2) -> plt.Figure:
     """For operations without FLOPs (a transpose): a panel per profiled shape, each kernel's
     bandwidth at each level as a share of that level's peak (Nsight Compute's ceilings)."""
-    from .plots import colour_of
-
     table = levels(profile)
     table = table[table.op.map(lambda op: get_op(op).flops(Shape(1, 1, 1)) == 0)]
     if variants is not None:
@@ -186,7 +197,7 @@ def fig_memory_levels(profile: pd.DataFrame | None, meta: dict, title: str, vari
         for i, (row, label) in enumerate(zip(rows.itertuples(), _labels(rows))):
             values = [getattr(row, f"{level}_pct") for level in LEVELS]
             ax.bar(np.arange(len(LEVELS)) + (i - (len(rows) - 1) / 2) * width, np.nan_to_num(values), width,
-                   color=colour_of(row.variant), edgecolor="black", linewidth=0.3, label=label)
+                   color=BAR_COLOURS[i % len(BAR_COLOURS)], edgecolor="black", linewidth=0.3, label=label)
         ax.set_xticks(np.arange(len(LEVELS)),
                       [f"{NAMES[level]}\npeak {peak[level] / 1e12:.1f} TB/s" for level in LEVELS], fontsize=8)
         ax.axhline(100, color="black", linewidth=1, linestyle="--")

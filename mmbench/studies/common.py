@@ -1,4 +1,5 @@
-"""What the studies' reports share: a checked finding, the report's opening, tables as Markdown."""
+"""What the studies' reports share: a checked finding, the report's opening, tables as Markdown,
+and the runs kept beside a reference run (its companions)."""
 
 from __future__ import annotations
 
@@ -51,3 +52,28 @@ def report_text(lines: list[str], figures: dict[str, Path], alt: dict[str, str] 
     """REPORT.md's text: the lines, then a Figures section linking each figure drawn (alt text by stem)."""
     lines = [*lines, "## Figures", "", *[f"![{(alt or {}).get(stem, stem)}]({path.name})\n" for stem, path in figures.items()]]
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Companion:
+    """A run kept beside a study's reference run (results/STUDY-GPU/FOLDER/NAME.csv[.gz]: a hot-cache
+    sweep, a tile sweep, another layout) with its metadata and, when taken, its profile."""
+
+    path: Path
+    df: pd.DataFrame
+    meta: dict
+    profile: pd.DataFrame | None
+
+
+def companion(results_path: Path, folder: str, name: str) -> Companion | None:
+    """The companion run FOLDER/NAME beside the reference run at results_path, or None when that
+    folder holds no such run (a user's own run of the study has none)."""
+    from ..profile import profile_path, read_profile
+    from ..results import read_metadata, read_results
+
+    base = Path(results_path).parent / folder
+    path = next((p for p in (base / f"{name}.csv", base / f"{name}.csv.gz") if p.exists()), None)
+    if path is None:
+        return None
+    prof = profile_path(path)
+    return Companion(path, read_results(path), read_metadata(path), read_profile(prof) if prof.exists() else None)
