@@ -10,7 +10,9 @@ from .. import source
 from ..ops import get_op
 from ..engine.plan import Selection
 from ..variants import format_params
-from .cache import describe_cache, lookup
+from .cache import Tuned, describe_cache, lookup
+
+RULE = "rule"  # a Tuned's origin when its parameters came from the variant's rule, not a cache
 
 Say = Callable[[str], None]
 
@@ -32,10 +34,16 @@ def with_tuned(sel: Selection, caches: Sequence, say: Say) -> Selection:
     variants = tunable(sel)
     if not variants:
         return sel
-    if not caches:
-        say(f"{', '.join(v.name for v in variants)}: tuning caches off; default parameters")
-        return sel
     device = device_identity()
+    if not caches:
+        ruled = {v.name: _by_rule(v, sel.shapes(v), device) for v in variants}
+        plain = [v.name for v in variants if not ruled[v.name]]
+        if plain:
+            say(f"{', '.join(plain)}: tuning caches off; default parameters")
+        for v in variants:
+            if ruled[v.name]:
+                say(_rule_line(v.name, len(ruled[v.name]), "tuning caches off", device))
+        return replace(sel, tuned={**sel.tuned, **{k: t for r in ruled.values() for k, t in r.items()}})
     tuned = {}
     for v in variants:
         shapes = sel.shapes(v)
@@ -45,14 +53,34 @@ def with_tuned(sel: Selection, caches: Sequence, say: Say) -> Selection:
         tuned.update({(v.name, shape): t for shape, t in found.items()})
         for line in _tuned_lines(v, found, device):
             say(line)
-        if found and len(found) < len(shapes):
+        ruled = _by_rule(v, [s for s in shapes if s not in found], device)
+        tuned.update(ruled)
+        if ruled:
+            say(_rule_line(v.name, len(ruled), f"no tuned entry at {len(ruled)} of its {len(shapes)} shapes", device))
+        elif found and len(found) < len(shapes):
             say(f"{v.name}: no tuned entry at {len(shapes) - len(found)} of its {len(shapes)} shapes; defaults there")
         if not found and device is None:
             say(f"{v.name}: no GPU found here to look up its tuned parameters for; using defaults")
-        elif not found and any(e.get("variant") == v.name for c in caches for e in c.entries.values()):
+        elif not found and not ruled and any(e.get("variant") == v.name for c in caches for e in c.entries.values()):
             say(f"{v.name}: the tuning caches have no entry for this GPU ({device}), nor for one of its architecture "
                 f"and SM count, with this kernel source; using defaults (run `mmbench tune`)")
     return replace(sel, tuned={**sel.tuned, **tuned})
+
+
+def _by_rule(variant, shapes, device) -> dict:
+    """{(variant, shape): Tuned} from the variant's rule (tuning/rules.py) on this GPU, for the
+    shapes given; none without a rule or a GPU to read the SM count of."""
+    from .rules import RULES
+
+    rule = RULES.get(variant.name)
+    if rule is None or device is None:
+        return {}
+    return {(variant.name, shape): Tuned(rule(shape, device), device.name, False, None, RULE) for shape in shapes}
+
+
+def _rule_line(name: str, shapes: int, why: str, device) -> str:
+    return (f"{name}: {why}; parameters by its rule over the shape and this GPU's {device.sm_count} SMs "
+            f"(mmbench/tuning/rules.py) at {shapes} shape{'s' if shapes != 1 else ''}")
 
 
 def _tuned_lines(variant, found: dict, device) -> list[str]:
@@ -84,7 +112,7 @@ def tuning_record(selections: Sequence[Selection], caches: Sequence) -> dict:
             sources = variants.setdefault(v.name, {})
             for shape in sel.shapes(v):
                 t = sel.tuned.get((v.name, shape))
-                key = (str(t.cache), t.origin, t.device, t.borrowed) if t else (None, "defaults", None, False)
+                key = (str(t.cache) if t.cache else None, t.origin, t.device, t.borrowed) if t else (None, "defaults", None, False)
                 sources[key] = sources.get(key, 0) + 1
     fields = ("cache", "origin", "measured_on", "borrowed")
     return {"read": [{"path": str(c.path), "origin": c.origin, "entries": len(c.entries)} for c in caches],
