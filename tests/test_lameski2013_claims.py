@@ -9,17 +9,25 @@ import numpy as np
 import pytest
 
 from mmbench import plots
+from mmbench.profile import read_profile
+from mmbench.results import ResultsError
 from mmbench.kernel_text import additions, kernel_additions
 from mmbench.results import read_metadata, read_results
 from mmbench.studies import lameski2013 as L
 
 REPO = Path(__file__).resolve().parent.parent
 RUN = REPO / "results" / "lameski2013-h100" / "lameski2013-h100.csv.gz"
+PROFILE = RUN.with_name("lameski2013-h100.profile.csv")
 
 
 @pytest.fixture(scope="module")
 def run():
     return read_results(RUN)
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return read_profile(PROFILE)
 
 
 def _ratio(df, scope, m, n, k):
@@ -138,7 +146,91 @@ def test_kernel_additions_read_the_code_not_its_comments():
 
 def test_report_states_departures_and_untested_claims(run, tmp_path):
     report = L.report(run, read_metadata(RUN), {"device": "a GTX 680"}, {}, None, RUN)
-    assert f"Claims judged: {len(L.verdicts(run))}; claims this run cannot judge: {len(L.UNTESTED)}" in report
+    assert f"Claims judged: {len(L.verdicts(run))}; claims this run cannot judge: {len(L.UNTESTED) + 2}" in report
+    assert "No profile of shared_padded and shared" in report  # without a profile the mechanism stays untested
     assert "32, 33, 100, 128, 500, 512, 1000, 1024, 4000, 4096 (200 shapes" in report
     assert all(a in report for a in kernel_additions("gemm/shared.cu"))
     assert "`mmbench profile --config configs/lameski2013.toml" in report
+
+
+# -- the mechanism, from the committed Nsight Compute profile ---------------------------------------------------
+def _prof(profile, variant, m, n, k):
+    row = profile[(profile.variant == variant) & (profile.params == "BLOCK=32") & (profile.m == m) & (profile.n == n)
+                  & (profile.k == k)]
+    assert len(row) == 1
+    return row.iloc[0]
+
+
+def test_mechanism_table_recomputes_the_profiles_counts(run, profile):
+    table = L.mechanism(profile, run)
+    assert len(table) == 8 and list(table.aligned) == [False] * 6 + [True] * 2
+    pad, chk = _prof(profile, "shared_padded", 1000, 1000, 32), _prof(profile, "shared", 1000, 1000, 32)
+    row = table.loc[(1000, 1000, 32)]
+    assert row["instructions checks %"] == pytest.approx(100 * (chk.warp_inst / pad.warp_inst - 1))
+    sectors = lambda r: r.global_ld_sectors + r.global_st_sectors
+    assert row["sectors padding %"] == pytest.approx(100 * (sectors(pad) / sectors(chk) - 1))
+    # approach 1 ran at 1024 x 1024 x 32: 32 x 32 blocks each load one 32 x 32 tile of A and of B (128 sectors of
+    # 32 B each), and C's 1024 x 1024 floats are stored once
+    assert sectors(pad) == 32 * 32 * 2 * 128 + 1024 * 1024 * 4 / 32
+    assert row["run time ratio"] == pytest.approx(_ratio(run, "kernel", 1000, 1000, 32), rel=1e-12)
+    assert (table["branches padding"] == table["branches checks"]).all()
+    assert (table[["divergent padding", "divergent checks"]] == 0).all().all()
+    assert (table[table.aligned]["sectors padding %"] == 0).all()
+
+
+def test_the_checks_add_no_branch_and_the_trade_is_instructions_against_bytes(run, profile):
+    branching = _verdict_with(run, profile, "Border checks put branching in the kernel")
+    assert branching.holds == "no" and "at 0 of 8 profiled shapes (the same count at 8)" in branching.evidence
+    assert "divergent branches: 0 in approach 2, 0 in approach 1" in branching.evidence
+    trade = _verdict_with(run, profile, "The difference comes from branching")
+    table = L.mechanism(profile, run)
+    faster = int((table["run time ratio"] < 1).sum())
+    assert trade.holds == "partly" and f"approach 1's kernel faster at {faster} of 8" in trade.evidence
+    assert "at the 6 unaligned shapes (+0.0 % at the 2 aligned)" in trade.evidence and "not branching" in trade.evidence
+
+
+def _verdict_with(df, profile, start):
+    return next(v for v in L.verdicts(df, profile) if v.finding.startswith(start))
+
+
+def _made_up(branches=0, divergent=0, sectors=0, instructions=0):
+    """A two-shape mechanism table: one unaligned, one aligned; the checks' extras as given."""
+    import pandas as pd
+    index = pd.MultiIndex.from_tuples([(1000, 1000, 32), (4000, 4000, 32)], names=["m", "n", "k"])
+    return pd.DataFrame({"aligned": [False, True], "branches padding": [100, 100],
+                         "branches checks": [100 + branches] * 2, "divergent padding": [0, 0],
+                         "divergent checks": [divergent] * 2, "instructions checks %": [instructions] * 2,
+                         "sectors padding %": [sectors, 0.0], "l2 padding %": [0.0, 0.0],
+                         "dram read padding %": [0.0, 0.0], "time padding us": [1.0, 1.0],
+                         "time checks us": [1.0, 1.0], "run time ratio": [0.9, 1.0]}, index=index)
+
+
+@pytest.mark.parametrize("extras,branching,trade", [
+    (dict(branches=5, sectors=3), "yes", "yes"),  # the paper's picture: branches against bytes
+    (dict(divergent=7, sectors=3), "yes", "yes"),  # divergence alone is branching
+    (dict(instructions=9, sectors=3), "no", "partly"),  # this GPU's: instructions, not branches, against bytes
+    (dict(branches=0.5, sectors=0.5), "no", "no"),  # under 1 %: the same counts
+])
+def test_mechanism_verdicts_on_made_up_counts(extras, branching, trade):
+    first, second = L.mechanism_verdicts(_made_up(**extras))
+    assert (first.holds, second.holds) == (branching, trade)
+
+
+def test_report_with_the_profile_judges_the_mechanism_and_shows_the_hierarchy(run, profile):
+    report = L.report(run, read_metadata(RUN), {"device": "a GTX 680"}, {}, profile, RUN)
+    assert f"Claims judged: {len(L.verdicts(run, profile))}; claims this run cannot judge: {len(L.UNTESTED)}" in report
+    assert len(L.verdicts(run, profile)) == len(L.verdicts(run)) + 2
+    assert "## Memory hierarchy (Nsight Compute)" in report and "caches flushed before each kernel" in report
+    assert "| 1000x1000x32 | no | 65,536 / 65,536 | 0 / 0 |" in report
+    assert "at 16 of 16 profiled kernels the closest roof is shared memory" in report
+
+
+def test_hierarchy_figure_shows_both_approaches_in_and_past_l2(run, profile):
+    assert L.hierarchy_shapes(profile) == [(1000, 1000, 32), (4000, 4000, 64)]
+    fig = L.fig_hierarchy(run, read_metadata(RUN), profile)
+    assert len(fig.axes) == 2 and "past the 52 MB L2" in fig.axes[1].get_title()
+    texts = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert set(L.APPROACH.values()) <= set(texts) and not any("CUDA-1" in t for t in texts)
+    plt.close(fig)
+    with pytest.raises(ResultsError, match="needs a profile"):
+        L.fig_hierarchy(run, read_metadata(RUN), None)

@@ -16,10 +16,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import plots
+from .. import analysis, hierarchy, plots
 from ..analysis import by_shape, ok_rows, shape_ratio
 from ..ops.base import SCOPES
 from ..results import ResultsError
+from ..sizes import row_shape
 from .common import Verdict, markdown_table, provenance, report_text, text_table, verdict_table
 from .contract import Figure, FigureFamily
 from ..kernel_text import kernel_additions
@@ -314,9 +315,102 @@ def transfer_verdict(df: pd.DataFrame) -> list[Verdict]:
                     f"(at most {100 * (ratio.max() - 1):.0f} %, none at the {int((ratio == 1).sum())} aligned ones)")]
 
 
-def verdicts(df: pd.DataFrame) -> list[Verdict]:
-    """Every claim of the paper the run can judge, in the paper's order of argument."""
-    return [*average_verdicts(df), *figure_verdicts(df), *transfer_verdict(df)]
+# -- the mechanism, from the Nsight Compute profile beside the run -----------------------------------------------
+SAME = 0.01  # ours: two counts within 1 % of each other are the same count
+PROFILE_COMMAND = ("`mmbench profile --config configs/lameski2013.toml --points \"[1000,4000]x[1000,4000]x[32,64]\" "
+                   "-v shared_padded,shared --results RUN.csv.gz` (branch, instruction and byte counts)")
+MECHANISM_CLAIMS = (("Border checks put branching in the kernel; padding needs none", "section III"),
+                    ("The difference comes from branching in the kernel against extra memory transfers",
+                     "sections I, V"))
+COUNTS = ("branch_inst", "divergent_branches", "warp_inst", "global_ld_sectors", "global_st_sectors", "l2_bytes",
+          "dram_bytes_read", "gpu_time_ns")
+
+
+def _profiled(profile: pd.DataFrame | None, variant: str) -> pd.DataFrame:
+    """One approach's profile rows at BLOCK = 32 by shape (m, n, k), with the counts the mechanism reads."""
+    if profile is None or any(c not in profile for c in COUNTS):
+        return pd.DataFrame()
+    rows = profile[(profile.variant == variant) & (profile.params == "BLOCK=32")].dropna(subset=list(COUNTS))
+    return rows.set_index(["m", "n", "k"])[list(COUNTS)]
+
+
+def mechanism(profile: pd.DataFrame | None, df: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per shape profiled for both approaches (approach 1 at its padded shape, the kernel alone):
+    branch instructions and divergent branches of each, the warp instructions the checks add, the
+    global-memory sectors (loads and stores, 32 B each), L2 bytes and DRAM bytes read that padding
+    adds, Nsight Compute's kernel times and, from the run, approach 1's median kernel time over
+    approach 2's. Empty without a profile holding both."""
+    pad, chk = _profiled(profile, PADDING["variant"]), _profiled(profile, BORDERS["variant"])
+    shapes = pad.index.intersection(chk.index).sort_values()
+    if shapes.empty:
+        return pd.DataFrame()
+    pad, chk = pad.loc[shapes], chk.loc[shapes]
+    sectors = lambda t: t.global_ld_sectors + t.global_st_sectors
+    out = pd.DataFrame({
+        "aligned": [m % 32 == 0 and n % 32 == 0 for m, n, _ in shapes],
+        "branches padding": pad.branch_inst, "branches checks": chk.branch_inst,
+        "divergent padding": pad.divergent_branches, "divergent checks": chk.divergent_branches,
+        "instructions checks %": 100 * (chk.warp_inst / pad.warp_inst - 1),
+        "sectors padding %": 100 * (sectors(pad) / sectors(chk) - 1),
+        "l2 padding %": 100 * (pad.l2_bytes / chk.l2_bytes - 1),
+        "dram read padding %": 100 * (pad.dram_bytes_read / chk.dram_bytes_read - 1),
+        "time padding us": pad.gpu_time_ns / 1e3, "time checks us": chk.gpu_time_ns / 1e3}, index=shapes)
+    run = normalized_speed(df, "kernel") if df is not None else pd.Series(dtype=float)
+    out["run time ratio"] = [run.get(s, np.nan) for s in shapes]
+    return out
+
+
+def _span(values: pd.Series, fmt: str = "{:+.1f}") -> str:
+    lo, hi = float(values.min()), float(values.max())
+    return fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else f"{fmt.format(lo)} to {fmt.format(hi)}"
+
+
+def mechanism_verdicts(table: pd.DataFrame) -> list[Verdict]:
+    """Section III's "we introduce code branching inside the kernel" (approach 2) and sections I and V's
+    reading of the times as branching against memory transfers, from the profile's counts: the checks
+    branch if approach 2 runs more than 1 % more branch instructions or any divergent branch; padding
+    moves more if its kernel requests more than 1 % more global sectors at every unaligned shape."""
+    if table.empty:
+        return []
+    shapes = len(table)
+    added = table["branches checks"] > table["branches padding"] * (1 + SAME)
+    divergent = table["divergent checks"] > 0
+    branching = bool((added | divergent).any())
+    more_inst = bool((table["instructions checks %"] > 100 * SAME).all())
+    unaligned = table[~table.aligned]
+    more_bytes = bool(len(unaligned)) and bool((unaligned["sectors padding %"] > 100 * SAME).all())
+    branches = (f"branch instructions: approach 2 runs more than approach 1 at {int(added.sum())} of {shapes} profiled "
+                f"shapes (the same count at {int((table['branches checks'] == table['branches padding']).sum())}); "
+                f"divergent branches: {int(table['divergent checks'].sum())} in approach 2, "
+                f"{int(table['divergent padding'].sum())} in approach 1; instead approach 2 runs "
+                f"{_span(table['instructions checks %'])} % more warp instructions")
+    out = [Verdict(MECHANISM_CLAIMS[0][0], f"{MECHANISM_CLAIMS[0][1]}: \"we introduce code branching inside the "
+                   "kernel function\"", "yes" if branching else "no", branches + " (ours: more than 1 % counts)")]
+    faster = table["run time ratio"].dropna()
+    aligned = table[table.aligned]
+    times = (f"; approach 1's kernel faster at {int((faster < 1).sum())} of {len(faster)} (the run's kernel medians, "
+             f"approach 1's time over approach 2's {_span(faster, '{:.3f}')})" if len(faster) else "")
+    if len(aligned) and len(faster):
+        times += (", at the aligned " + ", ".join(f"{m} x {n} x {k}: {r:.3f}" for (m, n, k), r in
+                                                  aligned["run time ratio"].dropna().items())
+                  + " where both request the same sectors")
+    holds = "yes" if branching and more_bytes else "partly" if more_bytes or branching or more_inst else "no"
+    evidence = (f"padding's kernel requests {_span(unaligned['sectors padding %'])} % more global-memory sectors at the "
+                f"{len(unaligned)} unaligned shapes ({_span(aligned['sectors padding %'])} % at the {len(aligned)} "
+                f"aligned), DRAM reads {_span(unaligned['dram read padding %'])} %; the checks add "
+                f"{'branches' if branching else 'no branch and no divergence but'} "
+                f"{_span(table['instructions checks %'])} % warp instructions{times}; "
+                "so the trade is instructions against bytes" + ("" if branching else ", not branching") +
+                " (ours: more than 1 % counts)")
+    return [*out, Verdict(MECHANISM_CLAIMS[1][0], f"{MECHANISM_CLAIMS[1][1]}: \"more memory transfers provides "
+                          "increased performance than having conditional branching\"", holds, evidence)]
+
+
+def verdicts(df: pd.DataFrame, profile: pd.DataFrame | None = None) -> list[Verdict]:
+    """Every claim of the paper the run (and its profile, where given) can judge, in the paper's
+    order of argument."""
+    return [*average_verdicts(df), *figure_verdicts(df), *transfer_verdict(df),
+            *mechanism_verdicts(mechanism(profile, df))]
 
 
 # The paper's claims a run of this study cannot judge: (claim, where, why not, what would test it)
@@ -333,14 +427,50 @@ UNTESTED = (
     ("Without border handling the border blocks compute wrong results", "section III, Fig. 2",
      "the harness never runs the unchecked kernel on unpadded matrices (it would read and write past the buffers)",
      "compute-sanitizer on shared_padded launched at an unaligned shape unpadded"),
-    ("The difference comes from branching in the kernel against extra memory transfers", "sections I, V",
-     "needs counts of instructions, divergent branches and bytes, not times",
-     "`mmbench profile --config configs/lameski2013.toml --points \"[1000,4000]x[1000,4000]x[32,64]\" --results "
-     "results/lameski2013-h100/lameski2013-h100.csv.gz` (DRAM bytes); divergent-branch counts need Nsight Compute's "
-     "branch metrics, which mmbench profile does not collect"),
     ("CUBLAS has been outperformed on certain architectures [6]", "section I", "a citation (and [6] is a DGEMV paper)",
      "none here; the modern sweep puts cuBLAS beside our kernels"),
 )
+
+
+def untested(profile: pd.DataFrame | None) -> list[list[str]]:
+    """The claims left to judge: UNTESTED, and the mechanism's two when no profile holds both approaches."""
+    left = [] if not mechanism(profile).empty else [
+        [claim, where, "needs Nsight Compute's branch, instruction and byte counts, not times", PROFILE_COMMAND]
+        for claim, where in MECHANISM_CLAIMS]
+    return [list(row) for row in UNTESTED] + left
+
+
+def profile_meta(results_path: Path) -> dict:
+    """NAME.profile.meta.json beside the run ({} without one): how Nsight Compute was run."""
+    import json
+
+    from ..profile import profile_path
+
+    path = profile_path(results_path).with_suffix(".meta.json")
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def profile_departures(profile: pd.DataFrame | None, results_path: Path) -> list[str]:
+    """What the profile's counts rest on, where the paper has no profile at all."""
+    table = mechanism(profile)
+    if table.empty:
+        return []
+    ncu = profile_meta(results_path).get("ncu") or {}
+    sides = sorted({v for m, n, _ in table.index for v in (m, n)})
+    depths = sorted({k for *_, k in table.index})
+    first = profile[(profile.variant == PADDING["variant"]) & (profile.m % 32 != 0)]
+    flops = ""
+    if len(first):
+        row = first.iloc[0]
+        flops = (f" Nsight Compute counts the FMAs executed, so both approaches' FLOPs include the zero-filled parts of "
+                 f"the border tiles ({row.fp32_flops / 1e6:.1f} M at {row_shape(row.m, row.n, row.k)} against "
+                 f"{2 * row.m * row.n * row.k / 1e6:.1f} M useful).")
+    return [f"- **The profile** (no such thing in the paper): Nsight Compute {ncu.get('version', '(version not recorded)')}, "
+            f"caches {'flushed before each kernel' if ncu.get('cache_control', 'all') == 'all' else 'warm'}, clocks "
+            f"{'not locked' if ncu.get('clock_control', 'none') == 'none' else 'locked'}, one launch of each kernel, at "
+            f"{len(table)} shapes (hA, wB in {', '.join(map(str, sides))}; k = {' and '.join(map(str, depths))}); "
+            "approach 1 profiled at its padded shape (e.g. 1000 x 1000 x 32 ran as 1024 x 1024 x 32), the kernel "
+            "alone: its padding copies are in no count." + flops]
 
 
 def departures(df: pd.DataFrame, meta: dict, reference: dict) -> list[str]:
@@ -363,7 +493,7 @@ def departures(df: pd.DataFrame, meta: dict, reference: dict) -> list[str]:
         "- **Approach 2's checks**: the paper's pseudo-code tests only border blocks, with `bx*BLOCK_SIZE+tx > weightA "
         "&& by*BLOCK_SIZE > heightA` (as printed, zero only where both bounds are crossed); ours tests every tile load in every block with the "
         "exact bounds, zero-filling past the edges, and guards every store. nvcc makes these selects and predicated "
-        "stores rather than branches.",
+        "loads and stores rather than branches (the profile's branch counts, below).",
         "- **One kernel for both approaches**: the paper's kernels are not published; ours are one source "
         "(kernels/gemm/shared.cu), approach 1 with its checks compiled out, so the two differ only by the checks.",
         "- **Added to the paper's pseudo-code** (both approaches): " + "; ".join(additions) + ".",
@@ -377,13 +507,108 @@ def departures(df: pd.DataFrame, meta: dict, reference: dict) -> list[str]:
     ]
 
 
-def claims_lines(ok: pd.DataFrame, meta: dict, reference: dict) -> list[str]:
+def claims_lines(ok: pd.DataFrame, meta: dict, reference: dict, profile: pd.DataFrame | None = None,
+                 results_path: Path | None = None) -> list[str]:
     """The report's verdict table, the departures and the claims left untested."""
-    judged = verdicts(ok)
+    judged = verdicts(ok, profile)
+    left = untested(profile)
     return [*verdict_table(judged), "", f"Claims judged: {len(judged)}; claims this run cannot judge: "
-            f"{len(UNTESTED)} (below).", "", "## Where this study departs from the paper", "",
-            *departures(ok, meta, reference), "", "## Claims this run cannot test", "",
-            *text_table(["claim", "paper", "why not here", "what would test it"], [list(row) for row in UNTESTED]), ""]
+            f"{len(left)} (below).", "", "## Where this study departs from the paper", "",
+            *departures(ok, meta, reference), *profile_departures(profile, results_path), "",
+            "## Claims this run cannot test", "",
+            *text_table(["claim", "paper", "why not here", "what would test it"], left), ""]
+
+
+MECHANISM_COLUMNS = ["shape (hA x wB x k)", "aligned to 32", "branch instructions (1 / 2)", "divergent (1 / 2)",
+                     "approach 2's extra warp instructions", "approach 1's extra global sectors",
+                     "approach 1's extra L2 bytes", "approach 1's extra DRAM reads", "Nsight time µs (1 / 2)",
+                     "run: approach 1's time / 2's"]
+
+
+def mechanism_rows(table: pd.DataFrame) -> list[list[str]]:
+    """The mechanism table's cells, a profiled shape a row."""
+    return [[str(row_shape(m, n, k)), "yes" if r.aligned else "no",
+             f"{r['branches padding']:,.0f} / {r['branches checks']:,.0f}",
+             f"{r['divergent padding']:,.0f} / {r['divergent checks']:,.0f}", f"{r['instructions checks %']:+.1f} %",
+             f"{r['sectors padding %']:+.1f} %", f"{r['l2 padding %']:+.1f} %", f"{r['dram read padding %']:+.1f} %",
+             f"{r['time padding us']:.1f} / {r['time checks us']:.1f}",
+             "-" if pd.isna(r["run time ratio"]) else f"{r['run time ratio']:.3f}"]
+            for (m, n, k), r in table.iterrows()]
+
+
+def hierarchy_shapes(profile: pd.DataFrame | None) -> list[tuple]:
+    """The two profiled shapes the hierarchy shows: the smallest (its operands fit in L2, both sides
+    unaligned) and the largest (past L2)."""
+    table = mechanism(profile)
+    if table.empty:
+        return []
+    shapes = sorted(table.index, key=lambda s: (hierarchy.working_set_mb("gemm", *s), s))
+    return list(dict.fromkeys([shapes[0], shapes[-1]]))
+
+
+def hierarchy_lines(profile: pd.DataFrame | None, df: pd.DataFrame, meta: dict) -> list[str]:
+    """The report's memory-hierarchy section: what bounds the one kernel both approaches share,
+    the level table at the two shapes drawn, and the branch and traffic counts at every shape."""
+    table = mechanism(profile, df)
+    if table.empty:
+        return ["## Memory hierarchy (Nsight Compute)", "", "No profile of shared_padded and shared (BLOCK = 32) "
+                "beside this run: " + PROFILE_COMMAND + ".", ""]
+    variants = list(APPROACH)
+    lv = hierarchy.levels(profile)
+    lv = lv[lv.variant.isin(variants) & (lv.params == "BLOCK=32")]
+    bound = lv.bound.value_counts()
+    top = bound.index[0]
+    name = "FP32" if top == "fp32" else hierarchy.NAMES[top]
+    pct = lv[f"{top}_pct"]
+    lines = ["## Memory hierarchy (Nsight Compute)", "",
+             f"Both approaches are one kernel, so they sit together at every level: at {int(bound.iloc[0])} of "
+             f"{len(lv)} profiled kernels the closest roof is {name} ({pct.min():.0f} to {pct.max():.0f} % of its peak, "
+             f"at {_span(lv.shared_intensity, '{:.2f}')} FLOP per shared-memory byte), while L2 reaches at most "
+             f"{lv.l2_pct.max():.0f} % and DRAM {lv.dram_pct.max():.0f} % of theirs"
+             + (": the bytes padding adds go to levels far from their limits (ours: under half their peak)"
+                if max(lv.l2_pct.max(), lv.dram_pct.max()) < 50 else "") + ". Approach 1's GFLOP/s count its padded product's FMAs; so do approach 2's, whose "
+             "border tiles multiply zeros too. The hierarchical roofline (figure `fig-lameski-hierarchy.png`) draws "
+             "both at the smallest profiled shape and the largest.", ""]
+    for shape in hierarchy_shapes(profile):
+        lines += [f"At {row_shape(*shape)} (operands {hierarchy.working_set_mb('gemm', *shape):.0f} MB; "
+                  f"L2 {(meta.get('gpu') or {}).get('l2_bytes', 0) / 1e6:.0f} MB):", "",
+                  *text_table(hierarchy.LEVEL_COLUMNS, [[_name(r[0]), *r[1:]] for r in
+                                                        hierarchy.level_rows(profile, shape, variants)]), ""]
+    lines += ["Branches, instructions and traffic at every profiled shape (1: padding, at its padded shape; 2: border "
+              "checks). Sectors are the global loads and stores the kernel asked of L1 (32 B each), exact counts; "
+              "L2 bytes also hold traffic besides the kernel's and move a few % between identical kernels (see the "
+              "aligned shapes, where the two request the same sectors); DRAM writes are left out, as C stays in L2, "
+              "wholly or in part, when the kernel ends.", "", *text_table(MECHANISM_COLUMNS, mechanism_rows(table)), ""]
+    return lines
+
+
+APPROACH = {PADDING["variant"]: "approach 1: padding (shared_padded, 32x32)",
+            BORDERS["variant"]: "approach 2: border checks (shared, 32x32)"}
+
+
+def _name(label: str) -> str:
+    """A hierarchy label in this study's words (the hierarchy names `shared` CUDA-1, Zosa's name for it)."""
+    for spec in (PADDING, BORDERS):
+        if label == analysis.series_of(spec["variant"], spec["params"]).label:
+            return APPROACH[spec["variant"]]
+    return label
+
+
+def fig_hierarchy(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+    """The hierarchical roofline of both approaches at the smallest profiled shape and the largest
+    (past L2), its legend in this study's words."""
+    shapes = hierarchy_shapes(profile)
+    if not shapes:
+        raise ResultsError("the hierarchy needs a profile of shared_padded and shared (BLOCK = 32): " + PROFILE_COMMAND)
+    keep = pd.Series([(m, n, k) in shapes for m, n, k in zip(profile.m, profile.n, profile.k)], index=profile.index)
+    fig = hierarchy.fig_hierarchical_roofline(profile[keep & (profile.params == "BLOCK=32")], meta,
+                                              "Lameski 2013: padding and border checks at each memory level "
+                                              "(their points nearly coincide: one kernel, with or without its checks)",
+                                              variants=list(APPROACH), most=len(shapes))
+    for legend in fig.legends:
+        for text in legend.get_texts():
+            text.set_text(_name(text.get_text()))
+    return fig
 
 
 def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
@@ -415,7 +640,7 @@ def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Pat
         "",
         "## The paper's claims, checked",
         "",
-        *claims_lines(ok, meta, reference),
+        *claims_lines(ok, meta, reference, profile, results_path),
         "## Padding's improvement over border checks, per k and scope",
         "",
         "Mean improvement: the paper's measure, the mean over the (hA, wB) grid of approach 1's speed over approach "
@@ -438,9 +663,11 @@ def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Pat
         "",
         modern,
         "",
+        *hierarchy_lines(profile, ok, meta),
     ]
     return report_text(lines, figures, {"fig-lameski-fig3": "Fig. 3", "fig-lameski-fig4": "Fig. 4",
-                                                 "fig-lameski-heatmap": "heatmap"})
+                                        "fig-lameski-heatmap": "heatmap",
+                                        "fig-lameski-hierarchy": "hierarchical roofline"})
 
 
 # Its reference run in the repository: what a command suggests when no run of the user's will do.
@@ -452,4 +679,8 @@ FIGURES = {
     "lameski-fig4": FigureFamily("Lameski Fig. 4: border checks over padding, k=64", "Lameski Fig. 4: the same for k = 64", (Figure("fig-lameski-fig4", fig4),)),
     "lameski-heatmap": FigureFamily("Lameski: border checks over padding by (hA, wB)", "Lameski: border checks over padding by (hA, wB), per k and scope",
                                     (Figure("fig-lameski-heatmap", fig_heatmap),)),
+    "lameski-hierarchy": FigureFamily("Lameski: both approaches on the hierarchical roofline",
+                                      "Lameski: padding and border checks at each memory level (Nsight Compute), "
+                                      "the smallest profiled shape and the largest, past L2",
+                                      (Figure("fig-lameski-hierarchy", fig_hierarchy),)),
 }
