@@ -7,8 +7,10 @@ geometric mean over the Zosa paper's sizes from 512 (the 146 sizes of 512:2049).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .. import analysis, plots
@@ -48,6 +50,46 @@ FIGURES = {
 }
 
 
+PAPER_SERIES = ("best",)  # the paper's kernel: the ladder is what goes past it
+GOALS = (95.0, 100.0)  # issue 33: every size at 95 % of cuBLAS at least, the stretch at 100 %
+
+
+def fastest(df: pd.DataFrame) -> pd.Series:
+    """Per size n: the fastest series of ours beyond the paper's kernel, in % of cuBLAS in the
+    same run (the max over the ladder of GFLOP/s / cuBLAS's)."""
+    pct = analysis.percent_of(df, "cublas")
+    return pct[~pct.variant.isin(PAPER_SERIES)].groupby("n").percent.max().sort_index()
+
+
+def fastest_summary(best: pd.Series) -> list[str]:
+    """The issue's table: sizes at >= 95 % and >= 100 %, the worst, the geometric mean."""
+    geo = float(np.exp(np.log(best / 100).mean()))
+    worst = f"{best.min():.1f} % at {best.idxmin()}"
+    return text_table(["sizes", *(f">= {g:.0f} %" for g in GOALS), "worst", "geometric mean"],
+                      [[str(len(best)), *(str(int((best >= g).sum())) for g in GOALS), worst, f"{geo:.3f}"]])
+
+
+def kernel_shape(name: str) -> str:
+    """A cuBLAS kernel's name in short: its tile (m x n x k) and stages, as xmma and CUTLASS names
+    spell them; the name itself where neither pattern is found."""
+    xmma = re.search(r"tilesize(\d+x\d+x\d+)_stage(\d+)", name)
+    if xmma:
+        return f"xmma {xmma[1]}, {xmma[2]} stages" + (", its split-K reduction" if "split_k" in name else "")
+    cutlass = re.search(r"cutlass_\d+_simt_sgemm_(\d+x\d+)_(\d+)x(\d+)", name)
+    if cutlass:
+        return f"CUTLASS SIMT {cutlass[1]}x{cutlass[2]}, {cutlass[3]} stages"
+    return name
+
+
+def cublas_kernels(profile: pd.DataFrame | None) -> list[list[str]]:
+    """cuBLAS's kernels per profiled size, as Nsight Compute named them (the profile beside the
+    run: `mmbench profile -v cublas --results RUN --points ...`), each in short."""
+    if profile is None or "kernels" not in profile:
+        return []
+    rows = profile[profile.variant == "cublas"].sort_values("n")
+    return [[str(r.n), "; ".join(kernel_shape(k) for k in str(r.kernels).split(";"))] for r in rows.itertuples()]
+
+
 def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
            profile: pd.DataFrame | None, results_path: Path) -> str:
     """REPORT.md: the targets per series, where the fastest stands over every size, the figure."""
@@ -75,5 +117,20 @@ def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Pat
         "",
         *text_table(["series", "sizes", "at or above cuBLAS", "lowest", "highest"], per_series),
         "",
+        "## The fastest of ours at every size",
+        "",
+        f"Per size, the fastest series beyond the paper's kernel ({', '.join(PAPER_SERIES)}) against cuBLAS, over "
+        "every size of the run:",
+        "",
+        *fastest_summary(best := fastest(ok)),
+        "",
+        f"Under {GOALS[0]:.0f} %: " + (", ".join(f"{n} ({v:.1f} %)" for n, v in best[best < GOALS[0]].items()) or "none") + ".",
+        "",
     ]
+    kernels = cublas_kernels(profile)
+    if kernels:
+        lines += ["## cuBLAS's kernel by size (Nsight Compute)", "",
+                  "What cuBLAS launched for one call at each profiled size: the tile (m x n x k) and pipeline "
+                  "stages its kernel names carry (the full names are in the profile beside the run):", "",
+                  *text_table(["n", "cuBLAS's kernels"], kernels), ""]
     return report_text(lines, figures)
