@@ -282,7 +282,8 @@ REFERENCE_RUNS = ("zosa2017-h200", "lab3-h200", "lameski2013-h100", "amd-tiling-
 
 def _inputs(name: str) -> set[str]:
     """What a reference folder holds that no command of mmbench draws: the run's files and its notes."""
-    return {f"{name}.csv", f"{name}.csv.gz", f"{name}.meta.json", f"{name}.profile.csv", "README.md", "run.log"}
+    return {f"{name}.csv", f"{name}.csv.gz", f"{name}.meta.json", f"{name}.profile.csv", f"{name}.profile.meta.json",
+            "README.md", "run.log"}
 
 
 def _committed(folder: Path) -> dict[str, int]:
