@@ -47,7 +47,8 @@ def test_transposes_and_the_copy_stand_against_the_dram_roofs_beside_the_gemms(l
     assert [line.get_ydata()[0] for line in strip.get_lines()] == [pytest.approx(4814.4, abs=0.1)]  # datasheet DRAM
     placed = points_of(roof)
     naive = at[at.variant == "naive"].iloc[0]
-    assert placed["CUDA-Naive (32x32)"] == (2 * 4096**3 / (4 * 3 * 4096**2), naive.gflops_mean)  # 2mnk / 4(mk+kn+mn)
+    # measured by Nsight Compute since the profile holds it (issue 32's profile of every series), not 2mnk / 4(mk+kn+mn)
+    assert placed["CUDA-Naive (32x32)"] == (pytest.approx(31.72, abs=0.01), naive.gflops_mean)
     assert placed["Shared GPU PAD=1"][0] == pytest.approx(16.19, abs=0.01)  # measured by Nsight Compute
     assert "Shared GPU PAD=0" in placed and "cuBLAS" in placed  # two series of one label told apart
     legend = [t.get_text() for t in fig.legends[0].get_texts()]

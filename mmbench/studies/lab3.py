@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import plots
+from .. import hierarchy, plots
 from ..analysis import ok_rows
 from ..results import ResultsError
+from ..sizes import row_shape
 from ..variants import REGISTRY
-from .common import Verdict, markdown_table, provenance, report_text, verdict_table
+from .common import Verdict, companion, markdown_table, provenance, report_text, text_table, verdict_table
 from .contract import Figure, FigureFamily
 
 plt = plots.plt  # pyplot as plots loaded it, after choosing the Agg backend
@@ -166,21 +167,148 @@ def matmul_conflict(profile: pd.DataFrame | None) -> Verdict:
                    if len(c0) else _unprofiled(profile, "matmul_shared"))
 
 
-# Claims this run cannot decide, and what would.
+# What would check each of the claims below when its data is missing (a user's own run has no
+# profile or tile sweep beside it).
 UNTESTED = (
     ("Block size 32 is the best choice for the transposes", "\"Parameter choices\"",
-     "a sweep of the tile size: our lab transposes fix it at 32; a TILE parameter in kernels/transpose/lab3.cu and "
-     "`mmbench run --config configs/lab3.toml` over it"),
+     "the tile sweep beside the reference run: `mmbench run --config configs/companions/lab3-tiles.toml "
+     "-o results/lab3-h200/tiles/lab3-tiles.csv`"),
     ("The naive transpose uses the warps well but does not coalesce", "\"Naive GPU\"",
-     "sectors per global store request of transpose_naive: `mmbench profile --config configs/lab3.toml --points 4096 -v transpose_naive` "
-     "(not counted yet)"),
+     "sectors per global request and divergent branches of transpose_naive: "
+     "`mmbench profile --config configs/lab3.toml --points 1024,4096`"),
     ("Shared-memory conflicts cost less than global ones would", "\"Other notes about Shared Matrix Multiply\"",
-     "a general statement with no measure in the lab; the padding verdicts above give the cost of the conflict itself"),
+     "the unpadded shared transpose's conflicts against the naive one's uncoalesced stores, in time and counts: "
+     "`mmbench profile --config configs/lab3.toml --points 1024,4096`"),
 )
 
 
-def verdicts(ok: pd.DataFrame, profile: pd.DataFrame | None = None, reference: dict | None = None) -> list[Verdict]:
-    """Each claim of the lab, checked on our numbers (times: median of samples)."""
+def _untested(i: int) -> Verdict:
+    claim, where, what = UNTESTED[i]
+    return Verdict(claim, where, "not checked", f"what would check it: {what}")
+
+
+def _params(text: str) -> dict[str, int]:
+    return {k: int(v) for k, v in (p.split("=") for p in str(text).split(",") if p)}
+
+
+TILE_TOL = 0.05  # tile 32 counts as the best when within 5 % of the fastest tile (the sweep's samples spread 0 to 9 %)
+TILES_COMPANION = ("tiles", "lab3-tiles")  # the tile sweep beside the reference run: folder, name
+
+
+def tile_sweep(tiles: pd.DataFrame) -> pd.DataFrame:
+    """The tile sweep (transpose_tiled, ok rows): GB/s (median) by size n and tile side, at the lab's
+    1 x 4 strips (ROWS = TILE / 4: each thread four rows of the tile, 32 x 8 threads at tile 32) and
+    at the tile's fastest ROWS; one row per (view, n, tile), with the ROWS it took."""
+    rows = tiles[tiles.variant == "transpose_tiled"]
+    p = rows.params.map(_params)
+    bw = (rows.assign(tile=p.map(lambda d: d["TILE"]), rows=p.map(lambda d: d["ROWS"]))
+          .groupby(["n", "tile", "rows"]).gbytes_per_s.median().reset_index())
+    strips = bw[bw.rows == bw.tile // 4].assign(view="strips")
+    best = bw.loc[bw.groupby(["n", "tile"]).gbytes_per_s.idxmax()].assign(view="best")
+    return pd.concat([strips, best], ignore_index=True)[["view", "n", "tile", "rows", "gbytes_per_s"]]
+
+
+def tile_32_share(sweep: pd.DataFrame) -> pd.DataFrame:
+    """Per view and size: the fastest tile and tile 32's bandwidth as a share of the fastest's."""
+    out = []
+    for (view, n), g in sweep.groupby(["view", "n"], sort=False):
+        top = g.loc[g.gbytes_per_s.idxmax()]
+        at32 = g[g.tile == 32].gbytes_per_s
+        out.append({"view": view, "n": n, "fastest": int(top.tile), "fastest_rows": int(top.rows),
+                    "share": float(at32.iloc[0] / top.gbytes_per_s) if len(at32) else float("nan")})
+    return pd.DataFrame(out)
+
+
+def best_tile(tiles: pd.DataFrame | None) -> Verdict:
+    """The lab: "The best choice for block size is 32", read as the tile's side, from the tile sweep."""
+    sweep = tile_sweep(tiles) if tiles is not None and len(tiles) else pd.DataFrame()
+    if sweep.empty or 32 not in set(sweep.tile):
+        return _untested(0)
+    share = tile_32_share(sweep)
+    near = share.share >= 1 - TILE_TOL
+
+    def view(name: str, words: str) -> str:
+        v, ok = share[share.view == name], near[share.view == name]
+        worst = v.loc[v.share.idxmin()]
+        return (f"{words}: tile 32 the fastest at {int((v.fastest == 32).sum())} of {len(v)} sizes, within "
+                f"{TILE_TOL:.0%} of the fastest at {int(ok.sum())} of {len(v)}"
+                + (f" (least: {worst.share:.1%} of tile {worst.fastest}'s, ROWS={worst.fastest_rows}, at n={worst.n})"
+                   if worst.share < 1 else ""))
+
+    return Verdict(UNTESTED[0][0], UNTESTED[0][1],
+                   "yes" if near.all() else "no" if not near.any() else "partly",
+                   "tile sweep (transpose_tiled, [TILE][TILE + 1], tiles 8 to 64, 512 to 16384), GB/s (median); "
+                   + view("strips", "at the lab's 1 x 4 strips (ROWS = TILE / 4)") + "; "
+                   + view("best", "at each tile's fastest ROWS") + "; the tile-sweep table below")
+
+
+UNCOALESCED = 16  # sectors per global request: 4 is a warp's 32 floats in four 32-B sectors, 32 a sector per lane
+
+
+def _square(profile: pd.DataFrame, variant: str) -> pd.DataFrame:
+    rows = profile[(profile.variant == variant) & (profile.params.fillna("") == "")]
+    return rows[rows.m == rows.n].groupby("n").sum(numeric_only=True).sort_index()
+
+
+def naive_coalescing(profile: pd.DataFrame | None) -> Verdict:
+    """The lab: its naive transpose "uses the warps well, but does not coalesce memory". Warps used
+    well: no divergent branch; not coalesced: a sector or more per lane on one side at least."""
+    if profile is None or "sectors_per_global_st" not in profile:
+        return _untested(1)
+    naive, shmem = _square(profile, "transpose_naive"), _square(profile, "transpose_shmem")
+    if naive.empty:
+        return _untested(1)
+    st, ld = naive.global_st_sectors / naive.global_st_requests, naive.global_ld_sectors / naive.global_ld_requests
+    scattered = (st >= UNCOALESCED) | (ld >= UNCOALESCED)
+    divergent = naive.divergent_branches
+    sides = [scattered.all(), (divergent == 0).all()]
+    at = shmem.index.intersection(naive.index)
+    return Verdict(UNTESTED[1][0], UNTESTED[1][1], "yes" if all(sides) else "no" if not any(sides) else "partly",
+                   "Nsight Compute, 32-B sectors per global request (4: a warp's 32 floats coalesced; 32: a sector a "
+                   f"lane; {UNCOALESCED} or more counts as not coalesced), transpose_naive stores / loads: "
+                   + "; ".join(f"n={n}: {st[n]:.1f} / {ld[n]:.1f}" for n in naive.index)
+                   + (" (shmem GPU: " + "; ".join(
+                       f"n={n}: {shmem.global_st_sectors[n] / shmem.global_st_requests[n]:.1f} / "
+                       f"{shmem.global_ld_sectors[n] / shmem.global_ld_requests[n]:.1f}" for n in at) + ")" if len(at) else "")
+                   + ": its reads along the rows coalesce, its writes down the columns do not; warps used well, read "
+                   "as no divergence: divergent branches "
+                   + "; ".join(f"n={n}: {int(divergent[n])} of {int(naive.branch_inst[n])}" for n in naive.index))
+
+
+def conflicts_vs_global(profile: pd.DataFrame | None) -> Verdict:
+    """The lab: bank conflicts in shared memory cost less than they would in global memory. The
+    profile's nearest test: the unpadded shared transpose (a 32-way conflict on its shared reads,
+    coalesced global traffic) and the naive one (no shared memory, a sector a lane on its global
+    writes), each against the padded one, which has neither; the extra time per extra transaction."""
+    if profile is None or "global_st_sectors" not in profile:
+        return _untested(2)
+    pad, unpad, naive = (_square(profile, v) for v in ("transpose_shmem", "transpose_shmem_unpadded", "transpose_naive"))
+    at = pad.index.intersection(unpad.index).intersection(naive.index)
+    if at.empty:
+        return _untested(2)
+    pad, unpad, naive = pad.loc[at], unpad.loc[at], naive.loc[at]
+    waves = (unpad.shared_ld_conflicts + unpad.shared_st_conflicts) - (pad.shared_ld_conflicts + pad.shared_st_conflicts)
+    sectors = naive.global_st_sectors - pad.global_st_sectors
+    conflict_ps = (unpad.gpu_time_ns - pad.gpu_time_ns) / waves * 1e3
+    global_ps = (naive.gpu_time_ns - pad.gpu_time_ns) / sectors * 1e3
+    cheaper = conflict_ps < global_ps
+    return Verdict(UNTESTED[2][0], UNTESTED[2][1], "yes" if cheaper.all() else "no" if not cheaper.any() else "partly",
+                   "Nsight Compute (caches flushed, one launch), each against the padded shmem transpose: the unpadded "
+                   "one's extra shared wavefronts (its 32-way conflict) and the naive one's extra global store sectors "
+                   "(a sector a lane), time added / count: "
+                   + "; ".join(f"n={n}: {1e-3 * (unpad.gpu_time_ns[n] - pad.gpu_time_ns[n]):.1f} us / {waves[n] / 1e6:.1f} M "
+                               f"= {conflict_ps[n]:.1f} ps a wavefront against {1e-3 * (naive.gpu_time_ns[n] - pad.gpu_time_ns[n]):.1f}"
+                               f" us / {sectors[n] / 1e6:.1f} M = {global_ps[n]:.1f} ps a sector ({global_ps[n] / conflict_ps[n]:.1f}x)"
+                               for n in at)
+                   + "; the lab's own transposes, not an isolated test: the naive one also differs in its 64 x 64 "
+                   "submatrices and has no shared memory or barrier; the lab's claim is about its matmul, whose "
+                   "conflict has no global twin")
+
+
+def verdicts(ok: pd.DataFrame, profile: pd.DataFrame | None = None, reference: dict | None = None,
+             tiles: pd.DataFrame | None = None) -> list[Verdict]:
+    """Each claim of the lab, checked on our numbers (times: median of samples; `tiles`: the tile
+    sweep's ok rows, when it was run)."""
     t = transpose_times(ok)
     m = matmul_times(ok)
     out = []
@@ -216,7 +344,7 @@ def verdicts(ok: pd.DataFrame, profile: pd.DataFrame | None = None, reference: d
                           _unprofiled(profile, "transpose_shmem_unpadded", "transpose_shmem"))))
     out += matmul_verdicts(m, profile, reference)
     out.append(steady_times(ok))
-    out += [Verdict(claim, where, "not checked", f"what would check it: {what}") for claim, where, what in UNTESTED]
+    out += [best_tile(tiles), naive_coalescing(profile), conflicts_vs_global(profile)]
     return out
 
 
@@ -290,6 +418,94 @@ def fig_matmul_time(df: pd.DataFrame, meta: dict, profile=None, size=None) -> pl
     return fig
 
 
+LAB_TRANSPOSE_KERNELS = ("transpose_naive", "transpose_shmem", "transpose_shmem_unpadded", "transpose_optimized")
+# The tuned transposes (tiled, vectors, swizzled, pipelined) were profiled at their default parameters, not
+# the ones the run timed (see the departures), so the hierarchy figures and tables leave them out.
+MATMUL_KERNELS = tuple(dict.fromkeys(v for v, _ in MATMULS if v in REGISTRY and REGISTRY[v].backend != "cpu"))
+
+
+def fig_matmul_hierarchy(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+    """The shared hierarchical roofline, each kernel named at the right end of its line: the figure
+    colours by variant, so the two paddings of the shared matmul would be one colour, and the two
+    cache versions' lines lie on each other."""
+    fig = hierarchy.fig_hierarchical_roofline(profile, meta, "Lab 3: the matrix multiplications at each memory level "
+                                              "(Nsight Compute, caches flushed)", variants=MATMUL_KERNELS)
+    table = hierarchy.levels(profile)
+    table = table[(table.gflops > 0) & table.variant.isin(MATMUL_KERNELS)]
+    intensities = [f"{level}_intensity" for level in hierarchy.LEVELS]
+    for ax, shape in zip(fig.axes, hierarchy.shapes_in(table, set(table.op))):
+        rows = table[(table.m == shape[0]) & (table.n == shape[1]) & (table.k == shape[2])].sort_values("gflops")
+        below = 0.0
+        for row in rows.itertuples():
+            close = below and row.gflops < 1.2 * below  # two lines at about one height: the second label above
+            ax.annotate(_label(row.variant, row.params), (max(getattr(row, c) for c in intensities if pd.notna(getattr(row, c))),
+                                                           row.gflops),
+                        xytext=(7, 7 if close else -1), textcoords="offset points", fontsize=7.5, va="center")
+            below = row.gflops
+    return fig
+
+
+def fig_transpose_levels(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+    return hierarchy.fig_memory_levels(profile, meta, "Lab 3: the lab's transposes at each memory level "
+                                       "(Nsight Compute, caches flushed)", variants=LAB_TRANSPOSE_KERNELS)
+
+
+def _largest(table: pd.DataFrame) -> tuple:
+    return hierarchy.shapes_in(table, set(table.op), 1)[-1]
+
+
+def hierarchy_lines(profile: pd.DataFrame | None, meta: dict) -> list[str]:
+    """The report's memory-hierarchy section: a level table at the largest profiled size of the
+    matmuls and of the lab's transposes, and what the tables say, from the numbers."""
+    try:
+        table = hierarchy.levels(profile)
+    except ResultsError as e:
+        return [f"Not drawn: {e}."]
+    mm = table[table.variant.isin(MATMUL_KERNELS)]
+    tr = table[table.variant.isin(LAB_TRANSPOSE_KERNELS)]
+    lines = ["Nsight Compute's byte counts at each level over its kernel time, against the level's peak (one launch "
+             "each, caches flushed, clocks not locked); the figures below draw them.", ""]
+    if not mm.empty:
+        shape = _largest(mm)
+        at = mm[(mm.m == shape[0]) & (mm.n == shape[1]) & (mm.k == shape[2])].set_index(["variant", "params"])
+        lines += [f"Matrix multiplications at {hierarchy.panel_title(at.reset_index().iloc[0], meta)}:", "",
+                  *text_table(hierarchy.LEVEL_COLUMNS, hierarchy.level_rows(profile, shape, MATMUL_KERNELS)), ""]
+        lab = at.loc[[i for i in at.index if i[0] in LAB_OWN]]
+        top = lab[["fp32_pct", *(f"{level}_pct" for level in hierarchy.LEVELS)]].max(axis=1)
+        worst = top.idxmax()
+        roof = lab.loc[worst, "bound"]
+        lines += [f"The lab's own kernels reach at most {top.max():.0f} % of a roof ({_label(*worst)}, "
+                  f"{'FP32' if roof == 'fp32' else hierarchy.NAMES[roof]})."]
+        if {("matmul_shared", "PAD=0"), ("matmul_shared", "PAD=1"), ("matmul_cache", "")} <= set(at.index):
+            pad0, pad1, cache = at.loc[("matmul_shared", "PAD=0")], at.loc[("matmul_shared", "PAD=1")], at.loc[("matmul_cache", "")]
+            lines[-1] += (f" The shared one with A's tile [32][32] reaches {pad0.shared_pct:.0f} % of shared memory's peak and "
+                          f"{pad0.fp32_pct:.1f} % of FP32's, with [32][33] {pad1.shared_pct:.0f} % and {pad1.fp32_pct:.1f} %, "
+                          f"at the same {pad0.shared_intensity:.2f} and {pad1.shared_intensity:.2f} FLOP per shared byte: "
+                          "the padding changes how fast shared memory serves the kernel, not how much it asks of it. The "
+                          f"cache versions move {2 / cache.l2_intensity:.0f} bytes through L2 a multiply-add "
+                          f"({cache.l2_intensity:.3f} FLOP per L2 byte, {cache.l2_pct:.0f} % of L2's peak): each "
+                          "multiply-add is an atomicAdd into C, which global memory performs in L2.")
+        if ("cublas", "") in at.index:
+            lines[-1] += f" cuBLAS reaches {at.loc[('cublas', '')].fp32_pct:.0f} % of FP32's peak."
+        lines.append("")
+    if not tr.empty:
+        shape, *smaller = hierarchy.shapes_in(tr, set(tr.op), 2)[::-1]
+        rows = tr[(tr.m == shape[0]) & (tr.n == shape[1]) & (tr.k == shape[2])].set_index("variant")
+        lines += [f"The lab's transposes at {hierarchy.panel_title(rows.reset_index().iloc[0], meta)}"
+                  + "".join(f" (the figure has {row_shape(*s)} too)" for s in smaller) + ":", "",
+                  *text_table(hierarchy.LEVEL_COLUMNS, hierarchy.level_rows(profile, shape, LAB_TRANSPOSE_KERNELS)), ""]
+        if {"transpose_naive", "transpose_shmem", "transpose_shmem_unpadded"} <= set(rows.index):
+            naive, pad, unpad = rows.loc["transpose_naive"], rows.loc["transpose_shmem"], rows.loc["transpose_shmem_unpadded"]
+            sectors = {v: _square(profile, v).global_st_sectors.get(shape[1], float("nan"))
+                       for v in ("transpose_naive", "transpose_shmem")}
+            lines += [f"shmem GPU moves DRAM at {pad.dram_pct:.0f} % of its peak, the unpadded one at {unpad.dram_pct:.0f} % "
+                      f"and naive at {naive.dram_pct:.0f} %, whose closest roof is {hierarchy.NAMES[naive.bound]} "
+                      f"({naive[naive.bound + '_pct']:.0f} %): its L2 moves {naive.l2_bytes / naive.dram_bytes:.1f}x the "
+                      f"bytes DRAM does (shmem GPU's {pad.l2_bytes / pad.dram_bytes:.1f}x), and its stores take "
+                      f"{sectors['transpose_naive'] / sectors['transpose_shmem']:.0f}x the sectors of shmem GPU's.", ""]
+    return lines
+
+
 DEPARTURES = (
     "- **Naive GPU matmul.** The lab's naive kernel is not given; ours is Zosa 2017's CUDA-Naive (`naive`, one "
     "thread per element of C in 32 x 32 blocks, `__restrict__`, `__launch_bounds__`, an early return past the edge). "
@@ -316,6 +532,19 @@ DEPARTURES = (
     "\"32 one by four blocks\" per submatrix is read as 32-thread rows); the shared ones use 32 x 8 threads over a 32 "
     "x 32 tile, four rows each; all take `__restrict__` pointers and guard the edges. Optimized GPU adds only "
     "`#pragma unroll`, as the lab's did.",
+    "- **Nsight Compute profile** (`lab3-h200.profile.csv`, its `.profile.meta.json` gives the command and ncu's "
+    "version): every GPU series at n = 1024 and 4096, one launch each, caches flushed before each kernel "
+    "(`--cache-control all`), clocks not locked; its times are Nsight Compute's kernel durations, not the run's "
+    "medians. The tuned transposes (tiled, vectors, swizzled, pipelined) were profiled at their default parameters, "
+    "not those the run timed (its `params` column), so the hierarchy figures and tables keep to the lab's four; the "
+    "profile's tiled row is TILE=32, ROWS=8, PAD=1, the tile sweep's lab design.",
+    "- **Tile sweep** (`tiles/lab3-tiles.csv`, configs/companions/lab3-tiles.toml, a companion run with the "
+    "reference run's settings: 10 samples after 3 warm-ups, cold L2, its own memcpy): \"block size\" is read as "
+    "the tile's side. The lab's kernel cannot take another tile, so the sweep runs `transpose_tiled` "
+    "(kernels/transpose/tiled.cu), which at TILE=32, ROWS=8, PAD=1 is the lab's design: the same [32][33] tile, "
+    "32 x 8 threads each moving rows y, y + 8, y + 16 and y + 24, the same indices and edge guards. It differs in "
+    "`#pragma unroll` over a loop whose trip count depends on threadIdx.y (transpose_shmem has a fixed four) and "
+    "`__launch_bounds__`, and it is slower: see the tile-sweep section.",
     "- **Timing.** The lab gives \"example\" times; ours are medians of 10 samples after 3 warm-ups with a cold L2, "
     "and Naive CPU is a single-threaded compiled C loop whose sizes past the CPU time budget are skipped rows.",
 )
@@ -329,8 +558,71 @@ FIGURES = {  # `mmbench plot NAME`; the report embeds them
                                         (Figure("fig-transpose-bandwidth", fig_transpose_bandwidth),)),
     "matmul-time": FigureFamily("Lab 3: matrix multiplication time by size", "Lab 3: matrix multiplication time by size, log scale",
                                 (Figure("fig-matmul-time", fig_matmul_time),)),
+    "lab3-hierarchy": FigureFamily("Lab 3: matmuls' hierarchical roofline (profile)",
+                                   "Lab 3: the matrix multiplications' intensity at shared memory, L1, L2 and DRAM under "
+                                   "each level's roof, from the Nsight Compute profile beside the run",
+                                   (Figure("fig-matmul-hierarchy", fig_matmul_hierarchy),)),
+    "lab3-memory-levels": FigureFamily("Lab 3: transposes' % of each level's peak (profile)",
+                                       "Lab 3: the lab's transposes' bandwidth at shared memory, L1, L2 and DRAM as a "
+                                       "share of each level's peak, from the Nsight Compute profile beside the run",
+                                       (Figure("fig-transpose-levels", fig_transpose_levels),)),
 }
-ALT_TEXT = {"fig-transpose-bandwidth": "transpose bandwidth", "fig-matmul-time": "matmul time"}
+ALT_TEXT = {"fig-transpose-bandwidth": "transpose bandwidth", "fig-matmul-time": "matmul time",
+            "fig-matmul-hierarchy": "hierarchical roofline of the matrix multiplications",
+            "fig-transpose-levels": "the transposes' share of each memory level's peak"}
+
+
+def tile_lines(results_path: Path, pct_ref: pd.DataFrame, profile: pd.DataFrame | None) -> tuple[pd.DataFrame | None, list[str]]:
+    """The tile sweep beside the reference run (its ok rows, or None) and the report's section on it:
+    GB/s by size at each tile, at the lab's strips and at each tile's fastest ROWS, and the lab's
+    design in the sweep (TILE=32, ROWS=8) against transpose_shmem in the reference run, as % of memcpy."""
+    comp = companion(results_path, *TILES_COMPANION)
+    if comp is None:
+        return None, ["No tile sweep beside these results (" + UNTESTED[0][2].split(": ", 1)[1] + ")."]
+    ok = ok_rows(comp.df)
+    sweep = tile_sweep(ok)
+    memcpy = _by_size(ok, "copy", "memcpy", "gbytes_per_s")
+    tiles = sorted(set(sweep.tile))
+    cells = []
+    for n in sorted(set(sweep.n)):
+        row = [str(n), f"{memcpy.get(n, float('nan')):,.0f}"]
+        for view in ("strips", "best"):
+            at = sweep[(sweep.view == view) & (sweep.n == n)].set_index("tile")
+            top = at.gbytes_per_s.idxmax()
+            for tile in tiles:
+                if tile not in at.index:
+                    row.append("-")
+                    continue
+                text = f"{at.gbytes_per_s[tile]:,.0f}" + (f" ({int(at.rows[tile])})" if view == "best" else "")
+                row.append(f"**{text}**" if tile == top else text)
+        cells.append(row)
+    columns = ["n", "memcpy", *(f"tile {t}, ROWS {t // 4}" for t in tiles), *(f"tile {t}, fastest (ROWS)" for t in tiles)]
+    lab = sweep[(sweep.view == "strips") & (sweep.tile == 32)].set_index("n").gbytes_per_s
+    lab_pct = (100 * lab / memcpy).dropna()
+    shmem_pct = pct_ref.get(_label("transpose_shmem"), pd.Series(dtype=float))
+    both = lab_pct.index.intersection(shmem_pct.index)
+    gap = (lab_pct[both] - shmem_pct[both])
+    timed = pd.DataFrame()
+    if profile is not None:
+        lab_rows = profile[(profile.variant == "transpose_tiled") & (profile.params == "PAD=1,ROWS=8,TILE=32")]
+        timed = pd.DataFrame({"tiled": lab_rows[lab_rows.m == lab_rows.n].groupby("n").gpu_time_ns.min(),
+                              "shmem": _square(profile, "transpose_shmem").gpu_time_ns}).dropna()
+    return ok, [
+        provenance(comp.path, comp.df, comp.meta) + ". GB/s of 2 x 4 x n^2 bytes (median); the fastest tile of each "
+        "group in bold; ROWS = TILE / 4 is the lab's 1 x 4 strips, \"fastest\" the best of every ROWS the tile allows "
+        "(1 to TILE / 2 or TILE).",
+        "",
+        *text_table(columns, cells),
+        "",
+        f"The lab's design in the sweep (TILE=32, ROWS=8) reaches {_span(lab_pct[both], '{:.0f}')} % of the sweep's "
+        f"memcpy; transpose_shmem reaches {_span(shmem_pct[both], '{:.0f}')} % of the reference run's: "
+        f"{_span(-gap, '{:.0f}')} points {'less' if (gap < 0).all() else 'more' if (gap > 0).all() else 'apart'} for the "
+        "sweep's kernel"
+        + ("; in the profile, " + "; ".join(f"n={n}: {r.tiled / 1e3:.1f} us against transpose_shmem's {r.shmem / 1e3:.1f} us"
+                                           for n, r in timed.iterrows()) if len(timed) else "")
+        + ". So the ranking of tiles is that of `transpose_tiled`, a close copy of the lab's kernel, not of the kernel itself.",
+        "",
+    ]
 
 
 def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
@@ -340,8 +632,9 @@ def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Pat
     if t.empty and m.empty:
         raise ResultsError("the Lab 3 report needs transpose or matmul rows")
     sizes = list(reference.get("sizes") or [])
-    vs = verdicts(ok, profile, reference)
     pct = (100 * bw.div(bw[_label("memcpy")], axis=0)).drop(columns=[_label("memcpy")]) if _label("memcpy") in bw else bw
+    tiles, tile_text = tile_lines(results_path, pct, profile)
+    vs = verdicts(ok, profile, reference, tiles)
     lines = [
         "# Lab 3 on today's GPU: transpose and matrix multiplication",
         "",
@@ -381,6 +674,12 @@ def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Pat
          if _label("cpu_naive_matmul") in m or _label("cpu_naive_transpose") in t else
          "The lab's Naive CPU column was not run in these results."),
         "",
+        "## Tile sweep: the lab's shared transpose at tiles of 8 to 64",
+        "",
+        *tile_text,
+        "## Memory hierarchy (Nsight Compute)",
+        "",
+        *hierarchy_lines(profile, meta),
     ]
     return report_text(lines, figures, ALT_TEXT)
 
