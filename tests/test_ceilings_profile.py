@@ -168,3 +168,20 @@ def test_metrics_an_ncu_does_not_know_are_left_out(monkeypatch):
     monkeypatch.setitem(profile._AVAILABLE, "/x/ncu", frozenset({"dram__bytes", "lts__t_bytes"}))
     assert profile.available(("dram__bytes_read.sum", "dram__bytes.sum.peak_sustained", "lts__t_bytes.sum")) == (
         "dram__bytes.sum.peak_sustained", "lts__t_bytes.sum")
+
+
+def test_a_config_profile_takes_the_tuned_parameters_a_run_would(monkeypatch):
+    """dbuf under `profile --config` on an H200 gets the shipped cache's entry at 2048 (as `run`
+    does), not dbuf's default point."""
+    from pathlib import Path
+
+    from mmbench import device
+    from mmbench.cli.gpu import _points_to_profile
+    from mmbench.tuning.cache import DeviceId
+    from mmbench.variants import REGISTRY as R, param_points
+
+    monkeypatch.setattr(device, "device_identity", lambda: DeviceId("NVIDIA H200", "sm_90", 132))
+    (point,) = _points_to_profile(Path("configs/limits.toml"), "2048", ("dbuf",), None)
+    assert point.params != param_points(R["dbuf"])[0]
+    assert profile.format_params(point.params) == ("BK=16,BM=128,BN=128,MINB=2,ORDER=1,SK=0,SPLITK=3,STAGE=1,STRIP=4,"
+                                                   "THREADS=256,TM=8,TN=4,VEC4=1,WM=32,WN=64,WNITER=2")

@@ -167,7 +167,12 @@ def _points_to_profile(config, points_spec: str, variants, results):
             return api.points_of_run(read_results(results), split(variants), points_spec, results)
         except ResultsError as exc:
             raise InputError(str(exc)) from None
+    from ..tuning.for_runs import with_tuned
+
     _, selections, cfg = selections_of((), None, None, (), config)
+    # the parameters a run of the config takes here: a tuned variant's from the tuning caches, not its defaults
+    caches = reading_caches(None)
+    selections = [with_tuned(sel, caches, lambda line: console.print(line, soft_wrap=True)) for sel in selections]
     return api.points_to_profile(selections, cfg.get("cache", DEFAULTS["cache"]), points_spec, variants,
                                  split(variants), config)
 
