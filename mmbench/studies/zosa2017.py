@@ -6,16 +6,18 @@ still holds on this GPU, with the numbers that decide it.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import pandas as pd
 
-from .. import analysis, plots
+from .. import analysis, hierarchy, plots
 from ..analysis import Series
+from ..profile import profile_path, read_profile
 from ..results import ResultsError
-from .common import Verdict, markdown_table, provenance
+from .common import Verdict, companion, markdown_table, provenance, text_table
 from .contract import Figure, FigureFamily
 
 plt = plots.plt  # pyplot as plots loaded it, after choosing the Agg backend
@@ -123,6 +125,13 @@ def fig_roofline(df: pd.DataFrame, meta: dict, profile: pd.DataFrame | None, siz
     return plots.fig_roofline(df, meta, profile, size, title="Figures 3-4: roofline")
 
 
+def fig_hierarchy(meta: dict, profile: pd.DataFrame | None) -> plt.Figure:
+    """Every version at its intensity against each memory level, at the two largest profiled sizes:
+    the run's largest, whose operands fit in the L2, and one past the L2."""
+    return hierarchy.fig_hierarchical_roofline(profile, meta, "Zosa 2017's versions on the memory hierarchy "
+                                               "(Nsight Compute, caches flushed before each kernel)", most=2)
+
+
 # Its reference run in the repository: what a command suggests when no run of the user's will do.
 REFERENCE_RUN = "results/zosa2017-h200/zosa2017-h200.csv.gz"
 
@@ -132,6 +141,10 @@ FIGURES = {  # `mmbench plot NAME`; the report embeds them all
                             Figure("fig2-gflops", lambda df, meta, profile, size: fig_gflops(df, meta)))),
     "roofline": FigureFamily("Zosa Figs. 3-4: roofline, datasheet and measured", "Figures 3 and 4: roofline with datasheet and measured ceilings",
                              (Figure("fig3-4-roofline", fig_roofline),), options=("size",)),
+    "zosa-hierarchy": FigureFamily("Zosa: hierarchical roofline, in and past the L2", "Hierarchical roofline from Nsight "
+                                   "Compute's byte counts: every version at shared memory, L1, L2 and DRAM, at n = 2048 "
+                                   "(operands in the L2) and 4096 (past it)",
+                                   (Figure("fig-hierarchical-roofline", lambda df, meta, profile, size: fig_hierarchy(meta, profile)),)),
     "speedup": FigureFamily("Zosa Fig. 5: CUDA-Best over BLAS, cuBLAS over it", "Figure 5: CUDA-Best over BLAS, and cuBLAS over CUDA-Best",
                             (Figure("fig5-speedup", lambda df, meta, profile, size: fig_speedup(df, meta)),)),
 }
@@ -339,14 +352,31 @@ def roofline_read_off(df, meta: dict, profile: pd.DataFrame | None, reference: d
     if not bw or mine is None or mine.empty:
         return Verdict(finding, said, "not checked", "needs the run's ceilings and a profile of CUDA-Best "
                        "(`mmbench ceilings`, `mmbench profile --config configs/zosa2017.toml --points 256,1024,2048`)")
-    n = int(mine.n.max())
-    perf = float(analysis.curve(df, best)[n])
+    curve = analysis.curve(df, best)
+    n = _timed_and_profiled(curve, mine)
+    perf = float(curve[n])
     measured = float(mine[mine.n == n].dram_intensity.iloc[0])
     read = perf / bw
+    past = ""
+    if int(mine.n.max()) > n and "l2_bytes" in mine:  # a size profiled past the run's: the profile's own rate and bytes
+        big = hierarchy.levels(mine)
+        big = big[big.n == big.n.max()].iloc[0]
+        l2 = (meta.get("gpu") or {}).get("l2_bytes") or float("inf")
+        where = "Past the L2" if hierarchy.working_set_mb(big.op, big.m, big.n, big.k) * 1e6 > l2 else "Beyond the run's sizes"
+        past = (f". {where} (n = {big.n}, profiled, not timed) it runs {big.gflops:.0f} GFLOP/s at {big.dram_intensity:.0f} "
+                f"FLOP per DRAM byte, {big.dram_intensity / (big.gflops / bw):.0f}x its read-off {big.gflops / bw:.1f}")
     return Verdict(finding, said, "yes" if 0.5 <= measured / read <= 2 else "no",
                    f"read off our {ours_key} roof ({bw:.0f} GB/s): {perf:.0f} / {bw:.0f} = {read:.1f} FLOP/B at n = {n}; "
                    f"Nsight Compute measures {measured:.0f} FLOP per DRAM byte, {measured / read:.0f}x that: the "
-                   "kernel is not DRAM-bound, so the roof does not give its intensity")
+                   f"kernel is not DRAM-bound, so the roof does not give its intensity{past}")
+
+
+def _timed_and_profiled(curve: pd.Series, mine: pd.DataFrame) -> int:
+    """The largest size both timed in the run and profiled (the profile may go past the run's sizes)."""
+    both = sorted(set(curve.index) & set(mine.n))
+    if not both:
+        raise ResultsError("the profile holds no size the run timed")
+    return int(both[-1])
 
 
 def occupancy_full(df, meta: dict, profile, reference) -> Verdict:
@@ -387,20 +417,143 @@ CONTEXT_FINDINGS = (lambda df, meta, prof, ref: roofline_read_off(df, meta, prof
                     lambda df, meta, prof, ref: roofline_read_off(df, meta, prof, ref, "measured"),
                     occupancy_full, interleaving_would_not_fit)
 
-# Claims this run cannot decide, and what would.
-UNTESTED = (
-    ("A warp reads one word of A's tile (a broadcast) and 32 banks of B's: no bank conflicts", "section 2.6.2",
-     "bank conflicts per shared-memory instruction of shared and best: `mmbench profile --config configs/zosa2017.toml "
-     "--points 1024 -v shared -v best` (the profile beside this run predates the conflict counts)"),
-    ("Coalesced loads use the bus fully; 1u's loads do not", "section 2.6.1",
-     "sectors per global load request of shared and shared_uncoalesced from the same `mmbench profile` (not counted yet)"),
-    ("Four outputs a thread cut the loads per output from 2n to n", "section 2.7.2",
-     "shared-memory load instructions per FMA of best against shared from the same profile (not counted yet)"),
-    ("Interleaving cuts the __syncthreads calls by about half", "section 2.8",
-     "a property of the code, not of the run: our CUDA-1IL has one barrier a tile against CUDA-1's two"),
-    ("Naive beats 1u because its loads hit the L1, L2 and read-only caches", "section 3.1.1",
-     "L1 and L2 hit rates of naive and shared_uncoalesced from a profile (not counted yet)"),
-)
+# -- findings the Nsight Compute profile decides (sections 2.6-2.8, 3.1.1) ---------------------------------
+PROFILE_COMMAND = "`mmbench profile --config configs/zosa2017.toml --points 256,1024,2048,4096`"
+CONFLICT_FREE = 0.01  # ours: below 0.01 bank conflicts per shared load instruction (1 in 100) counts as none
+FULL_SECTORS = 4  # a warp's 32 floats are 128 B, four 32-byte sectors: a fully coalesced load request
+HIT = 50  # ours: a kernel's loads "hit the cache" when at least half the L1 sectors asked for hit
+HIT_GAP = 20  # ours: the caches tell naive from 1u only if naive's L1 hit rate is 20 points above 1u's
+
+
+def _counted(profile: pd.DataFrame | None, variant: str, column: str, block: int | None = 32) -> pd.Series:
+    """One column of the profile by n for variant at BLOCK = block (None: cuBLAS, no parameters);
+    empty when the profile or the column is missing."""
+    if profile is None or column not in profile:
+        return pd.Series(dtype=float)
+    rows = profile[(profile.variant == variant) & (profile.params == (f"BLOCK={block}" if block else ""))]
+    return rows.set_index("n")[column].astype(float).sort_index()
+
+
+def _by_n(values: pd.Series, fmt: str = "{:.2f}") -> str:
+    return ", ".join(f"{fmt.format(v)} at {n}" for n, v in values.items())
+
+
+def _unprofiled(finding: str, said: str, what: str) -> Verdict:
+    return Verdict(finding, said, "not checked", f"what would check it: {what} from {PROFILE_COMMAND}")
+
+
+def shared_reads_conflict_free(profile) -> Verdict:
+    """Section 2.6.2: A's tile read as a broadcast, B's across 32 banks: no bank conflicts."""
+    finding, said = "A warp reads one word of A's tile (a broadcast) and 32 banks of B's: no bank conflicts", "section 2.6.2"
+    ld = {v: _counted(profile, v, "conflicts_per_shared_ld") for v in ("shared", "best")}
+    if any(c.empty for c in ld.values()):
+        return _unprofiled(finding, said, "bank conflicts per shared load of shared and best")
+    free = pd.concat(ld.values()) < CONFLICT_FREE
+    st = {v: _counted(profile, v, "conflicts_per_shared_st") for v in ("shared", "best", "shared_uncoalesced")}
+    return Verdict(finding, said, _verdict(free),
+                   f"bank conflicts per shared-memory load instruction (n = {', '.join(map(str, ld['shared'].index))}): "
+                   f"CUDA-1 {_by_n(ld['shared'], '{:.4f}')}; CUDA-Best {_by_n(ld['best'], '{:.4f}')}; under our "
+                   f"{CONFLICT_FREE} at {int(free.sum())} of {len(free)} profiled points. The tile stores, which the "
+                   f"claim does not cover: at most {max(st['shared'].max(), st['best'].max()):.2f} conflicts a store "
+                   f"(CUDA-1, CUDA-Best), {st['shared_uncoalesced'].min():.0f} a store in CUDA-1u (its 32-way store)")
+
+
+def coalesced_loads(profile) -> Verdict:
+    """Section 2.6.1: coalesced tile loads take the fewest sectors a request; 1u's do not."""
+    finding, said = "Coalesced loads use the bus fully; 1u's loads do not", "section 2.6.1"
+    sec = {v: _counted(profile, v, "sectors_per_global_ld") for v in ("shared", "shared_uncoalesced", "naive")}
+    if sec["shared"].empty or sec["shared_uncoalesced"].empty:
+        return _unprofiled(finding, said, "sectors per global load request of shared and shared_uncoalesced")
+    # Coalesced: the 4 sectors of 32 floats; not coalesced: at least twice that.
+    ok = (sec["shared"] <= FULL_SECTORS * 1.01) & (sec["shared_uncoalesced"] >= 2 * FULL_SECTORS)
+    naive = f"; CUDA-Naive {sec['naive'].median():.1f} (A's word broadcast, B's row coalesced)" if len(sec["naive"]) else ""
+    return Verdict(finding, said, _verdict(ok),
+                   f"32-byte sectors per warp-wide global load (Nsight Compute), median over n = "
+                   f"{', '.join(map(str, sec['shared'].index))}: CUDA-1 {sec['shared'].median():.1f} (max "
+                   f"{sec['shared'].max():.1f}; {FULL_SECTORS} is all a warp's 32 floats need), CUDA-1u "
+                   f"{sec['shared_uncoalesced'].median():.1f} (a sector a thread){naive}; CUDA-1 at {FULL_SECTORS} and "
+                   f"1u at {2 * FULL_SECTORS} or more at {_share(ok)}")
+
+
+def four_outputs_halve_loads(profile) -> Verdict:
+    """Section 2.7.2: four outputs a thread share their operands, so each output's shared-memory
+    loads fall from 2n to n: half of CUDA-1's loads per FLOP."""
+    finding, said = "Four outputs a thread cut the loads per output from 2n to n", "section 2.7.2"
+    per = {}
+    for v in ("best", "shared"):
+        # warp-wide load instructions x 32 threads over the FMAs (FLOP / 2): loads per output per k step
+        per[v] = _counted(profile, v, "shared_ld_inst") * 32 / (_counted(profile, v, "fp32_flops") / 2)
+    if per["best"].empty or per["shared"].empty:
+        return _unprofiled(finding, said, "shared-memory load instructions of best and shared")
+    ratio = (per["best"] / per["shared"]).dropna()
+    ok = (ratio - 0.5).abs() <= 0.05  # n / 2n, within 0.05
+    return Verdict(finding, said, _verdict(ok),
+                   f"shared-memory loads per output per k step (warp instructions x 32 over FMAs): CUDA-Best "
+                   f"{per['best'].median():.3f}, CUDA-1 {per['shared'].median():.3f}; Best / CUDA-1 {ratio.min():.3f} to {ratio.max():.3f} at n = "
+                   f"{', '.join(map(str, ratio.index))} (the claim predicts n / 2n = 0.5; within 0.05 at {_share(ok)}). "
+                   "Both are under the paper's 1 and 2: one load instruction can carry more than one word")
+
+
+def naive_hits_caches(profile) -> Verdict:
+    """Section 3.1.1: naive beats 1u because naive's loads hit the L1, L2 and read-only caches."""
+    finding, said = "Naive beats 1u because its loads hit the L1, L2 and read-only caches", "section 3.1.1"
+    hit = {(v, lv): _counted(profile, v, f"{lv}_hit_pct") for v in ("naive", "shared_uncoalesced") for lv in ("l1", "l2")}
+    if any(h.empty for h in hit.values()):
+        return _unprofiled(finding, said, "L1 and L2 hit rates of naive and shared_uncoalesced")
+    naive_l1, u_l1 = hit["naive", "l1"], hit["shared_uncoalesced", "l1"]
+    hits = naive_l1 >= HIT
+    apart = naive_l1 - u_l1 >= HIT_GAP
+    # yes: naive's loads hit and 1u's do not; partly: both hit, so the caches do not tell them apart
+    holds = "yes" if (hits & apart).all() else "partly" if hits.all() else "no"
+    sec = {v: _counted(profile, v, "sectors_per_global_ld").median() for v in ("naive", "shared_uncoalesced")}
+    stall = {v: _counted(profile, v, "barrier_stall_per_issue").median() for v in ("shared", "shared_uncoalesced")}
+    return Verdict(finding, said, holds,
+                   f"L1 hit rate (the L1 is also the read-only cache on this GPU): Naive {_by_n(naive_l1, '{:.0f} %')}; 1u {_by_n(u_l1, '{:.0f} %')} (our bars: naive "
+                   f"at least {HIT} %, and {HIT_GAP} points above 1u for the caches to tell them apart). L2 hit rate: "
+                   f"Naive {_by_n(hit['naive', 'l2'], '{:.0f} %')}; 1u {_by_n(hit['shared_uncoalesced', 'l2'], '{:.0f} %')}. "
+                   f"{'Both hit; what' if holds == 'partly' else 'What else'} differs is 1u's {sec['shared_uncoalesced']:.0f} sectors a load request against "
+                   f"Naive's {sec['naive']:.1f}, its 32-way tile stores, and warps waiting at its barriers "
+                   f"({stall['shared_uncoalesced']:.1f} an issued instruction against CUDA-1's {stall['shared']:.1f}, median)")
+
+
+def barriers_per_tile(relative: str) -> int:
+    """__syncthreads calls in one trip of a kernel's tile loop: the first for loop whose body holds
+    a barrier, its braces matched, comments left out."""
+    from ..kernel_text import code_of
+    from ..source import kernels_dir
+
+    code = code_of((kernels_dir() / relative).read_text())
+    at = 0
+    while (at := code.find("for (", at)) >= 0:
+        open_ = code.find("{", at)
+        depth, end = 1, open_ + 1
+        while depth:
+            depth += {"{": 1, "}": -1}.get(code[end], 0)
+            end += 1
+        body = code[open_:end]
+        if "__syncthreads" in body and code[at:open_].count(";") == 2:  # the loop's own header, not a braceless loop's
+            return body.count("__syncthreads")
+        at += 1
+    raise ValueError(f"{relative} has no tile loop with a barrier")
+
+
+def interleaving_halves_barriers(profile) -> Verdict:
+    """Section 2.8: double buffering cuts the __syncthreads calls by about half. Counted in our
+    kernels' source; warps stalled at a barrier per issued instruction (Nsight Compute) beside."""
+    ours = {v: barriers_per_tile(f"gemm/{v}.cu") for v in ("shared", "interleaved")}
+    ratio = ours["interleaved"] / ours["shared"]
+    stall = {v: _counted(profile, v, "barrier_stall_per_issue") for v in ("shared", "interleaved")}
+    measured = (f"; warps waiting at a barrier per issued instruction, measured: CUDA-1IL {_by_n(stall['interleaved'], '{:.1f}')}, "
+                f"CUDA-1 {_by_n(stall['shared'], '{:.1f}')}" if len(stall["shared"]) and len(stall["interleaved"]) else "")
+    return Verdict("Interleaving cuts the __syncthreads calls by about half", "section 2.8",
+                   "yes" if 0.4 <= ratio <= 0.6 else "no",  # ours: "about half" is 0.4 to 0.6
+                   f"barriers a tile in our source: CUDA-1IL {ours['interleaved']}, CUDA-1 {ours['shared']} "
+                   f"(ratio {ratio:.2f}; about half: 0.4 to 0.6){measured}")
+
+
+PROFILE_FINDINGS = (shared_reads_conflict_free, coalesced_loads, four_outputs_halve_loads, interleaving_halves_barriers,
+                    naive_hits_caches)
+UNTESTED = ()  # every claim has a verdict since the profile counts shared memory, sectors and hit rates
 
 
 def verdicts(df: pd.DataFrame, meta: dict | None = None, profile: pd.DataFrame | None = None,
@@ -417,8 +570,106 @@ def verdicts(df: pd.DataFrame, meta: dict | None = None, profile: pd.DataFrame |
             out.append(f(ok))
     if meta is not None and "best" in set(ok.variant):
         out += [f(ok, meta, profile, reference or {}) for f in CONTEXT_FINDINGS]
-    out += [Verdict(claim, where, "not checked", f"what would check it: {what}") for claim, where, what in UNTESTED] if meta is not None else []
+    out += [f(profile) for f in PROFILE_FINDINGS] if meta is not None else []
     return out
+
+
+# -- the same findings with a hot L2 (the paper does not say it flushed any cache) -------------------------
+HOT = ("hot", "zosa2017-hot")  # the companion run: folder and name beside the reference run
+
+
+def hot_verdicts(cold: pd.DataFrame, hot: pd.DataFrame) -> list[tuple[Verdict, Verdict]]:
+    """Each timing finding judged on the cold-L2 run and on the hot-L2 run (verified rows of both)."""
+    have = set(cold.variant) & set(hot.variant)
+    return [(f(cold), f(hot)) for f in FINDINGS if set(f.needs) <= have]
+
+
+def hot_vs_cold(cold: pd.DataFrame, hot: pd.DataFrame, sizes: list[int]) -> list[list[str]]:
+    """Per series of the cold run: its GFLOP/s cold / hot at the sizes, and the median hot / cold ratio
+    over every size both ran."""
+    rows = []
+    for s in analysis.series_list(cold):
+        c, h = analysis.curve(cold, s), analysis.curve(hot, s)
+        r = (h / c).dropna()
+        rows.append([s.label, *[f"{c.get(n, np.nan):.0f} / {h.get(n, np.nan):.0f}" for n in sizes],
+                     f"{r.median():.2f} ({_span(r)})" if len(r) else "-"])
+    return rows
+
+
+def _hot_section(cold: pd.DataFrame, meta: dict, results_path: Path, sizes: list[int]) -> list[str]:
+    found = companion(results_path, *HOT)
+    if found is None:
+        return ["## With a hot L2", "", "No hot-L2 run beside this one (`mmbench run --config configs/zosa2017.toml "
+                "--cache hot`, kept as hot/zosa2017-hot.csv.gz).", ""]
+    hot = analysis.ok_rows(found.df)
+    pairs = hot_verdicts(cold, hot)
+    differ = [f"\"{c.finding}\" ({c.holds} cold, {h.holds} hot)" for c, h in pairs if c.holds != h.holds]
+    board = ("; it ran on another H200 than the reference run, so a difference is the L2's or the board's"
+             if (found.meta.get("gpu") or {}).get("uuid") != (meta.get("gpu") or {}).get("uuid") else "")
+    return [
+        "## With a hot L2",
+        "",
+        "The paper says only that each value is \"the average of 10 tests\"; it mentions no cache flush. Our "
+        f"reference run starts every sample from a cold L2; `{found.path.parent.name}/{found.path.name}` is the whole "
+        f"config again with `--cache {found.meta.get('settings', {}).get('cache')}`: nothing is flushed between samples, "
+        f"so up to n = 2048 (50 MB of operands) they stay in the L2{board}. The verdicts that rest on timing, both "
+        f"ways: they agree on {len(pairs) - len(differ)} of {len(pairs)}"
+        + (f"; they differ on {'; '.join(differ)}." if differ else "."),
+        "",
+        "| finding | cold L2 (reference) | hot L2 | hot-L2 numbers |",
+        "|---|---|---|---|",
+        *[f"| {c.finding} | **{c.holds}** | **{h.holds}** | {h.evidence} |" for c, h in pairs],
+        "",
+        "GFLOP/s at the sizes of Table 1, cold L2 / hot L2, and hot over cold (median and range over every size):",
+        "",
+        *text_table(["version", *map(str, sizes), "hot / cold, all sizes"], hot_vs_cold(cold, hot, sizes)),
+        "",
+        "BLAS runs on the CPU, which no L2 setting touches: its two columns differ by run-to-run variation alone.",
+        "",
+    ]
+
+
+# -- the memory hierarchy (Nsight Compute) ------------------------------------------------------------------
+def _hierarchy_section(df: pd.DataFrame, profile: pd.DataFrame | None, meta: dict, reference: dict,
+                       figures: dict[str, Path]) -> list[str]:
+    """The hierarchical roofline, the level table at the largest profiled size, and what they show
+    of CUDA-Best against the next size down (the run's largest, its operands in the L2)."""
+    head = ["## Memory hierarchy (Nsight Compute)", ""]
+    try:
+        table = hierarchy.levels(profile)
+    except ResultsError as exc:
+        return [*head, f"Not drawn: {exc}.", ""]
+    fits, past = (sorted(table.n.unique()) * 2)[-2:]  # one profiled size: both are it
+    at = {n: table[table.n == n].set_index(["variant", "params"]) for n in (fits, past)}
+    timed = past in set(analysis.square(df).n)
+    closest = at[past].bound.map(lambda b: "FP32" if b == "fp32" else hierarchy.NAMES[b]).value_counts()
+    lines = [*head, *[f"![hierarchical roofline]({path.name})" for stem, path in figures.items()
+                      if stem == "fig-hierarchical-roofline"], "",
+             f"Each version at n = {past} ({hierarchy.panel_title(table[table.n == past].iloc[0], meta).split(': ', 1)[1]}"
+             + ("" if timed else "; profiled, not timed in the run: its rate is Nsight Compute's kernel time") + "):",
+             "", *text_table(hierarchy.LEVEL_COLUMNS, hierarchy.level_rows(profile, (past, past, past))), "",
+             f"Closest roof at n = {past}: {', '.join(f'{name} for {count}' for name, count in closest.items())} of the "
+             f"{len(at[past])} kernels; none uses more than {at[past].dram_pct.max():.0f} % of DRAM's bandwidth."]
+    key = ("best", "BLOCK=32")
+    if key not in at[past].index or key not in at[fits].index:
+        return [*lines, ""]
+    best, before = at[past].loc[key], at[fits].loc[key]
+    one_output = at[past][at[past].index.get_level_values(0).isin(["interleaved", "unroll_k2", "shared"])]
+    # the paper's intensities read off its roofs (its peak over each bandwidth), and the level whose
+    # intensity is nearest them (by ratio, from their geometric middle)
+    read = [PAPER["peak_gflops"] / reference.get(k, bw) for k, bw in (("dram_datasheet_gbytes_per_s", 240),
+                                                                        ("dram_measured_gbytes_per_s", 154))]
+    nearest = min(hierarchy.LEVELS, key=lambda lv: abs(np.log(best[f"{lv}_intensity"] / np.sqrt(read[0] * read[1]))))
+    lines[-1] += (
+        f" CUDA-Best (32x32) moves {best.shared_intensity:.1f} FLOP per shared-memory byte at {best.shared_pct:.0f} % of "
+        f"shared memory's bandwidth, against {best.fp32_pct:.0f} % of the FP32 peak"
+        + (f"; CUDA-1, C_Unroll and 1IL reach {one_output.shared_pct.min():.0f} to {one_output.shared_pct.max():.0f} % of "
+           f"it at {one_output.shared_intensity.median():.1f} FLOP/B" if len(one_output) else "")
+        + f". From n = {fits} to {past} its DRAM intensity goes from {before.dram_intensity:.0f} to "
+        f"{best.dram_intensity:.0f} FLOP/B ({best.dram_pct:.0f} % of DRAM's bandwidth) and its rate changes by "
+        f"{best.gflops / before.gflops - 1:+.0%}. Of its four intensities, the one nearest the paper's {read[0]:.0f} to "
+        f"{read[1]:.0f} FLOP/B read off the DRAM roof is {hierarchy.NAMES[nearest]}'s ({best[f'{nearest}_intensity']:.1f} FLOP/B).")
+    return [*lines, ""]
 
 
 def table1_side_by_side(df: pd.DataFrame, reference: dict) -> pd.DataFrame:
@@ -455,11 +706,12 @@ def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Pat
         "|---|---|---|---|",
         *[f"| {v.finding} | {v.paper} | **{v.holds}** | {v.evidence} |" for v in vs],
         "",
-        _tally(vs),
+        _tally(vs) + " These are the reference run's (cold L2); the timing verdicts with a hot L2 are under "
+        "\"With a hot L2\" below.",
         "",
         "## What we ran differently from the paper",
         "",
-        *_departures(meta),
+        *_departures(meta, results_path),
         "",
         "## Table 1: multicore BLAS vs CUDA-Best (GFLOP/s), with cuBLAS",
         "",
@@ -469,13 +721,15 @@ def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Pat
         "bound's min() (section 2.5); the paper's final version drops it, and CUDA-Best const is that one, its column "
         f"beside. BLAS is {_blas_name(meta)}; cuBLAS runs in pedantic pure-FP32 mode.",
         "",
+        *_hot_section(analysis.ok_rows(df), meta, results_path, list(table.index)),
         "## Figures",
         "",
-        *[f"![{name}]({path.name})\n" for name, path in figures.items()],
+        *[f"![{name}]({path.name})\n" for name, path in figures.items() if name != "fig-hierarchical-roofline"],
         "## Roofline",
         "",
         _roofline_text(df, meta, ceilings, reference, profile),
         "",
+        *_hierarchy_section(df, profile, meta, reference, figures),
     ]
     return "\n".join(lines)
 
@@ -486,7 +740,7 @@ def _tally(vs: list[Verdict]) -> str:
             + " (holds here: yes, partly, no; not checked: what would check it is named).")
 
 
-def _departures(meta: dict) -> list[str]:
+def _departures(meta: dict, results_path: Path) -> list[str]:
     """Where our run and kernels are not the paper's text, each said once."""
     settings = meta.get("settings") or {}
     l2 = ((meta.get("gpu") or {}).get("l2_bytes") or 0) / 2**20
@@ -494,8 +748,8 @@ def _departures(meta: dict) -> list[str]:
         f"- **Timing.** The paper took \"the average of 10 tests\" and says nothing of warm-up or caches. Each of our "
         f"points is {settings.get('runs', 10)} timed runs (the mean is what the figures show) after "
         f"{settings.get('warmup', 3)} untimed warm-ups, with a **{settings.get('cache', 'cold')} L2** (a buffer twice the "
-        f"{l2:.0f} MB L2 written before each run), so every run starts from DRAM. A hot-cache sweep, where the whole working "
-        "set of n <= 2048 stays in the L2, would be `mmbench run --config configs/zosa2017.toml --cache hot` (not run).",
+        f"{l2:.0f} MB L2 written before each run), so every run starts from DRAM. The timing verdicts with a hot L2 are in their own section below.",
+        *_companion_departures(meta, results_path),
         "- **Table 1 and Figure 5 use `best`**, the robust CUDA-Best that keeps min(blockDim.x, BLOCK) as its tile bound; "
         "the paper's final version (section 2.5) drops the min, which is our `best_const`. Table 1 gives both; the "
         "constant-block finding above gives their ratio, so the verdicts on Figure 5 hold or fail the same with either.",
@@ -516,6 +770,40 @@ def _departures(meta: dict) -> list[str]:
     ]
 
 
+def _companion_departures(meta: dict, results_path: Path) -> list[str]:
+    """The profile's and the hot-L2 run's settings, read from their metadata: what they did that the
+    reference run (and the paper) did not."""
+    out = []
+    path = profile_path(results_path)
+    meta_path = path.with_name(path.name.removesuffix(".csv") + ".meta.json")
+    if meta_path.exists():
+        pm = json.loads(meta_path.read_text())
+        ncu = pm.get("ncu") or {}
+        other = (pm.get("gpu") or {}).get("uuid") != (meta.get("gpu") or {}).get("uuid")
+        out.append(
+            f"- **Nsight Compute profile** (`{path.name}`, {ncu.get('version', 'ncu').split(' (')[0]}): taken "
+            f"{str(pm.get('profiled_at', ''))[:10]} at commit `{(pm.get('git') or {}).get('commit')}` on "
+            f"{'another' if other else 'the same'} {(pm.get('gpu') or {}).get('name', 'GPU')}"
+            f"{' than the run' if other else ''}, one launch a kernel with every cache flushed before it "
+            f"(cache control `{ncu.get('cache_control')}`) and the clocks not locked (clock control "
+            f"`{ncu.get('clock_control')}`), at n = {', '.join(map(str, sorted(set(read_profile(path).n))))}. n = 4096 "
+            "(201 MB of operands, past the L2) was never timed in the run: its GFLOP/s in the hierarchy section is "
+            "Nsight Compute's kernel time. The GEMM kernels' source is the run's (moved to kernels/gemm/ since; "
+            "shared.cu gained a template flag whose default is the run's code). The paper profiled nothing.")
+    hot = companion(results_path, *HOT)
+    if hot is not None:
+        hs = hot.meta.get("settings") or {}
+        other = (hot.meta.get("gpu") or {}).get("uuid") != (meta.get("gpu") or {}).get("uuid")
+        out.append(
+            f"- **Hot-L2 run** (`{HOT[0]}/{hot.path.name}`): the same config with `--cache {hs.get('cache')}`, "
+            f"{hs.get('runs')} timed runs after {hs.get('warmup')} warm-ups, nothing flushed between them; run "
+            f"{str(hot.meta.get('started_at', ''))[:10]} at commit `{(hot.meta.get('git') or {}).get('commit')}` on "
+            f"{'another' if other else 'the same'} {(hot.meta.get('gpu') or {}).get('name', 'GPU')}"
+            f"{' (the profile' + chr(39) + 's)' if other else ''}, {len(hot.df)} points, "
+            f"{int((hot.df.status == 'ok').sum())} verified.")
+    return out
+
+
 def _blas_name(meta: dict) -> str:
     blas = ((meta.get("software") or {}).get("blas") or [{}])[0]
     return f"{blas.get('internal_api', 'unknown')} {blas.get('version', '')} with {blas.get('num_threads')} threads"
@@ -529,8 +817,8 @@ def _roofline_text(df, meta, ceilings, reference, profile) -> str:
     best = best_series(analysis.ok_rows(df))
     top = analysis.curve(analysis.ok_rows(df), best)
     mine = None if profile is None else profile[(profile.variant == best.variant) & (profile.params == best.params)]
-    # The largest size Nsight Compute profiled, else the largest size run.
-    n = int(mine.n.max()) if mine is not None and len(mine) else int(top.index.max())
+    # The largest size both run and profiled, else the largest size run.
+    n = _timed_and_profiled(top, mine) if mine is not None and len(mine) else int(top.index.max())
     perf = float(top[n])
     bw = ceilings["dram_copy_gbytes_per_s"]
     measured = float(mine[mine.n == n].dram_intensity.iloc[0]) if mine is not None and len(mine) else None
