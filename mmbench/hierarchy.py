@@ -26,7 +26,8 @@ from .sizes import Shape, row_shape
 
 NAMES = {"shared": "shared memory", "l1": "L1 (global, local)", "l2": "L2", "dram": "DRAM"}
 MARKERS = {"shared": "o", "l1": "^", "l2": "s", "dram": "D"}
-ROOF_COLOURS = {"shared": "tab:purple", "l1": "tab:blue", "l2": "tab:green", "dram": "tab:red"}
+# Roofs in greys, each its own dash: the kernels have the colours (no roof can be read as a kernel)
+ROOF_STYLES = {"shared": ("0.55", ":"), "l1": ("0.55", ":"), "l2": ("0.3", "-."), "dram": ("0.0", "-")}
 BAR_COLOURS = plt.get_cmap("tab10").colors  # bars side by side: ten colours that cannot be confused
 NEEDED = ("gpu_time_ns", "fp32_flops", *(f"{level}_bytes" for level in LEVELS if level != "dram"),
           "peak_fp32_flops_per_s", *(f"peak_{level}_bytes_per_s" for level in LEVELS))
@@ -146,7 +147,8 @@ def fig_hierarchical_roofline(profile: pd.DataFrame | None, meta: dict, title: s
         x = np.logspace(math.log10(lo), math.log10(hi), 300)
         for group in roof_groups(peak):
             level = group[0]
-            h, = ax.plot(x, np.minimum(peak["fp32"], peak[level] * x) / 1e9, color=ROOF_COLOURS[level], linewidth=1.3,
+            colour, dash = ROOF_STYLES[level]
+            h, = ax.plot(x, np.minimum(peak["fp32"], peak[level] * x) / 1e9, color=colour, linestyle=dash, linewidth=1.6,
                          label=f"{' and '.join(NAMES[g] for g in group)} roof: {peak[level] / 1e9:,.0f} GB/s")
             handles.setdefault(f"roof {level}", h)
         h = ax.axhline(peak["fp32"] / 1e9, color="black", linewidth=1.3, linestyle="--",
