@@ -10,6 +10,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -159,18 +160,23 @@ def test_the_cells_designs_from_the_cut(ok):
 
 @pytest.fixture(scope="module")
 def reference():
+    from mmbench.profile import profile_path, read_profile
+    from mmbench.studies.common import companion
+
     df = read_results(REFERENCE)
     meta = read_metadata(REFERENCE)
     tuning, tmeta = study.tuning_rows(meta, beside=REFERENCE.parent)
     ok = df[df.status == "ok"]
-    return {v.finding: v for v in study.claims(ok, meta, tuning, tmeta, study.family_shapes(meta))}
+    profile = read_profile(profile_path(REFERENCE))
+    rows = companion(REFERENCE, "rows", "gemv-rows")
+    return {v.finding: v for v in study.claims(ok, meta, tuning, tmeta, study.family_shapes(meta), profile, rows)}
 
 
 def test_every_claim_of_the_reference_run_has_its_verdict(reference):
     """The verdicts the committed report states, each computed from the run (pinned, so a change to a
     computation that turns one over is seen)."""
     holds = {k: v.holds for k, v in reference.items()}
-    assert len(reference) == 37
+    assert len(reference) == 38
     expected = {"Fig. 1 right: each kernel is best about": "partly", "One thread per row is for tall and skinn": "yes",
                 "Skinny A (n < 100) below the line: one t": "no", "Rule of thumb: below the line and n > 10": "yes",
                 "Above the occupancy line more threads pe": "yes", "Several threads, several columns is best": "partly",
@@ -179,10 +185,12 @@ def test_every_claim_of_the_reference_run_has_its_verdict(reference):
                 "Fig. 3: the best parameters differ disti": "partly", "Fig. 4: the tuned kernel's curves behave": "yes",
                 "Fig. 4 left: the library's curves depend": "partly", "The libraries under-use the GPU for rect": "no",
                 "Fig. 5: the libraries are not auto-tuned": "yes", "Fig. 5: the tuned kernel's map is almost": "yes",
-                "Fig. 5: very wide and fat A are slower t": "yes", "Performance rises with the size of A unt": "yes"}
+                "Fig. 5: very wide and fat A are slower t": "yes", "Performance rises with the size of A unt": "yes",
+                "Several rows a thread gains mainly by fe": "partly", "CUBLAS 4.0 looks like a one-thread-per-r": "no",
+                "MAGMA 1.0 looks like a one-thread-per-ro": "not testable here"}
     got = {start: [v for k, v in holds.items() if k.startswith(start)] for start in expected}
     assert got == {k: [v] for k, v in expected.items()}
-    assert sum(v == "not testable here" for v in holds.values()) == 6 and sum(v == "setting" for v in holds.values()) == 3
+    assert sum(v == "not testable here" for v in holds.values()) == 5 and sum(v == "setting" for v in holds.values()) == 3
 
 
 def test_the_numbers_behind_the_verdicts(reference):
@@ -217,3 +225,59 @@ def test_the_report_states_the_departures():
     for words in ("The third design is ours", "capped at 1 GiB", "MAGMA is not run", "`__restrict__`",
                   "`__launch_bounds__(BLOCKSIZE)`", "#pragma unroll 8", "early returns", "## Every claim of the paper"):
         assert words in text, words
+
+
+# -- what the profiles answer (issue 32) ----------------------------------------------------------------------
+def test_the_rows_mechanism_from_the_rows_companion():
+    """3.3: gemv_rows at WORKSIZE_M = 4 against 1, its time from the run and its shared loads from the profile."""
+    from mmbench.studies.common import companion
+
+    rows = companion(REFERENCE, "rows", "gemv-rows")
+    n = study.rows_numbers(rows.df, rows.profile)
+    t1, t4 = (rows.df[rows.df.params.str.endswith(f"WORKSIZE_M={w}")].time_ms_mean.iloc[0] for w in (1, 4))
+    assert n["gain"] == pytest.approx(t1 / t4) and n["gain"] == pytest.approx(1.34, abs=0.01)
+    p1, p4 = (rows.profile[rows.profile.params.str.endswith(f"WORKSIZE_M={w}")].iloc[0] for w in (1, 4))
+    assert n["ld_per_row"] == pytest.approx((p1.shared_ld_inst / 1000003, p4.shared_ld_inst / 1000003))
+    assert n["saved_share"] == pytest.approx((p1.shared_ld_inst - p4.shared_ld_inst) / (p1.warp_inst - p4.warp_inst))
+    assert round(100 * n["saved_share"]) == 8 and n["shared_pct"] < 1
+    assert study.claim_rows(n).holds == "partly" and "16 x fewer shared-load instructions" in study.claim_rows(n).evidence
+    assert study.claim_rows(None).holds == "not testable here"  # a user's run without the companion
+
+
+def test_the_rows_verdicts_formula():
+    assert study.rows_verdict(1.34, True, 0.08) == "partly"  # the gain, fewer shared reads, a small part of the saving
+    assert study.rows_verdict(1.34, True, 0.6) == "yes"
+    assert study.rows_verdict(1.05, True, 0.9) == "no"  # under the 10 % a gain needs
+    assert study.rows_verdict(1.5, False, 0.9) == "no"  # no fewer shared reads
+
+
+def test_cublas_kernels_split_the_columns_at_wide_shapes():
+    from mmbench.profile import profile_path, read_profile
+
+    launches = study.cublas_launches(read_profile(profile_path(REFERENCE)))
+    assert set(launches[launches.split].family) == {"wide"} and len(launches) == 6
+    assert "cublasLt::splitKreduce_kernel" in launches[launches.split].names.iloc[0]
+    made_up = pd.DataFrame([{"variant": "cublas_gemv", "m": 100, "n": 1, "kernels": "void gemv2N_kernel<int>(float*)"}])
+    one = study.cublas_launches(made_up)
+    assert one.names.iloc[0] == ["gemv2N_kernel"] and not one.split.iloc[0] and one.family.iloc[0] == "tall"
+    assert study.claim_cublas(one, {}).holds == "not testable here"  # one kernel: the names cannot say
+    assert study.claim_cublas(launches, {"cublas_gemv": {"version": 130100}}).holds == "no"
+    assert "cuBLAS 13.1" in study.claim_cublas(launches, {"cublas_gemv": {"version": 130100}}).evidence
+
+
+def test_the_hierarchy_section_and_figure_from_the_reference_profile():
+    from mmbench.profile import profile_path, read_profile
+
+    profile, meta = read_profile(profile_path(REFERENCE)), read_metadata(REFERENCE)
+    past, inside = study.hierarchy_shapes(profile, meta)
+    assert past == [(1448, 144800, 0), (14480, 14480, 0), (144800, 1448, 0)] and inside == [(1280, 1280, 0)]
+    text = "\n".join(study.hierarchy_lines(profile, meta, {}, True))
+    assert "closest roof is DRAM: the tuned kernel reaches 88 to 91 % of DRAM's peak" in text and "cuBLAS 75 to 89 %" in text
+    assert "sits closer under the DRAM roof than cuBLAS at every one" in text and "DRAM moved 99 to 100 %" in text
+    fig = study.fig_hierarchy(read_results(REFERENCE), meta, profile)
+    titles = [ax.get_title() for ax in fig.axes[:4]]
+    assert titles[0].startswith("square 1280 x 1280") and "flushed" in titles[0] and titles[3].startswith("tall 144800")
+    plt.close(fig)
+    assert study.hierarchy_lines(None, meta, {}, False)[0].startswith("No hierarchy: no Nsight Compute profile")
+    with pytest.raises(study.ResultsError):
+        study.fig_hierarchy(read_results(REFERENCE), meta, None)

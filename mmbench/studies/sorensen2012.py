@@ -5,9 +5,11 @@ families, the device copy as the yardstick.
 Figures: Fig. 1 right (the best kernel design per mesh cell, with the occupancy line: the rows a
 thread-per-row kernel needs to fill this GPU), Fig. 3 (the best BLOCKSIZE, WORKSIZE_M, WORKSIZE_N per
 cell), Fig. 4 (GFLOP/s against footprint for the families) and Fig. 5 (cuBLAS and the tuned kernel as
-% of the device copy bandwidth over the mesh, on one scale, and their ratio). The tuned kernel's
+% of the device copy bandwidth over the mesh, on one scale, and their ratio), and fig6-hierarchy (the
+GEMV kernels at every memory level from the run's Nsight Compute profile). The tuned kernel's
 configuration per cell is what the run used (its params column); the tuning rows (for the atomics
-finding and the tuner's wall time) come from the file the tuning cache names for this GPU.
+finding and the tuner's wall time) come from the file the tuning cache names for this GPU; the rows
+companion (rows/gemv-rows, gemv_rows at WORKSIZE_M 1 and 4 with its profile) answers 3.3's mechanism.
 """
 
 from __future__ import annotations
@@ -550,9 +552,8 @@ def claims_mesh(ok: pd.DataFrame) -> list[Verdict]:
 
 
 NOT_HERE = "not testable here"
-PROFILE = ("mmbench run -v gemv_rows --params WORKSIZE_M=1/4 -s 1000003x64 -o runs/rows/rows.csv, then "
-           "mmbench profile -v gemv_rows --results runs/rows/rows.csv --points 1000003x64 with Nsight Compute's "
-           "shared-load count (smsp__inst_executed_op_shared_ld.sum) added to the profile's metrics")
+PROFILE = ("mmbench run -v gemv_rows --params WORKSIZE_M=1/4 -s 1000003x64 -o rows/gemv-rows.csv beside the run, then "
+           "mmbench profile -v gemv_rows --results rows/gemv-rows.csv --points 1000003x64")
 MAGMA = ("MAGMA is not run: comparing needs MAGMA built for this GPU, a `magma_gemv` baseline beside `cublas_gemv` in "
          "mmbench/ops/gemv.py (magmablas_sgemv on the same buffers) and the config's mesh sweep run with it")
 
@@ -583,15 +584,139 @@ def claims_context(ok: pd.DataFrame, meta: dict) -> list[Verdict]:
                 f"{bound['magma']:.0f} % of its bound", NOT_HERE, f"another GPU and library; {MAGMA}"),
         Verdict("MAGMA's transposed kernel: 43 GFLOP/s, more than twice CUBLAS 2.3 (2)", "43 GFLOP/s", NOT_HERE,
                 "y = A^T x is not run: it needs a transposed GEMV (an op parameter and cuBLAS with CUBLAS_OP_T) and MAGMA"),
-        Verdict("Several rows a thread gains mainly by fewer shared-memory reads of x (3.3)", "mechanism", NOT_HERE,
-                f"needs a profile of shared loads at WORKSIZE_M = 1 and 4: {PROFILE}"),
         Verdict("A shared-memory reduction gains nothing significant over atomicAdd on the C2050 (3.4)", "C2050 only",
                 NOT_HERE, "our 2e kernel already adds a row's partial sums in shared memory (atomicAdd on shared) and "
                 "once a block into y; testing needs a 2e variant with one global atomicAdd a thread, tuned beside it"),
-        Verdict("CUBLAS 4.0 and MAGMA 1.0 look like one-thread-per-row kernels (4.3)", "inferred from Fig. 5", NOT_HERE,
-                "cuBLAS's kernel names and grids at a wide and a tall shape would test it for cuBLAS (Nsight Systems: "
-                "nsys profile --stats=true on mmbench run -v cublas_gemv -s 1000x100000,100000x1000); " + MAGMA),
+        Verdict("MAGMA 1.0 looks like a one-thread-per-row kernel (4.3)", "inferred from Fig. 5", NOT_HERE, MAGMA),
     ]
+
+
+# -- what the profiles answer (issue 32) -------------------------------------------------------------------
+ROWS_GAIN = 1.1  # WORKSIZE_M = 4 at least 10 % faster than 1: a gain ('no' under it)
+ROWS_MAINLY = 0.5  # 'mainly': the shared loads are at least half the warp instructions the rows saved
+
+
+def rows_numbers(df: pd.DataFrame, profile: pd.DataFrame | None) -> dict | None:
+    """gemv_rows at WORKSIZE_M = 1 and 4 (the rows companion): the time gain, each one's shared-load
+    instructions and shared bytes per row of A, the warp instructions saved, and shared memory's share
+    of its peak at WORKSIZE_M = 1; None where the run or its profile lacks either."""
+    from ..hierarchy import levels
+
+    ok = df[(df.status == "ok") & (df.variant == "gemv_rows")]
+    if profile is None or ok.empty:
+        return None
+    prof = profile[profile.variant == "gemv_rows"].copy()
+    prof["wm"] = [dict(parse_params(p)).get("WORKSIZE_M") for p in prof.params]
+    ok = ok.assign(wm=[dict(parse_params(p)).get("WORKSIZE_M") for p in ok.params])
+    if not ({1, 4} <= set(prof.wm) and {1, 4} <= set(ok.wm)):
+        return None
+    one, four = (prof[prof.wm == w].iloc[0] for w in (1, 4))
+    shared_pct = levels(prof[prof.wm == 1]).shared_pct.iloc[0]
+    return {"m": int(one.m), "n": int(one.n), "params": (one.params, four.params),
+            "time_ms": tuple(float(ok[ok.wm == w].time_ms_mean.iloc[0]) for w in (1, 4)),
+            "gain": float(ok[ok.wm == 1].time_ms_mean.iloc[0] / ok[ok.wm == 4].time_ms_mean.iloc[0]),
+            "ld_per_row": (one.shared_ld_inst / one.m, four.shared_ld_inst / four.m),
+            "bytes_per_row": (one.shared_bytes / one.m, four.shared_bytes / four.m),
+            "warp_inst": (float(one.warp_inst), float(four.warp_inst)),
+            "saved_share": float((one.shared_ld_inst - four.shared_ld_inst) / (one.warp_inst - four.warp_inst)),
+            "shared_pct": float(shared_pct), "dram_gbs": tuple(float((r.dram_bytes_read + r.dram_bytes_write) / r.gpu_time_ns)
+                                                               for r in (one, four))}
+
+
+def rows_verdict(gain: float, fewer_loads: bool, saved_share: float) -> str:
+    """3.3's mechanism: 'no' without a gain or without fewer shared reads; 'yes' when the shared loads
+    are most of the instructions saved; 'partly' when the gain comes with fewer shared reads that are
+    only a small part of what the extra rows saved."""
+    if gain < ROWS_GAIN or not fewer_loads:
+        return "no"
+    return "yes" if saved_share >= ROWS_MAINLY else "partly"
+
+
+def claim_rows(numbers: dict | None) -> Verdict:
+    finding = "Several rows a thread gains mainly by fewer shared-memory reads of x (3.3)"
+    if numbers is None:
+        return Verdict(finding, "mechanism", NOT_HERE, f"needs gemv_rows at WORKSIZE_M = 1 and 4 and its profile: {PROFILE}")
+    n = numbers
+    ld, by = n["ld_per_row"], n["bytes_per_row"]
+    holds = rows_verdict(n["gain"], ld[1] < ld[0], n["saved_share"])
+    return Verdict(finding, "mechanism", holds,
+                   f"gemv_rows at {n['m']} x {n['n']} (BLOCKSIZE {dict(parse_params(n['params'][0])).get('BLOCKSIZE')}, "
+                   f"the rows companion): WORKSIZE_M = 4 takes "
+                   f"{n['time_ms'][1] * 1e3:.0f} us against {n['time_ms'][0] * 1e3:.0f} us at 1 ({n['gain']:.2f} x; a gain "
+                   f"from {ROWS_GAIN:g} x), with {ld[0] / ld[1]:.0f} x fewer shared-load instructions a row ({ld[0]:.3f} to "
+                   f"{ld[1]:.3f}) and {by[0] / by[1]:.0f} x fewer shared bytes ({by[0]:.1f} to {by[1]:.1f} B a row, loads and "
+                   f"stores: the loads are wider as well as fewer). But shared memory ran at {n['shared_pct']:.1f} % of its peak "
+                   f"at WORKSIZE_M = 1, and the shared loads are {100 * n['saved_share']:.0f} % of the "
+                   f"{(n['warp_inst'][0] - n['warp_inst'][1]) / 1e6:.1f} M warp instructions the rows saved (all "
+                   f"{n['warp_inst'][0] / n['warp_inst'][1]:.1f} x fewer; 'yes' from {100 * ROWS_MAINLY:.0f} %): the gain "
+                   f"comes with fewer shared reads, but the profile points rather to fewer instructions a row overall; "
+                   f"DRAM {n['dram_gbs'][0]:.0f} to {n['dram_gbs'][1]:.0f} GB/s for the same bytes")
+
+
+SPLIT_K = ("splitkreduce", "reduce")  # a second kernel that adds partial sums: columns split over blocks
+
+
+def cublas_launches(profile: pd.DataFrame | None) -> pd.DataFrame:
+    """The kernels cuBLAS launched at each profiled shape (Nsight Compute's `kernels` column): the
+    shape's family (tall, square or wide), its kernels' short names, and whether it splits the columns
+    (a reduction kernel after the GEMV's)."""
+    if profile is None or "kernels" not in profile:
+        return pd.DataFrame(columns=["family", "m", "n", "names", "split"])
+    out = []
+    for r in profile[profile.variant == LIBRARY].itertuples():
+        names = [_short_kernel(k) for k in str(r.kernels).split(";")]
+        out.append({"family": family_of(r.m, r.n) or "other", "m": int(r.m), "n": int(r.n), "names": names,
+                    "split": any(w in name.lower() for name in names for w in SPLIT_K)})
+    return pd.DataFrame(out, columns=["family", "m", "n", "names", "split"])
+
+
+def family_of(m: int, n: int) -> str:
+    """The family (tall, square, wide) whose proportions a shape has; "" for none."""
+    return next((f for f, (fm, fn) in FAMILIES.items() if m * fn == n * fm), "")
+
+
+def _short_kernel(name: str) -> str:
+    """A demangled kernel name without its return type, namespaces' template arguments and parameters;
+    cuBLAS's GEMV template keeps its integer arguments (which instance ran)."""
+    import re
+
+    numbers = re.search(r"float, ((?:\d+, )+\d+), cublasGemvParams", name)
+    bare = name
+    while re.search(r"<[^<>]*>", bare):
+        bare = re.sub(r"<[^<>]*>", "", bare)
+    bare = bare.split("(")[0].split()[-1]
+    return f"{bare}<..., {numbers.group(1)}, cublasGemvParamsEx<...>>" if numbers else bare
+
+
+def claim_cublas(launches: pd.DataFrame, meta: dict) -> Verdict:
+    """4.3: is today's cuBLAS a thread-per-row kernel? A shape where it splits the columns over blocks and
+    reduces says no; one GEMV kernel alone cannot say (the profile has no grid sizes)."""
+    finding, paper = "CUBLAS 4.0 looks like a one-thread-per-row kernel (4.3)", "inferred from Fig. 5"
+    version = _cublas_version(meta)
+    if launches.empty:
+        return Verdict(finding, paper, NOT_HERE, "needs a profile of cublas_gemv at tall, square and wide shapes "
+                       "(mmbench profile -v cublas_gemv --points tall:1448,square:1448,wide:1448): its kernels' names")
+    by = {}
+    for r in launches.itertuples():
+        by.setdefault((" then ".join(f"`{k}`" for k in r.names), r.split), []).append(f"{r.family} {r.m} x {r.n}")
+    said = "; ".join(f"{', '.join(shapes)}: {names}" for (names, _), shapes in by.items())
+    split = launches[launches.split]
+    whole = launches[~launches.split]
+    holds = "no" if len(split) else NOT_HERE
+    return Verdict(finding, paper, holds,
+                   f"today's {version} (not 4.0) launches, by Nsight Compute's names: {said}. "
+                   + (f"At the {', '.join(sorted(set(split.family)))} shapes it splits each row's columns over blocks "
+                      "and adds the parts in a second kernel (split-K): several threads a row, not one. " if len(split) else "")
+                   + (f"At the {', '.join(sorted(set(whole.family)))} shapes one GEMV kernel runs, whose name does not "
+                      "say how threads map to rows, and the profile has no grid sizes (Nsight Compute's "
+                      "launch__grid_size and launch__block_size would tell). " if len(whole) else "")
+                   + "CUBLAS 4.0 itself is not run")
+
+
+def _cublas_version(meta: dict) -> str:
+    """cuBLAS's version as the run recorded it (CUBLAS_VERSION: major 10000 + minor 100 + patch)."""
+    v = (meta.get(LIBRARY) or {}).get("version")
+    return f"cuBLAS {int(v) // 10000}.{int(v) // 100 % 100}" if v else "cuBLAS"
 
 
 def claims_abstract(target_rows: list[list[str]], verdicts_so_far: list[Verdict]) -> list[Verdict]:
@@ -609,15 +734,25 @@ def claims_abstract(target_rows: list[list[str]], verdicts_so_far: list[Verdict]
 
 
 def claims(ok: pd.DataFrame, meta: dict, tuning: pd.DataFrame | None, tuning_meta: dict,
-           shapes: set[tuple[int, int]] | None) -> list[Verdict]:
-    """Every claim of the paper, in its order: the abstract, sections 1 to 5, the figures."""
+           shapes: set[tuple[int, int]] | None, profile: pd.DataFrame | None = None, rows=None) -> list[Verdict]:
+    """Every claim of the paper, in its order: the abstract, sections 1 to 5, the figures; `profile` is
+    the run's Nsight Compute profile, `rows` its gemv_rows companion (studies.common.Companion)."""
     designs = cell_designs(ok)
     line = occupancy_rows(meta) or PAPER["occupancy_rows"]
     fam = families(ok, shapes)
     body = [*claims_kernels(designs, line), *claims_tuned_designs(tuning, designs, line),
             *claims_tuning(tuning, tuning_meta, run_cells(ok)), *verdicts(ok, meta, tuning),
             *claims_parameters(ok, designs), *claims_families(fam, ok), *claims_mesh(ok)]
+    # the profiles' answers beside the claims they explain: 3.3's mechanism, 4.3's reading of the library
+    _after(body, "Very tall A", claim_rows(rows_numbers(rows.df, rows.profile) if rows else None))
+    _after(body, "The library performs well", claim_cublas(cublas_launches(profile), meta))
     return [*claims_abstract(targets(ok, shapes), body), *body, *claims_context(ok, meta)]
+
+
+def _after(rows: list[Verdict], start: str, verdict: Verdict) -> None:
+    """Put a verdict after the one whose finding begins with `start` (at the end where none does)."""
+    at = next((i + 1 for i, v in enumerate(rows) if v.finding.startswith(start)), len(rows))
+    rows.insert(at, verdict)
 
 
 def big_matrix(rows: list[int]) -> np.ndarray:
@@ -742,6 +877,54 @@ def fig_heatmaps(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.F
     return fig
 
 
+def hierarchy_shapes(profile: pd.DataFrame | None, meta: dict) -> tuple[list[tuple], list[tuple]]:
+    """The profiled GEMV shapes past the L2 (every one) and the one that fits in it that the report
+    and figure show (the square one where there is one, else the largest), as (m, n, k)."""
+    from ..hierarchy import levels, working_set_mb
+
+    table = levels(profile)
+    table = table[table.variant.isin([TUNED, LIBRARY])]
+    l2 = (meta.get("gpu") or {}).get("l2_bytes") or float("inf")
+    shapes = sorted({(int(m), int(n), int(k)) for m, n, k in zip(table.m, table.n, table.k)}, key=lambda s: (s[0] * s[1], s))
+    past = [sh for sh in shapes if working_set_mb("gemv", *sh) * 1e6 > l2]
+    fits = [sh for sh in shapes if sh not in past]
+    inside = [sh for sh in fits if sh[0] == sh[1]] or fits[-1:]
+    return past, inside[-1:]
+
+
+def shown_profile(profile: pd.DataFrame | None, meta: dict) -> tuple[pd.DataFrame, set[tuple[int, int]]]:
+    """The profile's rows at the shapes the figure shows (hierarchy_shapes), and those shapes as (m, n):
+    the figure's roofs are their medians, and the report quotes the same."""
+    past, inside = hierarchy_shapes(profile, meta)
+    shapes = {(m, n) for m, n, _ in inside + past}
+    return profile[[(int(m), int(n)) in shapes for m, n in zip(profile.m, profile.n)]], shapes
+
+
+def fig_hierarchy(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+    """The GEMV kernels' hierarchical roofline: the shape that fits in the L2, then those past it."""
+    from unittest import mock
+
+    from .. import hierarchy
+
+    sub, shapes = shown_profile(profile, meta)
+    # plots.colour_of gives both variants one fallback colour (their names' hashes collide): two of our own here
+    with mock.patch.dict(plots.COLOURS, KERNEL_COLOURS):
+        fig = hierarchy.fig_hierarchical_roofline(
+            sub, meta, "Sørensen: GEMV at every memory level, Nsight Compute (caches flushed before each kernel: A "
+            "comes from DRAM even where it would fit in L2)", variants=(TUNED, LIBRARY), most=len(shapes))
+    # the panels in the helper's order (hierarchy.shapes_in), titled as GEMV shapes: m x n and the family
+    table = hierarchy.levels(sub)
+    for ax, (m, n, k) in zip(fig.axes, hierarchy.shapes_in(table[table.variant.isin([TUNED, LIBRARY])], {"gemv"},
+                                                            len(shapes))):
+        place = ax.get_title().partition(": ")[2]
+        flushed = " (flushed: read from DRAM)" if "fits in" in place else ""
+        ax.set_title(f"{family_of(m, n)} {m} x {n}: {place}{flushed}", fontsize=10)
+    return fig
+
+
+KERNEL_COLOURS = {TUNED: "tab:blue", LIBRARY: "tab:orange"}  # apart from the roofs' purple, green, red and black
+
+
 # Its reference run in the repository: what a command suggests when no run of the user's will do.
 REFERENCE_RUN = "results/sorensen2012-h100/sorensen2012-h100.csv.gz"
 
@@ -752,16 +935,25 @@ FIGURES = {  # `mmbench plot NAME`; the report embeds them
                                   (Figure("fig4-families", fig_families),)),
     "gemv-mesh": FigureFamily("Sørensen Fig. 5: mesh as % of the copy, vs cuBLAS", "Sørensen Fig. 5: cuBLAS and the tuned kernel over the mesh as % of the copy, and their ratio",
                               (Figure("fig5-mesh", fig_heatmaps),)),
+    "sorensen-hierarchy": FigureFamily("Sørensen: GEMV's hierarchical roofline (Nsight Compute)",
+                                       "Sørensen: the tuned kernel and cuBLAS at every memory level (shared, L1, L2, "
+                                       "DRAM) from the run's Nsight Compute profile, in L2 and past it",
+                                       (Figure("fig6-hierarchy", fig_hierarchy),)),
 }
 ALT_TEXT = {"fig1-best-kernel": "best kernel per cell", "fig3-best-params": "best parameters per cell",
-            "fig4-families": "GFLOP/s against footprint", "fig5-mesh": "heatmaps over the mesh"}
+            "fig4-families": "GFLOP/s against footprint", "fig5-mesh": "heatmaps over the mesh",
+            "fig6-hierarchy": "hierarchical roofline of the GEMV kernels"}
 
 
 def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
            profile: pd.DataFrame | None, results_path: Path) -> str:
+    from .common import companion
+
     ok = ok_rows(df)
     tuning, tuning_meta = tuning_rows(meta, beside=results_path.parent)
     shapes = family_shapes(meta)
+    rows = companion(results_path, "rows", "gemv-rows")
+    profile_meta = _profile_meta(results_path)
     fam = families(ok, shapes)
     fam_table = fam.assign(MB=(fam.footprint / 1e6).round(3),
                            pct_copy=100 * fam[f"gbytes_per_s_{TUNED}"] / fam.copy_gbytes_per_s,
@@ -784,11 +976,15 @@ def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Pat
         "",
         "## Every claim of the paper, checked",
         "",
-        *_claim_lines(claims(ok, meta, tuning, tuning_meta, shapes)),
+        *_claim_lines(claims(ok, meta, tuning, tuning_meta, shapes, profile, rows)),
         "",
         "## Where we depart from the paper",
         "",
-        *DEPARTURES,
+        *departures(meta, profile_meta, rows),
+        "",
+        "## Memory hierarchy (Nsight Compute)",
+        "",
+        *hierarchy_lines(profile, meta, profile_meta, "fig6-hierarchy" in figures),
         "",
         "## The mesh tuning",
         "",
@@ -812,7 +1008,7 @@ def _claim_lines(rows: list[Verdict]) -> list[str]:
             *verdict_table(rows)]
 
 
-DEPARTURES = [
+DEPARTURES = [  # those the run's settings do not change; departures() adds the rest
     "- **The third design is ours.** The paper's tuner picks among \"3 implementations\" without naming the third "
     "beside 2d and 2e; ours is KERNEL 2 (`wide_onepass` in kernels/common/gemv.cuh): with several columns of blocks, "
     "each writes its partial sums to a workspace and the last block of each row of blocks adds them in a fixed order, "
@@ -824,7 +1020,7 @@ DEPARTURES = [
     "- **The mesh is capped at 1 GiB matrices** (`mesh:1024` in configs/sorensen2012.toml): 456 of the 576 cells; "
     "the grey cells of Fig. 1 were not run, the black ones would not fit the GPU. The paper's black cells are its "
     "3 GB card's. Every mesh verdict (Figs. 1, 3, 5, the targets) is over the 456 cells.",
-    "- **MAGMA is not run**: Fig. 5 has no MAGMA panel and every library verdict is cuBLAS's (13.0, not 4.0). "
+    "- **MAGMA is not run**: Fig. 5 has no MAGMA panel and every library verdict is cuBLAS's ({cublas}, not 4.0). "
     "Comparing needs MAGMA built for sm_90, a `magma_gemv` baseline beside `cublas_gemv` in mmbench/ops/gemv.py "
     "calling magmablas_sgemv on the same buffers, and `mmbench run --config configs/sorensen2012.toml` with it in "
     "the mesh and families sweeps.",
@@ -843,6 +1039,112 @@ DEPARTURES = [
     "paper's \"ten subsequent calls\", GB/s from the median. The occupancy line is this GPU's (132 x 2048 = "
     "270336 rows), not 21504.",
 ]
+
+
+def departures(meta: dict, profile_meta: dict, rows) -> list[str]:
+    """DEPARTURES with the library's version from the run, then the profiles' and the rows companion's
+    settings where the run has them."""
+    out = [line.replace("{cublas}", _cublas_version(meta).removeprefix("cuBLAS ")) for line in DEPARTURES]
+    ncu = profile_meta.get("ncu") or {}
+    if ncu:
+        ours = (meta.get("software") or {}).get("kernel_sources") or {}
+        theirs = (profile_meta.get("software") or {}).get("kernel_sources") or {}
+        gemv = [k for k in theirs if k.startswith("gemv/") or k == "common/gemv.cuh"]
+        same = all(ours.get(k) == theirs[k] for k in gemv) if ours and gemv else None
+        out.append(
+            f"- **Profiles** (Nsight Compute {ncu.get('version', '?').split(' (')[0].removeprefix('Version ')}, "
+            f"{str(profile_meta.get('profiled_at', ''))[:10]}, commit `{str((profile_meta.get('git') or {}).get('commit'))[:7]}`): "
+            f"each kernel launched once, caches flushed before it (`--cache-control {ncu.get('cache_control')}`), clocks "
+            f"not locked (`--clock-control {ncu.get('clock_control')}`); times there are Nsight Compute's, not the run's "
+            "events. The paper profiles nothing. "
+            + ("The GEMV kernels' sources are the run's (same hashes)." if same else
+               "The GEMV kernels' sources differ from the run's (their hashes)." if same is False else ""))
+    if rows is not None:
+        settings = rows.meta.get("settings") or {}
+        out.append(
+            f"- **The rows companion** (`rows/{rows.path.name}`, {str(rows.meta.get('started_at', ''))[:10]}): "
+            f"`gemv_rows` (Fig. 2c alone, not the tuned kernel) at {' and '.join(f'`{p}`' for p in sorted(set(rows.df.params)))}, one shape "
+            f"({', '.join(sorted({f'{m} x {n}' for m, n in zip(rows.df.m, rows.df.n)}))}), {settings.get('runs')} runs "
+            f"after {settings.get('warmup')} warm-ups, {settings.get('cache')} L2, and its profile: the paper's 3.3 "
+            "states the mechanism for very tall A in general; we test one very tall shape.")
+    return out
+
+
+def _profile_meta(results_path: Path) -> dict:
+    """The profile's metadata beside a run (NAME.profile.meta.json), {} where there is none."""
+    import json
+
+    from ..results import sibling
+
+    path = sibling(results_path, ".profile.meta.json")
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def hierarchy_lines(profile: pd.DataFrame | None, meta: dict, profile_meta: dict, drawn: bool) -> list[str]:
+    """The report's memory-hierarchy section: what was profiled, the level tables past the L2 and in
+    it, and what they show, from the profile."""
+    from .. import hierarchy
+
+    try:
+        past, inside = hierarchy_shapes(profile, meta)
+        table = hierarchy.levels(profile)
+    except ResultsError as exc:
+        return [f"No hierarchy: {exc}. It takes `mmbench profile -v {TUNED},{LIBRARY} --results RUN --points "
+                "tall:128,square:128,wide:128,tall:1448,square:1448,wide:1448`."]
+    table = table[table.variant.isin([TUNED, LIBRARY])]
+    l2 = (meta.get("gpu") or {}).get("l2_bytes")
+    command = profile_meta.get("command") or ["mmbench", "profile"]
+    out = [f"`{' '.join([Path(command[0]).name, *command[1:]])}`: "
+           f"Nsight Compute's counts for the tuned kernel (the configuration the run used at each shape) and cuBLAS, "
+           "caches flushed before each kernel (the Profiles departure above). Every level's bytes are Nsight Compute's; "
+           "the intensity is the kernel's FP32 operations over them"
+           + (". The figure: fig6-hierarchy.png (below)." if drawn else "."), ""]
+
+    def block(shapes: list[tuple], head: str) -> list[str]:
+        cells = []
+        for sh in shapes:
+            for r in hierarchy.level_rows(profile, sh, variants=[TUNED, LIBRARY]):
+                cells.append([f"{family_of(sh[0], sh[1])} {sh[0]} x {sh[1]}: {r[0]}", *r[1:]])
+        return [head, "", *text_table(["shape: kernel", *hierarchy.LEVEL_COLUMNS[1:]], cells), ""]
+
+    def span(rows: pd.DataFrame, column: str) -> str:
+        lo, hi = rows[column].min(), rows[column].max()
+        return f"{lo:.0f} %" if round(lo) == round(hi) else f"{lo:.0f} to {hi:.0f} %"
+
+    if past:
+        rows = table[[(m, n) in {(a, b) for a, b, _ in past} for m, n in zip(table.m, table.n)]]
+        tuned, lib = rows[rows.variant == TUNED], rows[rows.variant == LIBRARY]
+        ws = hierarchy.working_set_mb("gemv", *past[0])
+        out += block(past, f"Past the L2 (operands {ws:.0f} MB{f', the L2 {l2 / 1e6:.0f} MB' if l2 else ''}):")
+        peak = hierarchy.ceilings(hierarchy.checked(shown_profile(profile, meta)[0]))["dram"]  # the figure's roof
+        key = ["m", "n"]
+        closer = (tuned.set_index(key).dram_pct > lib.set_index(key).dram_pct.reindex(tuned.set_index(key).index)).all()
+        out += [f"Past the L2 every kernel's closest roof is "
+                f"{' and '.join(hierarchy.NAMES.get(b, b) for b in sorted(set(rows.bound)))}: the tuned kernel reaches "
+                f"{span(tuned, 'dram_pct')} of DRAM's peak ({peak / 1e9:.0f} GB/s), cuBLAS {span(lib, 'dram_pct')}, at "
+                f"{rows.dram_intensity.min():.2f} to {rows.dram_intensity.max():.2f} FLOP per DRAM byte (2 FLOP per "
+                f"4-byte element of A); L2 is at {span(rows, 'l2_pct')} of its peak, shared memory and L1 at most "
+                f"{rows.shared_pct.max():.1f} % and {rows.l1_pct.max():.0f} %, FP32 at most {rows.fp32_pct.max():.1f} %. "
+                + ("The tuned kernel sits closer under the DRAM roof than cuBLAS at every one of these shapes."
+                   if closer else "The tuned kernel is not closer under the DRAM roof than cuBLAS at every one of "
+                   "these shapes."), ""]
+    if inside:
+        small = table[[hierarchy.working_set_mb("gemv", m, n, k) * 1e6 <= (l2 or 0) for m, n, k in
+                       zip(table.m, table.n, table.k)]]
+        ws = hierarchy.working_set_mb("gemv", *inside[0])
+        read = 100 * small.dram_bytes / [hierarchy.working_set_mb("gemv", m, n, k) * 1e6 for m, n, k in
+                                         zip(small.m, small.n, small.k)]
+        out += block(inside, f"A shape that fits in the L2 (operands {ws:.1f} MB):")
+        out += [f"At the {len(set(zip(small.m, small.n)))} shapes whose operands ({ws:.1f} MB) would fit in the L2, the "
+                f"flushed caches send A to DRAM all the same (DRAM moved {read.min():.0f} to {read.max():.0f} % of the "
+                f"operands' bytes), as in the run's cold-L2 timing. The kernels last {small.time_us.min():.0f} to "
+                f"{small.time_us.max():.0f} us and reach {span(small[small.variant == TUNED], 'dram_pct')} of DRAM's peak "
+                f"(tuned), {span(small[small.variant == LIBRARY], 'dram_pct')} (cuBLAS), L2 at most "
+                f"{small.l2_pct.max():.0f} %: "
+                + ("no level reaches half its roof, so no bandwidth limits them (a kernel this short does not fill the "
+                   "memory system)." if small[[f"{lv}_pct" for lv in hierarchy.LEVELS]].max().max() < 50 else
+                   f"the closest roof is {', '.join(sorted(set(small.bound)))}."), ""]
+    return out[:-1]
 
 
 def _tuning_lines(tuning: pd.DataFrame, meta: dict, run_cells: set[str]) -> list[str]:
