@@ -102,7 +102,8 @@ def panel_title(row, meta: dict) -> str:
     l2 = (meta.get("gpu") or {}).get("l2_bytes")
     ws = working_set_mb(row.op, row.m, row.n, row.k)
     fits = "" if not l2 else f", {'fits in' if ws * 1e6 <= l2 else 'past'} the {l2 / 1e6:.0f} MB L2"
-    return f"{row_shape(row.m, row.n, row.k)}: operands {ws:.0f} MB{fits}"
+    shape = f"{row.m} x {row.n}" if row.op == "gemv" else row_shape(row.m, row.n, row.k)  # a GEMV's k is 0 too
+    return f"{shape}: operands {ws:.0f} MB{fits}"
 
 
 def _labels(rows: pd.DataFrame) -> list[str]:

@@ -902,16 +902,12 @@ def shown_profile(profile: pd.DataFrame | None, meta: dict) -> tuple[pd.DataFram
 
 def fig_hierarchy(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
     """The GEMV kernels' hierarchical roofline: the shape that fits in the L2, then those past it."""
-    from unittest import mock
-
     from .. import hierarchy
 
     sub, shapes = shown_profile(profile, meta)
-    # plots.colour_of gives both variants one fallback colour (their names' hashes collide): two of our own here
-    with mock.patch.dict(plots.COLOURS, KERNEL_COLOURS):
-        fig = hierarchy.fig_hierarchical_roofline(
-            sub, meta, "Sørensen: GEMV at every memory level, Nsight Compute (caches flushed before each kernel: A "
-            "comes from DRAM even where it would fit in L2)", variants=(TUNED, LIBRARY), most=len(shapes))
+    fig = hierarchy.fig_hierarchical_roofline(
+        sub, meta, "Sørensen: GEMV at every memory level, Nsight Compute (caches flushed before each kernel: A "
+        "comes from DRAM even where it would fit in L2)", variants=(TUNED, LIBRARY), most=len(shapes))
     # the panels in the helper's order (hierarchy.shapes_in), titled as GEMV shapes: m x n and the family
     table = hierarchy.levels(sub)
     for ax, (m, n, k) in zip(fig.axes, hierarchy.shapes_in(table[table.variant.isin([TUNED, LIBRARY])], {"gemv"},
@@ -922,7 +918,6 @@ def fig_hierarchy(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.
     return fig
 
 
-KERNEL_COLOURS = {TUNED: "tab:blue", LIBRARY: "tab:orange"}  # apart from the roofs' purple, green, red and black
 
 
 # Its reference run in the repository: what a command suggests when no run of the user's will do.
