@@ -122,6 +122,21 @@ def shapes_in(table: pd.DataFrame, ops: set[str], most: int = 3) -> list[tuple]:
     return shapes[-most:]
 
 
+def _panels(profile, keep, variants, most: int, what: str, size: tuple[float, float]):
+    """The kernels a figure shows (keep(table) selects them, then the variants), its shapes, the
+    device's peaks, and a figure of a panel per shape; ResultsError naming `what` when none."""
+    table = levels(profile)
+    table = table[keep(table)]
+    if variants is not None:
+        table = table[table.variant.isin(variants)]
+    shapes = shapes_in(table, set(table.op), most)
+    if not shapes:
+        raise ResultsError(f"the profile holds no kernel {what}")
+    fig, axes = plt.subplots(1, len(shapes), figsize=(size[0] * len(shapes), size[1]), layout="constrained",
+                             squeeze=False, sharey=True)
+    return table, shapes, ceilings(checked(profile)), fig, axes
+
+
 def fig_hierarchical_roofline(profile: pd.DataFrame | None, meta: dict, title: str, variants=None,
                               most: int = 3) -> plt.Figure:
     """A panel per profiled shape of the operations with FLOPs: the FP32 roof and the four
@@ -129,16 +144,8 @@ def fig_hierarchical_roofline(profile: pd.DataFrame | None, meta: dict, title: s
     marker: the level), joined at its achieved FLOP/s."""
     from .plots import LINESTYLE, colour_of
 
-    table = levels(profile)
-    table = table[table.gflops > 0]
-    if variants is not None:
-        table = table[table.variant.isin(variants)]
-    shapes = shapes_in(table, set(table.op), most)
-    if not shapes:
-        raise ResultsError("the profile holds no kernel with FLOPs for a hierarchical roofline")
-    peak = ceilings(checked(profile))
-    fig, axes = plt.subplots(1, len(shapes), figsize=(6.2 * len(shapes), 6.4), layout="constrained", squeeze=False,
-                             sharey=True)
+    table, shapes, peak, fig, axes = _panels(profile, lambda t: t.gflops > 0, variants, most,
+                                             "with FLOPs for a hierarchical roofline", (6.2, 6.4))
     handles = {}
     for ax, shape in zip(axes[0], shapes):
         rows = table[(table.m == shape[0]) & (table.n == shape[1]) & (table.k == shape[2])].reset_index(drop=True)
@@ -184,16 +191,9 @@ def fig_hierarchical_roofline(profile: pd.DataFrame | None, meta: dict, title: s
 def fig_memory_levels(profile: pd.DataFrame | None, meta: dict, title: str, variants=None, most: int = 2) -> plt.Figure:
     """For operations without FLOPs (a transpose): a panel per profiled shape, each kernel's
     bandwidth at each level as a share of that level's peak (Nsight Compute's ceilings)."""
-    table = levels(profile)
-    table = table[table.op.map(lambda op: get_op(op).flops(Shape(1, 1, 1)) == 0)]
-    if variants is not None:
-        table = table[table.variant.isin(variants)]
-    shapes = shapes_in(table, set(table.op), most)
-    if not shapes:
-        raise ResultsError("the profile holds no kernel without FLOPs for a memory-levels figure")
-    peak = ceilings(checked(profile))
-    fig, axes = plt.subplots(1, len(shapes), figsize=(7 * len(shapes), 5.6), layout="constrained", squeeze=False,
-                             sharey=True)
+    table, shapes, peak, fig, axes = _panels(
+        profile, lambda t: t.op.map(lambda op: get_op(op).flops(Shape(1, 1, 1)) == 0), variants, most,
+        "without FLOPs for a memory-levels figure", (7, 5.6))
     for ax, shape in zip(axes[0], shapes):
         rows = table[(table.m == shape[0]) & (table.n == shape[1]) & (table.k == shape[2])].reset_index(drop=True)
         width = 0.8 / len(rows)
