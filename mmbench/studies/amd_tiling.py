@@ -556,28 +556,51 @@ def wavefront_command(df: pd.DataFrame) -> str:
     return f"`mmbench run -v register_tiling --params WARP=64 --sizes {shapes}`"
 
 
+def _widths(df: pd.DataFrame, wave) -> str:
+    """Where register against LDS tiling is judged at WARP = 64: the companion run (its settings), or
+    the reference run's few shapes and the command that would judge every shape."""
+    if wave is None:
+        at64 = register_over_lds(df, REGISTER_WAVEFRONT)
+        return (f"at the tutorial's WARP = 64 over the {len(at64)} shapes the committed run measured it at (the "
+                "tile sweep's). The run that would judge WARP = 64 at every shape, its rows added to this run's CSV: "
+                + wavefront_command(df) + ".")
+    at64 = register_over_lds(wave.df, REGISTER_WAVEFRONT)
+    lds = shape_ratio(by_shape(_plain(ok_rows(wave.df)), variant=STEPS[1][0], params=STEPS[1][1]),
+                      by_shape(_plain(df), variant=STEPS[1][0], params=STEPS[1][1]))
+    ws = wave.meta.get("settings") or {}
+    return (f"at the tutorial's WARP = 64 over the {len(at64)} shapes of the companion run "
+            f"`{wave.path.parent.name}/{wave.path.name}` (run {str(wave.meta.get('started_at', ''))[:10]}, "
+            f"commit `{str((wave.meta.get('git') or {}).get('commit'))[:12]}`, "
+            f"{(wave.meta.get('gpu') or {}).get('name', 'no GPU')}, {ws.get('runs', '?')} timed samples after "
+            f"{ws.get('warmup', '?')} untimed, L2 {'flushed' if ws.get('cache', 'cold') == 'cold' else 'warm'}), "
+            "against LDS tiling and cuBLAS timed in that same run; its LDS times are "
+            f"{_span(lds)} x the reference run's at the same shapes.")
+
+
+def _profiles_departure(profile_meta: dict) -> str:
+    """The departure the profiles are: Nsight Compute's version and settings, and how the tutorial's words are read
+    from its counters."""
+    ncu = profile_meta.get("ncu") or {}
+    return (
+        f"- **Profiles** (the tutorial names no profiler and shows no counts): Nsight Compute "
+        f"{str(ncu.get('version', '?')).removeprefix('Version ').split(' ')[0]}, caches "
+        f"{'flushed before each kernel' if ncu.get('cache_control') == 'all' else 'as left'} "
+        f"(`--cache-control {ncu.get('cache_control', '?')}`), clocks "
+        f"{'not locked' if ncu.get('clock_control') == 'none' else 'locked'}, one launch of each kernel, at "
+        "1024 x 1024 x 1024 (operands fit in the L2) and 4096 x 4096 x 4096 (past it) only; the register tiling at "
+        "WARP = 64 and its LDS comparison from the companion's own profile (same settings). \"Bank conflicts\" are "
+        "Nsight Compute's shared-memory data-bank conflicts (extra wavefronts a shared load or store needed); "
+        "\"instruction-level parallelism\" is read as instructions issued a cycle per scheduler, \"synchronization "
+        "overhead\" as warps waiting at a barrier per issued instruction. DRAM reductions are judged only past the "
+        "L2: below it, with caches flushed, every kernel reads its inputs from DRAM once.")
+
+
 def departures(df: pd.DataFrame, meta: dict, wave=None, profile_meta: dict | None = None) -> list[str]:
     """Every choice of ours a verdict rests on, where the tutorial says otherwise or nothing; `wave`
     is the WARP = 64 companion (studies.common.Companion) and `profile_meta` the profile's
     metadata, when there are."""
     settings = meta.get("settings") or {}
-    if wave is None:
-        at64 = register_over_lds(df, REGISTER_WAVEFRONT)
-        widths = (f"at the tutorial's WARP = 64 over the {len(at64)} shapes the committed run measured it at (the "
-                  "tile sweep's). The run that would judge WARP = 64 at every shape, its rows added to this run's CSV: "
-                  + wavefront_command(df) + ".")
-    else:
-        at64 = register_over_lds(wave.df, REGISTER_WAVEFRONT)
-        lds = shape_ratio(by_shape(_plain(ok_rows(wave.df)), variant=STEPS[1][0], params=STEPS[1][1]),
-                          by_shape(_plain(df), variant=STEPS[1][0], params=STEPS[1][1]))
-        ws = wave.meta.get("settings") or {}
-        widths = (f"at the tutorial's WARP = 64 over the {len(at64)} shapes of the companion run "
-                  f"`{wave.path.parent.name}/{wave.path.name}` (run {str(wave.meta.get('started_at', ''))[:10]}, "
-                  f"commit `{str((wave.meta.get('git') or {}).get('commit'))[:12]}`, "
-                  f"{(wave.meta.get('gpu') or {}).get('name', 'no GPU')}, {ws.get('runs', '?')} timed samples after "
-                  f"{ws.get('warmup', '?')} untimed, L2 {'flushed' if ws.get('cache', 'cold') == 'cold' else 'warm'}), "
-                  "against LDS tiling and cuBLAS timed in that same run; its LDS times are "
-                  f"{_span(lds)} x the reference run's at the same shapes.")
+    widths = _widths(df, wave)
     out = [
         f"- **GPU**: {(meta.get('gpu') or {}).get('name', 'no GPU')} (CUDA), not an AMD GPU (HIP); LDS is shared "
         "memory here.",
@@ -604,19 +627,7 @@ def departures(df: pd.DataFrame, meta: dict, wave=None, profile_meta: dict | Non
         "kept; the tutorial shows no timings.",
     ]
     if profile_meta is not None:
-        ncu = profile_meta.get("ncu") or {}
-        out.append(
-            f"- **Profiles** (the tutorial names no profiler and shows no counts): Nsight Compute "
-            f"{str(ncu.get('version', '?')).removeprefix('Version ').split(' ')[0]}, caches "
-            f"{'flushed before each kernel' if ncu.get('cache_control') == 'all' else 'as left'} "
-            f"(`--cache-control {ncu.get('cache_control', '?')}`), clocks "
-            f"{'not locked' if ncu.get('clock_control') == 'none' else 'locked'}, one launch of each kernel, at "
-            "1024 x 1024 x 1024 (operands fit in the L2) and 4096 x 4096 x 4096 (past it) only; the register tiling at "
-            "WARP = 64 and its LDS comparison from the companion's own profile (same settings). \"Bank conflicts\" are "
-            "Nsight Compute's shared-memory data-bank conflicts (extra wavefronts a shared load or store needed); "
-            "\"instruction-level parallelism\" is read as instructions issued a cycle per scheduler, \"synchronization "
-            "overhead\" as warps waiting at a barrier per issued instruction. DRAM reductions are judged only past the "
-            "L2: below it, with caches flushed, every kernel reads its inputs from DRAM once.")
+        out.append(_profiles_departure(profile_meta))
     return out
 
 
@@ -673,6 +684,43 @@ def hierarchy_section(profile: pd.DataFrame | None, meta: dict) -> list[str]:
     return out
 
 
+def timing_sections(ok: pd.DataFrame, wave) -> list[str]:
+    """The report's timing tables: speedups by shape family, register over LDS tiling at both widths
+    (with the WARP = 64 companion), % of cuBLAS, and the tile sweep."""
+    pct = percent_of_cublas(ok)
+    pct_rows = [[step, f"{v.min():.1f}", f"{v.median():.1f}", f"{v.max():.1f}"] for step, v in pct.items()]
+    try:
+        tiles_md = markdown_table(tile_table(ok))
+    except ResultsError as exc:
+        tiles_md = str(exc)
+    return [
+        "## Speedup over naive by shape family and alignment (geometric mean over the family's sizes)",
+        "",
+        f"Each family varies one dimension with the other two at {BASE}. Aligned: the varying size is a multiple of "
+        f"{ALIGN}; the unaligned sizes are one more (a last tile row or column nearly empty).",
+        "",
+        markdown_table(family_summary(ok)),
+        "",
+        *([] if wave is None else [
+            "## Register over LDS tiling at both widths, by shape family (geometric mean)",
+            "",
+            "Register tiling's speedup over LDS tiling (LDS time / register time) at WARP = 32 (the reference run) and "
+            f"at the tutorial's 64 (the companion `{wave.path.name}`, against its own LDS rows), and the companion's "
+            "kernels as % of its cuBLAS.",
+            "",
+            markdown_table(wavefront_summary(ok, ok_rows(wave.df))),
+            ""]),
+        "## GFLOP/s as % of cuBLAS, over all shapes",
+        "",
+        *text_table(["step", "min", "median", "max"], pct_rows),
+        "",
+        "## Which tile sizes pay off (GFLOP/s, median)",
+        "",
+        tiles_md,
+        "",
+    ]
+
+
 def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
            profile: pd.DataFrame | None, results_path: Path) -> str:
     ok = ok_rows(df)
@@ -682,14 +730,6 @@ def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Pat
     profile_meta = json.loads(meta_path.read_text()) if profile is not None and meta_path.exists() else None
     judged = [*verdicts(ok, None if wave is None else ok_rows(wave.df)), *profile_verdicts(profile, wave_profile, meta)]
     unchecked = sum(v.holds == "not checked" for v in judged)
-    summary = family_summary(ok)
-    pct = percent_of_cublas(ok)
-    pct_rows = [[step, f"{v.min():.1f}", f"{v.median():.1f}", f"{v.max():.1f}"] for step, v in pct.items()]
-    try:
-        tiles = tile_table(ok)
-        tiles_md = markdown_table(tiles)
-    except ResultsError as exc:
-        tiles_md = str(exc)
     lines = [
         "# The AMD tiling tutorial on NVIDIA: naive, LDS tiling, register tiling",
         "",
@@ -717,30 +757,7 @@ def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Pat
         "",
         *text_table(["claim", "why not here", "what would test it"], [list(row) for row in UNTESTED]),
         "",
-        "## Speedup over naive by shape family and alignment (geometric mean over the family's sizes)",
-        "",
-        f"Each family varies one dimension with the other two at {BASE}. Aligned: the varying size is a multiple of "
-        f"{ALIGN}; the unaligned sizes are one more (a last tile row or column nearly empty).",
-        "",
-        markdown_table(summary),
-        "",
-        *([] if wave is None else [
-            "## Register over LDS tiling at both widths, by shape family (geometric mean)",
-            "",
-            "Register tiling's speedup over LDS tiling (LDS time / register time) at WARP = 32 (the reference run) and "
-            f"at the tutorial's 64 (the companion `{wave.path.name}`, against its own LDS rows), and the companion's "
-            "kernels as % of its cuBLAS.",
-            "",
-            markdown_table(wavefront_summary(ok, ok_rows(wave.df))),
-            ""]),
-        "## GFLOP/s as % of cuBLAS, over all shapes",
-        "",
-        *text_table(["step", "min", "median", "max"], pct_rows),
-        "",
-        "## Which tile sizes pay off (GFLOP/s, median)",
-        "",
-        tiles_md,
-        "",
+        *timing_sections(ok, wave),
         "## Memory hierarchy (Nsight Compute)",
         "",
         *hierarchy_section(hierarchy_profile(profile, wave_profile), meta),

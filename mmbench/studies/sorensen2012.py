@@ -1075,6 +1075,43 @@ def _profile_meta(results_path: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+def _level_block(profile: pd.DataFrame, shapes: list[tuple], head: str) -> list[str]:
+    """A level table of the GEMV kernels at these shapes, a row a shape and kernel, under a head."""
+    from .. import hierarchy
+
+    cells = []
+    for sh in shapes:
+        for r in hierarchy.level_rows(profile, sh, variants=[TUNED, LIBRARY]):
+            cells.append([f"{family_of(sh[0], sh[1])} {sh[0]} x {sh[1]}: {r[0]}", *r[1:]])
+    return [head, "", *text_table(["shape: kernel", *hierarchy.LEVEL_COLUMNS[1:]], cells), ""]
+
+
+def _span(rows: pd.DataFrame, column: str) -> str:
+    lo, hi = rows[column].min(), rows[column].max()
+    return f"{lo:.0f} %" if round(lo) == round(hi) else f"{lo:.0f} to {hi:.0f} %"
+
+
+def _inside_lines(profile: pd.DataFrame, table: pd.DataFrame, inside: list[tuple], l2) -> list[str]:
+    """The hierarchy section's part on the shapes whose operands would fit in the L2."""
+    from .. import hierarchy
+
+    small = table[[hierarchy.working_set_mb("gemv", m, n, k) * 1e6 <= (l2 or 0) for m, n, k in
+                   zip(table.m, table.n, table.k)]]
+    ws = hierarchy.working_set_mb("gemv", *inside[0])
+    read = 100 * small.dram_bytes / [hierarchy.working_set_mb("gemv", m, n, k) * 1e6 for m, n, k in
+                                     zip(small.m, small.n, small.k)]
+    return [*_level_block(profile, inside, f"A shape that fits in the L2 (operands {ws:.1f} MB):"),
+            f"At the {len(set(zip(small.m, small.n)))} shapes whose operands ({ws:.1f} MB) would fit in the L2, the "
+            f"flushed caches send A to DRAM all the same (DRAM moved {read.min():.0f} to {read.max():.0f} % of the "
+            f"operands' bytes), as in the run's cold-L2 timing. The kernels last {small.time_us.min():.0f} to "
+            f"{small.time_us.max():.0f} us and reach {_span(small[small.variant == TUNED], 'dram_pct')} of DRAM's peak "
+            f"(tuned), {_span(small[small.variant == LIBRARY], 'dram_pct')} (cuBLAS), L2 at most "
+            f"{small.l2_pct.max():.0f} %: "
+            + ("no level reaches half its roof, so no bandwidth limits them (a kernel this short does not fill the "
+               "memory system)." if small[[f"{lv}_pct" for lv in hierarchy.LEVELS]].max().max() < 50 else
+               f"the closest roof is {', '.join(sorted(set(small.bound)))}."), ""]
+
+
 def hierarchy_lines(profile: pd.DataFrame | None, meta: dict, profile_meta: dict, drawn: bool) -> list[str]:
     """The report's memory-hierarchy section: what was profiled, the level tables past the L2 and in
     it, and what they show, from the profile."""
@@ -1095,50 +1132,25 @@ def hierarchy_lines(profile: pd.DataFrame | None, meta: dict, profile_meta: dict
            "the intensity is the kernel's FP32 operations over them"
            + (". The figure: fig6-hierarchy.png (below)." if drawn else "."), ""]
 
-    def block(shapes: list[tuple], head: str) -> list[str]:
-        cells = []
-        for sh in shapes:
-            for r in hierarchy.level_rows(profile, sh, variants=[TUNED, LIBRARY]):
-                cells.append([f"{family_of(sh[0], sh[1])} {sh[0]} x {sh[1]}: {r[0]}", *r[1:]])
-        return [head, "", *text_table(["shape: kernel", *hierarchy.LEVEL_COLUMNS[1:]], cells), ""]
-
-    def span(rows: pd.DataFrame, column: str) -> str:
-        lo, hi = rows[column].min(), rows[column].max()
-        return f"{lo:.0f} %" if round(lo) == round(hi) else f"{lo:.0f} to {hi:.0f} %"
-
     if past:
         rows = table[[(m, n) in {(a, b) for a, b, _ in past} for m, n in zip(table.m, table.n)]]
         tuned, lib = rows[rows.variant == TUNED], rows[rows.variant == LIBRARY]
         ws = hierarchy.working_set_mb("gemv", *past[0])
-        out += block(past, f"Past the L2 (operands {ws:.0f} MB{f', the L2 {l2 / 1e6:.0f} MB' if l2 else ''}):")
+        out += _level_block(profile, past, f"Past the L2 (operands {ws:.0f} MB{f', the L2 {l2 / 1e6:.0f} MB' if l2 else ''}):")
         peak = hierarchy.ceilings(hierarchy.checked(shown_profile(profile, meta)[0]))["dram"]  # the figure's roof
         key = ["m", "n"]
         closer = (tuned.set_index(key).dram_pct > lib.set_index(key).dram_pct.reindex(tuned.set_index(key).index)).all()
         out += [f"Past the L2 every kernel's closest roof is "
                 f"{' and '.join(hierarchy.NAMES.get(b, b) for b in sorted(set(rows.bound)))}: the tuned kernel reaches "
-                f"{span(tuned, 'dram_pct')} of DRAM's peak ({peak / 1e9:.0f} GB/s), cuBLAS {span(lib, 'dram_pct')}, at "
+                f"{_span(tuned, 'dram_pct')} of DRAM's peak ({peak / 1e9:.0f} GB/s), cuBLAS {_span(lib, 'dram_pct')}, at "
                 f"{rows.dram_intensity.min():.2f} to {rows.dram_intensity.max():.2f} FLOP per DRAM byte (2 FLOP per "
-                f"4-byte element of A); L2 is at {span(rows, 'l2_pct')} of its peak, shared memory and L1 at most "
+                f"4-byte element of A); L2 is at {_span(rows, 'l2_pct')} of its peak, shared memory and L1 at most "
                 f"{rows.shared_pct.max():.1f} % and {rows.l1_pct.max():.0f} %, FP32 at most {rows.fp32_pct.max():.1f} %. "
                 + ("The tuned kernel sits closer under the DRAM roof than cuBLAS at every one of these shapes."
                    if closer else "The tuned kernel is not closer under the DRAM roof than cuBLAS at every one of "
                    "these shapes."), ""]
     if inside:
-        small = table[[hierarchy.working_set_mb("gemv", m, n, k) * 1e6 <= (l2 or 0) for m, n, k in
-                       zip(table.m, table.n, table.k)]]
-        ws = hierarchy.working_set_mb("gemv", *inside[0])
-        read = 100 * small.dram_bytes / [hierarchy.working_set_mb("gemv", m, n, k) * 1e6 for m, n, k in
-                                         zip(small.m, small.n, small.k)]
-        out += block(inside, f"A shape that fits in the L2 (operands {ws:.1f} MB):")
-        out += [f"At the {len(set(zip(small.m, small.n)))} shapes whose operands ({ws:.1f} MB) would fit in the L2, the "
-                f"flushed caches send A to DRAM all the same (DRAM moved {read.min():.0f} to {read.max():.0f} % of the "
-                f"operands' bytes), as in the run's cold-L2 timing. The kernels last {small.time_us.min():.0f} to "
-                f"{small.time_us.max():.0f} us and reach {span(small[small.variant == TUNED], 'dram_pct')} of DRAM's peak "
-                f"(tuned), {span(small[small.variant == LIBRARY], 'dram_pct')} (cuBLAS), L2 at most "
-                f"{small.l2_pct.max():.0f} %: "
-                + ("no level reaches half its roof, so no bandwidth limits them (a kernel this short does not fill the "
-                   "memory system)." if small[[f"{lv}_pct" for lv in hierarchy.LEVELS]].max().max() < 50 else
-                   f"the closest roof is {', '.join(sorted(set(small.bound)))}."), ""]
+        out += _inside_lines(profile, table, inside, l2)
     return out[:-1]
 
 
