@@ -33,7 +33,7 @@ from .sizes import row_shape  # noqa: E402
 COLOURS = {"best_const": "tab:blue", "best": "tab:orange", "interleaved": "tab:green", "unroll_k2": "tab:red",
            "shared": "tab:purple", "naive": "tab:brown", "shared_uncoalesced": "tab:pink", "blas": "tab:gray",
            "cublas": "tab:olive", "tile2d": "tab:cyan", "vec4": "navy", "warptile": "darkgreen", "pipelined": "black",
-           "dbuf": "crimson", "multistage": "darkgoldenrod", "gemv_tuned": "tab:blue", "cublas_gemv": "tab:orange"}
+           "dbuf": "crimson", "multistage": "darkgoldenrod", "gemv_tuned": "teal", "cublas_gemv": "darkorange"}
 FALLBACK = plt.get_cmap("tab20").colors
 LINESTYLE = {32: "-", 16: "--", 8: ":"}
 
