@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -43,10 +44,45 @@ def summary(df: pd.DataFrame) -> tuple[str, list[str], list[list[str]]]:
 # Its reference run in the repository: what a command suggests when no run of the user's will do.
 REFERENCE_RUN = "results/limits-h200/limits-h200.csv.gz"
 
+def winners(df: pd.DataFrame) -> pd.Series:
+    """Per size n: which series of ours beyond the paper's kernel was the fastest."""
+    pct = analysis.percent_of(df, "cublas")
+    pct = pct[~pct.variant.isin(PAPER_SERIES)]
+    return pct.loc[pct.groupby("n").percent.idxmax()].set_index("n").variant.sort_index()
+
+
+def fig_fastest(df: pd.DataFrame, meta: dict) -> plt.Figure:
+    """The fastest of ours at every size as % of cuBLAS, coloured by the series that won there, with
+    the 95 % and 100 % lines and every size under 95 % named."""
+    ok = analysis.ok_rows(df)
+    best, won = fastest(ok), winners(ok)
+    fig, ax = plt.subplots(figsize=(11, 5.5), layout="constrained")
+    for variant in dict.fromkeys(won):
+        at = won[won == variant].index
+        ax.scatter(at, best[at], s=16, color=plots.colour_of(variant), zorder=2, label=f"{variant} fastest")
+    for goal, dash in zip(GOALS, ("--", ":")):
+        ax.axhline(goal, color="black", linestyle=dash, linewidth=1, label=f"{goal:.0f} % of cuBLAS")
+    under = best[best < GOALS[0]]
+    for i, (n, v) in enumerate(under.items()):  # below and above in turn: neighbours' names apart
+        ax.annotate(str(n), (n, v), textcoords="offset points", xytext=(0, -10 if i % 2 == 0 else 5), ha="center",
+                    fontsize=6, color="0.25")
+    plots._log2_sizes(ax)
+    ax.set_ylabel("fastest of ours, GFLOP/s as % of cuBLAS's (same run)")
+    ax.legend(fontsize=8, loc="lower right")
+    geo = float(np.exp(np.log(best / 100).mean()))
+    plots._title(ax, f"The fastest of ours at every size: {int((best >= GOALS[0]).sum())} of {len(best)} sizes at "
+                f"{GOALS[0]:.0f} % of cuBLAS or more\nworst {best.min():.1f} % at {best.idxmin()}, geometric mean "
+                f"{geo:.3f}; the sizes under {GOALS[0]:.0f} % named", meta)
+    return fig
+
+
 FIGURES = {
     "vs-cublas": FigureFamily("Limits: % of cuBLAS per size per variant", "Percent of cuBLAS per size per variant, with the targets' ratios printed",
                               (Figure("vs-cublas", lambda df, meta, profile, size: plots.fig_vs_cublas(df, meta)),),
                               summary),
+    "fastest": FigureFamily("Limits: the fastest of ours per size, % of cuBLAS", "The fastest series of ours beyond "
+                            "the paper's kernel at every size, as % of cuBLAS, with the sizes under 95 % named",
+                            (Figure("fastest-vs-cublas", lambda df, meta, profile, size: fig_fastest(df, meta)),)),
 }
 
 
