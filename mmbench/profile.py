@@ -220,7 +220,8 @@ def _args(point: Point) -> list[str]:
     4096 x 4096 x 0, a GEMM's 4096 x 4096 x 4096."""
     from .schema import padded_shape
 
-    s = Shape(*map(int, padded_shape(point).split("x"))) if padded_shape(point) else point.shape
+    padded = padded_shape(point)
+    s = Shape(*map(int, padded.split("x"))) if padded else point.shape
     return [point.variant.name, format_params(point.params) or "-", f"{s.m}x{s.n}x{s.k}"]
 
 

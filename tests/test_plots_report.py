@@ -469,7 +469,7 @@ def test_limits_fastest_of_ours_is_the_max_over_the_ladder_per_size_and_the_pape
             for v, g in gs.items()]
     best = limits.fastest(pd.DataFrame(rows))
     assert best.to_dict() == {512: 96.0, 1024: 105.0}  # best (the paper's) would have made 512 150 %
-    assert limits.winners(pd.DataFrame(rows)).to_dict() == {512: "multistage", 1024: "dbuf"}
+    assert limits.fastest_rows(pd.DataFrame(rows)).variant.to_dict() == {512: "multistage", 1024: "dbuf"}
     table = "\n".join(limits.fastest_summary(best))
     assert "| 2 | 2 | 1 | 96.0 % at 512 | 1.004 |" in table  # geomean sqrt(0.96 x 1.05) = 1.00399
 
