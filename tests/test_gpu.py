@@ -135,6 +135,30 @@ def test_stream_k_is_correct_at_awkward_sizes(gpu, vec4, strip, order):
     assert [r["status"] for r in rows] == ["ok"] * 11, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
 
 
+# 64-thread blocks (two warps), the ladder's smallest: a thread then loads more of each tile, the
+# strips and the staged edge stores run beside fewer threads.
+SMALL_BLOCKS = (
+    "BK=8,BM=64,BN=64,MINB=1,ORDER=1,SK=0,SPLITK=3,STAGE=1,STRIP=4,THREADS=64,TM=4,TN=4,VEC4=1,WM=32,WN=64,WNITER=2",
+    "BK=16,BM=64,BN=64,MINB=1,ORDER=0,SK=0,SPLITK=4,STAGE=0,STRIP=0,THREADS=64,TM=8,TN=8,VEC4=0,WM=64,WN=32,WNITER=1",
+    "BK=8,BM=64,BN=128,MINB=1,ORDER=1,SK=1,SPLITK=1,STAGE=1,STRIP=4,THREADS=64,TM=8,TN=4,VEC4=1,WM=64,WN=64,WNITER=2",
+)
+AWKWARD = "1,7,31,33,63,65,127,131,1x97x5,97x1x64,1000x37x2049,37x1000x65,256x260x68"
+
+
+@pytest.mark.parametrize("params", SMALL_BLOCKS)
+def test_64_thread_blocks_are_correct_at_awkward_sizes(gpu, params):
+    """THREADS = 64: split-K, stream-K, strips, float4 and single-float loads, staged and direct
+    edge stores, at odd shapes, 1 x N and N x 1 included."""
+    rows = _run(gpu, [REGISTRY["dbuf"]], AWKWARD, {k: (v,) for k, v in parse_params(params)})
+    assert [r["status"] for r in rows] == ["ok"] * 13, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
+
+
+def test_64_thread_multistage_is_correct_at_awkward_sizes(gpu):
+    params = "BK=16,BM=64,BN=64,MINB=1,STAGES=3,THREADS=64,TM=16,TN=4,WM=32,WN=64"
+    rows = _run(gpu, [REGISTRY["multistage"]], AWKWARD, {k: (v,) for k, v in parse_params(params)})
+    assert [r["status"] for r in rows] == ["ok"] * 13, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
+
+
 # dbuf configurations that spill registers with nvcc 13.0 for sm_90 (the first that still does is used);
 # every parameter is named, so that the compile check and the run build the same kernel
 SPILLERS = tuple(f"{p},ORDER=0,SK=0" for p in (

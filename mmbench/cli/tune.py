@@ -24,24 +24,33 @@ from ..tuning.cache import (TuneError, check_writable_cache, describe_cache, rea
 from ..tuning.request import TuneRequest
 from ..tuning.strategies import candidates, choose, describe
 from ..tuning.strategies import replay as replay_strategy
+from ..tuning.plan import shipped_plans
 from ..tuning.writeback import record_tuning
 from ..variants import VariantError, format_params, get_variant, tuning_space
 from . import running
 from .common import ARGV, FILE, SEED, Finite, InputError, RunFailed, command, console, interrupts_count, refuse_given
 from ..sweep import NO_CACHE, cluster_spec, isolation_of, parse_params
 from .running import SAMPLES, WARMUP, cluster_options, isolation_options, say
+from .tune_plan import tune_by_plan
 
 COMMANDS = ("tune",)
 # What `tune --replay` leaves unused: it reads a recorded tuning and runs nothing.
 REPLAY_IGNORES = ("sizes_spec", "runs", "warmup", "cache", "engine", "resume", "prune", "jobs", "output", "dry_run",
                   "pinned_text", "per_shape", "candidates_from", "top", "pool_gpus", "cluster", "scheduler", "workers",
                   "isolation", "point_timeout")
+# What `tune --plan` leaves to its plan.
+PLAN_IGNORES = ("variant_name", "sizes_spec", "strategy", "budget", "runs", "warmup", "cache", "engine", "prune",
+                "replay", "pinned_text", "per_shape", "candidates_from", "top", "pool_gpus", "cluster", "scheduler",
+                "workers")
 ENGINES = ("auto", "points", "batched")
 PRUNE = 0.5  # the batched tuner's default: see engine/batched_local.py
 
 
 @command()
-@click.option("--variant", "-v", "variant_name", required=True, help="The variant to tune (one with a tuning space).")
+@click.option("--variant", "-v", "variant_name", help="The variant to tune (one with a tuning space).")
+@click.option("--plan", metavar="PLAN", help="Tune several variants per shape as a plan says: a shipped plan's name "
+              f"({', '.join(shipped_plans())}; mmbench/data/plans/) or a plan file (docs/tuning.md). Resumable "
+              "(--resume with its --output); takes --output, --jobs, --seed, --tuning-cache, --isolation, --dry-run.")
 @click.option("--sizes", "-s", "sizes_spec", default="1024,2048,4096", show_default=True, metavar="SPEC",
               help="Shapes to tune at; the best configuration is kept per size class (nearest power of two).")
 @click.option("--strategy", type=click.Choice(["brute", "random"]), default="random", show_default=True)
@@ -80,14 +89,19 @@ PRUNE = 0.5  # the batched tuner's default: see engine/batched_local.py
               "one cache entry per model anyway (refused otherwise).")
 @cluster_options
 @isolation_options
-def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, engine, resume, prune, jobs, output,
+def tune(variant_name, plan, sizes_spec, strategy, budget, seed, runs, warmup, cache, engine, resume, prune, jobs, output,
          tuning_cache, dry_run, replay, pinned_text, per_shape, candidates_from, top, pool_gpus, cluster, scheduler,
          workers, isolation, point_timeout):
     """Search a variant's parameter space: compile, verify and time every configuration tried,
     record each as a row, and keep the best per size class (or per shape) in your tuning cache
     (or --tuning-cache PATH), which `mmbench run` reads before the shipped one."""
     ctx = click.get_current_context()
-    options = TuneOptions(**ctx.params)
+    if plan is not None:
+        _by_plan(ctx)
+        return
+    if variant_name is None:
+        raise InputError(f"give --variant NAME (the variant to tune) or --plan PLAN (shipped: {', '.join(shipped_plans())})")
+    options = TuneOptions(**{k: v for k, v in ctx.params.items() if k != "plan"})
     variant, shapes, configs = _tuning_configs(options)
     cache_path = _writing_cache(tuning_cache)
     if replay:
@@ -113,6 +127,16 @@ def tune(variant_name, sizes_spec, strategy, budget, seed, runs, warmup, cache, 
         interrupts_count(request.output)
         _announce_tuning(request, options)
         _tune_points(request, _tuning_about(request, options), settings)
+
+
+def _by_plan(ctx: click.Context) -> None:
+    """`tune --plan`: the plan names the variants, sizes, configurations and settings."""
+    o = ctx.params
+    refuse_given(ctx, PLAN_IGNORES, f"the plan (--plan {o['plan']}) names the variants, sizes, configurations and "
+                                    f"measurement settings")
+    isolation = isolation_of(o["isolation"], o["point_timeout"])
+    tune_by_plan(o["plan"], o["output"], o["resume"], o["jobs"], o["seed"], _writing_cache(o["tuning_cache"]),
+                 o["dry_run"], isolation)
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ _MULTI_RULES = (
     f"MINB * {_MULTI_SHARED} <= 227 * 1024",  # dynamic shared memory of MINB blocks on an SM (sm_90)
 )
 _MULTI_SPACE = {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16, 32), "WM": (32, 64, 128),
-                "WN": (32, 64, 128), "TM": (4, 8, 16), "TN": (4, 8, 16), "THREADS": (128, 256),
+                "WN": (32, 64, 128), "TM": (4, 8, 16), "TN": (4, 8, 16), "THREADS": (64, 128, 256),
                 "STAGES": (2, 3, 4), "MINB": (1, 2)}
 # cuBLAS's shape at 4096 on the H200: 256 x 128 x 8, three stages, 8 warps of 64 x 64, 8 x 16 a lane
 _MULTI_DEFAULT = {"BM": (256,), "BN": (128,), "BK": (8,), "WM": (64,), "WN": (64,), "TM": (8,), "TN": (16,),
@@ -113,7 +113,8 @@ _KERNELS = (
             _WARP_RULES + ("STAGES >= 2", "4 * STAGES * BK * (BM + BN) <= 48 * 1024"), "THREADS"),
     _ladder("dbuf", "warp tiling + double buffer", "warp tiling, two shared buffers fed through registers "
             "(one barrier per k-tile), split-K over SPLITK grid layers or stream-K (SK), thin remainders as strips",
-            _DBUF_DEFAULT, {**_WARP_SPACE, "BK": (8, 16), "SPLITK": (1, 2, 3, 4), "MINB": (1, 2), "VEC4": (0, 1),
+            _DBUF_DEFAULT, {**_WARP_SPACE, "BK": (8, 16), "THREADS": (64, 128, 256),  # 64: 2 warps, for mid sizes
+                            "SPLITK": (1, 2, 3, 4), "MINB": (1, 2), "VEC4": (0, 1),
                             "STAGE": (0, 1), "STRIP": (0, 4), "SK": (0, 1), "ORDER": (0, 1)},
             _WARP_RULES + ("SPLITK >= 1", "MINB * THREADS <= 1024",
                            # accumulators plus ~60 working registers must fit what MINB blocks leave a thread

@@ -1,0 +1,96 @@
+"""`mmbench tune --plan`: a tuning plan's searches (tuning/plan.py) as one resumable sweep, with
+progress and an ETA, then each variant's best configuration per shape into the tuning cache."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from pathlib import Path
+
+from .. import places, source
+from ..config import ConfigError
+from ..engine.refusals import (RunAborted, RunRefused, check_new_output, check_output, previous_metadata, resolve_settings,
+                               resumable)
+from ..results import run_csv
+from ..tuning.cache import describe_cache
+from ..tuning.plan import TunePlan, describe_plan, load_plan
+from ..tuning.request import TuneRequest
+from ..tuning.writeback import record_tuning
+from . import running
+from .common import ARGV, InputError, interrupts_count
+from .running import say
+
+
+def tune_by_plan(plan_name: str, output: Path | None, resume: bool, jobs: int, seed: int, cache_path: Path,
+                 dry_run: bool, isolation) -> None:
+    """Run a plan into output (a new file, or with resume the file to continue), then record its
+    best configurations per shape and variant in cache_path."""
+    try:
+        plan = load_plan(plan_name)
+    except ConfigError as exc:
+        raise InputError(str(exc)) from None
+    if resume and output is None:
+        raise InputError("--resume continues a plan's tuning file: give it as --output")
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    output = output or run_csv(f"tune-{plan.name}-{stamp}", places.tuning_runs_dir())
+    settings, todo = _plan_points(plan, output, resume, seed)
+    for line in describe_plan(plan, len(plan.points()) - len(todo)):
+        say(line)
+    if dry_run:
+        say(f"output: {output}")
+        say(f"tuning cache: {describe_cache(cache_path)}")
+        return
+    interrupts_count(output)
+    variants = plan.variants()
+    about = {"name": f"tune-{plan.name}", "tuning": plan.about()}
+
+    def compile_all(runner) -> None:  # every configuration in parallel before the first point
+        for variant, _, configs in variants.values():
+            runner.gpu.precompile(variant, list(configs), jobs)
+
+    started = time.monotonic()
+    if todo:
+        running._execute(todo, settings, output, about, prepare=compile_all, strict=False, resume=resume,
+                         isolation=isolation)
+    _record(plan, output, cache_path)
+    say(f"plan {plan.name}: {time.monotonic() - started:.0f} s this invocation; the file's metadata keeps every "
+        f"invocation's time ({output.with_suffix('.meta.json').name})")
+
+
+def _plan_points(plan: TunePlan, output: Path, resume: bool, seed: int):
+    """The plan's measurement settings and the points not yet in output; refused where output
+    exists (without resume), or holds another plan or other settings."""
+    try:
+        check_output(output)
+        found = resumable(output) if resume else None
+        if not resume:
+            check_new_output(output, "pass --resume to continue it or choose another --output")
+        previous = previous_metadata(output, found, say) if resume else {}
+        recorded = (previous.get("tuning") or {}).get("plan_sha256")
+        if found and recorded != plan.digest:
+            raise RunRefused(f"{output} was measured with another plan ({(previous.get('tuning') or {}).get('plan_file')}"
+                             f", sha256 {str(recorded)[:12]}) than {plan.path} (sha256 {plan.digest[:12]}): a resume "
+                             f"never mixes two searches; choose another --output")
+        wanted = plan.settings(seed)
+        given = {k: getattr(wanted, k) for k in ("runs", "warmup", "cache", "seed")}
+        resolve_settings(given, output, previous if resume else None)  # refuses other settings than the file's
+    except RunRefused as exc:
+        raise InputError(str(exc)) from None
+    done = found.keys if found else set()
+    return wanted, [p for p in plan.points() if p.key not in done]
+
+
+def _record(plan: TunePlan, output: Path, cache_path: Path) -> None:
+    """Each variant's best configuration per shape, from the whole file, into the cache."""
+    for name, (variant, shapes, configs) in plan.variants().items():
+        request = TuneRequest(variant, shapes, configs, output, cache_path, source.source_hash(variant),
+                              per_shape=True)
+        try:
+            best, device = record_tuning(request)
+        except RunRefused as exc:
+            raise InputError(str(exc)) from None
+        except RunAborted as exc:  # none of this variant's configurations verified at any shape: say so, go on
+            say(f"{name}: {exc}")
+            continue
+        say(f"{name}: the best of {len(configs)} configuration(s) at {len(best)} of {len(shapes)} shape(s) written "
+            f"to {describe_cache(cache_path)} ({device.name}, source {request.source_hash})")

@@ -1,0 +1,199 @@
+"""Tuning plans: several variants tuned per shape in one resumable run (`mmbench tune --plan`).
+
+A plan is a TOML file: the sizes it tunes at, how it measures, and its searches. A search names a
+variant and the configurations to try, listed (`configurations`) or as parameters pinned to some
+values with the rest of the space searched (`params`, as `mmbench tune --params` takes them), at the
+plan's sizes or its own (`sizes`). Every configuration of every search runs at each of its shapes
+as an ordinary sweep point; the best per shape and variant goes into the tuning cache.
+
+The plans mmbench ships live in mmbench/data/plans/ and are named by their file's stem
+(`--plan ladder`); any other value is a path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from ..config import ConfigError, _int, _unknown
+from ..engine.plan import Point, Settings
+from ..engine.refusals import RunRefused
+from ..ops import get_op
+from ..sizes import Shape, SizeSpecError
+from ..timing import CACHE_MODES
+from ..variants import Params, Variant, VariantError, get_variant, parse_params, tuning_space
+from .cache import TuneError
+from .strategies import choose
+
+SHIPPED_PLANS = Path(__file__).resolve().parent.parent / "data" / "plans"
+TOP_KEYS = {"name", "description", "sizes", "run", "search"}
+RUN_KEYS = {"runs", "warmup", "cache"}
+SEARCH_KEYS = {"variant", "description", "sizes", "configurations", "params"}
+
+
+@dataclass(frozen=True)
+class Search:
+    """One variant's configurations tried at some shapes."""
+
+    variant: Variant
+    description: str
+    shapes: tuple[Shape, ...]
+    configs: tuple[Params, ...]
+
+
+@dataclass(frozen=True)
+class TunePlan:
+    path: Path
+    name: str
+    description: str
+    sizes: str  # the plan's size spec (a search may give its own)
+    runs: int
+    warmup: int
+    cache: str
+    searches: tuple[Search, ...]
+    digest: str  # of the file's text: a resume must continue the same plan
+
+    def settings(self, seed: int) -> Settings:
+        """How every point is measured; a configuration that spills registers is a skipped row."""
+        return Settings(runs=self.runs, warmup=self.warmup, cache=self.cache, seed=seed, skip_spills=True)
+
+    def points(self) -> list[Point]:
+        """Every search's configurations at each of its shapes, shape by shape (so a partial run has
+        whole shapes), each point once where searches overlap."""
+        by_shape: dict[Shape, dict[tuple, Point]] = {}
+        for s in self.searches:
+            for shape in s.shapes:
+                for p in s.configs:
+                    point = Point(s.variant, p, shape, self.cache)
+                    by_shape.setdefault(shape, {}).setdefault(point.key, point)
+        return [p for shape in sorted(by_shape, key=lambda x: (x.m * x.n * x.k, x.m, x.n, x.k))
+                for p in by_shape[shape].values()]
+
+    def variants(self) -> dict[str, tuple[Variant, tuple[Shape, ...], tuple[Params, ...]]]:
+        """Per variant: (variant, every shape it is tuned at, every configuration it tries)."""
+        out: dict[str, tuple[Variant, dict, dict]] = {}
+        for s in self.searches:
+            _, shapes, configs = out.setdefault(s.variant.name, (s.variant, {}, {}))
+            shapes.update(dict.fromkeys(s.shapes))
+            configs.update(dict.fromkeys(s.configs))
+        return {name: (v, tuple(shapes), tuple(configs)) for name, (v, shapes, configs) in out.items()}
+
+    def about(self) -> dict:
+        """What a tuning file's metadata says of its plan."""
+        return {"plan": self.name, "plan_file": str(self.path), "plan_sha256": self.digest, "per_shape": True,
+                "searches": [{"variant": s.variant.name, "description": s.description, "shapes": len(s.shapes),
+                              "configurations": len(s.configs)} for s in self.searches]}
+
+
+def plan_path(name_or_path: str) -> Path:
+    """A shipped plan's file by name (`ladder`), else the path given."""
+    shipped = SHIPPED_PLANS / f"{name_or_path}.toml"
+    return shipped if "/" not in name_or_path and shipped.is_file() else Path(name_or_path)
+
+
+def shipped_plans() -> list[str]:
+    return sorted(p.stem for p in SHIPPED_PLANS.glob("*.toml"))
+
+
+def load_plan(name_or_path: str) -> TunePlan:
+    """The plan named or at a path; ConfigError naming the file and the key where it is wrong."""
+    path = plan_path(name_or_path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
+    except FileNotFoundError:
+        raise ConfigError(f"--plan {name_or_path}: no such plan file; shipped plans: {', '.join(shipped_plans())}") \
+            from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot be read as text: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    _unknown(str(path), data, TOP_KEYS)
+    run = data.get("run", {})
+    if not isinstance(run, dict):
+        raise ConfigError(f"{path}: run: expected a table such as [run] runs = 3")
+    _unknown(f"{path}: run", run, RUN_KEYS)
+    cache = run.get("cache", "cold")
+    if cache not in CACHE_MODES:
+        raise ConfigError(f"{path}: run.cache: '{cache}'; choose from: {', '.join(CACHE_MODES)}")
+    sizes = data.get("sizes")
+    if not isinstance(sizes, str) or not sizes:
+        raise ConfigError(f"{path}: sizes: expected a size spec such as \"512:2049,4096\"")
+    searches = data.get("search")
+    if not isinstance(searches, list) or not searches:
+        raise ConfigError(f"{path}: needs at least one [[search]] table")
+    return TunePlan(path=path, name=str(data.get("name", path.stem)), description=str(data.get("description", "")),
+                    sizes=sizes, runs=_int(f"{path}: run.runs", run.get("runs", 3), 1),
+                    warmup=_int(f"{path}: run.warmup", run.get("warmup", 2), 0), cache=cache,
+                    searches=tuple(_search(f"{path}: search[{i}]", s, sizes) for i, s in enumerate(searches)),
+                    digest=hashlib.sha256(text.encode()).hexdigest())
+
+
+def _search(where: str, table: Any, sizes: str) -> Search:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: expected a table")
+    _unknown(where, table, SEARCH_KEYS)
+    try:
+        variant = get_variant(str(table.get("variant", "")))
+    except VariantError as exc:
+        raise ConfigError(f"{where}.variant: {exc}") from None
+    if not variant.space:
+        raise ConfigError(f"{where}.variant: '{variant.name}' has no tuning space")
+    spec = table.get("sizes", sizes)
+    try:
+        shapes = tuple(get_op(variant.op).parse_sizes(str(spec)))
+    except SizeSpecError as exc:
+        raise ConfigError(f"{where}.sizes: {exc}") from None
+    listed, pinned = table.get("configurations"), table.get("params")
+    if (listed is None) == (pinned is None):
+        raise ConfigError(f"{where}: give either configurations (a list of \"K=V,...\") or params (\"K=V/V,...\")")
+    configs = _listed(where, variant, listed) if listed is not None else _pinned(where, variant, pinned)
+    return Search(variant, str(table.get("description", "")), shapes, configs)
+
+
+def _listed(where: str, variant: Variant, listed: Any) -> tuple[Params, ...]:
+    if not isinstance(listed, list) or not listed:
+        raise ConfigError(f"{where}.configurations: expected a non-empty list of \"K=V,...\" strings")
+    space = set(tuning_space(variant))
+    out = []
+    for i, text in enumerate(listed):
+        try:
+            params = parse_params(text)
+        except (ValueError, AttributeError):
+            params = None
+        if not params or params not in space:
+            missing = sorted(set(variant.space) - set(dict(params or ())))
+            why = (f"it lacks {', '.join(missing)}" if missing else
+                   "; ".join(variant.violated(params)) or "a value outside the tuning space") if params else \
+                "expected K=V,... pairs"
+            raise ConfigError(f"{where}.configurations[{i}]: {text!r} is not a configuration of {variant.name}'s "
+                              f"tuning space ({why})")
+        out.append(params)
+    return tuple(dict.fromkeys(out))
+
+
+def _pinned(where: str, variant: Variant, pinned: Any) -> tuple[Params, ...]:
+    from ..sweep import parse_params as parse_pins  # the sweep module imports the config module, as this one
+
+    try:
+        return tuple(choose(variant, "brute", None, pinned=parse_pins((str(pinned),))))
+    except (RunRefused, TuneError) as exc:
+        raise ConfigError(f"{where}.params: {exc}") from None
+
+
+def describe_plan(plan: TunePlan, done: int = 0) -> list[str]:
+    """The plan in a few lines: its searches, and the points it runs."""
+    lines = [f"plan {plan.name} ({plan.path}): {len(plan.searches)} searches, {len(plan.points())} points"
+             + (f", {done} already measured" if done else "")]
+    for s in plan.searches:
+        lines.append(f"  {s.variant.name}: {len(s.configs)} configuration(s) at {len(s.shapes)} shape(s)"
+                     + (f": {s.description}" if s.description else ""))
+    return lines
