@@ -33,7 +33,7 @@ def tune_by_plan(plan_name: str, output: Path | None, resume: bool, jobs: int, s
         raise InputError("--resume continues a plan's tuning file: give it as --output")
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     output = output or run_csv(f"tune-{plan.name}-{stamp}", places.tuning_runs_dir())
-    settings, todo = _plan_points(plan, output, resume, seed)
+    settings, todo, previous = _plan_points(plan, output, resume, seed)
     for line in describe_plan(plan, len(plan.points()) - len(todo)):
         say(line)
     if dry_run:
@@ -51,15 +51,15 @@ def tune_by_plan(plan_name: str, output: Path | None, resume: bool, jobs: int, s
     started = time.monotonic()
     if todo:
         running._execute(todo, settings, output, about, prepare=compile_all, strict=False, resume=resume,
-                         isolation=isolation)
+                         previous=previous, isolation=isolation)  # previous: the earlier invocations stay recorded
     _record(plan, output, cache_path)
     say(f"plan {plan.name}: {time.monotonic() - started:.0f} s this invocation; the file's metadata keeps every "
         f"invocation's time ({output.with_suffix('.meta.json').name})")
 
 
 def _plan_points(plan: TunePlan, output: Path, resume: bool, seed: int):
-    """The plan's measurement settings and the points not yet in output; refused where output
-    exists (without resume), or holds another plan or other settings."""
+    """The plan's measurement settings, the points not yet in output and output's metadata ({} for a
+    new file); refused where output exists (without resume), or holds another plan or other settings."""
     try:
         check_output(output)
         found = resumable(output) if resume else None
@@ -77,7 +77,7 @@ def _plan_points(plan: TunePlan, output: Path, resume: bool, seed: int):
     except RunRefused as exc:
         raise InputError(str(exc)) from None
     done = found.keys if found else set()
-    return wanted, [p for p in plan.points() if p.key not in done]
+    return wanted, [p for p in plan.points() if p.key not in done], previous
 
 
 def _record(plan: TunePlan, output: Path, cache_path: Path) -> None:

@@ -1,0 +1,150 @@
+"""Tuning plans (`mmbench tune --plan`): the shipped ladder plan, bad plans, the points a plan
+runs, its write-back per shape and variant, and its resume, all without a GPU."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from mmbench import places
+from mmbench.cli import main
+from mmbench.config import ConfigError, load_config
+from mmbench.ops import get_op
+from mmbench.tuning import cache as tuning_cache
+from mmbench.tuning.plan import SHIPPED_PLANS, load_plan
+from mmbench.variants import REGISTRY, tuning_space
+
+REPO = Path(__file__).resolve().parent.parent
+RECORDED = REPO / "tests" / "data" / "recorded" / "tune-pipelined-h200.csv"  # an H200 tuning of pipelined
+
+
+def _plan(tmp_path: Path, body: str, head: str = 'sizes = "1024,2048,2049,4096"\n[run]\nruns = 5\nwarmup = 2\n') -> Path:
+    path = tmp_path / "p.toml"
+    path.write_text(head + body)
+    return path
+
+
+def _recorded_configs(n: int) -> list[str]:
+    return list(pd.read_csv(RECORDED).params.unique()[:n])
+
+
+def _one_line_exit_2(result, needle: str) -> None:
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert needle in line, line
+
+
+def test_the_ladder_plan_tunes_at_the_limits_studys_sizes_within_each_space():
+    plan = load_plan("ladder")
+    limits = load_config(REPO / "configs" / "limits.toml")
+    gemm = get_op("gemm")
+    wanted = {s for sweep in limits.sweeps for s in gemm.parse_sizes(sweep.sizes)}
+    assert set(gemm.parse_sizes(plan.sizes)) == wanted and len(wanted) == 153
+    assert {s.variant.name for s in plan.searches} <= {v.name for sweep in limits.sweeps for v in sweep.variants}
+    for s in plan.searches:
+        assert set(s.configs) <= set(tuning_space(s.variant)) and s.configs
+    points = plan.points()
+    assert len(points) == len({p.key for p in points}) == sum(len(s.shapes) * len(s.configs) for s in plan.searches)
+    volumes = [p.shape.m * p.shape.n * p.shape.k for p in points]
+    assert volumes == sorted(volumes)  # shape by shape, small first: an interrupted plan has whole shapes
+    assert plan.path == SHIPPED_PLANS / "ladder.toml" and len(plan.digest) == 64
+
+
+@pytest.mark.parametrize("body,needle", [
+    ('[[search]]\nvariant = "dbuff"\nparams = "BK=8"\n', "search[0].variant: unknown variant 'dbuff'"),
+    ('[[search]]\nvariant = "pipelined"\n', "search[0]: give either configurations"),
+    ('[[search]]\nvariant = "pipelined"\nparams = "BK=8"\nconfigurations = ["BK=8"]\n', "give either configurations"),
+    ('[[search]]\nvariant = "pipelined"\nconfigurations = ["BK=8,BM=64"]\n',
+     "search[0].configurations[0]: 'BK=8,BM=64' is not a configuration of pipelined's tuning space (it lacks BN"),
+    ('[[search]]\nvariant = "pipelined"\nconfigurations = ["nonsense"]\n', "(expected K=V,... pairs)"),
+    ('[[search]]\nvariant = "pipelined"\nparams = "BQ=8"\n', "search[0].params: 'pipelined' has no parameter BQ"),
+    ('[[search]]\nvariant = "pipelined"\nsizes = "0:3"\nparams = "BK=8"\n', "search[0].sizes:"),
+    ('[[search]]\nvariant = "cublas"\nparams = "BK=8"\n', "'cublas' has no tuning space"),
+    ('[[serch]]\nvariant = "pipelined"\n', "unknown key 'serch'"),
+])
+def test_a_bad_plan_is_one_line_naming_the_file_and_key(tmp_path, monkeypatch, body, needle):
+    monkeypatch.chdir(tmp_path)
+    plan = _plan(tmp_path, body)
+    with pytest.raises(ConfigError, match="p.toml"):
+        load_plan(str(plan))
+    _one_line_exit_2(CliRunner().invoke(main, ["tune", "--plan", str(plan), "--tuning-cache", "c.json"]), needle)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.toml"]
+
+
+def test_tune_takes_a_variant_or_a_plan_and_a_plan_refuses_what_it_names(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(places.CACHE_ENV, str(tmp_path / "c.json"))
+    _one_line_exit_2(CliRunner().invoke(main, ["tune"]), "give --variant NAME (the variant to tune) or --plan PLAN "
+                                                         "(shipped: ladder)")
+    for extra in (["-v", "dbuf"], ["--runs", "5"], ["-s", "64"], ["--per-shape"], ["--params", "BK=8"]):
+        _one_line_exit_2(CliRunner().invoke(main, ["tune", "--plan", "ladder", *extra]),
+                         "the plan (--plan ladder) names the variants, sizes, configurations and measurement settings")
+    _one_line_exit_2(CliRunner().invoke(main, ["tune", "--plan", "nope"]), "--plan nope: no such plan file; shipped "
+                                                                          "plans: ladder")
+    _one_line_exit_2(CliRunner().invoke(main, ["tune", "--plan", "ladder", "--resume"]), "give it as --output")
+    dry = CliRunner().invoke(main, ["tune", "--plan", "ladder", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert f"plan ladder ({SHIPPED_PLANS / 'ladder.toml'}): 5 searches, {len(load_plan('ladder').points())} points" \
+        in dry.output and f"tuning cache: your cache {tmp_path / 'c.json'}" in dry.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_plan_records_each_variants_best_per_shape_in_your_cache(tmp_path, monkeypatch):
+    from mmbench.cli import running
+
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / "mine.json"
+    monkeypatch.setenv(places.CACHE_ENV, str(mine))
+    configs = _recorded_configs(4)
+    plan = _plan(tmp_path, f'[[search]]\nvariant = "pipelined"\nconfigurations = {json.dumps(configs)}\n')
+    handed = {}
+
+    def measured(points, settings, output, about, **kwargs):  # the recorded run stands for the GPU's
+        handed.update(points=points, settings=settings, about=about, **kwargs)
+        for suffix in (".csv", ".meta.json"):
+            shutil.copy(RECORDED.with_suffix(suffix), output.with_suffix(suffix))
+
+    monkeypatch.setattr(running, "_execute", measured)
+    result = CliRunner().invoke(main, ["tune", "--plan", str(plan), "-o", "t.csv"])
+    assert result.exit_code == 0, result.output
+    assert len(handed["points"]) == 4 * 4 and (handed["settings"].runs, handed["settings"].warmup) == (5, 2)
+    assert handed["settings"].skip_spills and handed["about"]["tuning"]["plan_sha256"] == load_plan(str(plan)).digest
+    assert f"pipelined: the best of 4 configuration(s) at 4 of 4 shape(s) written to your cache {mine}" in result.output
+    entries = tuning_cache.load_cache(mine).values()
+    assert {e["size_class"] for e in entries} == {"1024x1024x1024", "2048x2048x2048", "2049x2049x2049",
+                                                  "4096x4096x4096"}  # per shape
+    rows = pd.read_csv(RECORDED)
+    for e in entries:  # the best of everything measured at that shape (the file holds all 60)
+        n = int(e["size_class"].split("x")[0])
+        assert e["params"] == rows.loc[rows[rows.n == n].gflops_median.idxmax(), "params"]
+
+
+def test_a_plan_resumes_only_its_own_file_and_keeps_the_earlier_invocations(tmp_path, monkeypatch):
+    from mmbench.cli import running
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(places.CACHE_ENV, str(tmp_path / "mine.json"))
+    monkeypatch.setattr("mmbench.cli.tune_plan._record", lambda *a: None)
+    configs = _recorded_configs(2) + ["BK=8,BM=64,BN=64,STAGES=2,THREADS=128,TM=4,TN=4,WM=32,WN=32,WNITER=1"]
+    plan = _plan(tmp_path, f'[[search]]\nvariant = "pipelined"\nconfigurations = {json.dumps(configs)}\n')
+    for suffix in (".csv", ".meta.json"):
+        shutil.copy(RECORDED.with_suffix(suffix), tmp_path / f"t{suffix}")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    monkeypatch.setattr(running, "_execute", lambda *a, **k: pytest.fail("measured a file of another plan"))
+    _one_line_exit_2(CliRunner().invoke(main, ["tune", "--plan", str(plan), "-o", "t.csv", "--resume"]),
+                     "t.csv was measured with another plan")
+    _one_line_exit_2(CliRunner().invoke(main, ["tune", "--plan", str(plan), "-o", "t.csv"]), "pass --resume")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    meta = json.loads(Path("t.meta.json").read_text())
+    meta["tuning"] = load_plan(str(plan)).about()  # the file this plan began
+    Path("t.meta.json").write_text(json.dumps(meta))
+    handed = {}
+    monkeypatch.setattr(running, "_execute", lambda points, *a, **k: handed.update(points=points, **k))
+    result = CliRunner().invoke(main, ["tune", "--plan", str(plan), "-o", "t.csv", "--resume"])
+    assert result.exit_code == 0, result.output
+    assert "plan p (p.toml): 1 searches, 12 points, 8 already measured" in result.output.replace(str(tmp_path) + "/", "")
+    assert len(handed["points"]) == 4 and {p.params for p in handed["points"]} == {load_plan(str(plan)).searches[0].configs[2]}
+    assert handed["resume"] and handed["previous"]["started_at"] == meta["started_at"]  # its history goes on
