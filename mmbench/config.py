@@ -152,26 +152,39 @@ def _scopes(where: str, table: Mapping, variants: tuple[Variant, ...]) -> tuple[
     return tuple(dict.fromkeys(scopes)), tuple(dict.fromkeys(pads))
 
 
-def load_config(path: Path | str) -> ExperimentConfig:
-    path = Path(path)
+def read_toml(path: Path, missing: str | None = None) -> tuple[str, dict]:
+    """A TOML file's text and tables; ConfigError naming the file where it cannot be (missing: the
+    message for a file that is not there)."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        return text, tomllib.loads(text)
     except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file") from None
+        raise ConfigError(missing or f"{path}: no such config file") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}), so not a TOML config") from None
     except OSError as exc:  # a folder, no permission
         raise ConfigError(f"{path}: cannot be read: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    _unknown(str(path), data, TOP_KEYS)
+
+
+def run_table(path: Path, data: Mapping, allowed: set[str]) -> tuple[dict, str]:
+    """A config's [run] table, checked (its keys among allowed), and its cache mode."""
     run = data.get("run", {})
     if not isinstance(run, dict):
         raise ConfigError(f"{path}: run: expected a table such as [run] runs = 10")
-    _unknown(f"{path}: run", run, RUN_KEYS)
+    _unknown(f"{path}: run", run, allowed)
     cache = run.get("cache", "cold")
     if cache not in CACHE_MODES:
         raise ConfigError(f"{path}: run.cache: '{cache}'; choose from: {', '.join(CACHE_MODES)}")
+    return run, cache
+
+
+def load_config(path: Path | str) -> ExperimentConfig:
+    path = Path(path)
+    _, data = read_toml(path)
+    _unknown(str(path), data, TOP_KEYS)
+    run, cache = run_table(path, data, RUN_KEYS)
     sweeps = data.get("sweep")
     if not isinstance(sweeps, list) or not sweeps:
         raise ConfigError(f"{path}: needs at least one [[sweep]] table")

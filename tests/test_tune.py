@@ -21,6 +21,7 @@ PIPELINED = REGISTRY["pipelined"]
 H200 = tuning_cache.DeviceId("NVIDIA H200", "sm_90", 132)
 H100 = tuning_cache.DeviceId("NVIDIA H100 80GB HBM3", "sm_90", 132)
 H100_PCIE = tuning_cache.DeviceId("NVIDIA H100 PCIe", "sm_90", 114)
+GH200 = tuning_cache.DeviceId("NVIDIA GH200 480GB", "sm_90", 132)  # no entries of its own in the shipped cache
 G = tuning_cache.DeviceId("G")
 
 
@@ -361,6 +362,13 @@ def test_lookup_merges_the_caches_entry_by_entry():
     # The H100 has its own entry in the user's cache only: it takes it, not the H200's borrowed ones.
     assert tuning_cache.lookup((mine, shipped), H100, PIPELINED, "h", Shape(4096, 4096, 4096)).origin == tuning_cache.YOURS
     assert tuning_cache.lookup((shipped,), H100, PIPELINED, "h", Shape(4096, 4096, 4096)).borrowed
+    # A shipped entry of the exact shape does not hide the class you tuned; yours of the shape wins over both.
+    shipped.entries["e"] = entry(H200.name, "1024x1024x1024", other)
+    assert got(Shape(1024, 1024, 1024)).origin == tuning_cache.YOURS
+    assert got(Shape(1000, 1000, 1000)).origin == tuning_cache.YOURS  # its class, 1024, is yours
+    mine.entries["f"] = entry(H200.name, "4096x4096x4096", defaults)
+    assert got(Shape(4096, 4096, 4096)).cache == Path("mine.json")
+    assert got(Shape(4095, 4096, 4096)).cache == Path("shipped.json")  # its class: your entry is another shape's
 
 
 def test_tuning_caches_can_be_switched_off_for_one_run(tmp_path, monkeypatch):
@@ -521,7 +529,7 @@ def test_the_metadata_records_where_each_variants_parameters_came_from(tmp_path,
     from mmbench.engine import session
     from mmbench.engine.plan import Point, Settings
 
-    monkeypatch.setattr(device, "device_identity", lambda: H100)  # borrows the H200's shipped entries
+    monkeypatch.setattr(device, "device_identity", lambda: GH200)  # borrows the shipped entries of its kind
     handed, execute = {}, session.execute
     monkeypatch.setattr(session, "execute", lambda *a, **k: handed.update(k) or session.Outcome(a[2], "finished"))
     monkeypatch.setattr("mmbench.cli.running._summary", lambda output: "")
@@ -532,8 +540,8 @@ def test_the_metadata_records_where_each_variants_parameters_came_from(tmp_path,
     assert [c["origin"] for c in record["read"]] == [tuning_cache.YOURS, tuning_cache.SHIPPED]
     assert record["read"][1] == {"path": str(places.SHIPPED_CACHE), "origin": tuning_cache.SHIPPED,
                                  "entries": len(tuning_cache.load_cache(places.SHIPPED_CACHE))}
-    shipped = {"cache": str(places.SHIPPED_CACHE), "origin": tuning_cache.SHIPPED, "measured_on": "NVIDIA H200",
-               "borrowed": True, "shapes": 2}
+    shipped = {"cache": str(places.SHIPPED_CACHE), "origin": tuning_cache.SHIPPED,
+               "measured_on": "NVIDIA H100 80GB HBM3", "borrowed": True, "shapes": 2}  # the first of its kind by name
     assert record["variants"]["pipelined"] == record["variants"]["multistage"] == [shipped]
     assert record["variants"]["tile2d"] == [{"cache": None, "origin": "defaults", "measured_on": None,
                                             "borrowed": False, "shapes": 2}]

@@ -17,7 +17,7 @@ from ..tuning.plan import TunePlan, describe_plan, load_plan
 from ..tuning.request import TuneRequest
 from ..tuning.writeback import record_tuning
 from . import running
-from .common import ARGV, InputError, interrupts_count
+from .common import InputError, interrupts_count
 from .running import say
 
 

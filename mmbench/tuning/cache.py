@@ -190,7 +190,8 @@ def lookup(caches: Sequence[CacheFile], device: DeviceId, variant: Variant, sour
     the shipped): an earlier cache's entry replaces a later one's for the same GPU, variant, source
     and size class. Then the device's own entries first, else those of a GPU of the same
     architecture and SM count (the same kernel choices fit it). Within one GPU's entries: the
-    shape's own entry (tuned --per-shape), else its size class, else the nearest tuned class."""
+    shape's own entry (tuned --per-shape), else its size class, yours before the shipped cache's at
+    each, else the nearest tuned class."""
     merged: dict[str, tuple[CacheFile, dict]] = {}
     for cache in reversed(caches):
         merged.update({cache_key(e["device"], e["variant"], e["source_hash"], e["size_class"]): (cache, e)
@@ -210,13 +211,27 @@ def lookup(caches: Sequence[CacheFile], device: DeviceId, variant: Variant, sour
 
 def _nearest(entries: list[tuple[CacheFile, dict]], variant: Variant, shape: Shape, device: str,
              borrowed: bool) -> Tuned | None:
-    exact = [(c, e) for c, e in entries if e["size_class"] == shape_class(shape)]
-    entries = exact or [(c, e) for c, e in entries if not re.fullmatch(r"\d+x\d+x\d+", str(e["size_class"]))]
-    if not entries:
-        return None
+    """The entry a shape takes among one GPU's: yours before the shipped one's at the shape itself
+    and at its size class (a class you tuned is not hidden by a shipped per-shape entry), then the
+    nearest tuned class."""
     op = get_op(variant.op)
-    wanted = op.size_class(shape)
-    cache, nearest = min(entries, key=lambda ce: op.class_distance(wanted, str(ce[1]["size_class"])))
+    exact, wanted = shape_class(shape), op.size_class(shape)
+
+    def rank(ce: tuple[CacheFile, dict]) -> tuple | None:
+        cache, e = ce
+        cls, yours = str(e["size_class"]), cache.origin == YOURS
+        if cls == exact:
+            return (0 if yours else 2,)
+        if re.fullmatch(r"\d+x\d+x\d+", cls):  # another shape's own entry
+            return None
+        if cls == wanted:
+            return (1 if yours else 3,)
+        return (4, op.class_distance(wanted, cls))
+
+    ranked = [(r, ce) for ce in entries if (r := rank(ce)) is not None]
+    if not ranked:
+        return None
+    cache, nearest = min(ranked, key=lambda rce: rce[0])[1]
     params = parse_params(nearest["params"])
     if set(dict(params)) != set(variant.axes) or variant.violated(params):  # another version's parameters
         return None

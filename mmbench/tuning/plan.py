@@ -13,22 +13,15 @@ The plans mmbench ships live in mmbench/data/plans/ and are named by their file'
 from __future__ import annotations
 
 import hashlib
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
-from ..config import ConfigError, _int, _unknown
+from ..config import ConfigError, _int, _unknown, read_toml, run_table
 from ..engine.plan import Point, Settings
 from ..engine.refusals import RunRefused
 from ..ops import get_op
 from ..sizes import Shape, SizeSpecError
-from ..timing import CACHE_MODES
 from ..variants import Params, Variant, VariantError, get_variant, parse_params, tuning_space
 from .cache import TuneError
 from .strategies import choose
@@ -106,24 +99,9 @@ def shipped_plans() -> list[str]:
 def load_plan(name_or_path: str) -> TunePlan:
     """The plan named or at a path; ConfigError naming the file and the key where it is wrong."""
     path = plan_path(name_or_path)
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text)
-    except FileNotFoundError:
-        raise ConfigError(f"--plan {name_or_path}: no such plan file; shipped plans: {', '.join(shipped_plans())}") \
-            from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot be read as text: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    text, data = read_toml(path, f"--plan {name_or_path}: no such plan file; shipped plans: {', '.join(shipped_plans())}")
     _unknown(str(path), data, TOP_KEYS)
-    run = data.get("run", {})
-    if not isinstance(run, dict):
-        raise ConfigError(f"{path}: run: expected a table such as [run] runs = 3")
-    _unknown(f"{path}: run", run, RUN_KEYS)
-    cache = run.get("cache", "cold")
-    if cache not in CACHE_MODES:
-        raise ConfigError(f"{path}: run.cache: '{cache}'; choose from: {', '.join(CACHE_MODES)}")
+    run, cache = run_table(path, data, RUN_KEYS)
     sizes = data.get("sizes")
     if not isinstance(sizes, str) or not sizes:
         raise ConfigError(f"{path}: sizes: expected a size spec such as \"512:2049,4096\"")
