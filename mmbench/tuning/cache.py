@@ -140,8 +140,10 @@ def record(path: Path, device: "DeviceId", variant: str, source_hash: str, best:
 
 
 def write_cache(path: Path, entries: Mapping[str, dict]) -> None:
-    """A whole cache file, as every writer writes it (sorted keys, indented), replaced in one step."""
-    _write_whole(Path(path), json.dumps(dict(entries), indent=2, sort_keys=True) + "\n")
+    """A whole cache file, as every writer writes it (sorted keys, one entry a line: a tuning's diff
+    is its entries, in a sixth less room than indented), replaced in one step."""
+    lines = [f"{json.dumps(k)}: {json.dumps(entries[k], sort_keys=True)}" for k in sorted(entries)]
+    _write_whole(Path(path), "{\n" + ",\n".join(lines) + "\n}\n" if lines else "{}\n")
 
 
 def _write_whole(path: Path, text: str) -> None:
