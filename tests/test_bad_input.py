@@ -46,7 +46,7 @@ CASES = [
     (["run", "-s", "32", "--params", ""], "--params '': expected NAME=V[/V...] pairs"),
     (["run", "-v", "warptile", "-s", "32", "--params", "BM=0"], "parameter BM=[0] for 'warptile': values must be positive"),
     (["run", "-v", "best", "-s", "32", "--block", "64"], "best BLOCK=64: 4096 threads per block exceed CUDA's limit of 1024"),
-    (["run", "-v", "dbuf", "-s", "32", "--params", "BM=7"], "dbuf BK=16,BM=7,BN=128,BSHIFT=0,MINB=2,ORDER=1,SK=0,SPLITK=1,STAGE=0,STRIP=4,"
+    (["run", "-v", "dbuf", "-s", "32", "--params", "BM=7"], "dbuf BK=16,BM=7,BN=128,MINB=2,ORDER=1,SK=0,SPLITK=1,STAGE=0,STRIP=4,"
      "THREADS=256,TM=8,TN=4,VEC4=1,WM=64,WN=32,WNITER=2: constraint 'THREADS == (BM // WM) * (BN // WN) * 32' does not hold"),
     (["run", "-v", "dbuf", "-s", "32", "--params", "SK=1,SPLITK=2"], "constraint 'SK == 0 or SPLITK == 1' does not hold"),
     # run: how to measure

@@ -138,9 +138,9 @@ def test_stream_k_is_correct_at_awkward_sizes(gpu, vec4, strip, order):
 # 64-thread blocks (two warps), the ladder's smallest: a thread then loads more of each tile, the
 # strips and the staged edge stores run beside fewer threads.
 SMALL_BLOCKS = (
-    "BK=8,BM=64,BN=64,MINB=1,ORDER=1,SK=0,SPLITK=3,STAGE=1,STRIP=4,THREADS=64,TM=4,TN=4,VEC4=1,WM=32,WN=64,WNITER=2,BSHIFT=0",
-    "BK=16,BM=64,BN=64,MINB=1,ORDER=0,SK=0,SPLITK=4,STAGE=0,STRIP=0,THREADS=64,TM=8,TN=8,VEC4=0,WM=64,WN=32,WNITER=1,BSHIFT=0",
-    "BK=8,BM=64,BN=128,MINB=1,ORDER=1,SK=1,SPLITK=1,STAGE=1,STRIP=4,THREADS=64,TM=8,TN=4,VEC4=1,WM=64,WN=64,WNITER=2,BSHIFT=0",
+    "BK=8,BM=64,BN=64,MINB=1,ORDER=1,SK=0,SPLITK=3,STAGE=1,STRIP=4,THREADS=64,TM=4,TN=4,VEC4=1,WM=32,WN=64,WNITER=2",
+    "BK=16,BM=64,BN=64,MINB=1,ORDER=0,SK=0,SPLITK=4,STAGE=0,STRIP=0,THREADS=64,TM=8,TN=8,VEC4=0,WM=64,WN=32,WNITER=1",
+    "BK=8,BM=64,BN=128,MINB=1,ORDER=1,SK=1,SPLITK=1,STAGE=1,STRIP=4,THREADS=64,TM=8,TN=4,VEC4=1,WM=64,WN=64,WNITER=2",
 )
 AWKWARD = "1,7,31,33,63,65,127,131,1x97x5,97x1x64,1000x37x2049,37x1000x65,256x260x68"
 
@@ -159,28 +159,9 @@ def test_64_thread_multistage_is_correct_at_awkward_sizes(gpu):
     assert [r["status"] for r in rows] == ["ok"] * 13, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
 
 
-# BSHIFT = 1: unaligned rows of B (N % 4 != 0) read by aligned 16-byte loads and shuffles; a warp on
-# one row of a 128- or 256-column tile, with 256, 64 threads; data-parallel, split-K, stream-K.
-SHIFTED = (
-    "BK=16,BM=128,BN=128,MINB=2,ORDER=1,SK=1,SPLITK=1,STAGE=1,STRIP=4,THREADS=256,TM=8,TN=4,VEC4=1,WM=64,WN=32,WNITER=1",
-    "BK=16,BM=128,BN=128,MINB=2,ORDER=1,SK=0,SPLITK=3,STAGE=1,STRIP=4,THREADS=256,TM=8,TN=4,VEC4=1,WM=32,WN=64,WNITER=2",
-    "BK=8,BM=64,BN=128,MINB=1,ORDER=1,SK=0,SPLITK=3,STAGE=1,STRIP=4,THREADS=64,TM=8,TN=4,VEC4=1,WM=64,WN=64,WNITER=2",
-    "BK=8,BM=128,BN=256,MINB=1,ORDER=1,SK=0,SPLITK=2,STAGE=1,STRIP=0,THREADS=256,TM=4,TN=4,VEC4=1,WM=64,WN=64,WNITER=1",
-)
-# every misalignment of B's rows (N % 4 = 1, 2, 3) over many rows; tiles inside C and on its edges; B's
-# last row (loaded the old way); k shorter than a k-tile, ragged k; C wider than a tile and thinner.
-UNALIGNED = "131,2049,300x259x70,129x1031x130,37x1001x65,200x513x9,64x257x1,260x390x4100,1x1027x33,513x514x515"
-
-
-@pytest.mark.parametrize("params", SHIFTED)
-def test_shifted_loads_of_unaligned_rows_of_b_are_correct(gpu, params):
-    rows = _run(gpu, [REGISTRY["dbuf"]], UNALIGNED, {k: (v,) for k, v in parse_params(params + ",BSHIFT=1")})
-    assert [r["status"] for r in rows] == ["ok"] * 10, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
-
-
 # dbuf configurations that spill registers with nvcc 13.0 for sm_90 (the first that still does is used);
 # every parameter is named, so that the compile check and the run build the same kernel
-SPILLERS = tuple(f"{p},ORDER=0,SK=0,BSHIFT=0" for p in (
+SPILLERS = tuple(f"{p},ORDER=0,SK=0" for p in (
     "BK=16,BM=256,BN=64,MINB=2,SPLITK=1,STAGE=0,STRIP=0,THREADS=256,TM=4,TN=8,VEC4=0,WM=64,WN=32,WNITER=2",
     "BK=16,BM=64,BN=256,MINB=2,SPLITK=1,STAGE=1,STRIP=0,THREADS=256,TM=8,TN=8,VEC4=0,WM=64,WN=32,WNITER=1",
     "BK=8,BM=128,BN=128,MINB=2,SPLITK=2,STAGE=1,STRIP=0,THREADS=256,TM=4,TN=4,VEC4=1,WM=64,WN=32,WNITER=2"))

@@ -21,7 +21,7 @@
 // Tunable: BM, BN, BK, WM, WN, WNITER, TM, TN, THREADS, SPLITK, SK; MINB, the blocks per SM the
 // register allocation must leave room for (__launch_bounds__); VEC4, how global loads go (fetch);
 // STAGE, how edge tiles store C; STRIP, the widest remainder sent to the strip kernels (0: none);
-// ORDER, the loop order of the products' FFMAs (products); BSHIFT, how unaligned rows of B load (shifted_chunk).
+// ORDER, the loop order of the products' FFMAs (products).
 #include "common/unpack.cuh"
 
 #define WMITER ((WM * WN) / (32 * TM * TN * WNITER))
@@ -46,27 +46,6 @@ __device__ __forceinline__ void set_lane(float4& v, int q, float x)
 __device__ __forceinline__ float lane_of(const float4& v, int q)
 {
     return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
-}
-
-// BSHIFT = 1 (VEC4 = 1, BN >= 128): four consecutive floats of a row of B that is not 16-byte aligned
-// (N % 4 != 0), m floats past an aligned
-// address, read by the 32 lanes of a warp on consecutive chunks of one row (m the same for all):
-// each lane loads the aligned float4 at or below its chunk and takes the rest from its neighbour's,
-// one 16-byte load and three shuffles instead of four 4-byte loads. The last lane loads its
-// neighbour's float4 itself, which may lie up to 4 floats past the row (the caller keeps it in B).
-// Measured first: with B's rows unaligned, 2048 x 2047 x 2048 ran 7 % slower than 2048 (4.5 times
-// the load sectors), with A's it ran as fast (docs/studies.md). A switch, not always on: its few
-// registers more make some 128-register configurations spill.
-__device__ __forceinline__ float4 shifted_chunk(const float* __restrict__ p, int m)
-{
-    const float4 lo = *reinterpret_cast<const float4*>(p - m);
-    float4 hi = make_float4(__shfl_down_sync(0xffffffffu, lo.x, 1), __shfl_down_sync(0xffffffffu, lo.y, 1),
-                            __shfl_down_sync(0xffffffffu, lo.z, 1), 0.0f);
-    if (m != 0 && threadIdx.x % 32 == 31) hi = *reinterpret_cast<const float4*>(p - m + 4);
-    if (m == 0) return lo;
-    if (m == 1) return make_float4(lo.y, lo.z, lo.w, hi.x);
-    if (m == 2) return make_float4(lo.z, lo.w, hi.x, hi.y);
-    return make_float4(lo.w, hi.x, hi.y, hi.z);
 }
 
 // The single-float layout (VEC4 = 0): element j of a thread is element threadIdx.x + j * THREADS
@@ -115,10 +94,6 @@ __device__ __forceinline__ void fetch(bool vec_a, bool vec_b, const float* __res
         if (vec_b) {  // a chunk lies wholly inside or wholly outside C's columns
             const float* p = &B[gr * N + (EDGE ? min(gc, N - 4) : gc)];
             s.b[j] = ok ? *reinterpret_cast<const float4*>(p) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#if BSHIFT
-        } else if (!EDGE && gr + 1 < K) {  // a warp on one row (BN >= 128); its loads stay inside B
-            s.b[j] = ok ? shifted_chunk(&B[gr * N + gc], (gr * N + col0) & 3) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#endif
         } else {
             const float* p = &B[gr * N];
             s.b[j].x = ok ? p[EDGE ? min(gc + 0, N - 1) : gc + 0] : 0.0f;

@@ -47,7 +47,7 @@ _WARP_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (16,), "WM": (64,), "WN": (64
 # The fastest dbuf configuration at 2048 and 4096 on the H200, no split; thin remainders as strips
 _DBUF_DEFAULT = {"BM": (128,), "BN": (128,), "BK": (16,), "WM": (64,), "WN": (32,), "WNITER": (2,), "TM": (8,),
                  "TN": (4,), "THREADS": (256,), "SPLITK": (1,), "MINB": (2,), "VEC4": (1,), "STAGE": (0,),
-                 "STRIP": (4,), "SK": (0,), "ORDER": (1,), "BSHIFT": (0,)}
+                 "STRIP": (4,), "SK": (0,), "ORDER": (1,)}
 
 
 # multistage: a lane's TM x TN tile, its rows WM / TM apart; both operands by 16-byte shared loads
@@ -115,7 +115,7 @@ _KERNELS = (
             "(one barrier per k-tile), split-K over SPLITK grid layers or stream-K (SK), thin remainders as strips",
             _DBUF_DEFAULT, {**_WARP_SPACE, "BK": (8, 16), "THREADS": (64, 128, 256),  # 64: 2 warps, for mid sizes
                             "SPLITK": (1, 2, 3, 4), "MINB": (1, 2), "VEC4": (0, 1),
-                            "STAGE": (0, 1), "STRIP": (0, 4), "SK": (0, 1), "ORDER": (0, 1), "BSHIFT": (0, 1)},
+                            "STAGE": (0, 1), "STRIP": (0, 4), "SK": (0, 1), "ORDER": (0, 1)},
             _WARP_RULES + ("SPLITK >= 1", "MINB * THREADS <= 1024",
                            # accumulators plus ~60 working registers must fit what MINB blocks leave a thread
                            "WM * WN // 32 + 60 <= 65536 // (MINB * THREADS)",
@@ -123,8 +123,7 @@ _KERNELS = (
                            "STAGE == 0 or THREADS * TN <= 2 * BK * (BM + 4)",  # the staging fits the A buffers
                            "8 * BK * (BM + 4 + BN) <= 48 * 1024",
                            "STRIP <= 4",  # the col strip gathers STRIP * 2048 floats of B into shared memory
-                           "SK == 0 or SPLITK == 1",  # stream-K splits k itself
-                           "BSHIFT == 0 or (VEC4 == 1 and BN >= 128)"),  # a warp's chunks on one row of B
+                           "SK == 0 or SPLITK == 1"),  # stream-K splits k itself
             "THREADS", layers="SPLITK", strips="STRIP", persistent="SK * MINB"),
     _ladder("multistage", "multistage cp.async", "cuBLAS's kernel shape: STAGES k-tiles in flight by cp.async "
             "straight into shared memory, A as stored, read as float4s along k",
