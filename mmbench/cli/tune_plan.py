@@ -41,11 +41,13 @@ def tune_by_plan(plan_name: str, output: Path | None, resume: bool, jobs: int, s
         say(f"tuning cache: {describe_cache(cache_path)}")
         return
     interrupts_count(output)
-    variants = plan.variants()
     about = {"name": f"tune-{plan.name}", "tuning": plan.about()}
+    needed: dict[str, tuple] = {}  # per variant, the configurations still to measure (a resume needs few)
+    for p in todo:
+        needed.setdefault(p.variant.name, (p.variant, {}))[1][p.params] = None
 
-    def compile_all(runner) -> None:  # every configuration in parallel before the first point
-        for variant, _, configs in variants.values():
+    def compile_all(runner) -> None:  # in parallel, before the first point
+        for variant, configs in needed.values():
             runner.gpu.precompile(variant, list(configs), jobs)
 
     started = time.monotonic()
