@@ -33,8 +33,8 @@ def tune_by_plan(plan_name: str, output: Path | None, resume: bool, jobs: int, s
         raise InputError("--resume continues a plan's tuning file: give it as --output")
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     output = output or run_csv(f"tune-{plan.name}-{stamp}", places.tuning_runs_dir())
-    settings, todo, previous = _plan_points(plan, output, resume, seed)
-    for line in describe_plan(plan, len(plan.points()) - len(todo)):
+    settings, points, todo, previous = _plan_points(plan, output, resume, seed)
+    for line in describe_plan(plan, len(points), len(points) - len(todo)):
         say(line)
     if dry_run:
         say(f"output: {output}")
@@ -60,8 +60,8 @@ def tune_by_plan(plan_name: str, output: Path | None, resume: bool, jobs: int, s
 
 
 def _plan_points(plan: TunePlan, output: Path, resume: bool, seed: int):
-    """The plan's measurement settings, the points not yet in output and output's metadata ({} for a
-    new file); refused where output exists (without resume), or holds another plan or other settings."""
+    """The plan's measurement settings, its points, those not yet in output and output's metadata ({}
+    for a new file); refused where output exists (without resume), or holds another plan or other settings."""
     try:
         check_output(output)
         found = resumable(output) if resume else None
@@ -78,8 +78,8 @@ def _plan_points(plan: TunePlan, output: Path, resume: bool, seed: int):
         resolve_settings(given, output, previous if resume else None)  # refuses other settings than the file's
     except RunRefused as exc:
         raise InputError(str(exc)) from None
-    done = found.keys if found else set()
-    return wanted, [p for p in plan.points() if p.key not in done], previous
+    done, points = (found.keys if found else set()), plan.points()
+    return wanted, points, [p for p in points if p.key not in done], previous
 
 
 def _record(plan: TunePlan, output: Path, cache_path: Path) -> None:

@@ -167,9 +167,9 @@ def _pinned(where: str, variant: Variant, pinned: Any) -> tuple[Params, ...]:
         raise ConfigError(f"{where}.params: {exc}") from None
 
 
-def describe_plan(plan: TunePlan, done: int = 0) -> list[str]:
+def describe_plan(plan: TunePlan, total: int, done: int = 0) -> list[str]:
     """The plan in a few lines: its searches, and the points it runs."""
-    lines = [f"plan {plan.name} ({plan.path}): {len(plan.searches)} searches, {len(plan.points())} points"
+    lines = [f"plan {plan.name} ({plan.path}): {len(plan.searches)} searches, {total} points"
              + (f", {done} already measured" if done else "")]
     for s in plan.searches:
         lines.append(f"  {s.variant.name}: {len(s.configs)} configuration(s) at {len(s.shapes)} shape(s)"
