@@ -37,7 +37,7 @@ def test_list_fits_a_narrow_terminal(monkeypatch):
     assert len(lines) == len(REGISTRY) + 5  # title, three rules, header
     for v in REGISTRY.values():
         assert v.name in result.output and v.label in result.output
-    assert "665" in result.output and "52800" in result.output  # warptile's and dbuf's tuning spaces
+    assert "665" in result.output and "79200" in result.output  # warptile's and dbuf's tuning spaces
 
 
 @pytest.mark.parametrize("wide", [False, True], ids=["compact", "wide"])
@@ -61,7 +61,7 @@ def test_list_shows_every_fact_whole_at_any_width(monkeypatch, columns, wide):
     assert all(line.rstrip()[-1] in "┓┃┩│┘┛" for line in lines if line[:1] in "┏┃┡│└┗")  # no row cut short
     for v in registry.values():
         assert re.search(rf"(^|[│ ]){v.name}[ (│]", out, re.MULTILINE), v.name
-    assert re.search(r"[│ ]52800( |$)", out, re.MULTILINE)  # dbuf's tuning space
+    assert re.search(r"[│ ]79200( |$)", out, re.MULTILINE)  # dbuf's tuning space
     words = set(re.sub("[│┃]", " ", out).split())
     assert set(REGISTRY["dbuf"].description.split()) <= words or not wide
 
@@ -72,7 +72,7 @@ def test_list_one_variant_in_full_and_the_wide_table(monkeypatch):
     assert result.exit_code == 0
     assert "kernels/gemm/dbuf.cu, entry dbuf, dbuf_row_strip, dbuf_col_strip" in result.output
     assert "ORDER = 1  (tuned over 0/1)" in result.output and "constraint: SK == 0 or SPLITK == 1" in result.output
-    assert "tuning space: 52800 points" in result.output and "…" not in result.output
+    assert "tuning space: 79200 points" in result.output and "…" not in result.output
     monkeypatch.setenv("COLUMNS", "250")
     wide = invoke("list", "--wide")
     assert wide.exit_code == 0 and "BLOCK=32" in wide.output and REGISTRY["best"].description in wide.output

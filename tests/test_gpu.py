@@ -106,10 +106,11 @@ def test_every_scope_padded_or_not_is_correct_on_the_gpu(gpu):
             assert t > by[(v, "kernel", pad, *shape)], (v, pad, shape)
 
 
-@pytest.mark.parametrize("splits,vec4", [(1, 0), (2, 1), (3, 0), (4, 1)])
+@pytest.mark.parametrize("splits,vec4", [(1, 0), (2, 1), (3, 0), (4, 1), (1, 2), (3, 2)])
 def test_split_k_is_correct_at_awkward_sizes(gpu, splits, vec4):
     """Layers that add into C: k shorter than the layers (some add nothing), odd k, borders;
-    with float4 loads where rows allow (VEC4 = 1) and with coalesced single floats (VEC4 = 0)."""
+    with float4 loads where rows allow (VEC4 = 1), with coalesced single floats (VEC4 = 0) and with B
+    by cp.async (VEC4 = 2)."""
     rows = _run(gpu, [REGISTRY["dbuf"]], "1,7,31,65,1000x37x2049,37x1000x65,128x128x9,256x260x68",
                 {"SPLITK": (splits,), "VEC4": (vec4,)})
     assert [r["status"] for r in rows] == ["ok"] * 8, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
@@ -125,7 +126,7 @@ def test_thin_remainders_as_strips_are_correct(gpu, stage, splits):
     assert [r["status"] for r in rows] == ["ok"] * 12, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
 
 
-@pytest.mark.parametrize("vec4,strip,order", [(1, 4, 1), (0, 0, 0)])
+@pytest.mark.parametrize("vec4,strip,order", [(1, 4, 1), (0, 0, 0), (2, 4, 0)])
 def test_stream_k_is_correct_at_awkward_sizes(gpu, vec4, strip, order):
     """SK = 1: a persistent grid shares the (tile, k-tile) iterations out; shares that start or end
     inside a tile add into C. Fewer iterations than blocks (1, 7), odd k, C's edges, strips beside."""
@@ -141,8 +142,9 @@ SMALL_BLOCKS = (
     "BK=8,BM=64,BN=64,MINB=1,ORDER=1,SK=0,SPLITK=3,STAGE=1,STRIP=4,THREADS=64,TM=4,TN=4,VEC4=1,WM=32,WN=64,WNITER=2",
     "BK=16,BM=64,BN=64,MINB=1,ORDER=0,SK=0,SPLITK=4,STAGE=0,STRIP=0,THREADS=64,TM=8,TN=8,VEC4=0,WM=64,WN=32,WNITER=1",
     "BK=8,BM=64,BN=128,MINB=1,ORDER=1,SK=1,SPLITK=1,STAGE=1,STRIP=4,THREADS=64,TM=8,TN=4,VEC4=1,WM=64,WN=64,WNITER=2",
+    "BK=8,BM=64,BN=128,MINB=1,ORDER=1,SK=0,SPLITK=3,STAGE=1,STRIP=4,THREADS=64,TM=8,TN=4,VEC4=2,WM=64,WN=64,WNITER=2",
 )
-AWKWARD = "1,7,31,33,63,65,127,131,1x97x5,97x1x64,1000x37x2049,37x1000x65,256x260x68"
+AWKWARD = "1,7,31,33,63,65,127,131,1x97x5,97x1x64,1000x37x2049,37x1000x65,256x260x68,300x200x77"
 
 
 @pytest.mark.parametrize("params", SMALL_BLOCKS)
@@ -150,13 +152,13 @@ def test_64_thread_blocks_are_correct_at_awkward_sizes(gpu, params):
     """THREADS = 64: split-K, stream-K, strips, float4 and single-float loads, staged and direct
     edge stores, at odd shapes, 1 x N and N x 1 included."""
     rows = _run(gpu, [REGISTRY["dbuf"]], AWKWARD, {k: (v,) for k, v in parse_params(params)})
-    assert [r["status"] for r in rows] == ["ok"] * 13, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
+    assert [r["status"] for r in rows] == ["ok"] * 14, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
 
 
 def test_64_thread_multistage_is_correct_at_awkward_sizes(gpu):
     params = "BK=16,BM=64,BN=64,MINB=1,STAGES=3,THREADS=64,TM=16,TN=4,WM=32,WN=64"
     rows = _run(gpu, [REGISTRY["multistage"]], AWKWARD, {k: (v,) for k, v in parse_params(params)})
-    assert [r["status"] for r in rows] == ["ok"] * 13, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
+    assert [r["status"] for r in rows] == ["ok"] * 14, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
 
 
 # dbuf configurations that spill registers with nvcc 13.0 for sm_90 (the first that still does is used);

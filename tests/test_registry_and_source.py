@@ -91,7 +91,7 @@ def test_constraints_and_space_sizes():
     assert len(tuning_space(REGISTRY["vec4"])) == 35  # TM, TN, BK multiples of 4; loads divide evenly
     assert len(tuning_space(REGISTRY["warptile"])) == 665 and len(tuning_space(REGISTRY["pipelined"])) == 1005
     # warptile's space x SPLITK x MINB x VEC4 x STAGE x STRIP, BK 8 or 16, registers fit; SK = 1 only without split-K
-    assert len(tuning_space(REGISTRY["dbuf"])) == 2 * (21120 + 21120 // 4) == 52800  # ORDER 0 or 1
+    assert len(tuning_space(REGISTRY["dbuf"])) == 2 * (31680 + 31680 // 4) == 79200  # ORDER 0 or 1
     assert len(tuning_space(REGISTRY["multistage"])) == 1112
     warp = REGISTRY["warptile"]
     default = param_points(warp)[0]
@@ -379,7 +379,7 @@ def test_dbufs_space_of_a_million_raw_points_holds_exactly_the_points_that_viola
 
     dbuf = REGISTRY["dbuf"]
     space, names = tuning_space(dbuf), sorted(dbuf.space)
-    assert len(space) == 52800 and not any(dbuf.violated(p) for p in space[::97])
+    assert len(space) == 79200 and not any(dbuf.violated(p) for p in space[::97])
     index = [tuple(dbuf.space[n].index(v) for n, v in p) for p in space]
     assert index == sorted(index)
     members, rng = set(space), random.Random(3)

@@ -19,9 +19,11 @@
 //    (tile, k-tile) iterations out evenly, so the last wave of tiles leaves no SM idle (see the
 //    kernel). The harness zeroes C first, as for split-K.
 // Tunable: BM, BN, BK, WM, WN, WNITER, TM, TN, THREADS, SPLITK, SK; MINB, the blocks per SM the
-// register allocation must leave room for (__launch_bounds__); VEC4, how global loads go (fetch);
+// register allocation must leave room for (__launch_bounds__); VEC4, how global loads go (fetch,
+// fetch_b_async);
 // STAGE, how edge tiles store C; STRIP, the widest remainder sent to the strip kernels (0: none);
 // ORDER, the loop order of the products' FFMAs (products).
+#include "common/cp_async.cuh"
 #include "common/unpack.cuh"
 
 #define WMITER ((WM * WN) / (32 * TM * TN * WNITER))
@@ -32,10 +34,18 @@
 // Padded A rows: lanes that store different k columns of the transposed tile hit different banks.
 #define AS_LD (BM + 4)
 
+// VEC4 = 2: B goes by cp.async straight into shared memory, not through registers (A as VEC4 = 1).
+// Where B's rows are unaligned, consecutive lanes copy consecutive 4-byte columns: each copy
+// instruction of the warp is one coalesced row segment, and no register staging, no shared store
+// and no extra load instruction per float4 crowd the load/store pipe the products use.
+#define B_ASYNC (VEC4 == 2)
+
 // One k-tile of A and B on its way from global to shared memory, held in registers.
 struct Staged {
     float4 a[A_CHUNKS];
+#if !B_ASYNC
     float4 b[B_CHUNKS];
+#endif
 };
 
 __device__ __forceinline__ void set_lane(float4& v, int q, float x)
@@ -51,8 +61,52 @@ __device__ __forceinline__ float lane_of(const float4& v, int q)
 // The single-float layout (VEC4 = 0): element j of a thread is element threadIdx.x + j * THREADS
 // of the tile, row-major. Written out so that each thread needs one base address.
 #define A_STEP (THREADS / BK)
+
 #define B_PER_ROW (BN > THREADS ? BN / THREADS : 1)
 #define B_STEP (BN > THREADS ? 1 : THREADS / BN)
+
+#if B_ASYNC
+// B's k-tile (rows k0 to k0 + BK) by cp.async into Bs, committed as one group (b_landed waits for
+// it). Aligned rows: 16-byte copies in stash's layout. Unaligned: 4-byte copies, element e of the
+// tile (row e / BN, column e % BN) by thread e % THREADS. Columns past N (EDGE) and rows past kend
+// (KPART) are zero-filled, reading nothing: clamped to one address instead, as the register path
+// does, the copies of an edge tile queue on it (at 1951, 97 of 128 columns: 80 % of cuBLAS
+// against 92 % at 2047, H100).
+template <bool EDGE, bool KPART>
+__device__ __forceinline__ void fetch_b_async(bool vec_b, const float* __restrict__ B, float (*Bs)[BN], int col0,
+                                              int k0, int N, int kend)
+{
+    if (vec_b) {
+#pragma unroll
+        for (int j = 0; j < B_CHUNKS; ++j) {
+            const int i = threadIdx.x + j * THREADS, r = i / (BN / 4), c = (i % (BN / 4)) * 4;
+            const int gr = k0 + r, gc = col0 + c;
+            const bool ok = (!KPART || gr < kend) && (!EDGE || gc < N);  // a chunk is wholly in or out
+            cp_async16(&Bs[r][c], ok ? &B[gr * N + gc] : B, ok);
+        }
+    } else {
+        // VEC4 = 0's layout: element j of a thread is row rb + j / B_PER_ROW * B_STEP, column
+        // cb + (j % B_PER_ROW) * THREADS; one base address, the rows' offsets a multiple of N.
+        const int rb = BN > THREADS ? 0 : threadIdx.x / BN, cb = BN > THREADS ? threadIdx.x : threadIdx.x % BN;
+        const float* p = B + (k0 + rb) * N;
+#pragma unroll
+        for (int j = 0; j < 4 * B_CHUNKS; ++j) {
+            const int r = j / B_PER_ROW * B_STEP, c = cb + (j % B_PER_ROW) * THREADS;
+            const bool ok = (!KPART || k0 + rb + r < kend) && (!EDGE || col0 + c < N);
+            cp_async4(&Bs[rb + r][c], ok ? p + r * N + col0 + c : B, ok);
+        }
+    }
+    cp_async_commit();
+}
+#endif
+
+// Wait for this thread's copies of B (VEC4 = 2) before the barrier that publishes the buffer.
+__device__ __forceinline__ void b_landed()
+{
+#if B_ASYNC
+    cp_async_wait<0>();
+#endif
+}
 
 // Global -> registers. k runs to kend (this layer's end), never past it: another layer owns
 // the rest, so the k-tile that crosses kend (KPART) reads zeros there. In a block that crosses
@@ -62,11 +116,11 @@ __device__ __forceinline__ float lane_of(const float4& v, int q)
 // VEC4 = 1 builds take float4s where rows are aligned and the same four floats one by one where
 // they are not. VEC4 = 0 builds take single floats, consecutive lanes along a row, so that every
 // load instruction of the warp stays coalesced. (A build parameter, not a runtime branch: both
-// paths in one kernel spill registers.)
+// paths in one kernel spill registers.) VEC4 = 2 builds load A as VEC4 = 1 and B by fetch_b_async.
 template <bool EDGE, bool KPART>
 __device__ __forceinline__ void fetch(bool vec_a, bool vec_b, const float* __restrict__ A,
-                                      const float* __restrict__ B, Staged& s, int row0, int col0, int k0, int M,
-                                      int N, int K, int kend)
+                                      const float* __restrict__ B, Staged& s, float (*Bs)[BN], int row0, int col0,
+                                      int k0, int M, int N, int K, int kend)
 {
     // Opaque copies in edge blocks: their clamps and offsets are recomputed in each k-tile
     // instead of being hoisted out of the main loop to sit in registers (ptxas would spill).
@@ -86,6 +140,9 @@ __device__ __forceinline__ void fetch(bool vec_a, bool vec_b, const float* __res
             s.a[j].w = !KPART || gc + 3 < kend ? p[3] : 0.0f;
         }
     }
+#if B_ASYNC
+    fetch_b_async<EDGE, KPART>(vec_b, B, Bs, col0, k0, N, kend);
+#else
 #pragma unroll
     for (int j = 0; j < B_CHUNKS; ++j) {
         const int i = threadIdx.x + j * THREADS, r = i / (BN / 4), c = (i % (BN / 4)) * 4;
@@ -102,6 +159,7 @@ __device__ __forceinline__ void fetch(bool vec_a, bool vec_b, const float* __res
             s.b[j].w = ok ? p[EDGE ? min(gc + 3, N - 1) : gc + 3] : 0.0f;
         }
     }
+#endif
 #else
     constexpr bool GUARD = EDGE || KPART;
     // Element j of this thread: A row ra + j * A_STEP, column ca; B row rb + j / B_PER_ROW * B_STEP,
@@ -136,11 +194,13 @@ __device__ __forceinline__ void stash(const Staged& s, float (*As)[AS_LD], float
         As[c + 2][r] = s.a[j].z;
         As[c + 3][r] = s.a[j].w;
     }
+#if !B_ASYNC
 #pragma unroll
     for (int j = 0; j < B_CHUNKS; ++j) {
         const int i = threadIdx.x + j * THREADS, r = i / (BN / 4), c = (i % (BN / 4)) * 4;
         *reinterpret_cast<float4*>(&Bs[r][c]) = s.b[j];
     }
+#endif
 #else
     // fetch's element layout; one base address each, the offsets fold into the stores
     float* a = &As[threadIdx.x % BK][threadIdx.x / BK];
@@ -318,10 +378,12 @@ __device__ __forceinline__ int steady(bool vec_a, bool vec_b, const float* __res
 {
     int buf = 0;
     for (; k0 < t.kend(); k0 += BK) {
-        fetch<EDGE, false>(vec_a, vec_b, A, B, s, t.row0(), t.col0(), k0, M, N, K, t.kend());  // in flight during the products
-        products(As[buf], Bs[buf], acc, am, bn);
         // The other buffer was last read before the previous iteration's barrier: free to fill.
+        fetch<EDGE, false>(vec_a, vec_b, A, B, s, Bs[buf ^ 1], t.row0(), t.col0(), k0, M, N, K,
+                           t.kend());  // in flight during the products
+        products(As[buf], Bs[buf], acc, am, bn);
         stash(s, As[buf ^ 1], Bs[buf ^ 1]);
+        b_landed();
         __syncthreads();
         buf ^= 1;
     }
@@ -348,12 +410,13 @@ __device__ __forceinline__ void tile_product(const float* __restrict__ A, const 
     // loop loads is whole and the loop needs no k guard and no branch.
     const int kbegin = t.kbegin(), ragged = (t.kend() - kbegin) % BK;
     if (ragged)
-        fetch<true, true>(vec_a, vec_b, A, B, s, t.row0(), t.col0(), kbegin, M, N, K, kbegin + ragged);
+        fetch<true, true>(vec_a, vec_b, A, B, s, Bs[0], t.row0(), t.col0(), kbegin, M, N, K, kbegin + ragged);
     else if (inside)
-        fetch<false, false>(vec_a, vec_b, A, B, s, t.row0(), t.col0(), kbegin, M, N, K, t.kend());
+        fetch<false, false>(vec_a, vec_b, A, B, s, Bs[0], t.row0(), t.col0(), kbegin, M, N, K, t.kend());
     else
-        fetch<true, false>(vec_a, vec_b, A, B, s, t.row0(), t.col0(), kbegin, M, N, K, t.kend());
+        fetch<true, false>(vec_a, vec_b, A, B, s, Bs[0], t.row0(), t.col0(), kbegin, M, N, K, t.kend());
     stash(s, As[0], Bs[0]);
+    b_landed();
     __syncthreads();
     const int k1 = kbegin + (ragged ? ragged : BK);
     const int buf = inside ? steady<false>(vec_a, vec_b, A, B, s, As, Bs, acc, am, bn, t, k1, M, N, K)

@@ -114,7 +114,7 @@ _KERNELS = (
     _ladder("dbuf", "warp tiling + double buffer", "warp tiling, two shared buffers fed through registers "
             "(one barrier per k-tile), split-K over SPLITK grid layers or stream-K (SK), thin remainders as strips",
             _DBUF_DEFAULT, {**_WARP_SPACE, "BK": (8, 16), "THREADS": (64, 128, 256),  # 64: 2 warps, for mid sizes
-                            "SPLITK": (1, 2, 3, 4), "MINB": (1, 2), "VEC4": (0, 1),
+                            "SPLITK": (1, 2, 3, 4), "MINB": (1, 2), "VEC4": (0, 1, 2),
                             "STAGE": (0, 1), "STRIP": (0, 4), "SK": (0, 1), "ORDER": (0, 1)},
             _WARP_RULES + ("SPLITK >= 1", "MINB * THREADS <= 1024",
                            # accumulators plus ~60 working registers must fit what MINB blocks leave a thread
