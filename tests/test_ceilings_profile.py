@@ -184,4 +184,4 @@ def test_a_config_profile_takes_the_tuned_parameters_a_run_would(monkeypatch):
     (point,) = _points_to_profile(Path("configs/limits.toml"), "1024", ("dbuf",), None)
     assert point.params != param_points(R["dbuf"])[0]
     assert profile.format_params(point.params) == ("BK=16,BM=128,BN=128,MINB=2,ORDER=1,SK=1,SPLITK=1,STAGE=1,STRIP=4,"
-                                                   "THREADS=256,TM=8,TN=4,VEC4=1,WM=64,WN=32,WNITER=2")
+                                                   "THREADS=256,TM=4,TN=4,VEC4=2,WM=32,WN=64,WNITER=2")

@@ -112,7 +112,8 @@ _KERNELS = (
             {**_WARP_DEFAULT, "STAGES": (3,)}, {**_WARP_SPACE, "STAGES": (2, 3, 4)},
             _WARP_RULES + ("STAGES >= 2", "4 * STAGES * BK * (BM + BN) <= 48 * 1024"), "THREADS"),
     _ladder("dbuf", "warp tiling + double buffer", "warp tiling, two shared buffers fed through registers "
-            "(one barrier per k-tile), split-K over SPLITK grid layers or stream-K (SK), thin remainders as strips",
+            "(one barrier per k-tile; B by cp.async with VEC4 = 2), split-K over SPLITK grid layers or stream-K "
+            "(SK), thin remainders as strips",
             _DBUF_DEFAULT, {**_WARP_SPACE, "BK": (8, 16), "THREADS": (64, 128, 256),  # 64: 2 warps, for mid sizes
                             "SPLITK": (1, 2, 3, 4), "MINB": (1, 2), "VEC4": (0, 1, 2),
                             "STAGE": (0, 1), "STRIP": (0, 4), "SK": (0, 1), "ORDER": (0, 1)},
