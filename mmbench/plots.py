@@ -7,6 +7,7 @@ its colour in every figure (registry order), and its block size sets the line st
 
 from __future__ import annotations
 
+import io
 import zlib
 from pathlib import Path
 from typing import Callable
@@ -17,6 +18,7 @@ matplotlib.use("Agg")  # files only; no display needed
 # Redrawing a committed figure from the same data must give the same bytes: fixed SVG ids (and
 # no date, see save), so a redraw never dirties the tree.
 matplotlib.rcParams["svg.hashsalt"] = "mmbench"
+matplotlib.rcParams["svg.fonttype"] = "none"  # text as text, not glyph paths: a third smaller, searchable
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -353,10 +355,24 @@ def made(draw: Callable[[], plt.Figure]) -> plt.Figure:
         raise
 
 
+def _save_png(fig: plt.Figure, path: Path) -> None:
+    """The PNG in a 256-colour palette: a plot's few colours and their anti-aliased edges survive,
+    at a third of the bytes of matplotlib's RGBA; its text chunks (the matplotlib version) kept."""
+    from PIL import Image  # matplotlib's own dependency
+    from PIL.PngImagePlugin import PngInfo
+
+    drawn = io.BytesIO()
+    fig.savefig(drawn, format="png", dpi=150)
+    image, info = Image.open(drawn), PngInfo()
+    for key, value in image.text.items():
+        info.add_text(key, value)
+    image.convert("RGB").quantize(256).save(path, pnginfo=info, optimize=True)
+
+
 def save(fig: plt.Figure, out_dir: Path, stem: str) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.svg"]
-    fig.savefig(paths[0], dpi=150)
+    _save_png(fig, paths[0])
     fig.savefig(paths[1], metadata={"Date": None})
     plt.close(fig)
     return paths
