@@ -173,17 +173,16 @@ def test_metrics_an_ncu_does_not_know_are_left_out(monkeypatch):
 def test_a_config_profile_takes_the_tuned_parameters_a_run_would(monkeypatch):
     """dbuf under `profile --config` on an H200 gets the shipped cache's entry at 1024 x 1024 x 1024
     (as `run` does), not dbuf's default point."""
-    import json
     from pathlib import Path
 
     from mmbench import device, places, source
     from mmbench.cli.gpu import _points_to_profile
-    from mmbench.tuning.cache import DeviceId, cache_key
+    from mmbench.tuning.cache import DeviceId, cache_key, load_cache
     from mmbench.variants import REGISTRY as R, param_points
 
     monkeypatch.setattr(device, "device_identity", lambda: DeviceId("NVIDIA H200", "sm_90", 132))
     (point,) = _points_to_profile(Path("configs/limits.toml"), "1024", ("dbuf",), None)
-    shipped = json.loads(places.SHIPPED_CACHE.read_text())
+    shipped = load_cache(places.SHIPPED_CACHE)
     entry = shipped[cache_key("NVIDIA H200", "dbuf", source.source_hash(R["dbuf"]), "1024x1024x1024")]
     assert profile.format_params(point.params) == entry["params"]
     assert point.params != param_points(R["dbuf"])[0]
