@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .ops import get_op
+from .precisions import DEFAULT, DEFAULT_LAYOUT
 from .results import ResultsError
 from .sizes import Shape
 from .variants import CPU_BACKENDS, REGISTRY, parse_params, series_label
@@ -87,6 +88,7 @@ def square(df: pd.DataFrame) -> pd.DataFrame:
 
 # -- rectangular rows ---------------------------------------------------------------------------------
 SHAPE = ["m", "n", "k"]
+FORM = ["dtype", "layout"]  # a point's precision and layout: rates are compared only within one
 
 
 def by_shape(df: pd.DataFrame, column: str = "time_ms_median", **where) -> pd.Series:
@@ -117,9 +119,16 @@ def along(values: pd.Series, dim: str, **fixed: int) -> pd.Series:
     return frame.set_index(dim)[frame.columns[-1]].sort_index()
 
 
+def default_form(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows at fp32 and layout nn: what the papers' figures and tables draw (their kernels are
+    FP32; `plot rate` and `plot vs-library` draw every precision)."""
+    df = with_forms(df)
+    return df[(df.dtype == DEFAULT) & (df.layout == DEFAULT_LAYOUT)]
+
+
 def series_list(df: pd.DataFrame) -> list[Series]:
     seen = {}
-    for r in df[["variant", "params", "label"]].drop_duplicates().itertuples():
+    for r in default_form(df)[["variant", "params", "label"]].drop_duplicates().itertuples():
         s = series_of(r.variant, r.params, r.label)
         seen[(s.variant, s.params)] = s
     return sorted(seen.values(), key=lambda s: (s.order, -(s.block or 0)))
@@ -127,7 +136,7 @@ def series_list(df: pd.DataFrame) -> list[Series]:
 
 def curve(df: pd.DataFrame, s: Series, column: str = "gflops_mean") -> pd.Series:
     """column by square size n for one series (verified points only), sorted by n."""
-    sq = square(df)
+    sq = square(default_form(df))
     rows = sq[(sq.variant == s.variant) & (sq.params == s.params) & (sq.status == "ok")]
     twice = rows.n[rows.n.duplicated()]
     if len(twice):  # a file holds a point once; which of two rows a curve shows would be a guess
@@ -189,8 +198,9 @@ def percent_of(df: pd.DataFrame, reference: str = "cublas") -> pd.DataFrame:
     """Each series' GFLOP/s as a percentage of the reference's at the same square shape:
     columns series, variant, n, params, percent. A variant is one series when it ran one
     configuration per size (tuned parameters may differ by size), else one per configuration
-    (``best`` at three block sizes)."""
-    sq = square(ok_rows(df))
+    (``best`` at three block sizes). FP32 at layout nn alone, the papers' and the ladder's
+    products (percent_of_library compares every precision with the library at its own)."""
+    sq = square(default_form(ok_rows(df)))
     ref = sq[sq.variant == reference].groupby("n").gflops_mean.mean()
     if ref.empty:
         raise ResultsError(f"the results have no '{reference}' rows to compare with")
@@ -221,7 +231,14 @@ def target_summary(pct: pd.DataFrame, at: tuple[int, ...], over: list[int]) -> p
     return pd.DataFrame(rows)
 
 
-SERIES_KEY = ["op", "variant", "params", "scope", "pad"]  # what makes a series of a results CSV
+SERIES_KEY = ["op", "variant", "params", "scope", "pad", "dtype", "layout"]
+
+
+def with_forms(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows with their precision and layout, those of a frame made without them (a file's rows always
+    have them) taken as every row before precisions was: fp32, nn."""
+    missing = {c: v for c, v in (("dtype", DEFAULT), ("layout", DEFAULT_LAYOUT)) if c not in df}
+    return df.assign(**missing) if missing else df  # what makes a series of a results CSV
 
 
 def series_summary(df: pd.DataFrame, rate_of) -> pd.DataFrame:
@@ -230,7 +247,7 @@ def series_summary(df: pd.DataFrame, rate_of) -> pd.DataFrame:
     e.g. gflops_mean), the shape of the peak (m, n, k), the median cv. A series without ok rows has
     NaN for its numbers. Grouped once over the whole file: a tuning's hundreds of series take
     milliseconds, not seconds."""
-    df = df.reset_index(drop=True)
+    df = with_forms(df.reset_index(drop=True))
     rate = pd.Series(np.nan, index=df.index)
     for op in df.op.unique():
         mine = df.op == op
@@ -274,10 +291,17 @@ def rate_rows(df: pd.DataFrame) -> pd.DataFrame:
     for op in ok.op.unique():
         mine = ok.op == op
         rate[mine] = ok.loc[mine, get_op(op).rate]
-    several = ok.groupby(["variant", "m", "n", "k"]).params.transform("nunique") > 1
+    ok = with_forms(ok)
+    several = ok.groupby(["variant", "dtype", "layout", "m", "n", "k"]).params.transform("nunique") > 1
     split = ok.variant.isin(ok[several].variant)
-    return ok.assign(rate=rate.astype(float), size=figure_size(ok),
-                     series=ok.variant.where(~split, ok.variant + " " + ok.params)).dropna(subset=["rate"])
+    series = ok.variant.where(~split, ok.variant + " " + ok.params)
+    forms = ok.dtype + " " + ok.layout
+    # one series per variant and precision (and layout), said in `form` where the run has several
+    form = pd.Series([f" {d}" + (f" {lay}" if lay != DEFAULT_LAYOUT else "") for d, lay in zip(ok.dtype, ok.layout)],
+                     index=ok.index) \
+        if forms.nunique() > 1 else pd.Series("", index=ok.index)
+    return ok.assign(rate=rate.astype(float), size=figure_size(ok), series=series + form,
+                     form=form).dropna(subset=["rate"])
 
 
 def by_operation(rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -294,6 +318,19 @@ def by_operation(rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {op: p for op, p in panels.items() if not shown_elsewhere[op]}
 
 
+def percent_of_peak(df: pd.DataFrame, peaks: dict[str, float]) -> pd.DataFrame:
+    """Each GPU series' GFLOP/s as % of its precision's dense peak (peaks: TFLOP/s by precision,
+    ceilings.datasheet's precision_tflops): the rate_rows of operations with FLOPs, with `peak_tflops`
+    and `percent` columns. ResultsError when no row has a peak."""
+    rows = rate_rows(df)
+    rows = rows[on_gpu(rows) & rows.op.map(lambda op: get_op(op).rate.startswith("gflops"))]
+    rows = rows.assign(peak_tflops=rows.dtype.map(peaks)).dropna(subset=["peak_tflops"])
+    if rows.empty:
+        raise ResultsError("nothing to hold to a peak: no verified GPU rows of a product at a precision whose peak "
+                           f"this GPU's table has ({', '.join(peaks) or 'none'})")
+    return rows.assign(percent=100.0 * rows.gflops_mean / (1e3 * rows.peak_tflops))
+
+
 def percent_of_library(df: pd.DataFrame) -> pd.DataFrame:
     """Each GPU series' rate as % of its operation's yardstick (Operation.yardstick: cuBLAS for
     GEMM, ...) at the same shape (m, n, k): the rate_rows of the series that have one, with a
@@ -305,11 +342,12 @@ def percent_of_library(df: pd.DataFrame) -> pd.DataFrame:
         mine = rows[(rows.op == op) & on_gpu(rows) & (rows.variant != yardstick)]
         if yardstick is None or mine.empty:
             continue
-        ref = rows[rows.variant == yardstick].groupby(SHAPE).rate.mean()
+        # the yardstick at the same precision and layout: a BF16 kernel against cuBLASLt's BF16
+        ref = rows[rows.variant == yardstick].groupby(SHAPE + FORM).rate.mean()
         if ref.empty:
             lacking.append(f"no '{yardstick}' rows ({op}'s library baseline)")
             continue
-        at = ref.reindex(pd.MultiIndex.from_frame(mine[SHAPE])).to_numpy()
+        at = ref.reindex(pd.MultiIndex.from_frame(mine[SHAPE + FORM])).to_numpy()
         compared = mine.assign(percent=100.0 * mine.rate.to_numpy() / at).dropna(subset=["percent"])
         if compared.empty:
             lacking.append(f"no {op} GPU series at the shapes of its '{yardstick}' rows")

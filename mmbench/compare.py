@@ -23,6 +23,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from .precisions import form_suffix
 from .schema import samples_of
 
 # Named thresholds: the change in time below which a pair is the same (the default measured, on an
@@ -32,7 +33,7 @@ CONFIDENCE = 0.95
 RESAMPLES = 2000
 SEED = 20261125
 VERDICTS = ("slower", "faster", "unclear", "same", "not compared")
-MATCH = ("op", "variant", "params", "m", "n", "k", "scope", "pad")  # what makes two rows one point
+MATCH = ("op", "variant", "params", "m", "n", "k", "scope", "pad", "dtype", "layout")  # what makes two rows one point
 CLOCKS = {"events": "time_ms_samples", "kernel": "kernel_ms_samples"}
 
 
@@ -206,10 +207,10 @@ def alone_lines(comparison: Comparison, every: bool = False, most: int = 8) -> l
 
 
 def _point_name(key: tuple) -> str:
-    op, variant, params, m, n, k, scope, pad = key
+    op, variant, params, m, n, k, scope, pad, dtype, layout = key
     shape = f"{m}x{n}" + (f"x{k}" if k else "")
-    return f"{variant}{'[' + params + ']' if params else ''} {shape}" + (f" {scope}" if scope != "kernel" else "") \
-        + (" padded" if int(pad) else "")
+    return f"{variant}{'[' + params + ']' if params else ''}{form_suffix(dtype, layout)} {shape}" \
+        + (f" {scope}" if scope != "kernel" else "") + (" padded" if int(pad) else "")
 
 
 HEADERS = ("point", "baseline ms", "candidate ms", "time change", "interval", "verdict", "note")

@@ -9,13 +9,15 @@ so both libraries see the same allocations.
 from __future__ import annotations
 
 import traceback
+from typing import Callable
 
 import numpy as np
 
 # CUBLAS_PEDANTIC_MATH: pure FP32 arithmetic, never TF32 or other reduced-precision paths.
 # CuPy names no constant for it.
 PEDANTIC_MATH = 2
-NO_TRANSPOSE = 0  # CUBLAS_OP_N
+DEFAULT_MATH = 0  # CUBLAS_DEFAULT_MATH: DGEMM on the FP64 tensor cores, which are IEEE float64
+NO_TRANSPOSE, TRANSPOSE = 0, 1  # CUBLAS_OP_N, CUBLAS_OP_T
 
 
 class CublasUnavailable(RuntimeError):
@@ -24,9 +26,12 @@ class CublasUnavailable(RuntimeError):
 
 class Cublas:
     """A cuBLAS handle bound to one stream, in pedantic FP32 math mode. An operation calls a routine
-    as lib.ROUTINE(handle, ...), with one and zero as the alpha and beta it takes by pointer."""
+    as lib.ROUTINE(handle, ...), with one and zero as the alpha and beta it takes by pointer. GEMM
+    at other precisions (gemm()) opens, at its first point, a second handle in default math for
+    DGEMM, and cuBLASLt (cublaslt.py) for the tensor-core precisions; alloc: device memory for
+    cuBLASLt's workspace."""
 
-    def __init__(self, stream_handle: int):
+    def __init__(self, stream_handle: int, alloc=None):
         try:
             import cupy
             from cupy.cuda import cublas
@@ -42,14 +47,60 @@ class Cublas:
         # Host scalars 1 and 0 (pointer mode host), kept alive with the handle; one and zero point at them.
         self._scalars = np.array([1.0, 0.0], np.float32)
         self.one, self.zero = self._scalars.ctypes.data, self._scalars.ctypes.data + 4
+        self._doubles = np.array([1.0, 0.0], np.float64)
+        self._stream, self._alloc = stream_handle, alloc
+        self._dgemm = None  # the default-math handle, at the first fp64 point
+        self._lt = None  # cuBLASLt, at the first tensor-core point
 
     def meta(self) -> dict:
         """What a results file's metadata records of the library."""
-        return {"version": self.version, "math_mode": self.math_mode,
+        meta = {"version": self.version, "math_mode": self.math_mode,
                 "math_mode_name": "CUBLAS_PEDANTIC_MATH" if self.math_mode == PEDANTIC_MATH else "other",
                 "cupy": self.cupy_version}
+        if self._dgemm is not None:
+            meta["fp64"] = {"routine": "cublasDgemm", "math_mode_name": "CUBLAS_DEFAULT_MATH"}
+        if self._lt is not None:
+            meta["cublaslt"] = self._lt.meta()
+        return meta
+
+    def gemm(self, shape, bufs) -> Callable[[], None]:
+        """A no-argument call of the library's GEMM at the buffers' precision and layout: SGEMM in
+        pedantic FP32 at fp32, DGEMM at fp64, cuBLASLt's matmul at the tensor-core precisions."""
+        if bufs.precision == "fp32":
+            return self._blas(self.lib.sgemm, self.handle, self.one, self.zero, shape, bufs)
+        if bufs.precision == "fp64":
+            if self._dgemm is None:
+                self._dgemm = self.lib.create()
+                self.lib.setMathMode(self._dgemm, DEFAULT_MATH)
+                self.lib.setStream(self._dgemm, self._stream)
+            one, zero = self._doubles.ctypes.data, self._doubles.ctypes.data + 8
+            return self._blas(self.lib.dgemm, self._dgemm, one, zero, shape, bufs)
+        if self._lt is None:
+            from .cublaslt import CublasLt
+
+            if self._alloc is None:
+                raise CublasUnavailable("cuBLASLt needs device memory for its workspace: no allocator was given")
+            self._lt = CublasLt(self._stream, self._alloc)
+        return self._lt.matmul(shape, bufs)
+
+    @staticmethod
+    def _blas(routine, handle: int, one: int, zero: int, shape, bufs):
+        """cuBLAS's column-major ?gemm on the row-major product C (m x n) = A . B: it computes
+        C^T (n x m) = op(B) op(A), B's buffer first, each transposed where the layout stores the
+        operand as the product writes it (BLAS's N on row-major is T on column-major)."""
+        from .precisions import transposed
+
+        ta, tb = transposed(bufs.layout)
+        (a, b, c), (m, n, k) = (int(x) for x in bufs.all[:3]), (shape.m, shape.n, shape.k)
+        op_b, ld_b = (TRANSPOSE, k) if tb else (NO_TRANSPOSE, n)
+        op_a, ld_a = (TRANSPOSE, m) if ta else (NO_TRANSPOSE, k)
+        return lambda: routine(handle, op_b, op_a, n, m, k, one, b, ld_b, a, ld_a, zero, c, n)
 
     def close(self) -> None:
+        if self._lt is not None:
+            self._lt.close()
+        if self._dgemm is not None:
+            self.lib.destroy(self._dgemm)
         self.lib.destroy(self.handle)
 
 

@@ -13,9 +13,11 @@ from typing import Any
 import numpy as np
 
 from . import source
+from .precisions import nan_bits, raw_view
 from .variants import Params, Variant
 
 NAN_BITS = 0x7FC00000  # a quiet float32 NaN: poisons outputs before every verification launch
+FLOAT64_NAN_HALVES = 0x7FF8  # repeated in every 16 bits of a float64: 0x7FF87FF87FF87FF8, a NaN
 HOLD_TIMEOUT_NS = 2_000_000_000  # hold_stream gives up after this; a batch enqueues in well under
 HOLD_SLOTS = 2
 
@@ -296,8 +298,9 @@ class Gpu:
         return self.drv.mem_alloc(max(nbytes, 4))
 
     def download(self, buf, shape: tuple[int, ...], dtype=np.float32) -> np.ndarray:
+        """A device array on the host, of any storage type (16- and 8-bit floats through their bytes)."""
         out = np.empty(shape, dtype=dtype)
-        self.drv.memcpy_dtoh(out, buf)
+        self.drv.memcpy_dtoh(raw_view(out), buf)
         return out
 
     def pinned(self, shape: tuple[int, ...], dtype=np.float32) -> np.ndarray:
@@ -324,8 +327,17 @@ class Gpu:
         """Bytes of device memory free now."""
         return self.drv.mem_get_info()[0]
 
-    def poison(self, buf, count: int) -> None:
-        self.drv.memset_d32(buf, NAN_BITS, count)
+    def poison(self, buf, count: int, dtype=np.float32) -> None:
+        """Fill count elements of a storage type with a quiet NaN of that type."""
+        bits, width = nan_bits(dtype)
+        if width == 4:
+            self.drv.memset_d32(buf, bits, count)
+        elif width == 8:  # 0x7FF8 in every 16 bits: a NaN of float64 (all exponent bits set)
+            self.drv.memset_d16(buf, FLOAT64_NAN_HALVES, 4 * count)
+        elif width == 2:
+            self.drv.memset_d16(buf, bits, count)
+        else:
+            self.drv.memset_d8(buf, bits, count)
 
     def poison_async(self, buf, count: int) -> None:
         """poison() on the stream, for work enqueued behind a hold (the batched tuner)."""

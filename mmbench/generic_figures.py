@@ -1,5 +1,6 @@
 """Figure families of any run, of no study: `mmbench plot rate` (each series' rate by size) and
-`mmbench plot vs-library` (each GPU series as % of its operation's library baseline), for any
+`mmbench plot vs-library` (each GPU series as % of its operation's library baseline at its precision)
+and `mmbench plot peaks` (each GPU product as % of its precision's dense peak), for any
 operation and your own kernels. The studies' families are theirs (studies/); `mmbench plot` offers
 both, these first."""
 
@@ -25,4 +26,10 @@ FAMILIES = {
         "panel per operation, with the geometric mean, lowest and highest printed",
         (Figure("vs-library", lambda df, meta, profile, size: plots.fig_vs_library(df, meta)),),
         plots.library_summary),
+    "peaks": FigureFamily(
+        "Any run: each GPU product as % of its precision's peak",
+        "Each GPU series' GFLOP/s as % of the dense peak of its precision (SMs x dense FLOP per SM per clock x "
+        "boost clock: FP32 on the FMA units, the others on the tensor cores; docs/precisions.md), by size, with each "
+        "series' best printed",
+        (Figure("peaks", lambda df, meta, profile, size: plots.fig_peaks(df, meta)),), plots.peaks_summary),
 }

@@ -38,6 +38,9 @@ COLOURS = {"best_const": "tab:blue", "best": "tab:orange", "interleaved": "tab:g
            "dbuf": "crimson", "multistage": "darkgoldenrod", "gemv_tuned": "teal", "cublas_gemv": "darkorange"}
 FALLBACK = plt.get_cmap("tab20").colors
 LINESTYLE = {32: "-", 16: "--", 8: ":"}
+# A library's line at each precision, where a run has several (layouts other than nn dotted)
+PRECISION_COLOURS = {"fp64": "#4d4d4d", "fp32": "#1f77b4", "tf32": "#17becf", "fp16": "#2ca02c", "bf16": "#d62728",
+                     "fp8e4m3": "#9467bd", "fp8e5m2": "#e377c2"}
 
 
 def colour_of(variant: str):
@@ -247,9 +250,11 @@ def _series_style(rows: pd.DataFrame, name: str, nth: int) -> dict:
     first, split = rows.iloc[0], name != rows.iloc[0].variant  # split: one line per configuration
     tuned = rows.params.nunique()  # more than one: tuned parameters (per size class or shape)
     s = analysis.series_of(first.variant, first.params if tuned == 1 else "")
-    return {"color": colour_of(first.variant),
-            "linestyle": "--" if first.backend != "cuda" else KERNEL_LINES[nth % len(KERNEL_LINES)],
-            "label": s.label + (f" {first.params}" if split and not s.block else "")
+    form = first.get("form", "")  # " bf16 nt" where the run has several precisions or layouts
+    return {"color": PRECISION_COLOURS[first["dtype"]] if form and first.backend != "cuda" else colour_of(first.variant),
+            "linestyle": ("--" if not form or first["layout"] == "nn" else ":") if first.backend != "cuda" else
+            KERNEL_LINES[nth % len(KERNEL_LINES)],
+            "label": s.label + (f" {first.params}" if split and not s.block else "") + form
             + (f" (tuned: {tuned} configurations)" if tuned > 1 else "")}
 
 
@@ -294,7 +299,40 @@ def fig_vs_library(df: pd.DataFrame, meta: dict) -> plt.Figure:
     return fig
 
 
-def library_summary(df: pd.DataFrame) -> tuple[str, list[str], list[list[str]]]:
+def _peaks(meta: dict) -> dict[str, float]:
+    gpu = meta.get("gpu")
+    if not gpu:
+        raise ResultsError("the peaks need a GPU run's metadata (no 'gpu' in the .meta.json)")
+    return datasheet(gpu)["precision_tflops"]
+
+
+def fig_peaks(df: pd.DataFrame, meta: dict) -> plt.Figure:
+    """Every GPU series' GFLOP/s as % of its precision's dense peak (ceilings.datasheet), by size."""
+    pct = analysis.percent_of_peak(df, _peaks(meta))
+    fig, axes = _panels(1)
+    ax = axes[0]
+    _lines(ax, pct, "percent")
+    _size_axis(ax, pct)
+    ax.axhline(100, color="black", linewidth=0.8)
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("GFLOP/s (mean of samples) as % of the precision's dense peak")
+    ax.legend(fontsize=8, loc="best")
+    _title(ax, "% of each precision's peak (SMs x dense FLOP/clock x boost clock)", meta)
+    return fig
+
+
+def peaks_summary(df: pd.DataFrame, meta: dict) -> tuple[str, list[str], list[list[str]]]:
+    """Per series: its precision's peak, and its best rate and % of that peak (with where)."""
+    pct = analysis.percent_of_peak(df, _peaks(meta))
+    rows = []
+    for name, g in pct.groupby("series", sort=False):
+        best = g.loc[g.percent.idxmax()]
+        rows.append([name, f"{best.peak_tflops:.0f}", f"{best.gflops_mean / 1e3:.1f} at {_shape(best)}",
+                     f"{best.percent:.1f} %"])
+    return "rate as % of the precision's dense peak", ["series", "peak TFLOP/s", "best TFLOP/s", "% of peak"], rows
+
+
+def library_summary(df: pd.DataFrame, meta: dict | None = None) -> tuple[str, list[str], list[list[str]]]:
     """Per series: its operation, the shapes compared, and its % of the library: the geometric mean,
     the lowest and the highest (with where)."""
     pct = analysis.percent_of_library(df)

@@ -74,7 +74,8 @@ def torn_path(csv_path: Path) -> Path:
 
 def row_key(row: Mapping) -> tuple:
     return (str(row.get("op") or ADDED_COLUMNS["op"]), str(row["variant"]), str(row["params"] or ""), int(row["m"]), int(row["n"]),
-            int(row["k"]), str(row["cache"]), str(row.get("scope") or ADDED_COLUMNS["scope"]), int(row.get("pad") or 0))
+            int(row["k"]), str(row["cache"]), str(row.get("scope") or ADDED_COLUMNS["scope"]), int(row.get("pad") or 0),
+            str(row.get("dtype") or ADDED_COLUMNS["dtype"]), str(row.get("layout") or ADDED_COLUMNS["layout"]))
 
 
 def older_columns(header: tuple[str, ...]) -> bool:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 # Written into every results file's metadata as "format"; a file without it is format 1 (all
 # files from before the version was recorded), read the same way: its missing columns are added
 # with ADDED_COLUMNS' values.
-FORMAT = 2
+FORMAT = 3  # 3: dtype and layout
 
 _INT, _FLOAT, _TEXT = "int", "float", "text"
 _OLD = None  # a column of the first files: no value to add
@@ -29,7 +29,9 @@ _OLD = None  # a column of the first files: no value to add
 _TABLE = (
     ("op", _TEXT, "gemm"),  # files written before operations existed are all GEMM
     ("variant", _TEXT, _OLD), ("label", _TEXT, _OLD), ("backend", _TEXT, _OLD), ("params", _TEXT, _OLD),
-    ("m", _INT, _OLD), ("n", _INT, _OLD), ("k", _INT, _OLD), ("cache", _TEXT, _OLD),
+    ("m", _INT, _OLD), ("n", _INT, _OLD), ("k", _INT, _OLD),
+    # every row before precisions and layouts was float32 with row-major A and B (precisions.py)
+    ("dtype", _TEXT, "fp32"), ("layout", _TEXT, "nn"), ("cache", _TEXT, _OLD),
     # before scopes and padding, every time was the kernel's alone on the matrices as given
     ("scope", _TEXT, "kernel"), ("pad", _INT, "0"), ("padded_shape", _TEXT, ""),
     ("status", _TEXT, _OLD), ("reason", _TEXT, _OLD),
@@ -52,7 +54,7 @@ _TABLE = (
     ("noise", _FLOAT, ""), ("noise_clock", _TEXT, ""), ("stopped", _TEXT, ""), ("samples_sagged", _FLOAT, ""),
 )
 COLUMNS = tuple(name for name, _, _ in _TABLE)
-KEY = ("op", "variant", "params", "m", "n", "k", "cache", "scope", "pad")  # one row per point; --resume skips these
+KEY = ("op", "variant", "params", "m", "n", "k", "cache", "scope", "pad", "dtype", "layout")  # one row per point; --resume skips these
 # Columns added since the first files, with the value every row of an older file has.
 ADDED_COLUMNS = {name: old for name, _, old in _TABLE if old is not _OLD}
 STATUSES = ("ok", "wrong", "failed", "skipped")
@@ -82,6 +84,7 @@ def row(point: Point, settings: Settings, status: str, reason: str = "", **field
     s = point.shape
     return {"op": point.variant.op, "variant": point.variant.name, "label": point.variant.label,
             "backend": point.variant.backend, "params": format_params(point.params), "m": s.m, "n": s.n, "k": s.k,
+            "dtype": point.dtype, "layout": point.layout,
             "cache": point.cache, "scope": point.scope, "pad": int(point.pad), "padded_shape": padded_shape(point),
             "status": status, "reason": reason, "runs": settings.runs, "warmup": settings.warmup,
             "finished_at": utc_now(), "host": HOST, **fields}
@@ -115,7 +118,7 @@ def kernel_fields(kernel: tuple | None) -> dict:
 def timing_fields(point: Point, times_ms: Sequence[float]) -> dict:
     """The event times' columns: statistics, rates from the operation's work, every sample."""
     st = summarize(times_ms)
-    flops, nbytes = point.op.flops(point.shape), point.op.min_bytes(point.shape)
+    flops, nbytes = point.op.flops(point.shape), point.op.min_bytes(point.shape, point.dtype)
     return {"time_ms_mean": st.mean, "time_ms_median": st.median, "time_ms_min": st.min,
             "time_ms_max": st.max, "time_ms_std": st.std, "cv": st.cv,
             # An operation that computes nothing (a transpose) has no GFLOP/s, not 0 GFLOP/s.

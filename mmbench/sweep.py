@@ -16,11 +16,12 @@ from . import environment, places
 from .config import ConfigError, load_config
 from .engine import session
 from .engine.outcome import Outcome
-from .engine.plan import Point, Selection, Settings, plan
+from .engine.plan import Point, Selection, Settings, check_forms, plan
 from .engine.refusals import (RunRefused, Say, check_buildable, check_new_output, check_output, previous_metadata,
                               resolve_settings, resumable)
 from .ops import get_op, timing_problem
 from .ops.base import SCOPES
+from .precisions import LAYOUTS, PRECISIONS, PrecisionError
 from .results import Scan, run_csv, torn_message
 from .sizes import SizeSpecError
 from .timing import CACHE_MODES
@@ -57,6 +58,8 @@ class RunRequest:
     resume: bool = False
     scope: str | None = None
     pad: bool = False
+    dtype: tuple[str, ...] = ()  # precisions ("bf16", "fp32,tf32"); default fp32
+    layout: tuple[str, ...] = ()  # layouts of A and B ("nn", "nt"); default nn
     cluster: str | None = None
     scheduler: str | None = None
     workers: int | None = None
@@ -102,7 +105,9 @@ def perform(request: RunRequest, *, say: Say = print, dry_run: bool = False, com
     on_output(output) hears the output before anything runs; progress(points) gives on_row."""
     check_values(request)
     name, selections, cfg = selections_of(request.variants, request.sizes, request.blocks, request.params,
-                                          request.config, request.scope, request.pad)
+                                          request.config, request.scope, request.pad, request.dtype, request.layout)
+    for note in forms_left_out(selections):
+        say(note)
     caches = reading_caches(request.tuning_cache)
     chosen = {v for sel in selections for v in sel.variants}
     spec = cluster_spec(request.cluster, request.scheduler, request.workers, any(v.on_gpu for v in chosen))
@@ -258,12 +263,14 @@ def _refuse_given(request: RunRequest, keys: Sequence[str], why: str) -> None:
             raise RunRefused(f"--{key.replace('_', '-')} {getattr(request, key)}: {why}")
 
 
-def selections_of(variants, sizes, blocks, params, config, scope=None, pad=False) -> tuple[str, list[Selection], dict]:
+def selections_of(variants, sizes, blocks, params, config, scope=None, pad=False, dtype=(), layout=()
+                  ) -> tuple[str, list[Selection], dict]:
     """(run name, selections, settings from the config) from the options or the config file."""
     if config:
-        if variants or sizes or blocks or params or scope or pad:
-            raise RunRefused("--config sets variants, sizes, parameters, scopes and padding; do not combine it with "
-                             "--variant, --sizes, --block, --params, --scope or --pad")
+        if variants or sizes or blocks or params or scope or pad or dtype or layout:
+            raise RunRefused("--config sets variants, sizes, parameters, scopes, padding, precisions and layouts; do "
+                             "not combine it with --variant, --sizes, --block, --params, --scope, --pad, --dtype or "
+                             "--layout")
         try:
             cfg = load_config(config)
         except ConfigError as exc:
@@ -295,7 +302,21 @@ def selections_of(variants, sizes, blocks, params, config, scope=None, pad=False
             raise RunRefused(f"parameter '{name}' belongs to none of {', '.join(v.name for v in chosen)}; "
                              f"their parameters: {', '.join(sorted(known)) or 'none'}")
     scopes, pads = scopes_of(scope, pad, chosen)
-    return "run", [Selection(chosen, spec, overrides, scopes=scopes, pads=pads)], {}
+    for option, given in (("--dtype", dtype), ("--layout", layout)):
+        if given and not split(given):
+            choices = PRECISIONS if option == "--dtype" else LAYOUTS
+            raise RunRefused(f"{option} '{','.join(given)}' names none; choose from: {', '.join(choices)}")
+    try:
+        dtypes, layouts, _ = check_forms(chosen, split(dtype), split(layout))
+    except PrecisionError as exc:
+        raise RunRefused(str(exc)) from None
+    return "run", [Selection(chosen, spec, overrides, scopes=scopes, pads=pads, dtypes=dtypes, layouts=layouts)], {}
+
+
+def forms_left_out(selections: Sequence[Selection]) -> list[str]:
+    """For each variant that takes only some of its selection's precisions and layouts, a line
+    saying which are not planned."""
+    return [note for sel in selections for note in check_forms(sel.variants, sel.dtypes, sel.layouts)[2]]
 
 
 def reading_caches(given: str | None):

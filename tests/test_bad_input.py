@@ -61,9 +61,22 @@ CASES = [
     (["run", "-v", "transpose_naive", "-s", "33", "--scope", "device"],
      "--scope device: transpose_naive is a transpose, timed only as kernel"),
     (["run", "-v", "gemv_row", "-s", "33", "--pad"], "--pad: gemv_row is a gemv, which has no padding"),
+    # run: precisions and layouts
+    (["run", "-v", "cublas", "-s", "32", "--dtype", "fp12"],
+     "--dtype: unknown precision 'fp12'; choose from: fp64, fp32, tf32, fp16, bf16, fp8e4m3, fp8e5m2"),
+    (["run", "-v", "cublas", "-s", "32", "--dtype", ","], "--dtype ',' names none; choose from: fp64, fp32"),
+    (["run", "-v", "best", "-s", "32", "--dtype", "bf16"], "--dtype bf16: best takes fp32 at layout nn; none of these"),
+    (["run", "-v", "best,cublas", "-s", "32", "--dtype", "fp16,bf16"],
+     "--dtype fp16,bf16: best takes fp32 at layout nn; none of these"),
+    (["run", "-v", "cublas", "-s", "32", "--layout", "nx"], "--layout: unknown layout 'nx'; choose from: nn, nt, tn, tt"),
+    (["run", "-v", "dbuf", "-s", "32", "--layout", "nt"], "--dtype fp32 --layout nt: dbuf takes fp32 at layout nn; "
+     "none of these"),
+    (["run", "-v", "transpose_naive", "-s", "32", "--dtype", "fp16"], "transpose_naive takes fp32 at layout nn"),
     (["tune", "-v", "shared_padded", "-s", "64", "--engine", "batched", "--strategy", "brute"],
      "shared_padded has no border checks and runs only on padded inputs, which the batched engine does not make"),
-    (["run", "--config", ZOSA, "--pad"], "do not combine it with --variant, --sizes, --block, --params, --scope or --pad"),
+    (["run", "--config", ZOSA, "--pad"], "do not combine it with --variant, --sizes, --block, --params, --scope, --pad, "
+     "--dtype or --layout"),
+    (["run", "--config", ZOSA, "--dtype", "bf16"], "do not combine it with --variant"),
     (["run", "--config", ZOSA, "--variant", "best"], "do not combine it with --variant"),
     (["run", "--config", "nope.toml"], "nope.toml: no such config file"),
     (["run", "--config", "bad.toml"], "bad.toml: not valid TOML"),

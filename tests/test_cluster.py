@@ -157,7 +157,8 @@ def test_a_workers_runner_keeps_a_shapes_inputs_for_its_next_chunk_of_that_shape
 
     made = []
     original = Gemm.make_inputs
-    monkeypatch.setattr(Gemm, "make_inputs", lambda self, shape, rng, products=None: made.append(shape) or original(self, shape, rng, products))
+    monkeypatch.setattr(Gemm, "make_inputs", lambda self, shape, rng, products=None, *form: made.append(shape)
+                        or original(self, shape, rng, products, *form))
     chunk = lambda n: [Point(REGISTRY["blas"], (), Shape(n, n, n), "hot")]  # noqa: E731
     runner = LocalPoints(Settings(runs=1, warmup=0), [])
     rows = []

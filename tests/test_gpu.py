@@ -24,9 +24,10 @@ GPU_VARIANTS = tuple(v for v in REGISTRY.values() if v.on_gpu)
 CASES = [(v.name, b) for v in GPU_VARIANTS for b in (BLOCKS if "BLOCK" in v.axes else (None,))]
 
 
-def _run(gpu, variants, sizes, overrides=None, scopes=("kernel",), pads=(False,), **settings):
-    points = plan([Selection(tuple(variants), sizes, overrides or {}, scopes=scopes, pads=pads)],
-                  settings.pop("cache", "cold"))
+def _run(gpu, variants, sizes, overrides=None, scopes=("kernel",), pads=(False,), dtypes=("fp32",), layouts=("nn",),
+         **settings):
+    points = plan([Selection(tuple(variants), sizes, overrides or {}, scopes=scopes, pads=pads, dtypes=dtypes,
+                             layouts=layouts)], settings.pop("cache", "cold"))
     runner = LocalPoints(Settings(**{"runs": 3, "warmup": 1, **settings}), points, gpu_factory=lambda: gpu)
     rows: list[dict] = []
     try:

@@ -35,8 +35,8 @@ def test_resume_appends_and_knows_what_is_done(tmp_path):
     sink = CsvSink(path)  # reopening appends, no second header
     sink.write(row(96))
     sink.close()
-    assert done_keys(path) == {("gemm", "best", "BLOCK=32", 64, 64, 64, "cold", "kernel", 0),
-                               ("gemm", "best", "BLOCK=32", 96, 96, 96, "cold", "kernel", 0)}
+    assert done_keys(path) == {("gemm", "best", "BLOCK=32", 64, 64, 64, "cold", "kernel", 0, "fp32", "nn"),
+                               ("gemm", "best", "BLOCK=32", 96, 96, 96, "cold", "kernel", 0, "fp32", "nn")}
     assert path.read_text().count("variant,") == 1
 
 
@@ -95,7 +95,7 @@ def test_a_torn_last_line_is_recognized_wherever_the_cut_falls(tmp_path, cut):
     path.write_text("\r\n".join(lines[:-1] + [last[: len(last) * cut // 100]]), newline="")
     found = scan(path)
     assert found.torn is not None and found.torn.line == 4
-    assert found.keys == {("gemm", "best", "BLOCK=32", n, n, n, "cold", "kernel", 0) for n in (64, 96)}
+    assert found.keys == {("gemm", "best", "BLOCK=32", n, n, n, "cold", "kernel", 0, "fp32", "nn") for n in (64, 96)}
     df = read_results(path)
     assert list(df.n) == [64, 96] and "torn row" in df.attrs["warning"] and "left out" in df.attrs["warning"]
     message = set_aside_torn(path, found)

@@ -32,7 +32,7 @@ def test_a_run_records_its_format_and_a_file_without_one_still_reads(tmp_path):
     points = [Point(get_variant("blas"), (), Shape(8, 8, 8), "hot")]
     outcome = session.execute(points, Settings(runs=1, warmup=0, cache="hot"), out, {"name": "r"}, ["t"],
                               say=lambda _: None)
-    assert outcome.state == "finished" and read_metadata(out)["format"] == schema.FORMAT == 2
+    assert outcome.state == "finished" and read_metadata(out)["format"] == schema.FORMAT == 3
     # A file of format 1 (no "format" in its metadata, no columns added since): read as before.
     old = tmp_path / "old.csv"
     keep = [c for c in schema.COLUMNS if c not in schema.ADDED_COLUMNS]

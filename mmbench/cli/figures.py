@@ -150,7 +150,7 @@ def _draw(family, run: Loaded, size: int | None) -> Drawn:
     drawn = Drawn(figures, missing, None)
     if family.summary:
         try:
-            return Drawn(figures, missing, family.summary(run.df))
+            return Drawn(figures, missing, family.summary(run.df, run.meta))
         except ResultsError as exc:
             drawn.close()
             raise InputError(str(exc)) from None

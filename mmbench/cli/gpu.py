@@ -213,6 +213,9 @@ def _print_info(facts: dict, gpu_note: str | None) -> None:
         table.add_row("pycuda", f"{g['pycuda']} (built for CUDA {g['pycuda_built_for_cuda']})")
         sheet = ceilings_mod.datasheet(g)
         table.add_row("datasheet peaks", _peaks(sheet["fp32_tflops"], sheet["dram_gbytes_per_s"]))
+        if len(sheet["precision_tflops"]) > 1:
+            table.add_row("dense GEMM peaks", ", ".join(f"{name} {tflops:.0f}" for name, tflops in
+                                                        sheet["precision_tflops"].items()) + " TFLOP/s")
         c = facts.get("ceilings")
         table.add_row("measured ceilings", _peaks(c["fp32_fma_tflops"], c["dram_copy_gbytes_per_s"]) +
                       f" ({c['measured_at']})" if c else "not measured here yet: run `mmbench ceilings`")

@@ -14,6 +14,7 @@ from .. import places, sweep
 from ..analysis import series_summary
 from ..ops import get_op, size_forms_help
 from ..ops.base import SCOPES
+from ..precisions import DEFAULT, DEFAULT_LAYOUT, LAYOUTS, PRECISIONS, form_suffix
 from ..results import metadata_path, read_results
 from ..sizes import FORMS, row_shape
 from ..engine import session
@@ -53,7 +54,8 @@ def progress_bar(total: int):
         if task is None:
             progress.start()
             task = progress.add_task("sweeping", total=total)
-        progress.update(task, advance=1, description=f"{row['variant']} {row['params']} {row_shape(row['m'], row['n'], row['k'])}")
+        progress.update(task, advance=1, description=f"{row['variant']}{form_suffix(row.get('dtype', DEFAULT), row.get('layout', DEFAULT_LAYOUT))} "
+                                                     f"{row['params']} {row_shape(row['m'], row['n'], row['k'])}")
 
     try:
         yield on_row
@@ -120,7 +122,8 @@ def _report(outcome, output: Path, strict: bool = True):
 def _print_plan(points: list[Point], skipped: int, output: Path) -> None:
     groups: dict[tuple, list[Point]] = {}
     for p in points:
-        groups.setdefault((scoped_name(p.variant.name, p.scope, p.pad), format_params(p.params)), []).append(p)
+        name = scoped_name(p.variant.name, p.scope, p.pad) + form_suffix(p.dtype, p.layout)
+        groups.setdefault((name, format_params(p.params)), []).append(p)
     table = Table(title=f"plan: {len(points)} points" + (f" ({skipped} already in {output})" if skipped else ""))
     # Parameters fold under the variant and sizes wrap, so the plan fits 80 columns.
     table.add_column("variant, params", overflow="fold", min_width=16, ratio=2)
@@ -163,7 +166,7 @@ def _summary_table(df, csv_path) -> Table:
         table.add_column(col, justify="right", overflow="fold")
     for s in series.itertuples(index=False):
         unit = "GFLOP/s" if get_op(s.op).rate.startswith("gflops") else "GB/s"
-        variant = scoped_name(s.variant, s.scope, s.pad)
+        variant = scoped_name(s.variant, s.scope, s.pad) + form_suffix(s.dtype, s.layout)
         name = f"{variant}\n{s.params.replace(',', ' ')}" if s.params else variant
         if not s.ok:
             table.add_row(name, "0", s.not_ok, "-", "-", "-", "-")
@@ -219,11 +222,18 @@ def _summary_table(df, csv_path) -> Table:
                    "device adds the padding copies on the GPU, end_to_end the host's padding and the transfers.")
 @click.option("--pad", is_flag=True, help="GEMM kernels: run on A and B zero-padded to the kernel's tile multiple "
               "(m, n to its tile of C, k to its k-tile) and take C out of the padded result.")
+@click.option("--dtype", "dtype", multiple=True, metavar="NAME[,NAME...]",
+              help=f"Precisions, each its own points (default fp32): {', '.join(PRECISIONS)}; docs/rows.md says what "
+                   "each holds. A variant runs those it takes.")
+@click.option("--layout", "layout", multiple=True, metavar="NAME[,NAME...]",
+              help=f"GEMM: how A and B are stored, BLAS's N/T on the row-major product (default nn): "
+                   f"{', '.join(LAYOUTS)}; nt is K-major A and B, what FP8 tensor cores take.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and exit; needs no GPU.")
 @cluster_options
 @isolation_options
 def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cache, threads, seed, max_noise, noise_clock,
-        time_budget, cpu_budget, output, resume, scope, pad, dry_run, cluster, scheduler, workers, isolation, point_timeout):
+        time_budget, cpu_budget, output, resume, scope, pad, dtype, layout, dry_run, cluster, scheduler, workers,
+        isolation, point_timeout):
     """Sweep variants over sizes: verify each point, time it, write a row per point.
 
     \b
@@ -231,6 +241,7 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
       mmbench run --variant best --sizes 63:2049
       mmbench run -v best,shared,cublas --sizes 256,512,1024 --block 8,16,32
       mmbench run --config configs/zosa2017.toml
+      mmbench run -v cublas --dtype fp32,tf32,bf16 --sizes 1024:8192:x2
     """
     ctx = click.get_current_context()
     budgets = ("time_budget", "cpu_budget")  # their defaults are shown in --help, not given

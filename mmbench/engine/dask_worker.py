@@ -43,14 +43,16 @@ def variant_of(ref: tuple) -> Variant:
 
 def descriptor(point: Point) -> tuple:
     s = point.shape
-    return (variant_ref(point.variant), point.params, (s.m, s.n, s.k), point.cache, point.scope, point.pad)
+    return (variant_ref(point.variant), point.params, (s.m, s.n, s.k), point.cache, point.scope, point.pad, point.dtype,
+            point.layout)
 
 
 def from_descriptor(d: tuple, variant: Variant | None = None) -> Point:
     """The point of a descriptor; its variant as given where the registry does not hold it (a test's
     kernel from another folder, sent whole)."""
-    ref, params, (m, n, k), cache, scope, pad = d
-    return Point(variant or variant_of(tuple(ref)), tuple(map(tuple, params)), Shape(m, n, k), cache, scope, pad)
+    ref, params, (m, n, k), cache, scope, pad, dtype, layout = d
+    return Point(variant or variant_of(tuple(ref)), tuple(map(tuple, params)), Shape(m, n, k), cache, scope, pad,
+                 dtype, layout)
 
 
 # Per worker process: one runner (a second would open the GPU and CUPTI's callbacks again), kept

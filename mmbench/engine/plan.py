@@ -11,6 +11,7 @@ from .. import source
 from ..kernel_clock import MODES as KERNEL_CLOCK_MODES
 from ..ops import Operation, get_op
 from ..ops.capabilities import must_pad
+from ..precisions import DEFAULT, DEFAULT_LAYOUT, PrecisionError, check_layout, form_suffix, get_precision
 from ..sizes import Shape
 from ..timing import CACHE_MODES
 from ..ops.declared import dimensions
@@ -31,6 +32,8 @@ class Point:
     cache: str  # what the sample saw: GPU points "cold" or "hot"; CPU BLAS always "hot"
     scope: str = "kernel"  # what a sample covers (ops.base.SCOPES)
     pad: bool = False  # whether the kernel ran on inputs padded to its tile multiple
+    dtype: str = DEFAULT  # the precision (precisions.PRECISIONS): element types, accumulation, scales
+    layout: str = DEFAULT_LAYOUT  # how A and B are stored (precisions.LAYOUTS)
 
     @property
     def op(self) -> Operation:
@@ -45,11 +48,12 @@ class Point:
     def key(self) -> tuple:
         s = self.shape
         return (self.variant.op, self.variant.name, format_params(self.params), s.m, s.n, s.k, self.cache, self.scope,
-                int(self.pad))
+                int(self.pad), self.dtype, self.layout)
 
     def __str__(self) -> str:
         p = format_params(self.params)
-        return scoped_name(f"{self.variant.name}{'[' + p + ']' if p else ''}", self.scope, self.pad) + f" @ {self.shape}"
+        return (scoped_name(f"{self.variant.name}{'[' + p + ']' if p else ''}", self.scope, self.pad)
+                + form_suffix(self.dtype, self.layout) + f" @ {self.shape}")
 
 
 def scoped_name(name: str, scope: str, pad) -> str:
@@ -71,6 +75,10 @@ class Selection:
     tuned: Mapping[tuple[str, Shape], Tuned] = field(default_factory=dict)  # from the tuning caches (tune.Tuned)
     scopes: tuple[str, ...] = ("kernel",)  # what the samples cover (ops.base.SCOPES), each its own points
     pads: tuple[bool, ...] = (False,)  # run on the inputs as given, padded to each kernel's tile multiple, or both
+    # Precisions and layouts, each its own points; a variant runs those of them it takes (sweep.py
+    # refuses a variant that takes none, and says which pairs are left out).
+    dtypes: tuple[str, ...] = (DEFAULT,)
+    layouts: tuple[str, ...] = (DEFAULT_LAYOUT,)
 
     def shapes(self, variant: Variant) -> tuple[Shape, ...]:
         return _shapes(variant.op, self.spec)
@@ -143,13 +151,52 @@ def plan(selections: Iterable[Selection], cache: str) -> list[Point]:
                 # A kernel without border checks is always padded; a CPU point has no scope but its own.
                 pads = (True,) if must_pad(op, variant) else sel.pads if variant.on_gpu else (False,)
                 scopes = sel.scopes if variant.on_gpu else ("kernel",)
+                forms = [(d, lay) for d in sel.dtypes for lay in sel.layouts if takes(variant, d, lay)]
                 for params in [tuned.params] if tuned else param_points(variant, sel.overrides):
                     for scope in scopes:
                         for pad in dict.fromkeys(pads):
-                            point = Point(variant, params, shape, point_cache, scope, pad)
-                            bucket.setdefault(point.key, point)
+                            for dtype, layout in forms:
+                                point = Point(variant, params, shape, point_cache, scope, pad, dtype, layout)
+                                bucket.setdefault(point.key, point)
     shapes = sorted(by_shape, key=lambda s: (s.m * s.n * max(s.k, 1), s.m, s.n, s.k))
     return [p for shape in shapes for p in by_shape[shape].values()]
+
+
+def takes(variant: Variant, dtype: str, layout: str) -> bool:
+    """Whether a variant's kernels take this precision and layout."""
+    return dtype in variant.dtypes and layout in variant.layouts
+
+
+def check_forms(variants: Iterable[Variant], dtypes: Iterable[str], layouts: Iterable[str],
+                named: tuple[str, str] = ("--dtype", "--layout")) -> tuple[tuple[str, ...], tuple[str, ...], list[str]]:
+    """Precisions and layouts asked for, checked: (dtypes, layouts, notes). A PrecisionError (one line)
+    for an unknown name, or a variant that takes none of the pairs (named: how the caller's input
+    says them); a note for each variant that takes only some of them (those pairs are not planned)."""
+    dtypes = tuple(dict.fromkeys(dtypes)) or (DEFAULT,)
+    layouts = tuple(dict.fromkeys(layouts)) or (DEFAULT_LAYOUT,)
+    for name in dtypes:
+        try:
+            get_precision(name)
+        except PrecisionError as exc:
+            raise PrecisionError(f"{named[0]}: {exc}") from None
+    for name in layouts:
+        try:
+            check_layout(name)
+        except PrecisionError as exc:
+            raise PrecisionError(f"{named[1]}: {exc}") from None
+    notes = []
+    for v in dict.fromkeys(variants):
+        pairs = [(d, lay) for d in dtypes for lay in layouts]
+        taken = [pair for pair in pairs if takes(v, *pair)]
+        said = f"{named[0]} {','.join(dtypes)}" + (f" {named[1]} {','.join(layouts)}" if layouts != (DEFAULT_LAYOUT,) else "")
+        if not taken:
+            raise PrecisionError(f"{said}: {v.name} takes {', '.join(v.dtypes)} at layout {', '.join(v.layouts)}; "
+                                 f"none of these")
+        if len(taken) < len(pairs):
+            missed = [" ".join(x for x in pair if x) for pair in pairs if pair not in taken]
+            notes.append(f"{v.name}: not planned at {', '.join(missed)} (it takes {', '.join(v.dtypes)} at layout "
+                         f"{', '.join(v.layouts)})")
+    return dtypes, layouts, notes
 
 
 def kernel_key(variant: Variant, params: Params) -> str:

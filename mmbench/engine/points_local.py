@@ -18,7 +18,7 @@ import numpy as np
 from .. import environment, source
 from ..kernel_clock import KernelClock, KernelClockError, per_call_ms
 from ..ops import DeviceBuffers, Operation, get_op
-from ..ops.base import ScopeError, Timed
+from ..ops.base import Timed, Unsupported
 from ..ops.capabilities import CpuBaseline, LibraryBaseline, needs, timed_sequence
 from ..ops.declared import launcher
 from .. import schema
@@ -44,11 +44,12 @@ LOST = "the CUDA context of the process is lost"
 
 
 def shape_groups(points: Sequence[Point]) -> dict[tuple, list[Point]]:
-    """Points by (operation, shape), in the order each first appears: the order a runner measures
-    them in (a shape's points share its inputs and reference), and so the order of its rows."""
+    """Points by (operation, shape, precision, layout), in the order each first appears: the order a
+    runner measures them in (such a group's points share its inputs and reference), and so the
+    order of its rows."""
     order: dict[tuple, list[Point]] = {}
     for p in points:
-        order.setdefault((p.variant.op, p.shape), []).append(p)
+        order.setdefault((p.variant.op, p.shape, p.dtype, p.layout), []).append(p)
     return order
 
 
@@ -131,26 +132,27 @@ class LocalPoints(Engine):
     def _run(self, points: Sequence[Point], on_row: Callable[[dict], None]) -> None:
         with self.spending("compile"):
             self.precompile(points)
-        for (name, shape), group in shape_groups(points).items():
+        for (name, shape, dtype, layout), group in shape_groups(points).items():
             op = get_op(name)
-            too_large = self._host_shortfall(op, shape)
+            too_large = self._host_shortfall(op, shape, dtype)
             if too_large:
                 for point in group:
                     on_row(schema.row(point, self.settings, "skipped", too_large))
                 continue
-            key = (name, shape, self.settings.seed)
+            key = (name, shape, dtype, layout, self.settings.seed)
             if self._kept is not None and self._kept[0] == key:
                 _, inputs, buffers = self._kept  # a cluster worker's next chunk of the same shape
             else:
                 self.release_shape()
+                # The same draws at every precision and layout: a bf16 point's inputs are the fp32 point's rounded.
                 rng = np.random.default_rng([self.settings.seed, shape.m, shape.n, shape.k])
                 with self.spending("inputs"):
-                    inputs, buffers = op.make_inputs(shape, rng, self.float64_products), None
+                    inputs, buffers = op.make_inputs(shape, rng, self.float64_products, dtype, layout), None
             try:
                 for point in group:
                     if point.variant.on_gpu and buffers is None and not self.context_lost:
                         with self.spending("inputs"):
-                            buffers = self._device_buffers(op, shape, inputs)
+                            buffers = self._device_buffers(op, shape, dtype, inputs)
                     row = self._run_point(point, inputs, buffers)
                     with self.spending("rows"):
                         on_row(row)
@@ -215,17 +217,17 @@ class LocalPoints(Engine):
                     raise
 
     @staticmethod
-    def _host_shortfall(op: Operation, shape: Shape) -> str:
+    def _host_shortfall(op: Operation, shape: Shape, dtype: str) -> str:
         """Why a shape cannot be set up in host memory ("" when it can): checked before a byte is
         allocated, so a typo such as 99999999 becomes skipped rows, not a crash."""
-        need, have = op.host_bytes(shape), environment.host_memory_available()
+        need, have = op.host_bytes(shape, dtype), environment.host_memory_available()
         if have is not None and need > have:
             return (f"needs {environment.format_bytes(need)} of host memory for its inputs and float64 reference; "
                     f"{environment.format_bytes(have)} available")
         return ""
 
-    def _device_buffers(self, op: Operation, shape: Shape, inputs):
-        need, free = op.device_bytes(shape), self.gpu.free_memory()
+    def _device_buffers(self, op: Operation, shape: Shape, dtype: str, inputs):
+        need, free = op.device_bytes(shape, dtype), self.gpu.free_memory()
         if need > free:
             return DeviceShortfall(f"needs {environment.format_bytes(need)} of GPU memory for its inputs and "
                                    f"output; {environment.format_bytes(free)} free")
@@ -368,7 +370,7 @@ class LocalPoints(Engine):
         try:
             timed = timed_sequence(op, gpu, point.variant, point.params, point.shape, point.scope, point.pad, buffers,
                                    inputs, compute)
-        except ScopeError as exc:
+        except Unsupported as exc:  # a scope, precision or layout it cannot take here (ScopeError among them)
             return schema.row(point, settings, "skipped", str(exc))
         try:
             return self._verify_and_time_sequence(point, inputs, timed)

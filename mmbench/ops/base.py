@@ -19,6 +19,8 @@ import re
 
 import numpy as np
 
+from .. import precisions
+from ..precisions import DEFAULT, DEFAULT_LAYOUT, PRECISIONS, Precision
 from ..sizes import Shape, parse_sizes
 from ..variants.model import Params, Variant
 
@@ -37,36 +39,40 @@ class Check:
 
 
 UNIT_ROUNDOFF_F32 = 2.0**-24
-FROBENIUS_FACTOR = 8.0  # rule 3 of check_sums: tolerance = FROBENIUS_FACTOR * u * sqrt(terms)
+FROBENIUS_FACTOR = precisions.FROBENIUS_FACTOR  # rule 3 of check_sums: tolerance = FROBENIUS_FACTOR * u * sqrt(terms)
+FP32 = PRECISIONS["fp32"]  # the rule every check used before precisions, and GEMV's and the tuner's still
 
 
 def gamma(k: int) -> float:
     """Higham's gamma_k for float32: the worst-case relative error of a length-k dot product."""
-    ku = k * UNIT_ROUNDOFF_F32
-    return ku / (1.0 - ku)
+    return precisions.gamma(k, UNIT_ROUNDOFF_F32)
 
 
 def frobenius_tolerance(k: int) -> float:
     """Largest relative Frobenius error a float32 sum of k products may show (rule 3)."""
-    return FROBENIUS_FACTOR * UNIT_ROUNDOFF_F32 * math.sqrt(k)
+    return precisions.frobenius_tolerance(FP32.rounding, k)
 
 
 def frobenius_scale(reference: np.ndarray, bound: np.ndarray, terms: int) -> float:
-    """The denominator of rule 3 of check_sums: max(||ref||, || |A||B| || / sqrt(k)), with |A||B|
-    = bound / gamma_k."""
-    return _scale(float(np.linalg.norm(reference)), float(np.linalg.norm(bound)), terms)
+    """The denominator of rule 3 of check_sums for float32 sums: max(||ref||, || |A||B| || / sqrt(k)),
+    with |A||B| = bound / gamma_k."""
+    return _scale(float(np.linalg.norm(reference)), float(np.linalg.norm(bound)) / gamma(terms) if terms else 0.0,
+                  terms)
 
 
-def _scale(reference_norm: float, bound_norm: float, terms: int) -> float:
-    magnitude = bound_norm / gamma(terms) / math.sqrt(terms) if terms else 0.0
+def _scale(reference_norm: float, magnitude_norm: float, terms: int) -> float:
+    magnitude = magnitude_norm / math.sqrt(terms) if terms else 0.0
     return max(reference_norm, magnitude)
 
 
 CHUNK = 1 << 16  # elements check_sums takes at a time: its float64 temporaries (512 KiB each) stay in cache
 
 
-def check_sums(out: np.ndarray, reference: np.ndarray, bound: np.ndarray, terms: int) -> Check:
-    """The verification rule for outputs that are float32 sums of `terms` products (GEMM, GEMV).
+def check_sums(out: np.ndarray, reference: np.ndarray, bound: np.ndarray, terms: int, precision: Precision = FP32,
+               magnitude_norm: float | None = None) -> Check:
+    """The verification rule for outputs that are sums of `terms` products (GEMM, GEMV), here for
+    float32 (other precisions: the same rules with their rounding, precisions.py; `bound` is then
+    precisions.bound_terms' elementwise bound and magnitude_norm || |A||B| ||).
     The float64 result of the float32 inputs is the reference; a point passes when all three hold:
 
     1. every output is finite (outputs are poisoned with NaN first, so unwritten ones show);
@@ -112,17 +118,20 @@ def check_sums(out: np.ndarray, reference: np.ndarray, bound: np.ndarray, terms:
             over += int(np.count_nonzero(r > 1.0))
     if not_finite:
         first = tuple(int(i) for i in np.unravel_index(first_bad, out.shape))
-        return sums_verdict(not_finite, out.size, float("nan"), float("nan"), terms, f"first at {first}")
-    norm = _scale(math.sqrt(squares[1]), math.sqrt(squares[2]), terms)
+        return sums_verdict(not_finite, out.size, float("nan"), float("nan"), terms, f"first at {first}", precision)
+    if magnitude_norm is None:  # float32's bound is gamma_k |A||B|
+        magnitude_norm = math.sqrt(squares[2]) / gamma(terms) if terms else 0.0
+    norm = _scale(math.sqrt(squares[1]), magnitude_norm, terms)
     rel_err = math.sqrt(squares[0]) / norm if norm else float("nan")
     where = ""
     if worst > 1.0:
         at = tuple(int(i) for i in np.unravel_index(worst_at, out.shape))
         where = f"{over} of {out.size}|at {at}"
-    return sums_verdict(0, out.size, worst, rel_err, terms, where)
+    return sums_verdict(0, out.size, worst, rel_err, terms, where, precision)
 
 
-def sums_verdict(not_finite: int, count: int, worst: float, rel_err: float, terms: int, detail: str = "") -> Check:
+def sums_verdict(not_finite: int, count: int, worst: float, rel_err: float, terms: int, detail: str = "",
+                 precision: Precision = FP32) -> Check:
     """Rules 1 to 3 of check_sums from their measures: outputs not finite, the worst ratio to the
     bound, the relative error (measured by the host, or by harness.cu's check_sums on the GPU for the
     batched tuner). detail says where, when known: "first at (i,)" for rule 1, "N of M|at (i,)" for 2."""
@@ -131,12 +140,13 @@ def sums_verdict(not_finite: int, count: int, worst: float, rel_err: float, term
                      + (f", {detail}" if detail else ""))
     if worst > 1.0:
         over, _, at = detail.partition("|")
-        return Check(False, rel_err, worst, (f"{over} " if over else "") + f"outputs exceed the float32 error bound, "
-                     f"worst {worst:.3g}x" + (f" {at}" if at else ""))
-    tol = frobenius_tolerance(terms)
+        return Check(False, rel_err, worst, (f"{over} " if over else "") + f"outputs exceed the {precision.word} error "
+                     f"bound, worst {worst:.3g}x" + (f" {at}" if at else ""))
+    tol = precisions.frobenius_tolerance(precision.rounding, terms)
     if rel_err > tol:
-        return Check(False, rel_err, worst, f"relative error {rel_err:.3g} exceeds the float32 tolerance "
-                                            f"{tol:.3g} (8 u sqrt(k)): reduced precision?")
+        formula = "8 u sqrt(k)" if precision is FP32 else "8 u_acc sqrt(k) + 4 u_in + 2 u_out"
+        return Check(False, rel_err, worst, f"relative error {rel_err:.3g} exceeds the {precision.word} tolerance "
+                                            f"{tol:.3g} ({formula}): reduced precision?")
     return Check(True, rel_err, worst, "")
 
 
@@ -152,7 +162,19 @@ SCOPES = {
 }
 
 
-class ScopeError(ValueError):
+class Unsupported(ValueError):
+    """A precision, layout or shape a variant or its library cannot take at a point: the point is a
+    skipped row naming why, never a wrong one."""
+
+
+def only_default(op: "Operation", precision: str, layout: str = DEFAULT_LAYOUT) -> None:
+    """Refuse what an operation of float32 alone is asked for (its kernels are not typed yet)."""
+    if precision not in op.precisions or layout not in op.layouts:
+        raise Unsupported(f"{op.name} takes {', '.join(op.precisions)} at layout {', '.join(op.layouts)}; "
+                          f"not {precision}, layout {layout}")
+
+
+class ScopeError(Unsupported):
     """A scope or padding an operation or variant cannot time; the message says why."""
 
 
@@ -172,8 +194,11 @@ class Timed:
 
 def kernel_alone(gpu, op: "Operation", shape: Shape, bufs: "DeviceBuffers", launch: Callable[[], None]) -> Timed:
     """The kernel scope on the operation's own buffers (what every point timed before scopes)."""
-    return Timed(launch, lambda: gpu.poison(bufs.output, bufs.output_count),
-                 lambda: gpu.download(bufs.output, op.output_shape(shape)))
+    typed = bufs.output_type != np.float32  # (a GPU stand-in of the tests knows float32 alone)
+    return Timed(launch, (lambda: gpu.poison(bufs.output, bufs.output_count, bufs.output_type)) if typed else
+                 (lambda: gpu.poison(bufs.output, bufs.output_count)),
+                 (lambda: gpu.download(bufs.output, op.output_shape(shape), bufs.output_type)) if typed else
+                 (lambda: gpu.download(bufs.output, op.output_shape(shape))))
 
 
 @dataclass
@@ -182,8 +207,14 @@ class DeviceBuffers:
 
     inputs: tuple[Any, ...]
     output: Any
-    output_count: int  # float32 elements of the output (what poisoning fills with NaN)
-    scratch: tuple[Any, ...] = ()  # workspaces some kernels need, allocated with the shape's buffers
+    output_count: int  # elements of the output (what poisoning fills with NaN)
+    scratch: tuple[Any, ...] = ()  # workspaces some kernels need, FP8's scales: allocated with the shape's buffers
+    precision: str = DEFAULT  # the inputs' (precisions.py): the output's type follows
+    layout: str = DEFAULT_LAYOUT
+
+    @property
+    def output_type(self) -> np.dtype:
+        return PRECISIONS[self.precision].c_type
 
     @property
     def all(self) -> tuple[Any, ...]:
@@ -214,6 +245,10 @@ class Operation:
     # output) and how they are laid out; an operation with none takes no variant files.
     buffers: tuple[str, ...] = ()
     layout = ""
+    # The precisions (precisions.PRECISIONS) and operand layouts (precisions.LAYOUTS) its points can
+    # take; every variant of it says which of these its kernels take.
+    precisions: tuple[str, ...] = (DEFAULT,)
+    layouts: tuple[str, ...] = (DEFAULT_LAYOUT,)
 
     def parse_sizes(self, spec: str) -> list[Shape]:
         """A size spec read as this operation's shapes ("1024": n x n x n for GEMM, n x n for transpose)."""
@@ -222,21 +257,24 @@ class Operation:
     def flops(self, shape: Shape) -> float:
         raise NotImplementedError
 
-    def min_bytes(self, shape: Shape) -> float:
+    def min_bytes(self, shape: Shape, precision: str = DEFAULT) -> float:
+        """Fewest bytes a point moves: each input read once, each output written once, at the
+        precision's element sizes."""
         raise NotImplementedError
 
-    def host_bytes(self, shape: Shape) -> int:
+    def host_bytes(self, shape: Shape, precision: str = DEFAULT) -> int:
         """Host memory one point needs at its peak (inputs, reference, check temporaries)."""
         raise NotImplementedError
 
-    def device_bytes(self, shape: Shape) -> int:
+    def device_bytes(self, shape: Shape, precision: str = DEFAULT) -> int:
         raise NotImplementedError
 
-    def make_inputs(self, shape: Shape, rng: np.random.Generator, products: Products | None = None) -> Any:
-        """Random host inputs (never zeros) with their float64 reference. `products` makes the
-        float64 products A.B and |A|.|B| of a product's reference and bound (a runner with a GPU
-        passes one that makes them there); None: numpy on the host. Operations without such
-        products ignore it."""
+    def make_inputs(self, shape: Shape, rng: np.random.Generator, products: Products | None = None,
+                    precision: str = DEFAULT, layout: str = DEFAULT_LAYOUT) -> Any:
+        """Random host inputs (never zeros) in a precision and layout it takes, with their float64
+        reference. `products` makes the float64 products A.B and |A|.|B| of a product's reference and
+        bound (a runner with a GPU passes one that makes them there); None: numpy on the host.
+        Operations without such products ignore it."""
         raise NotImplementedError
 
     def output_shape(self, shape: Shape) -> tuple[int, ...]:

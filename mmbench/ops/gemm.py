@@ -15,10 +15,11 @@ from typing import Callable
 
 import numpy as np
 
+from ..precisions import (DEFAULT, DEFAULT_LAYOUT, LAYOUTS, PRECISIONS, Precision, as_float64, bound_terms, fp8_scale,
+                          get_precision, quantize, raw_view, scale_block, transposed)
 from ..sizes import Shape
 from ..variants.model import Params, Variant, VariantError, evaluate
-from .base import (SCOPES, Check, DeviceBuffers, Operation, Products, ScopeError, Timed, check_sums, gamma,
-                   kernel_alone)
+from .base import SCOPES, Check, DeviceBuffers, Operation, Products, ScopeError, Timed, check_sums, kernel_alone
 from .capabilities import CpuBaseline, LibraryBaseline, Padded
 
 # Strip kernels' geometry: 32 columns x 16 warps a block; 8 warps of 2 rows, 16 rows a block. The
@@ -65,21 +66,33 @@ class Launch:
 
 @dataclass(frozen=True)
 class GemmInputs:
-    """Host inputs of one GEMM check with their float64 reference and error bound."""
+    """Host inputs of one GEMM check, stored as the layout says, with their float64 reference and
+    error bound. Inputs of a precision narrower than float32 hold the quantized values the kernel
+    receives; FP8 inputs hold A / scale_a and B / scale_b."""
 
-    a: np.ndarray  # float32, m x k, row-major
-    b: np.ndarray  # float32, k x n, row-major
-    reference: np.ndarray  # float64 A.B
-    bound: np.ndarray  # gamma_k * (|A| |B|), elementwise
+    a: np.ndarray  # m x k, or k x m where the layout stores A transposed
+    b: np.ndarray  # k x n, or n x k where the layout stores B transposed
+    reference: np.ndarray  # float64 A.B of the inputs as stored (their scales applied)
+    bound: np.ndarray  # the elementwise error bound (precisions.bound_terms)
+    precision: str = DEFAULT
+    layout: str = DEFAULT_LAYOUT
+    scales: tuple[float, float] = (1.0, 1.0)  # of A and B (FP8); C = scale_a scale_b (A.B)
+    magnitude_norm: float | None = None  # || |A||B| || (float32: derived from the bound)
+
+    @property
+    def k(self) -> int:
+        return self.a.shape[0] if transposed(self.layout)[0] else self.a.shape[1]
 
 
 def gemm_flops(shape: Shape) -> float:
     return 2.0 * shape.m * shape.n * shape.k
 
 
-def gemm_min_bytes(shape: Shape) -> float:
-    """Fewest bytes a float32 GEMM moves: each input read once, C written once."""
-    return 4.0 * (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n)
+def gemm_min_bytes(shape: Shape, precision: str = DEFAULT) -> float:
+    """Fewest bytes a GEMM moves: each input read once, C written once, at their element sizes."""
+    p = get_precision(precision)
+    return float(p.a_type.itemsize * shape.m * shape.k + p.b_type.itemsize * shape.k * shape.n
+                 + p.c_type.itemsize * shape.m * shape.n)
 
 
 def host_products(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -88,18 +101,46 @@ def host_products(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return a64 @ b64, np.abs(a64) @ np.abs(b64)
 
 
-def make_gemm_inputs(shape: Shape, rng: np.random.Generator, products: Products | None = None) -> GemmInputs:
-    """Random inputs in [-1, 1) (never zeros: they hide unwritten outputs), their float64 reference
-    A.B and its error bound gamma(k) |A|.|B|; `products` makes both products (default: the host's)."""
-    a = rng.uniform(-1.0, 1.0, size=(shape.m, shape.k)).astype(np.float32)
-    b = rng.uniform(-1.0, 1.0, size=(shape.k, shape.n)).astype(np.float32)
-    reference, magnitude = (products or host_products)(a, b)
-    return GemmInputs(a, b, reference, gamma(shape.k) * magnitude)
+def make_gemm_inputs(shape: Shape, rng: np.random.Generator, products: Products | None = None,
+                     precision: str = DEFAULT, layout: str = DEFAULT_LAYOUT) -> GemmInputs:
+    """Random inputs in [-1, 1) (never zeros: they hide unwritten outputs) in the precision (float32
+    values rounded to its type; FP8 divided by its scale first, precisions.fp8_scale; float64 drawn
+    as such), stored as the layout says; their float64 reference A.B, and its error bound from |A|.|B|
+    and the precision's rounding. `products` makes both products (default: the host's)."""
+    p = get_precision(precision)
+    wide = p.a_type == np.float64
+    draw = (lambda rows, cols: rng.uniform(-1.0, 1.0, size=(rows, cols))) if wide else \
+        (lambda rows, cols: rng.uniform(-1.0, 1.0, size=(rows, cols)).astype(np.float32))
+    a, b = draw(shape.m, shape.k), draw(shape.k, shape.n)
+    scales = (fp8_scale(p.inputs), fp8_scale(p.b or p.inputs)) if p.scaled else (1.0, 1.0)
+    a, b = quantize(a, p.a_type, scales[0]), quantize(b, p.b_type, scales[1])
+    exact = p.a_type in (np.float32, np.float64) and p.b_type == p.a_type  # products take them as they are
+    reference, magnitude = (products or host_products)(*((a, b) if exact else
+                                                        (as_float64(a, scales[0]), as_float64(b, scales[1]))))
+    bound, norm = error_bound(p, shape.k, reference, magnitude)
+    ta, tb = transposed(layout)
+    a, b = (np.ascontiguousarray(a.T) if ta else a), (np.ascontiguousarray(b.T) if tb else b)
+    return GemmInputs(a, b, reference, bound, p.name, layout, scales, norm)
+
+
+def error_bound(p: Precision, k: int, reference: np.ndarray, magnitude: np.ndarray) -> tuple[np.ndarray, float | None]:
+    """The elementwise bound c_products |A||B| + c_reference |ref| + absolute (precisions.bound_terms),
+    made in place of |A||B|, and || |A||B| || where the bound is more than a multiple of it (None: float32's
+    gamma_k |A||B|, as before precisions)."""
+    products, of_reference, absolute = bound_terms(p.rounding, k)
+    norm = None if not (of_reference or absolute) else float(np.linalg.norm(magnitude))
+    magnitude *= products
+    if of_reference:
+        magnitude += of_reference * np.abs(reference)
+    if absolute:
+        magnitude += absolute
+    return magnitude, norm
 
 
 def check_gemm(c: np.ndarray, inputs: GemmInputs) -> Check:
-    """Compare a float32 result with the float64 reference: sums of k products."""
-    return check_sums(c, inputs.reference, inputs.bound, inputs.a.shape[1])
+    """Compare a result with the float64 reference: sums of k products, in the inputs' precision."""
+    return check_sums(c, inputs.reference, inputs.bound, inputs.k, get_precision(inputs.precision),
+                      inputs.magnitude_norm)
 
 
 # -- the launch model ---------------------------------------------------------------------------------
@@ -322,28 +363,35 @@ class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline):
     layout = "C (m x n) = A (m x k) . B (k x n), float32, row-major"
     rate = "gflops_mean"
     score = "gflops_median"
-    yardstick = "cublas"  # pure FP32 SGEMM
+    yardstick = "cublas"  # the vendor library at the point's precision (pure FP32 SGEMM at fp32)
     tested_sizes = "1,31,33,63,65,127,1000x37x2049,37x1000x65"
     scopes = tuple(SCOPES)
+    precisions = tuple(PRECISIONS)
+    layouts = tuple(LAYOUTS)
 
     def flops(self, shape: Shape) -> float:
         return gemm_flops(shape)
 
-    def min_bytes(self, shape: Shape) -> float:
-        return gemm_min_bytes(shape)
+    def min_bytes(self, shape: Shape, precision: str = DEFAULT) -> float:
+        return gemm_min_bytes(shape, precision)
 
-    def host_bytes(self, shape: Shape) -> int:
-        """The float32 inputs, their float64 copies and absolute values for the reference and its
-        bound (20 bytes an input element), and the reference, bound, downloaded output and the
-        check's float64 temporaries (64 an output element)."""
-        return 20 * (shape.m * shape.k + shape.k * shape.n) + 64 * shape.m * shape.n
+    def host_bytes(self, shape: Shape, precision: str = DEFAULT) -> int:
+        """The inputs as drawn (float32, float64 for fp64) and, narrower, as quantized, their float64
+        copies and absolute values for the reference and its bound (20 bytes an input element at
+        fp32), and the reference, bound, downloaded output and the check's float64 temporaries (64
+        an output element)."""
+        p = get_precision(precision)
+        wide = p.a_type == np.float64
+        narrow = 0 if p.a_type in (np.float32, np.float64) else p.a_type.itemsize
+        return (16 + (8 if wide else 4) + narrow) * (shape.m * shape.k + shape.k * shape.n) + 64 * shape.m * shape.n
 
-    def device_bytes(self, shape: Shape) -> int:
-        """A, B and C in float32."""
-        return 4 * (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n)
+    def device_bytes(self, shape: Shape, precision: str = DEFAULT) -> int:
+        """A, B and C at their element sizes."""
+        return int(gemm_min_bytes(shape, precision))
 
-    def make_inputs(self, shape: Shape, rng: np.random.Generator, products: Products | None = None) -> GemmInputs:
-        return make_gemm_inputs(shape, rng, products)
+    def make_inputs(self, shape: Shape, rng: np.random.Generator, products: Products | None = None,
+                    precision: str = DEFAULT, layout: str = DEFAULT_LAYOUT) -> GemmInputs:
+        return make_gemm_inputs(shape, rng, products, precision, layout)
 
     def output_shape(self, shape: Shape) -> tuple[int, ...]:
         return (shape.m, shape.n)
@@ -352,16 +400,23 @@ class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline):
         return check_gemm(out, inputs)
 
     def upload(self, gpu, inputs: GemmInputs) -> DeviceBuffers:
+        """A and B as stored, C of the precision's output type; FP8's scales of A and B as float32 in
+        device memory (the scratch buffer, SCALE_OFFSETS): what cuBLASLt and kernels read them from."""
         m, n = inputs.reference.shape
-        return DeviceBuffers((gpu.upload(inputs.a), gpu.upload(inputs.b)), gpu.alloc(m * n * 4), m * n)
+        p = get_precision(inputs.precision)
+        scales = (gpu.upload(scale_block(inputs.scales)),) if p.scaled else ()
+        return DeviceBuffers((gpu.upload(raw_view(inputs.a)), gpu.upload(raw_view(inputs.b))),
+                             gpu.alloc(m * n * p.c_type.itemsize), m * n, scales, p.name, inputs.layout)
 
     def entries(self, variant: Variant) -> tuple[str, ...]:
         return entries(variant)
 
     def kernel(self, gpu, variant: Variant, params: Params, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
-        return gemm_launcher(gpu, variant, params, shape, *bufs.all)
+        return gemm_launcher(gpu, variant, params, shape, *bufs.all[:3])
 
     def cpu(self, variant: Variant, inputs: GemmInputs) -> tuple[Callable[[], None], np.ndarray]:
+        if (inputs.precision, inputs.layout) != (DEFAULT, DEFAULT_LAYOUT):
+            raise ScopeError(f"{variant.name} computes {DEFAULT} at layout {DEFAULT_LAYOUT} only")
         a, b = inputs.a, inputs.b
         c = np.full((a.shape[0], b.shape[1]), np.nan, dtype=np.float32)
         if variant.backend == "cpu":  # the compiled ijk loop
@@ -383,20 +438,20 @@ class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline):
               inputs: GemmInputs, compute) -> Timed:
         if scope not in SCOPES:
             raise ScopeError(f"scope '{scope}'; choose from: {', '.join(SCOPES)}")
+        if (scope != "kernel" or pad) and (inputs.precision, inputs.layout) != (DEFAULT, DEFAULT_LAYOUT):
+            raise ScopeError(f"scope {scope}{' padded' if pad else ''} is timed at {DEFAULT}, layout {DEFAULT_LAYOUT} "
+                             f"only; this point is {inputs.precision}, layout {inputs.layout}")
         return scoped(gpu, shape, scope, padded_shape(variant, params, shape) if pad else None, bufs, inputs, compute)
 
     def library(self, variant: Variant, gpu):
         from ..cublas import Cublas
 
-        return Cublas(gpu.stream.handle)
+        return Cublas(gpu.stream.handle, gpu.alloc)
 
     def library_call(self, handle, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
-        """cuBLAS SGEMM: row-major C (m x n) = A (m x k) . B (k x n) is column-major C^T = B^T . A^T."""
-        from ..cublas import NO_TRANSPOSE
-
-        (a, b, c), (m, n, k) = (int(x) for x in bufs.all), (shape.m, shape.n, shape.k)
-        return lambda: handle.lib.sgemm(handle.handle, NO_TRANSPOSE, NO_TRANSPOSE, n, m, k, handle.one, b, n, a, k,
-                                        handle.zero, c, n)
+        """The vendor library at the buffers' precision and layout (cublas.py): SGEMM in pedantic
+        FP32 math at fp32, DGEMM at fp64, cuBLASLt's matmul at the tensor-core precisions."""
+        return handle.gemm(shape, bufs)
 
     def size_class(self, shape: Shape) -> str:
         """The power of two nearest the shape's geometric-mean dimension, and whether its rows are

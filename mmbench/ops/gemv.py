@@ -21,7 +21,8 @@ import numpy as np
 
 from ..sizes import Shape, SizeSpecError, parse_sizes, split_items
 from ..variants.model import Params, Variant, evaluate
-from .base import Check, DeviceBuffers, Operation, Products, check_sums, gamma
+from ..precisions import DEFAULT, DEFAULT_LAYOUT
+from .base import Check, DeviceBuffers, Operation, Products, check_sums, gamma, only_default
 from .capabilities import BatchedCheck, CpuBaseline, LibraryBaseline
 
 
@@ -210,20 +211,23 @@ class Gemv(Operation, BatchedCheck, CpuBaseline, LibraryBaseline):
     def flops(self, shape: Shape) -> float:
         return 2.0 * shape.m * shape.n
 
-    def min_bytes(self, shape: Shape) -> float:
+    def min_bytes(self, shape: Shape, precision: str = DEFAULT) -> float:
+        only_default(self, precision)
         return 4.0 * (shape.m * shape.n + shape.m + shape.n)
 
-    def host_bytes(self, shape: Shape) -> int:
+    def host_bytes(self, shape: Shape, precision: str = DEFAULT) -> int:
         """A in float32, its float64 and absolute copies for the reference and bound (20 bytes an
         element), and a few vectors."""
         return 20 * shape.m * shape.n + 64 * (shape.m + shape.n)
 
-    def device_bytes(self, shape: Shape) -> int:
+    def device_bytes(self, shape: Shape, precision: str = DEFAULT) -> int:
         """A, x and y, and the workspace: partial sums (at most as many as A has elements / 32) and
         the one-pass kernel's arrival counts (one per 32 rows at most)."""
         return 4 * (shape.m * shape.n + shape.m + shape.n) + 4 * workspace_words(shape.m, shape.n)
 
-    def make_inputs(self, shape: Shape, rng: np.random.Generator, products: Products | None = None) -> GemvInputs:
+    def make_inputs(self, shape: Shape, rng: np.random.Generator, products: Products | None = None,
+                    precision: str = DEFAULT, layout: str = DEFAULT_LAYOUT) -> GemvInputs:
+        only_default(self, precision, layout)
         return make_gemv_inputs(shape, rng)
 
     def output_shape(self, shape: Shape) -> tuple[int, ...]:

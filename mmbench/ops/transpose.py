@@ -19,7 +19,8 @@ import numpy as np
 
 from ..sizes import Shape
 from ..variants.model import Params, Variant, evaluate
-from .base import Check, DeviceBuffers, Operation, Products
+from ..precisions import DEFAULT, DEFAULT_LAYOUT
+from .base import Check, DeviceBuffers, Operation, Products, only_default
 from .capabilities import CpuBaseline, LibraryBaseline
 
 
@@ -56,16 +57,19 @@ class _Move(Operation):
     def flops(self, shape: Shape) -> float:
         return 0.0
 
-    def min_bytes(self, shape: Shape) -> float:
+    def min_bytes(self, shape: Shape, precision: str = DEFAULT) -> float:
+        only_default(self, precision)
         return 2.0 * 4.0 * shape.m * shape.n  # every float read once and written once
 
-    def host_bytes(self, shape: Shape) -> int:
+    def host_bytes(self, shape: Shape, precision: str = DEFAULT) -> int:
         return 24 * shape.m * shape.n  # input, reference, output and the comparison's temporaries
 
-    def device_bytes(self, shape: Shape) -> int:
+    def device_bytes(self, shape: Shape, precision: str = DEFAULT) -> int:
         return 8 * shape.m * shape.n
 
-    def make_inputs(self, shape: Shape, rng: np.random.Generator, products: Products | None = None) -> MoveInputs:
+    def make_inputs(self, shape: Shape, rng: np.random.Generator, products: Products | None = None,
+                    precision: str = DEFAULT, layout: str = DEFAULT_LAYOUT) -> MoveInputs:
+        only_default(self, precision, layout)
         # Never zeros, and every value distinct in practice: a misplaced element shows.
         a = rng.uniform(1.0, 2.0, size=(shape.m, shape.n)).astype(np.float32)
         return MoveInputs(a, self._reference(a))

@@ -24,7 +24,7 @@ class Figure:
 class FigureFamily:
     """`mmbench plot NAME`: its short help (its line in `mmbench plot --help`, whole in 80 columns:
     Click would cut a long help at its first period, "Fig."), its help, its figures, and optionally
-    a summary table printed after them (summary(df) -> (title, columns, rows of strings));
+    a summary table printed after them (summary(df, meta) -> (title, columns, rows of strings));
     reference: its study's reference run (set by studies.figure_families)."""
 
     short: str

@@ -33,7 +33,7 @@ def _percent(v) -> str:
     return "-" if v is None or v != v else f"{v:.1f} %"
 
 
-def summary(df: pd.DataFrame) -> tuple[str, list[str], list[list[str]]]:
+def summary(df: pd.DataFrame, meta: dict | None = None) -> tuple[str, list[str], list[list[str]]]:
     """The targets as a table: (title, columns, rows)."""
     columns = ["series", *(f"n = {n}" for n in TARGET_SIZES), "geomean, paper sizes >= 512"]
     rows = [[r["series"], *(_percent(r[f"at_{n}"]) for n in TARGET_SIZES), f"{_percent(r['geomean'])} ({r['sizes']})"]

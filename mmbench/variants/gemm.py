@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
+from ..precisions import LAYOUTS, PRECISIONS
 from .model import Variant
 
 
@@ -163,5 +164,7 @@ BUILT_IN = {
     9: (Variant(name="blas", backend="blas", label="BLAS (multicore)",
                 description="CPU BLAS sgemm through numpy (float32), threads recorded"),
         Variant(name="cublas", backend="cublas", label="cuBLAS",
-                description="cuBLAS sgemm through CuPy on the same device buffers, pedantic pure FP32")),
+                description="the vendor library on the same device buffers at the point's precision and layout: "
+                "cuBLAS SGEMM in pedantic pure FP32 (fp32) and DGEMM (fp64) through CuPy, cuBLASLt's matmul "
+                "through nvmath-python (tf32, fp16, bf16, fp8)", dtypes=tuple(PRECISIONS), layouts=tuple(LAYOUTS))),
 }

@@ -55,6 +55,9 @@ class Variant:
     # compiled per shape, for kernels that bake a width into the source. Left out of hashing.
     defines: Mapping[str, str] = field(default_factory=dict, hash=False)
     zero_output: bool = False  # the kernel adds into its output, which is zeroed before every launch
+    # The precisions (precisions.PRECISIONS) and layouts of A and B (precisions.LAYOUTS) its kernels take.
+    dtypes: tuple[str, ...] = ("fp32",)
+    layouts: tuple[str, ...] = ("nn",)
     origin: Path | None = None  # the variant file that declared it; None for a built-in entry
     # What the file said of it (its [[variant]] table, the source's path made absolute): plain data
     # that another process builds the same variant from (variants.files.use_declared). Not hashed.
