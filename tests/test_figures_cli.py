@@ -237,7 +237,7 @@ def test_a_summary_that_cannot_be_made_refuses_its_figure_too(tmp_path, monkeypa
     from mmbench.results import ResultsError
     from mmbench.studies import limits
 
-    def fails(df):
+    def fails(df, meta):
         raise ResultsError("no targets (test)")
 
     monkeypatch.setitem(limits.FIGURES, "vs-cublas", dataclasses.replace(limits.FIGURES["vs-cublas"], summary=fails))

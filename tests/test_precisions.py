@@ -239,3 +239,32 @@ def test_fp8_accumulates_in_14_bit_chunks_of_128_promoted_to_fp32():
                                                        * (1 + r.u_out), rel=1e-14)
     assert P.bound_terms(r, 8192)[0] < 1.02 * within * (1 + r.u_out) + 1e-4  # bounded at any k
     assert P.frobenius_tolerance(r, 8192) == pytest.approx(8 * (2.0**-13 * math.sqrt(128) + 2.0**-23 * 8) + 2 * r.u_out)
+
+
+# -- the reference run ------------------------------------------------------------------------------------
+def test_the_precisions_report_quotes_its_run():
+    """results/precisions-h100/REPORT.md's rate table and % of peak at 8192 are the committed CSV's."""
+    import json
+    import re
+    from pathlib import Path
+
+    import pandas as pd
+
+    from mmbench.analysis import percent_of_peak
+    from mmbench.ceilings import datasheet
+
+    folder = Path(__file__).resolve().parent.parent / "results" / "precisions-h100"
+    df = pd.read_csv(folder / "precisions-h100.csv")
+    meta = json.loads((folder / "precisions-h100.meta.json").read_text())
+    report = (folder / "REPORT.md").read_text()
+    ok = df[df.status == "ok"]
+    assert (len(df), len(ok)) == (84, 72) and meta["git"]["commit"].startswith("94d5096")
+    for line in re.findall(r"^\| (fp\w+) \| (nn|nt) \| (.+) \|$", report, re.M):
+        dtype, layout, cells = line
+        rows = ok[(ok.dtype == dtype) & (ok.layout == layout)].sort_values("n")
+        assert [float(c) for c in cells.split(" | ")] == [round(v / 1e3, 1) for v in rows.gflops_median], dtype
+    pct = percent_of_peak(df, datasheet(meta["gpu"])["precision_tflops"])
+    at = pct[(pct.n == 8192) & ((pct.layout == "nn") | pct.dtype.str.startswith("fp8"))]
+    quoted = re.search(r"^\| % of the peak at 8192 \(nn; FP8 nt\) \| (.+) \|$", report, re.M).group(1)
+    order = ["fp64", "fp32", "tf32", "fp16", "bf16", "fp8e4m3", "fp8e5m2"]
+    assert [float(c) for c in quoted.split(" | ")] == [round(at[at.dtype == d].percent.iloc[0], 1) for d in order]
