@@ -296,10 +296,11 @@ def rate_rows(df: pd.DataFrame) -> pd.DataFrame:
     split = ok.variant.isin(ok[several].variant)
     series = ok.variant.where(~split, ok.variant + " " + ok.params)
     forms = ok.dtype + " " + ok.layout
-    # one series per variant and precision (and layout), said in `form` where the run has several
+    # one series per variant and precision (and layout), said in `form` where the run has several or another
+    # than fp32, nn
     form = pd.Series([f" {d}" + (f" {lay}" if lay != DEFAULT_LAYOUT else "") for d, lay in zip(ok.dtype, ok.layout)],
                      index=ok.index) \
-        if forms.nunique() > 1 else pd.Series("", index=ok.index)
+        if forms.nunique() > 1 or forms.iloc[0] != f"{DEFAULT} {DEFAULT_LAYOUT}" else pd.Series("", index=ok.index)
     return ok.assign(rate=rate.astype(float), size=figure_size(ok), series=series + form,
                      form=form).dropna(subset=["rate"])
 

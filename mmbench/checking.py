@@ -51,6 +51,28 @@ def compile_all(variants: Sequence[Variant], arch: str = source.DEFAULT_ARCH) ->
     return out
 
 
+# Shapes a check adds for kernels that take only multiples of their tiles (a variant's `requires`),
+# where none of the awkward shapes would run: every dimension a multiple of 128, one shape not square.
+TILED_SIZES = "128,256,512x256x384,1024x512x2048"
+
+
 def awkward_sizes(variant: Variant) -> str:
     """The size spec of the shapes every variant of the operation is tested at."""
     return get_op(variant.op).tested_sizes
+
+
+def check_shapes(variant: Variant) -> tuple[str, list[str]]:
+    """The shapes `mmbench check` runs a variant at, as a size spec: its operation's awkward shapes
+    that the variant takes at its defaults (its `requires`), and for a variant with requirements the
+    tiled shapes it takes; and the awkward shapes left out, each with the requirement it misses."""
+    op = get_op(variant.op)
+    spec = awkward_sizes(variant) + (f",{TILED_SIZES}" if variant.requires and op.name == "gemm" else "")
+    params = param_points(variant)[0]
+    kept, left_out = [], []
+    for shape in op.parse_sizes(spec):
+        unmet = variant.unmet(compile_params(variant, params, dimensions(op, shape)), dimensions(op, shape))
+        if unmet is None:
+            kept.append(shape)
+        elif str(shape) in {str(s) for s in op.parse_sizes(awkward_sizes(variant))}:
+            left_out.append(f"{shape} ({unmet.split(' requires ', 1)[1]})")
+    return ",".join(str(s) for s in kept), left_out

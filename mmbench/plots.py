@@ -292,8 +292,9 @@ def fig_vs_library(df: pd.DataFrame, meta: dict) -> plt.Figure:
             ax.axhline(level, color="black", linewidth=0.8 if level == 100 else 0.5,
                        linestyle="-" if level == 100 else ":")
         yardstick = analysis.series_of(get_op(op).yardstick, "").label
+        forms = " and precision" if set(rows.dtype) != {"fp32"} or set(rows.layout) != {"nn"} else ""
         ax.set_ylabel(f"{RATE_AXIS.get(get_op(op).rate, get_op(op).rate).split(' (')[0]} as % of {yardstick}'s at "
-                      f"the same shape")
+                      f"the same shape{forms}")
         ax.legend(fontsize=8, loc="best")
         _title(ax, f"{op}: % of {yardstick}", meta)
     return fig

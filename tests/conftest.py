@@ -85,3 +85,16 @@ def checkout_untouched():
     changed = sorted(path for path in before.keys() | after.keys() if before.get(path) != after.get(path))
     if changed:
         pytest.fail(f"the tests wrote into the checkout {REPO}: {', '.join(changed)}", pytrace=False)
+
+
+@pytest.fixture
+def registry_kept(monkeypatch):
+    """The registry as the test found it after the test (loading a variant file adds to it), and no
+    variant files read from the environment of whoever runs the tests."""
+    from mmbench.variants import files, registry
+
+    monkeypatch.delenv(files.ENVIRONMENT, raising=False)
+    before = dict(registry._ENTRIES)
+    yield
+    registry._ENTRIES.clear()
+    registry._ENTRIES.update(before)

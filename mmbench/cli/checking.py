@@ -56,7 +56,18 @@ def _run_awkward(variants, variant_file: Path, output: Path | None) -> None:
     name = f"check-{Path(variant_file).stem}"
     output = output or run_csv(f"{name}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}", places.runs_dir())
     interrupts_count(output)
-    selections = [Selection((v,), checking.awkward_sizes(v), {}) for v in variants]
+    selections = []
+    for v in variants:
+        spec, left_out = checking.check_shapes(v)
+        if left_out:
+            say(f"{v.name}: not run at {len(left_out)} awkward shape(s) it does not take: {'; '.join(left_out)}")
+        if not spec:
+            say(f"{v.name}: takes none of the shapes a check runs; nothing to run")
+            continue
+        # at every precision and layout the variant takes
+        selections.append(Selection((v,), spec, {}, dtypes=v.dtypes, layouts=v.layouts))
+    if not selections:
+        raise RunFailed(f"no variant of {variant_file} takes a shape a check runs")
     ran = sweep.plan_run(selections, (), output, dict(CHECK_RUNS), resume=False, say=say)
     _execute(ran.todo, ran.settings, output, {"name": name, "config": None}, tuning=ran.tuning)
 

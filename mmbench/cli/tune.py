@@ -10,12 +10,13 @@ from pathlib import Path
 import click
 
 from .. import places, source
-from ..engine.plan import Point, Settings
+from ..engine.plan import Point, Settings, check_forms
 from ..engine.refusals import RunRefused, check_new_output, check_output
 from ..ops import batched_by_default, get_op
 from ..ops.capabilities import must_pad, tune_engine
 from ..results import ResultsError, read_results, run_csv
 from ..sizes import SizeSpecError
+from ..precisions import DEFAULT, DEFAULT_LAYOUT, PrecisionError, form_suffix
 from ..timing import CACHE_MODES
 from ..tuning import batched_run
 from ..tuning.batched_run import refuse_batched_resume
@@ -35,11 +36,11 @@ from .tune_plan import tune_by_plan
 
 COMMANDS = ("tune",)
 # What `tune --replay` leaves unused: it reads a recorded tuning and runs nothing.
-REPLAY_IGNORES = ("sizes_spec", "runs", "warmup", "cache", "engine", "resume", "prune", "jobs", "output", "dry_run",
+REPLAY_IGNORES = ("sizes_spec", "runs", "warmup", "cache", "engine", "resume", "prune", "jobs", "output", "dry_run", "dtype", "layout",
                   "pinned_text", "per_shape", "candidates_from", "top", "pool_gpus", "cluster", "scheduler", "workers",
                   "isolation", "point_timeout")
 # What `tune --plan` leaves to its plan.
-PLAN_IGNORES = ("variant_name", "sizes_spec", "strategy", "budget", "runs", "warmup", "cache", "engine", "prune",
+PLAN_IGNORES = ("variant_name", "sizes_spec", "strategy", "budget", "runs", "warmup", "cache", "engine", "prune", "dtype", "layout",
                 "replay", "pinned_text", "per_shape", "candidates_from", "top", "pool_gpus", "cluster", "scheduler",
                 "workers")
 ENGINES = ("auto", "points", "batched")
@@ -85,13 +86,16 @@ PRUNE = 0.5  # the batched tuner's default: see engine/batched_local.py
               help="Search only configurations among the --top fastest at some shape of this tuning CSV (repeatable).")
 @click.option("--top", type=click.IntRange(min=1), default=4, show_default=True,
               help="With --candidates: how many of the fastest per recorded shape.")
+@click.option("--dtype", metavar="NAME", help="The precision to tune at (default: the variant's first; "
+              "docs/precisions.md). Precisions other than fp32 are tuned point by point (--engine points).")
+@click.option("--layout", metavar="NAME", help="GEMM: the layout of A and B to tune at (default: the variant's first).")
 @click.option("--pool-gpus", is_flag=True, help="On a cluster of GPUs of different models: pool their timings into "
               "one cache entry per model anyway (refused otherwise).")
 @cluster_options
 @isolation_options
 def tune(variant_name, plan, sizes_spec, strategy, budget, seed, runs, warmup, cache, engine, resume, prune, jobs, output,
-         tuning_cache, dry_run, replay, pinned_text, per_shape, candidates_from, top, pool_gpus, cluster, scheduler,
-         workers, isolation, point_timeout):
+         tuning_cache, dry_run, replay, pinned_text, per_shape, candidates_from, top, dtype, layout, pool_gpus, cluster,
+         scheduler, workers, isolation, point_timeout):
     """Search a variant's parameter space: compile, verify and time every configuration tried,
     record each as a row, and keep the best per size class (or per shape) in your tuning cache
     (or --tuning-cache PATH), which `mmbench run` reads before the shipped one."""
@@ -163,6 +167,8 @@ class TuneOptions:
     per_shape: bool
     candidates_from: tuple[Path, ...]
     top: int
+    dtype: str | None
+    layout: str | None
     pool_gpus: bool
     cluster: str | None
     scheduler: str | None
@@ -195,9 +201,20 @@ def _tuning_configs(options: TuneOptions):
 def _tune_request(options: TuneOptions, variant, shapes, configs, cache_path: Path) -> tuple[TuneRequest, Settings]:
     """The tuning the options ask for, and the points engine's settings; InputError where options
     do not fit the engine or the machine. The kernel's source hash is computed here, once."""
-    # The batched engine builds each configuration once for every shape; a kernel with #defines bound to
-    # the shape is built per shape, so it is tuned point by point.
-    engine = options.engine if options.engine != "auto" else "points" if variant.defines else tune_engine(get_op(variant.op))
+    try:  # the precision and layout tuned at: those given, else the variant's first
+        (dtype,), (layout,), _ = check_forms([variant], [options.dtype or variant.dtypes[0]],
+                                             [options.layout or variant.layouts[0]])
+    except PrecisionError as exc:
+        raise InputError(str(exc)) from None
+    typed = (dtype, layout) != (DEFAULT, DEFAULT_LAYOUT)
+    # The batched engine builds each configuration once for every shape and checks float32 sums on the GPU;
+    # a kernel with #defines bound to the shape is built per shape, and other precisions are checked on the
+    # host, so those are tuned point by point.
+    engine = options.engine if options.engine != "auto" else "points" if variant.defines or typed else \
+        tune_engine(get_op(variant.op))
+    if engine == "batched" and typed:
+        raise InputError(f"the batched engine checks float32 sums on the GPU; {dtype}, layout {layout} is tuned with "
+                         f"--engine points")
     if engine == "batched" and variant.defines:
         raise InputError(f"{variant.name} has #defines bound to the shape ({', '.join(variant.defines)}): it is built "
                          f"per shape, which the batched engine does not do; tune it with --engine points")
@@ -227,7 +244,7 @@ def _tune_request(options: TuneOptions, variant, shapes, configs, cache_path: Pa
                           cache=options.cache, seed=options.seed, jobs=options.jobs, resume=options.resume,
                           prune=PRUNE if options.prune is None else options.prune, per_shape=options.per_shape,
                           pool_gpus=options.pool_gpus, cluster=spec,
-                          isolation=isolation_of(options.isolation, options.point_timeout))
+                          isolation=isolation_of(options.isolation, options.point_timeout), dtype=dtype, layout=layout)
     return request, settings
 
 
@@ -235,8 +252,8 @@ def _announce_tuning(request: TuneRequest, options: TuneOptions) -> None:
     if options.pinned_text:
         console.print(f"pinned: {options.pinned_text}", soft_wrap=True)
     console.print(f"{request.variant.name}: {len(tuning_space(request.variant))} configurations satisfy its "
-                  f"constraints; trying {len(request.configs)} ({options.strategy}) at {len(request.shapes)} shape(s)",
-                  soft_wrap=True)
+                  f"constraints; trying {len(request.configs)} ({options.strategy}) at {len(request.shapes)} shape(s)"
+                  + form_suffix(request.dtype, request.layout), soft_wrap=True)
 
 
 def _print_tuning_plan(request: TuneRequest, options: TuneOptions) -> None:
@@ -256,7 +273,7 @@ def _tuning_about(request: TuneRequest, options: TuneOptions) -> dict:
             "tuning": {"variant": request.variant.name, "strategy": options.strategy, "budget": options.budget,
                        "seed": options.seed, "space": len(tuning_space(request.variant)), "tried": len(request.configs),
                        "per_shape": options.per_shape, "candidates": [str(p) for p in options.candidates_from],
-                       "top": options.top}}
+                       "top": options.top, "dtype": request.dtype, "layout": request.layout}}
 
 
 def _tune_batched(request: TuneRequest, about: dict) -> None:
@@ -279,7 +296,8 @@ def _tune_points(request: TuneRequest, about: dict, settings: Settings) -> None:
     best configurations into the cache."""
     variant, configs = request.variant, list(request.configs)
     unchecked = must_pad(get_op(variant.op), variant)  # a kernel without border checks runs padded
-    points = [Point(variant, p, s, request.cache, pad=unchecked) for s in request.shapes for p in configs]
+    points = [Point(variant, p, s, request.cache, pad=unchecked, dtype=request.dtype, layout=request.layout)
+              for s in request.shapes for p in configs]
     running._execute(points, settings, request.output, about, strict=False, cluster=request.cluster,
                      prepare=lambda r: r.gpu.precompile(variant, configs, request.jobs), isolation=request.isolation)
     try:

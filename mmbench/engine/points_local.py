@@ -20,7 +20,7 @@ from ..kernel_clock import KernelClock, KernelClockError, per_call_ms
 from ..ops import DeviceBuffers, Operation, get_op
 from ..ops.base import Timed, Unsupported
 from ..ops.capabilities import CpuBaseline, LibraryBaseline, needs, timed_sequence
-from ..ops.declared import launcher
+from ..ops.declared import dimensions, launcher
 from .. import schema
 from ..schema import HOST, clock_fields, clock_sagged, kernel_fields, timing_fields
 from ..sizes import Shape
@@ -336,6 +336,9 @@ class LocalPoints(Engine):
         broken = variant.violated(params)
         if broken:
             return schema.row(point, self.settings, "skipped", f"constraint {broken[0]} does not hold")
+        unmet = variant.unmet(params, dimensions(point.op, point.shape))
+        if unmet:  # a shape the kernel does not take: never run, so never wrong
+            return schema.row(point, self.settings, "skipped", unmet)
         limit = gpu.facts.max_threads_per_block
         if variant.block_threads(params) > limit:
             return schema.row(point, self.settings, "skipped",

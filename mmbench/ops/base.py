@@ -211,6 +211,7 @@ class DeviceBuffers:
     scratch: tuple[Any, ...] = ()  # workspaces some kernels need, FP8's scales: allocated with the shape's buffers
     precision: str = DEFAULT  # the inputs' (precisions.py): the output's type follows
     layout: str = DEFAULT_LAYOUT
+    scales: tuple[float, float] = (1.0, 1.0)  # FP8's of A and B (in scratch[0] too, for kernels that read them there)
 
     @property
     def output_type(self) -> np.dtype:

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
+import re
+
 import numpy as np
 
+from ..precisions import PRECISIONS, SCALE_OFFSETS
 from ..sizes import Shape
 from ..variants import expressions
 from ..variants.model import Params, Variant
@@ -34,12 +37,41 @@ def declared_grid(op: "Operation", variant: Variant, params: Params, shape: Shap
     return tuple(grid)  # type: ignore[return-value]
 
 
+# A typed scalar as a variant file's arguments hold it: "float32(1.0)", "int64(m * k)".
+SCALAR_TYPES = {"int32": np.int32, "int64": np.int64, "float32": np.float32, "float64": np.float64}
+_TYPED = re.compile(r"^(" + "|".join(SCALAR_TYPES) + r")\((.+)\)$")
+# FP8's per-tensor scales, by value (float32) and by device pointer (precisions.SCALE_OFFSETS)
+SCALES = ("scale_a", "scale_b")
+SCALE_POINTERS = ("scale_a_ptr", "scale_b_ptr")
+
+
+def typed_scalar(argument: str) -> tuple[str, str] | None:
+    """(type, value text) of a typed scalar argument, or None for a buffer, a scale or an int32 expression."""
+    m = _TYPED.match(argument)
+    return (m.group(1), m.group(2)) if m else None
+
+
 def declared_arguments(op: "Operation", variant: Variant, params: Params, shape: Shape,
                        bufs: "DeviceBuffers") -> list:
-    """The kernel's arguments in its own order: buffers by name, the rest 32-bit integers."""
-    by_name = dict(zip(op.buffers, (*bufs.inputs, bufs.output)))
+    """The kernel's arguments in its own order: buffers by name, FP8's scales by value or pointer,
+    typed scalars as their type, the rest 32-bit integers."""
+    by_name: dict = dict(zip(op.buffers, (*bufs.inputs, bufs.output)))
+    if bufs.scratch and PRECISIONS[bufs.precision].scaled:
+        by_name.update(zip(SCALES, (np.float32(s) for s in bufs.scales)))
+        by_name.update(zip(SCALE_POINTERS, (np.uintp(int(bufs.scratch[0]) + at) for at in SCALE_OFFSETS)))
     bound = {**dimensions(op, shape), **dict(params)}
-    return [by_name[a] if a in by_name else np.int32(expressions.evaluate(a, bound)) for a in variant.arguments]
+    out = []
+    for a in variant.arguments:
+        typed = typed_scalar(a)
+        if a in by_name:
+            out.append(by_name[a])
+        elif typed and typed[0].startswith("float"):
+            out.append(SCALAR_TYPES[typed[0]](float(typed[1])))
+        elif typed:
+            out.append(SCALAR_TYPES[typed[0]](expressions.evaluate(typed[1], bound)))
+        else:
+            out.append(np.int32(expressions.evaluate(a, bound)))
+    return out
 
 
 def declared_launch(gpu, op: "Operation", variant: Variant, params: Params, shape: Shape,

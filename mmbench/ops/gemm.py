@@ -406,7 +406,7 @@ class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline):
         p = get_precision(inputs.precision)
         scales = (gpu.upload(scale_block(inputs.scales)),) if p.scaled else ()
         return DeviceBuffers((gpu.upload(raw_view(inputs.a)), gpu.upload(raw_view(inputs.b))),
-                             gpu.alloc(m * n * p.c_type.itemsize), m * n, scales, p.name, inputs.layout)
+                             gpu.alloc(m * n * p.c_type.itemsize), m * n, scales, p.name, inputs.layout, inputs.scales)
 
     def entries(self, variant: Variant) -> tuple[str, ...]:
         return entries(variant)

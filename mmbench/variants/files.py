@@ -8,13 +8,18 @@ before anything is evaluated; loading a file reads it, and compiles and runs not
     op = "gemm"                        # gemm, gemv or transpose
     source = "my_sgemm.cu"             # relative to this file
     entry = "sgemm_tiled"              # the __global__ function (default: name)
-    arguments = ["m", "n", "k", "A", "B", "C"]   # the kernel's own order: buffers, integer expressions
+    arguments = ["m", "n", "k", 1.0, "A", "B", 0.0, "C"]   # the kernel's own order: buffers, integer
+                                       # expressions, typed scalars (1.0: a float; { type = "float64",
+                                       # value = 1.0 }), FP8's scale_a, scale_b (or scale_a_ptr, ...)
     block = ["TILE", "TILE"]
     grid = ["ceil_div(n, TILE)", "ceil_div(m, TILE)"]
     params = { TILE = 16 }             # defaults (a list sweeps each)
     space = { TILE = [8, 16, 32] }     # what `mmbench tune` explores (default: the defaults)
     constraints = ["TILE * TILE <= 1024"]
     defines = { WIDTH = "n" }          # #defines bound to the shape: compiled per shape
+    dtypes = ["bf16"]                  # the precisions it takes (default fp32)
+    layouts = ["nt"]                   # GEMM: how it takes A and B (default nn)
+    requires = ["k % 16 == 0"]         # shapes it takes; others are skipped rows
 
 A mistake is one line naming the file, the variant and the key (VariantFileError).
 """
@@ -32,6 +37,8 @@ from types import MappingProxyType
 from typing import Any, Iterable
 
 from . import expressions
+from ..ops.declared import SCALAR_TYPES, SCALE_POINTERS, SCALES, typed_scalar
+from ..precisions import PRECISIONS
 from .model import Variant, VariantError, param_points, tuning_space
 from .registry import BUILT_IN, REGISTRY, replace_from
 
@@ -52,6 +59,10 @@ KEYS = {
     "constraints": "expressions over the parameters that a point must satisfy",
     "defines": "#define name -> an expression over the parameters and the shape: the kernel is compiled per shape",
     "zero_output": "true when the kernel adds into its output, zeroed before every launch (default false)",
+    "dtypes": "the precisions the kernel takes, e.g. [\"bf16\"] (default [\"fp32\"]; docs/precisions.md)",
+    "layouts": "the layouts of A and B the kernel takes, e.g. [\"nt\"] (GEMM; default [\"nn\"])",
+    "requires": "expressions over the parameters and the shape that a shape must meet, e.g. [\"k % 16 == 0\"]: "
+                "a point that does not is skipped, never run",
 }
 REQUIRED = ("name", "op", "source", "arguments", "block", "grid")
 PYTHON = "<python>"  # where variants a script declares as dicts come from
@@ -203,11 +214,30 @@ def _parameters(table: dict, op, fail) -> dict:
             "defines": MappingProxyType({n: str(e) for n, e in defines.items()}),
             "threads": _expressions(table, "block", fail, 1, 3), "grid": _expressions(table, "grid", fail, 1, 3),
             "shared": str(table.get("shared", "0")), "constraints": _expressions(table, "constraints", fail),
+            "requires": _expressions(table, "requires", fail), **_forms(table, op, fail),
             "arguments": _arguments(table, op, fail)}
 
 
+def _forms(table: dict, op, fail) -> dict:
+    """dtypes and layouts: non-empty lists of names the operation takes."""
+    out = {}
+    for key, choices, default in (("dtypes", op.precisions, "fp32"), ("layouts", op.layouts, "nn")):
+        value = table.get(key, [default])
+        if not isinstance(value, list) or not value or not all(isinstance(x, str) for x in value):
+            raise fail(key, f"{value!r} is not a list of names such as [\"{default}\"]")
+        for name in value:
+            if name not in choices:
+                raise fail(key, f"'{name}' is no {'precision' if key == 'dtypes' else 'layout'} a {op.name} takes; "
+                                f"choose from: {', '.join(choices)}")
+        out[key] = tuple(dict.fromkeys(value))
+    return out
+
+
 def _arguments(table: dict, op, fail) -> tuple[str, ...]:
-    arguments = _expressions(table, "arguments", fail, 1)
+    value = table.get("arguments", [])
+    if not isinstance(value, list) or not value:
+        raise fail("arguments", f"{value!r} is not a list of arguments")
+    arguments = tuple(_argument(a, fail) for a in value)
     for buffer in op.buffers:
         count = arguments.count(buffer)
         if count != 1:
@@ -216,14 +246,44 @@ def _arguments(table: dict, op, fail) -> tuple[str, ...]:
     return arguments
 
 
+def _argument(value: Any, fail) -> str:
+    """One argument as Variant.arguments holds it: a buffer's or scale's name and an int32 expression
+    as written, a float (1.0) as "float32(1.0)", a typed scalar { type = T, value = V } as "T(V)"."""
+    if isinstance(value, bool):
+        raise fail("arguments", f"{value!r} is not an argument (a buffer, an expression or a scalar)")
+    if isinstance(value, float):
+        return f"float32({value!r})"
+    if isinstance(value, (str, int)):
+        return str(value)
+    if not isinstance(value, dict) or set(value) != {"type", "value"}:
+        raise fail("arguments", f"{value!r} is not an argument: a buffer's name, an integer expression, a float "
+                                f"(1.0), or {{ type = \"float64\", value = 1.0 }}")
+    kind, given = value["type"], value["value"]
+    if kind not in SCALAR_TYPES:
+        raise fail("arguments", f"scalar type {kind!r}; choose from: {', '.join(SCALAR_TYPES)}")
+    if kind.startswith("float"):
+        if isinstance(given, bool) or not isinstance(given, (int, float)):
+            raise fail("arguments", f"{given!r} is not a {kind} value (a number)")
+        return f"{kind}({float(given)!r})"
+    if isinstance(given, bool) or not isinstance(given, (int, str)):
+        raise fail("arguments", f"{given!r} is not a {kind} value (an integer or an integer expression)")
+    return f"{kind}({given})"
+
+
 def _check_expressions(variant: Variant, op, fail) -> None:
     """Every expression one the evaluator accepts, naming only what it may: the parameters, and where
     the shape is known (grid, arguments, defines) the shape's dimensions."""
     params, shape = set(variant.axes), set(op.dims)
+    scaled = [a for a in variant.arguments if a in SCALES + SCALE_POINTERS]
+    if scaled and not all(PRECISIONS[d].scaled for d in variant.dtypes):
+        raise fail("arguments", f"'{scaled[0]}' is an FP8 scale; its dtypes {', '.join(variant.dtypes)} have none "
+                                f"(only {', '.join(n for n, p in PRECISIONS.items() if p.scaled)} do)")
+    integers = tuple((typed_scalar(a) or ("int32", a))[1] for a in variant.arguments
+                     if a not in op.buffers and a not in scaled and not (typed_scalar(a) or ("int",))[0].startswith("float"))
     groups: list[tuple[str, tuple[str, ...], set[str]]] = [
         ("block", variant.threads, params), ("shared", (variant.shared,), params),
         ("constraints", variant.constraints, params), ("grid", variant.grid, params | shape),
-        ("arguments", tuple(a for a in variant.arguments if a not in op.buffers), params | shape),
+        ("requires", variant.requires, params | shape), ("arguments", integers, params | shape),
         *((f"defines.{n}", (e,), params | shape) for n, e in variant.defines.items())]
     for key, items, allowed in groups:
         for expression in items:
@@ -243,7 +303,7 @@ def _check_space(variant: Variant, fail) -> None:
         points, defaults = tuning_space(variant), param_points(variant)
     except (ArithmeticError, expressions.ExpressionError, NameError) as exc:
         raise fail("constraints", f"cannot be evaluated ({exc})") from None
-    if not points:
+    if variant.axes and not points:  # (a kernel without parameters has one point, its only build)
         raise fail("space", "no point of the parameter space meets the constraints (zero points)")
     if all(variant.problem(p) for p in defaults):
         raise fail("params", f"the defaults cannot be built: {variant.problem(defaults[0])}")

@@ -58,6 +58,9 @@ class Variant:
     # The precisions (precisions.PRECISIONS) and layouts of A and B (precisions.LAYOUTS) its kernels take.
     dtypes: tuple[str, ...] = ("fp32",)
     layouts: tuple[str, ...] = ("nn",)
+    # Expressions over the parameters and the shape that a shape must meet for the kernel to take it
+    # ("m % 128 == 0"): a point that does not is skipped, naming the requirement, never run.
+    requires: tuple[str, ...] = ()
     origin: Path | None = None  # the variant file that declared it; None for a built-in entry
     # What the file said of it (its [[variant]] table, the source's path made absolute): plain data
     # that another process builds the same variant from (variants.files.use_declared). Not hashed.
@@ -87,6 +90,16 @@ class Variant:
         """The constraints a parameter point breaks (empty when it may be built)."""
         bound = dict(params)
         return [c for c in self.constraints if not _holds(c, bound)]
+
+    def unmet(self, params: Params, dims: Mapping[str, int]) -> str | None:
+        """The first requirement a shape (its dimensions by name) does not meet, said with the
+        shape's values ("requires m % 128 == 0; m = 33"); None when it meets them all."""
+        bound = {**dims, **dict(params)}
+        for requirement in self.requires:
+            if not _holds(requirement, bound):
+                named = sorted(expressions.names(requirement) & set(dims))
+                return f"{self.name} requires {requirement}; " + ", ".join(f"{d} = {dims[d]}" for d in named)
+        return None
 
     def problem(self, params: Params) -> str | None:
         """Why a parameter point cannot run on any GPU, known without one: a broken constraint or
