@@ -45,6 +45,9 @@ class PtxasReport:
     stack_bytes: int
     spill_store_bytes: int
     spill_load_bytes: int
+    # The compiler's warnings about the module (the same for each of its entries): a #define of the
+    # kernel's that redefines one of mmbench's makes the kernel compute another product, silently else
+    warnings: tuple[str, ...] = ()
 
     @property
     def spills(self) -> bool:
@@ -165,8 +168,14 @@ def parse_ptxas(text: str) -> dict[str, PtxasReport]:
         stack, stores, loads = (max(f[0] for f in frames), sum(f[1] for f in frames), sum(f[2] for f in frames))
         smem = _SMEM.search(block)
         reports[entry.group(1)] = PtxasReport(int(used.group(1)), int(smem.group(1)) if smem else 0,
-                                              stack, stores, loads)
+                                              stack, stores, loads, compiler_warnings(text))
     return reports
+
+
+def compiler_warnings(log: str) -> tuple[str, ...]:
+    """The warning lines of an nvcc log, each once, in order (ptxas's reports are not warnings)."""
+    return tuple(dict.fromkeys(line.strip() for line in log.splitlines()
+                               if re.search(r"\bwarning\b", line, re.IGNORECASE) and "ptxas info" not in line))
 
 
 def compile_report(variant: Variant, params: Params, arch: str = DEFAULT_ARCH) -> PtxasReport:
@@ -194,7 +203,7 @@ def entry_symbol(variant: Variant, reports: dict[str, PtxasReport]) -> str:
 
 
 # The kept reports' format: changes whenever parse_ptxas or PtxasReport does, so none read back is stale.
-REPORT_FORMAT = "ptxas-report-1"
+REPORT_FORMAT = "ptxas-report-2"  # 2: the compiler's warnings
 
 
 def cache_dir() -> Path:
@@ -226,7 +235,8 @@ def module_reports(text: str, arch: str = DEFAULT_ARCH) -> dict[str, PtxasReport
     key = hashlib.sha256(key_text.encode()).hexdigest()[:32]
     kept = cache_dir() / "ptxas" / f"{key}.json"
     try:
-        return {name: PtxasReport(**fields) for name, fields in json.loads(kept.read_text()).items()}
+        return {name: PtxasReport(**{**fields, "warnings": tuple(fields.get("warnings", ()))})
+                for name, fields in json.loads(kept.read_text()).items()}
     except (OSError, ValueError, TypeError, AttributeError):  # not there yet, or a damaged file: compile again
         pass
     with tempfile.TemporaryDirectory(prefix="mmbench-") as tmp:

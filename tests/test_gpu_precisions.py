@@ -1,15 +1,17 @@
 """GPU tests (pytest -m gpu) of precisions and layouts: the vendor library at every precision and
 layout at GEMM's awkward shapes, verified against float64 of the inputs it received; outputs of every
-type poisoned with NaN."""
+type poisoned with NaN; and kernels with a planted defect, each caught by its precision's check."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from mmbench.ops import get_op
 from mmbench.precisions import LAYOUTS, PRECISIONS
-from mmbench.variants import REGISTRY
+from mmbench.variants import REGISTRY, files, registry
 
 from test_gpu import _run  # noqa: E402  (tests/ is on the path: pytest's rootdir-relative imports)
 
@@ -51,3 +53,37 @@ def test_poison_fills_every_output_type_with_nan(gpu, precision):
         assert np.isnan(gpu.download(buf, (64,), dtype).astype(np.float64)).all()
     finally:
         buf.free()
+
+
+PLANTED = Path(__file__).resolve().parent / "planted" / "planted.toml"
+DEFECTS = {  # variant -> what its check must say
+    "planted_bf16_sum_in_bf16": "bf16 error bound", "planted_tf32_claims_fp32": "float32",
+    "planted_fp8_without_scale_a": "fp8e4m3 error bound", "planted_b_read_as_nn": "float32 error bound"}
+
+
+@pytest.fixture(scope="module")
+def planted_rows(gpu):
+    """Each planted kernel (tests/planted/planted.cu) at 512 (k long enough for reduced accumulation to
+    show), at the precision and layout it declares."""
+    before = dict(registry._ENTRIES)
+    try:
+        rows = [r for v in files.use([PLANTED]) for r in _run(gpu, [v], "512", dtypes=v.dtypes, layouts=v.layouts)]
+    finally:
+        registry._ENTRIES.clear()
+        registry._ENTRIES.update(before)
+    return {r["variant"]: r for r in rows}
+
+
+@pytest.mark.parametrize("name", list(DEFECTS))
+def test_each_precisions_check_catches_its_planted_defect(planted_rows, name):
+    r = planted_rows[name]
+    assert r["status"] == "wrong", (name, r["status"], r["reason"])
+    assert DEFECTS[name] in r["reason"]
+    # in units of the bound, or of the tolerance where the elements stay within theirs
+    assert r["err_bound_ratio"] > 1 or "reduced precision?" in r["reason"]
+
+
+def test_the_tf32_kernel_passes_as_what_it_is(planted_rows):
+    r = planted_rows["planted_tf32_honest"]
+    assert r["status"] == "ok", r["reason"]
+    assert r["rel_err"] == planted_rows["planted_tf32_claims_fp32"]["rel_err"]  # the same arithmetic, judged by another rule

@@ -138,3 +138,24 @@ def test_run_and_tune_plan_a_kernel_at_what_it_takes(tmp_path):
     batched = invoke("-f", WMMA, "tune", "-v", "wmma_bf16", "-s", "256", "--strategy", "brute", "--engine", "batched",
                      "--dry-run")
     assert batched.exit_code == 2 and "bf16, layout nt is tuned with --engine points" in batched.output
+
+
+def test_the_planted_kernels_of_the_gpu_tests_load_and_compile():
+    planted = Path(__file__).resolve().parent / "planted" / "planted.toml"
+    result = invoke("check", planted, "--compile-only")
+    assert result.exit_code == 0, result.output
+    assert {v.name: v.dtypes for v in files.load(planted)} == {
+        "planted_bf16_sum_in_bf16": ("bf16",), "planted_tf32_claims_fp32": ("fp32",), "planted_tf32_honest": ("tf32",),
+        "planted_fp8_without_scale_a": ("fp8e4m3",), "planted_b_read_as_nn": ("fp32",)}
+
+
+def test_check_shows_the_compilers_warnings(tmp_path):
+    """A kernel's own #define over one of mmbench's (what made KernelTuner's example compute a 512-wide product
+    at every size): nvcc warns, and check says so (the run's metadata keeps it as nvcc_warnings)."""
+    (tmp_path / "typed.cu").write_text('#define TILE 32\nextern "C" __global__ void typed(float* C, const float* A, '
+                                       'const float* B) { C[threadIdx.x] = A[0] * B[0] * TILE; }\n')
+    path = tmp_path / "typed.toml"
+    path.write_text(TEMPLATE.format(arguments='["C", "A", "B"]', extra="params = { TILE = 16 }"))
+    result = invoke("check", path, "--compile-only")
+    assert result.exit_code == 0, result.output
+    assert 'typed [TILE=16] nvcc warns: typed.cu:1: warning: "TILE" redefined' in result.output

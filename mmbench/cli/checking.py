@@ -37,6 +37,8 @@ def check(variant_file, compile_only, output):
     for b in built:
         if b.problem:
             console.print(f"{b.variant.name} [{b.params}] does not build: {b.problem}", soft_wrap=True)
+        for warning in b.report.warnings if b.report else ():
+            console.print(f"{b.variant.name} [{b.params}] nvcc warns: {warning}", soft_wrap=True)
     if any(b.problem for b in built):
         raise RunFailed(f"{sum(bool(b.problem) for b in built)} variant point(s) of {variant_file} do not build")
     from ..device import device_identity

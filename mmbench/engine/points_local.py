@@ -461,7 +461,8 @@ class LocalPoints(Engine):
             report = source.compile_report(variant, params, self.gpu.facts.arch)
             entry.update(ptxas_registers=report.registers, ptxas_shared_bytes=report.shared_bytes,
                          ptxas_stack_bytes=report.stack_bytes, ptxas_spill_store_bytes=report.spill_store_bytes,
-                         ptxas_spill_load_bytes=report.spill_load_bytes)
+                         ptxas_spill_load_bytes=report.spill_load_bytes,
+                         **({"nvcc_warnings": list(report.warnings)} if report.warnings else {}))
         except Exception as exc:  # nvcc missing here: the loaded function's numbers still stand
             entry["ptxas"] = f"unavailable: {error_line(exc)}"
         self.kernels[key] = entry
