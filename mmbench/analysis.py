@@ -160,12 +160,12 @@ def ratio(df: pd.DataFrame, top: Series, bottom: Series) -> pd.Series:
     return (a[both] / b[both]).dropna()
 
 
-def algorithmic_intensity(op: str, m: int, n: int, k: int) -> float:
+def algorithmic_intensity(op: str, m: int, n: int, k: int, dtype: str = DEFAULT) -> float:
     """FLOPs per byte if every operand moved through DRAM exactly once, by the operation's work
-    model: 2mnk / 4(mk + kn + mn) for GEMM, 2mn / 4(mn + m + n) for GEMV, 0 for copies and
-    transposes (they do no FLOPs)."""
+    model: 2mnk / 4(mk + kn + mn) for GEMM in float32 (the precision's element sizes otherwise),
+    2mn / 4(mn + m + n) for GEMV, 0 for copies and transposes (they do no FLOPs)."""
     operation, shape = get_op(op), Shape(int(m), int(n), int(k))
-    return operation.flops(shape) / operation.min_bytes(shape)
+    return operation.flops(shape) / operation.min_bytes(shape, dtype)
 
 
 def on_gpu(df: pd.DataFrame) -> pd.Series:

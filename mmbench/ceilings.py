@@ -109,8 +109,48 @@ def _timed(gpu, launch) -> list[float]:
     return time_gpu(gpu, launch, SAMPLES, 1, "hot", "read", held=False)
 
 
+# The library's ceiling at each precision: its best over large square products (the "maximum achievable
+# matmul FLOPS" method), at layout nt, which every precision takes (FP8 on Hopper only it).
+LIBRARY_SIZES = (4096, 6144, 8192)
+LIBRARY_LAYOUT = "nt"
+
+
+def library_ceilings(gpu, sizes: tuple[int, ...] = LIBRARY_SIZES) -> dict:
+    """Per precision: the best TFLOP/s of the vendor library (the `cublas` variant's calls) over
+    square sizes, each the median of SAMPLES hot samples on random inputs of the precision (never
+    zeros, which run faster); a precision the library refuses here says why instead."""
+    from .ops.base import Unsupported
+    from .ops.gemm import GEMM, device_buffers, draw_operands, stored
+    from .precisions import PRECISIONS
+    from .sizes import Shape
+
+    handle = GEMM.library(None, gpu)
+    out: dict = {}
+    try:
+        for name, p in PRECISIONS.items():
+            best: dict = {}
+            for n in sizes:
+                shape = Shape(n, n, n)
+                a, b, scales = draw_operands(shape, np.random.default_rng([n, 7]), p)
+                bufs = device_buffers(gpu, *stored(a, b, LIBRARY_LAYOUT), shape, name, LIBRARY_LAYOUT, scales)
+                try:
+                    call = GEMM.library_call(handle, shape, bufs)
+                    tflops = 2.0 * n**3 / (statistics.median(_timed(gpu, call)) * 1e-3) / 1e12
+                    if tflops > best.get("tflops", 0.0):
+                        best = {"tflops": tflops, "at": n}
+                except Unsupported as exc:
+                    best = {"unavailable": str(exc)}
+                finally:
+                    bufs.free()
+            out[name] = best
+    finally:
+        handle.close()
+    return out
+
+
 def measure(gpu, gpu_facts: dict) -> dict:
-    """Measure both ceilings on an open Gpu; the medians are the ceilings."""
+    """Measure both ceilings on an open Gpu; the medians are the ceilings; and the library's at
+    each precision (library_tflops)."""
     clock_before = gpu.clock.current_mhz()
     fp32, fma_times = _fma_peak(gpu)
     clock_after = gpu.clock.current_mhz()
@@ -125,4 +165,8 @@ def measure(gpu, gpu_facts: dict) -> dict:
                    f"median of {SAMPLES}; dram: cuMemcpyDtoD of {COPY_BYTES >> 30} GiB, bytes read + written, "
                    f"median of {SAMPLES}"),
         "datasheet": datasheet(gpu_facts),
+        "library_tflops": library_ceilings(gpu),
+        "library_method": (f"the best of cuBLAS (fp32, fp64) and cuBLASLt (the others) over n = "
+                           f"{', '.join(map(str, LIBRARY_SIZES))}, layout {LIBRARY_LAYOUT}, median of {SAMPLES} hot "
+                           f"samples each"),
     }

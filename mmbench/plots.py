@@ -27,6 +27,7 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 from . import analysis  # noqa: E402
 from .analysis import Series  # noqa: E402
 from .ceilings import datasheet  # noqa: E402
+from .precisions import DEFAULT, DEFAULT_LAYOUT  # noqa: E402
 from .ops import get_op  # noqa: E402
 from .results import ResultsError  # noqa: E402
 from .sizes import row_shape  # noqa: E402
@@ -87,12 +88,15 @@ def square_count(df: pd.DataFrame) -> int:
     return analysis.square(df).n.nunique()
 
 
-def roofline_points(df: pd.DataFrame, profile: pd.DataFrame | None, size: int) -> pd.DataFrame:
+def roofline_points(df: pd.DataFrame, profile: pd.DataFrame | None, size: int, dtype: str = DEFAULT) -> pd.DataFrame:
     """Each GPU series at the square size n of its operation (n x n x n, or n x n): its op, GFLOP/s,
     GB/s and intensity, measured (Nsight Compute) where profiled, else its operation's algorithmic
-    one; 0 for an operation without FLOPs (a copy, a transpose)."""
+    one; 0 for an operation without FLOPs (a copy, a transpose). The rows of one precision (fp32:
+    the papers' rows, at layout nn)."""
     ok = analysis.square_shapes(analysis.ok_rows(df))
     ok = ok[analysis.on_gpu(ok) & (ok.n == size)]  # a CPU baseline has no place under the GPU's roof
+    if dtype != DEFAULT:
+        return _precision_points(ok, size, dtype)
     rows = []
     for s in analysis.series_list(ok):
         at = ok[(ok.variant == s.variant) & (ok.params == s.params)].iloc[0]
@@ -108,17 +112,47 @@ def roofline_points(df: pd.DataFrame, profile: pd.DataFrame | None, size: int) -
     return pd.DataFrame(rows)
 
 
-def _roofs(meta: dict) -> list[tuple]:
-    """(name, FP32 TFLOP/s or None, DRAM GB/s, line style, colour) of the datasheet and, where
-    measured (`mmbench ceilings`), of the GPU itself."""
+def _precision_points(ok: pd.DataFrame, size: int, dtype: str) -> pd.DataFrame:
+    """roofline_points of the rows of a precision other than fp32: each variant (and layout) a point,
+    at its algorithmic intensity in that precision's element sizes."""
+    ok = analysis.with_forms(ok)
+    ok = ok[ok.dtype == dtype]
+    rows = []
+    for (variant, params, layout), g in ok.groupby(["variant", "params", "layout"], sort=False):
+        at, s = g.iloc[0], analysis.series_of(variant, params, str(g.iloc[0].label))
+        s = analysis.Series(s.variant, s.params, s.label + (f" {layout}" if layout != DEFAULT_LAYOUT else ""), s.order)
+        rows.append({"series": s, "op": at.op, "gflops": float(at.gflops_mean), "gbytes_per_s": float(at.gbytes_per_s),
+                     "intensity": analysis.algorithmic_intensity(at.op, at.m, at.n, at.k, dtype), "measured": False})
+    if not rows:
+        raise ResultsError(f"no verified GPU rows at n = {size} in {dtype} for the roofline")
+    return pd.DataFrame(rows)
+
+
+def roofline_precision(df: pd.DataFrame, size: int) -> str:
+    """The precision a roofline draws: fp32 where the run has it at that size (the papers'), else the
+    run's first."""
+    ok = analysis.with_forms(analysis.square_shapes(analysis.ok_rows(df)))
+    found = list(dict.fromkeys(ok[analysis.on_gpu(ok) & (ok.n == size)].dtype))
+    return DEFAULT if DEFAULT in found or not found else found[0]
+
+
+def _roofs(meta: dict, dtype: str = DEFAULT) -> list[tuple]:
+    """(name, the precision's peak TFLOP/s or None, DRAM GB/s, line style, colour) of the datasheet
+    and, where measured (`mmbench ceilings`), of the GPU itself: the FMA loop's for fp32, the
+    library's best for the others."""
     gpu = meta.get("gpu")
     if not gpu:
         raise ResultsError("the roofline needs a GPU run's metadata (no 'gpu' in the .meta.json)")
     sheet = datasheet(gpu)
-    roofs = [("datasheet", sheet["fp32_tflops"], sheet["dram_gbytes_per_s"], "--", "grey")]
+    peak = sheet["fp32_tflops"] if dtype == DEFAULT else sheet["precision_tflops"].get(dtype)
+    roofs = [("datasheet", peak, sheet["dram_gbytes_per_s"], "--", "grey")]
     measured = meta.get("ceilings")
     if measured:
-        roofs.append(("measured", measured["fp32_fma_tflops"], measured["dram_copy_gbytes_per_s"], "-", "black"))
+        best = measured["fp32_fma_tflops"] if dtype == DEFAULT else \
+            measured.get("library_tflops", {}).get(dtype, {}).get("tflops")
+        if best:
+            roofs.append(("measured" if dtype == DEFAULT else "measured (library)", best,
+                          measured["dram_copy_gbytes_per_s"], "-", "black"))
     return roofs
 
 
@@ -128,9 +162,12 @@ def fig_roofline(df: pd.DataFrame, meta: dict, profile: pd.DataFrame | None, siz
     Those doing FLOPs (GEMM, GEMV) sit at their intensity (measured where profiled); those without
     (copies, transposes) have no place on a FLOP axis, so a strip at the left shows their GB/s
     against the DRAM roofs."""
-    roofs = _roofs(meta)
+    roofs = _roofs(meta)  # first: a run without a GPU's metadata is refused as such
     size = size or analysis.roofline_size(df, profile)
-    points = roofline_points(df, profile, size)
+    dtype = roofline_precision(df, size)
+    roofs = roofs if dtype == DEFAULT else _roofs(meta, dtype)
+    points = roofline_points(df, profile, size, dtype)
+    word = "FP32" if dtype == DEFAULT else dtype.upper()
     placed, moving = points[points.intensity > 0], points[points.intensity == 0]
     if moving.empty:
         fig, ax = plt.subplots(figsize=(9, 6), layout="constrained")
@@ -140,10 +177,10 @@ def fig_roofline(df: pd.DataFrame, meta: dict, profile: pd.DataFrame | None, siz
     for name, tflops, gbs, ls, colour in roofs:
         if tflops:
             ax.plot(x, np.minimum(tflops * 1e3, gbs * x), linestyle=ls, color=colour, linewidth=1.5,
-                    label=f"{name}: {tflops:.1f} TFLOP/s FP32, {gbs:.0f} GB/s DRAM")
-        else:  # no FP32 peak known for this architecture: the bandwidth roof alone
+                    label=f"{name}: {tflops:.1f} TFLOP/s {word}, {gbs:.0f} GB/s DRAM")
+        else:  # no peak known for this architecture and precision: the bandwidth roof alone
             ax.plot(x, gbs * x, linestyle=ls, color=colour, linewidth=1.5,
-                    label=f"{name}: FP32 peak unknown, {gbs:.0f} GB/s DRAM")
+                    label=f"{name}: {word} peak unknown, {gbs:.0f} GB/s DRAM")
     labels = _distinct_labels(points)
     for p in placed.itertuples():
         st = style(p.series)
@@ -161,7 +198,8 @@ def fig_roofline(df: pd.DataFrame, meta: dict, profile: pd.DataFrame | None, siz
         handles, names = ax.get_legend_handles_labels()
         more, more_names = strip.get_legend_handles_labels()
         fig.legend(handles + more, names + more_names, fontsize=7.5, loc="outside lower center", ncol=4)
-    _title(ax, f"{title} at n = {size}\nintensity: {_intensity_basis(placed)}", meta)
+    _title(ax, f"{title} at n = {size}{'' if dtype == DEFAULT else f', {dtype}'}\nintensity: "
+               f"{_intensity_basis(placed, dtype)}", meta)
     return fig
 
 
@@ -174,9 +212,10 @@ def _distinct_labels(points: pd.DataFrame) -> dict:
             for i, label, s in zip(points.index, labels, points.series)}
 
 
-def _intensity_basis(placed: pd.DataFrame) -> str:
+def _intensity_basis(placed: pd.DataFrame, dtype: str = DEFAULT) -> str:
     """How the placed points' intensities were found, for the title."""
-    minimum = ("algorithmic minimum 2mnk / 4(mk+kn+mn)" if set(placed.op) <= {"gemm"} else
+    minimum = ("algorithmic minimum 2mnk / 4(mk+kn+mn)" if set(placed.op) <= {"gemm"} and dtype == DEFAULT else
+               f"algorithmic minimum 2mnk over the bytes of A, B and C in {dtype}" if set(placed.op) <= {"gemm"} else
                "algorithmic minimum, each operation's FLOPs over its fewest DRAM bytes")
     return ("no operation with FLOPs" if placed.empty else
             "measured DRAM traffic (Nsight Compute), filled markers" if placed.measured.all() else

@@ -128,7 +128,7 @@ PRECISIONS = MappingProxyType({p.name: p for p in (
     Precision("fp64", "float64", "float64", "fp64", Rounding(0.0, 2.0**-53, 0.0, reference_twice=True),
               "A, B, C float64; float64 accumulation (DGEMM)"),
     Precision("fp32", "float32", "float32", "fp32", Rounding(0.0, 2.0**-24, 0.0),
-              "A, B, C float32; float32 accumulation on the FMA units, no reduced-precision path (SGEMM, pedantic)"),
+              "A, B, C float32; float32 accumulation, no reduced-precision path (cuBLAS: SGEMM in pedantic math)"),
     Precision("tf32", "float32", "float32", "fp32-tc", _tc("float32", "float32", u_in=TF32_ROUNDOFF),
               "A, B, C float32 in memory; the tensor cores round A and B to TF32 (10-bit significand) and "
               "accumulate in float32"),

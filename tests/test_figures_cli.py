@@ -284,13 +284,16 @@ def test_ceilings_record_into_the_newest_run_of_this_gpu_only(runs, monkeypatch)
 
     def measure(gpu, f):
         measured.append(f)
-        return {"gpu": f["name"], "fp32_fma_tflops": 60.0, "dram_copy_gbytes_per_s": 4000.0, "datasheet": sheet}
+        return {"gpu": f["name"], "fp32_fma_tflops": 60.0, "dram_copy_gbytes_per_s": 4000.0, "datasheet": sheet,
+                "library_tflops": {"bf16": {"tflops": 750.0, "at": 8192}, "fp8e4m3": {"unavailable": "no FP8 (test)"}}}
 
     monkeypatch.setattr(ceilings, "measure", measure)
     result = invoke("ceilings")
     assert result.exit_code == 0, result.output
     assert read_metadata(mine)["ceilings"]["fp32_fma_tflops"] == 60.0 and read_metadata(other)["ceilings"] is None
     assert f"recorded in {mine.with_suffix('.meta.json')}" in result.output
+    assert "bf16 GEMM, n=8192" in result.output and "750.0" in result.output
+    assert f"{750.0 / sheet['precision_tflops']['bf16']:.1%}" in result.output and "no FP8 (test)" in result.output
     before = files(runs)
     refused(invoke("ceilings", "--results", other), "measured on NVIDIA H100 80GB HBM3, not on this NVIDIA H200")
     assert len(measured) == 1 and files(runs) == before  # refused before measuring

@@ -268,3 +268,29 @@ def test_the_precisions_report_quotes_its_run():
     quoted = re.search(r"^\| % of the peak at 8192 \(nn; FP8 nt\) \| (.+) \|$", report, re.M).group(1)
     order = ["fp64", "fp32", "tf32", "fp16", "bf16", "fp8e4m3", "fp8e5m2"]
     assert [float(c) for c in quoted.split(" | ")] == [round(at[at.dtype == d].percent.iloc[0], 1) for d in order]
+
+
+def test_the_roofline_of_a_bf16_run_draws_bf16_roofs_and_intensities():
+    import json
+    from pathlib import Path
+
+    from mmbench import plots
+    from mmbench.results import read_results
+
+    folder = Path(__file__).resolve().parent.parent / "results" / "precisions-h100"
+    df = read_results(folder / "precisions-h100.csv")
+    meta = json.loads((folder / "precisions-h100.meta.json").read_text())
+    assert plots.roofline_precision(df, 4096) == "fp32"  # the papers' precision, where a run has it
+    bf16 = df[df.dtype == "bf16"]
+    assert plots.roofline_precision(bf16, 4096) == "bf16"
+    points = plots.roofline_points(bf16, None, 4096, "bf16")
+    assert list(points.intensity) == [pytest.approx(2 * 4096**3 / (2 * 3 * 4096**2))] * 2  # nn and nt
+    assert [p.label for p in points.series] == ["cuBLAS", "cuBLAS nt"]
+    roofs = plots._roofs({**meta, "ceilings": {"fp32_fma_tflops": 60.0, "dram_copy_gbytes_per_s": 3000.0,
+                                               "library_tflops": {"bf16": {"tflops": 800.0, "at": 8192}}}}, "bf16")
+    assert [(r[0], round(r[1], 1)) for r in roofs] == [("datasheet", 1070.5), ("measured (library)", 800.0)]
+    fig = plots.fig_roofline(bf16, meta, None, 4096)
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert "datasheet: 1070.5 TFLOP/s BF16, 3352 GB/s DRAM" in labels
+    assert "Roofline at n = 4096, bf16" in fig.axes[0].get_title()
+    plots.plt.close(fig)

@@ -55,7 +55,8 @@ def _open_gpu_or_fail():
               help="Results CSV of this GPU whose metadata records the ceilings (default: the newest run of this GPU "
                    "in your runs folder, if any).")
 def ceilings(results):
-    """Measure the FP32 FMA peak and the DRAM copy bandwidth of the GPU, next to its datasheet."""
+    """Measure the FP32 FMA peak, the DRAM copy bandwidth and the vendor library's GEMM ceiling at each precision,
+    next to the datasheet."""
     if results is not None:  # checked before measuring: a bad file found after would waste the measurement
         _recordable(results)
     gpu = _open_gpu_or_fail()
@@ -71,6 +72,15 @@ def ceilings(results):
                   f"{measured['fp32_fma_tflops'] / sheet['fp32_tflops']:.1%}")
     table.add_row("DRAM GB/s", f"{measured['dram_copy_gbytes_per_s']:.0f}", f"{sheet['dram_gbytes_per_s']:.0f}",
                   f"{measured['dram_copy_gbytes_per_s'] / sheet['dram_gbytes_per_s']:.1%}")
+    for name, best in measured.get("library_tflops", {}).items():  # the library's ceiling at each precision
+        peak = sheet.get("precision_tflops", {}).get(name)
+        if "tflops" in best:
+            table.add_row(f"{name} GEMM, n={best['at']}", f"{best['tflops']:.1f}",
+                          f"{peak:.1f}" if peak else "-", f"{best['tflops'] / peak:.1%}" if peak else "-")
+        else:
+            table.add_row(f"{name} GEMM", "-", f"{peak:.1f}" if peak else "-", best["unavailable"])
+    if measured.get("library_tflops"):
+        table.caption = f"GEMM rows: TFLOP/s of {measured.get('library_method', 'the vendor library')}"
     console.print(table)
     console.print(f"kept for this device in {cache}", soft_wrap=True)
     if target is None:

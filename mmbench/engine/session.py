@@ -14,6 +14,7 @@ from .. import ceilings, environment
 from ..ops.base import SCOPES
 from ..results import (CsvSink, ResultsError, add_columns, history, metadata_path, row_key, scan, set_aside_torn,
                        status_counts, write_metadata)
+from ..precisions import LAYOUTS, PRECISIONS
 from ..schema import FORMAT
 from .interface import Engine, add_spent, spent_between
 from .outcome import Outcome, failed_message, file_counts, first_line, missing_folders, remove_unmeasured
@@ -107,8 +108,12 @@ class Session:
         first_start = (self.earlier[0].get("started_at") if self.earlier else None) or started_at
         # What each scope of the file's rows covers (host buffers pinned, end to end), the earlier ones kept.
         scopes = {**(previous.get("scopes") or {}), **{p.scope: SCOPES[p.scope] for p in points if p.scope != "kernel"}}
+        # What each precision and layout of the file's rows holds (docs/precisions.md), the earlier ones kept.
+        forms = {"precisions": {**(previous.get("precisions") or {}), **{p.dtype: PRECISIONS[p.dtype].means
+                                                                          for p in points}},
+                 "layouts": {**(previous.get("layouts") or {}), **{p.layout: LAYOUTS[p.layout] for p in points}}}
         self.meta = {**about, "format": FORMAT, "settings": {**settings.__dict__}, "started_at": first_start,
-                     **({"scopes": scopes} if scopes else {}),
+                     **({"scopes": scopes} if scopes else {}), **forms,
                      "ceilings": ceilings.cached_for(self.facts["gpu"]) or previous.get("ceilings")}
         self.kernels = dict(previous.get("kernels") or {})
         self.kernel_keys: set[str] = set()  # the kernels of this file's points (a runner may serve several)

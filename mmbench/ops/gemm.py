@@ -108,19 +108,40 @@ def make_gemm_inputs(shape: Shape, rng: np.random.Generator, products: Products 
     as such), stored as the layout says; their float64 reference A.B, and its error bound from |A|.|B|
     and the precision's rounding. `products` makes both products (default: the host's)."""
     p = get_precision(precision)
+    a, b, scales = draw_operands(shape, rng, p)
+    exact = p.a_type in (np.float32, np.float64) and p.b_type == p.a_type  # products take them as they are
+    reference, magnitude = (products or host_products)(*((a, b) if exact else
+                                                        (as_float64(a, scales[0]), as_float64(b, scales[1]))))
+    bound, norm = error_bound(p, shape.k, reference, magnitude)
+    return GemmInputs(*stored(a, b, layout), reference, bound, p.name, layout, scales, norm)
+
+
+def draw_operands(shape: Shape, rng: np.random.Generator, p: Precision) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """A (m x k) and B (k x n) drawn in [-1, 1) (float32, float64 for fp64) and rounded to the
+    precision's types, FP8's divided by their scales first; and the scales."""
     wide = p.a_type == np.float64
     draw = (lambda rows, cols: rng.uniform(-1.0, 1.0, size=(rows, cols))) if wide else \
         (lambda rows, cols: rng.uniform(-1.0, 1.0, size=(rows, cols)).astype(np.float32))
     a, b = draw(shape.m, shape.k), draw(shape.k, shape.n)
     scales = (fp8_scale(p.inputs), fp8_scale(p.b or p.inputs)) if p.scaled else (1.0, 1.0)
-    a, b = quantize(a, p.a_type, scales[0]), quantize(b, p.b_type, scales[1])
-    exact = p.a_type in (np.float32, np.float64) and p.b_type == p.a_type  # products take them as they are
-    reference, magnitude = (products or host_products)(*((a, b) if exact else
-                                                        (as_float64(a, scales[0]), as_float64(b, scales[1]))))
-    bound, norm = error_bound(p, shape.k, reference, magnitude)
+    return quantize(a, p.a_type, scales[0]), quantize(b, p.b_type, scales[1]), scales
+
+
+def stored(a: np.ndarray, b: np.ndarray, layout: str) -> tuple[np.ndarray, np.ndarray]:
+    """A and B as the layout stores them."""
     ta, tb = transposed(layout)
-    a, b = (np.ascontiguousarray(a.T) if ta else a), (np.ascontiguousarray(b.T) if tb else b)
-    return GemmInputs(a, b, reference, bound, p.name, layout, scales, norm)
+    return (np.ascontiguousarray(a.T) if ta else a), (np.ascontiguousarray(b.T) if tb else b)
+
+
+def device_buffers(gpu, a: np.ndarray, b: np.ndarray, shape: Shape, precision: str, layout: str,
+                   scales: tuple[float, float]) -> DeviceBuffers:
+    """A and B (stored) on the device, C of the precision's output type; FP8's scales as float32 in
+    device memory (the scratch buffer, SCALE_OFFSETS): what cuBLASLt and kernels read them from."""
+    p = get_precision(precision)
+    block = (gpu.upload(scale_block(scales)),) if p.scaled else ()
+    return DeviceBuffers((gpu.upload(raw_view(a)), gpu.upload(raw_view(b))),
+                         gpu.alloc(shape.m * shape.n * p.c_type.itemsize), shape.m * shape.n, block, p.name, layout,
+                         scales)
 
 
 def error_bound(p: Precision, k: int, reference: np.ndarray, magnitude: np.ndarray) -> tuple[np.ndarray, float | None]:
@@ -400,13 +421,9 @@ class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline):
         return check_gemm(out, inputs)
 
     def upload(self, gpu, inputs: GemmInputs) -> DeviceBuffers:
-        """A and B as stored, C of the precision's output type; FP8's scales of A and B as float32 in
-        device memory (the scratch buffer, SCALE_OFFSETS): what cuBLASLt and kernels read them from."""
         m, n = inputs.reference.shape
-        p = get_precision(inputs.precision)
-        scales = (gpu.upload(scale_block(inputs.scales)),) if p.scaled else ()
-        return DeviceBuffers((gpu.upload(raw_view(inputs.a)), gpu.upload(raw_view(inputs.b))),
-                             gpu.alloc(m * n * p.c_type.itemsize), m * n, scales, p.name, inputs.layout, inputs.scales)
+        return device_buffers(gpu, inputs.a, inputs.b, Shape(m, n, inputs.k), inputs.precision, inputs.layout,
+                              inputs.scales)
 
     def entries(self, variant: Variant) -> tuple[str, ...]:
         return entries(variant)
