@@ -43,7 +43,8 @@ def run(variants: Any = None, sizes: Any = None, *, variant_files: Sequence[str 
     spec ("256,512", "64:4096:x2"), a size or a list of them (default: the paper's 63:2049).
     params: {"BM": 128, "BK": [8, 16]} or "BM=128,BK=8/16". settings: the run options as keywords
     (runs, warmup, cache, threads, seed, max_noise, noise_clock, time_budget, cpu_budget,
-    tuning_cache (a path or "none"), config, blocks, scope, pad, cluster, scheduler, workers).
+    tuning_cache (a path or "none"), config, blocks, scope, pad, dtype and layout ("bf16", "fp32,bf16"
+    or a list), cluster, scheduler, workers).
     output=None: the rows are written as they finish into a temporary folder, removed once read
     back; output=PATH.csv keeps them there (its metadata beside it), resume=True continues it.
     Bad input is RunRefused, one line naming the value; a run that cannot go on is RunAborted."""
@@ -102,6 +103,11 @@ def _request(variants, sizes, variant_files, base, params, output, resume, setti
         settings = {**settings, "config": Path(settings["config"])}
     if isinstance(settings.get("blocks"), (list, tuple)):
         settings = {**settings, "blocks": ",".join(map(str, settings["blocks"]))}
+    for key in ("dtype", "layout"):  # "bf16", "fp32,bf16" or a list, as the options take them
+        if isinstance(settings.get(key), str):
+            settings = {**settings, key: (settings[key],)}
+        elif settings.get(key) is not None:
+            settings = {**settings, key: tuple(map(str, settings[key]))}
     return RunRequest(variants=tuple(names), sizes=_spec(sizes), params=_params(params),
                       output=Path(output) if output is not None else None, resume=resume, **settings)
 

@@ -159,3 +159,13 @@ def test_check_shows_the_compilers_warnings(tmp_path):
     result = invoke("check", path, "--compile-only")
     assert result.exit_code == 0, result.output
     assert 'typed [TILE=16] nvcc warns: typed.cu:1: warning: "TILE" redefined' in result.output
+
+
+def test_the_python_api_takes_precisions_and_layouts_as_the_options_do():
+    import mmbench
+
+    points = mmbench.plan("cublas", "64", dtype=["fp32", "bf16"], layout="nt")
+    assert [(p.dtype, p.layout) for p in points] == [("fp32", "nt"), ("bf16", "nt")]
+    assert [p.dtype for p in mmbench.plan("cublas", "64", dtype="fp64,tf32")] == ["fp64", "tf32"]
+    with pytest.raises(mmbench.RunRefused, match="--dtype: unknown precision 'half'"):
+        mmbench.plan("cublas", "64", dtype="half")
