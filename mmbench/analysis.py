@@ -94,8 +94,10 @@ FORM = ["dtype", "layout"]  # a point's precision and layout: rates are compared
 def by_shape(df: pd.DataFrame, column: str = "time_ms_median", **where) -> pd.Series:
     """column of the verified rows whose columns equal `where` (variant="shared", scope="device",
     pad=1, params="BLOCK=32" ...), one value per shape: a Series indexed by (m, n, k), the
-    rectangular counterpart of curve(). Several rows of one shape (other parameters) average."""
-    rows = df[df.status == "ok"]
+    rectangular counterpart of curve(). Several rows of one shape (other parameters) average; rows
+    of one precision and layout, fp32 and nn unless `where` names others."""
+    rows = with_forms(df[df.status == "ok"])
+    where = {"dtype": DEFAULT, "layout": DEFAULT_LAYOUT, **where}
     for column_name, value in where.items():
         rows = rows[rows[column_name] == value]
     return rows.groupby(SHAPE)[column].mean().sort_index()

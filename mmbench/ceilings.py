@@ -124,7 +124,12 @@ def library_ceilings(gpu, sizes: tuple[int, ...] = LIBRARY_SIZES) -> dict:
     from .precisions import PRECISIONS
     from .sizes import Shape
 
-    handle = GEMM.library(None, gpu)
+    from .cublas import CublasUnavailable
+
+    try:
+        handle = GEMM.library(None, gpu)
+    except CublasUnavailable as exc:  # the FMA and copy ceilings stand without the library
+        return {name: {"unavailable": str(exc)} for name in PRECISIONS}
     out: dict = {}
     try:
         for name, p in PRECISIONS.items():
@@ -138,8 +143,8 @@ def library_ceilings(gpu, sizes: tuple[int, ...] = LIBRARY_SIZES) -> dict:
                     tflops = 2.0 * n**3 / (statistics.median(_timed(gpu, call)) * 1e-3) / 1e12
                     if tflops > best.get("tflops", 0.0):
                         best = {"tflops": tflops, "at": n}
-                except Unsupported as exc:
-                    best = {"unavailable": str(exc)}
+                except Unsupported as exc:  # said only where no size was measured
+                    best = best if "tflops" in best else {"unavailable": str(exc)}
                 finally:
                     bufs.free()
             out[name] = best

@@ -20,13 +20,14 @@ from .ops import get_op, timing_problem
 from .ops.base import SCOPES
 from .sizes import SizeSpecError
 from .studies import paper_problem, renamed
-from .engine.plan import Selection, Settings
+from .engine.plan import Selection, Settings, check_forms
+from .precisions import PrecisionError
 from .timing import CACHE_MODES
 from .variants import Variant, VariantError, get_variant, param_points
 
 TOP_KEYS = {"name", "description", "paper", "run", "sweep", "reference"}
 RUN_KEYS = {"runs", "warmup", "cache", "threads"}
-SWEEP_KEYS = {"name", "description", "variants", "sizes", "params", "scopes", "pad"}
+SWEEP_KEYS = {"name", "description", "variants", "sizes", "params", "scopes", "pad", "dtypes", "layouts"}
 
 
 class ConfigError(ValueError):
@@ -42,9 +43,12 @@ class SweepConfig:
     params: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     scopes: tuple[str, ...] = ("kernel",)  # what the samples cover (ops.base.SCOPES)
     pads: tuple[bool, ...] = (False,)  # pad = [false, true] runs both
+    dtypes: tuple[str, ...] = ("fp32",)  # precisions and layouts, as --dtype and --layout (precisions.py)
+    layouts: tuple[str, ...] = ("nn",)
 
     def selection(self) -> Selection:
-        return Selection(self.variants, self.sizes, self.params, scopes=self.scopes, pads=self.pads)
+        return Selection(self.variants, self.sizes, self.params, scopes=self.scopes, pads=self.pads, dtypes=self.dtypes,
+                         layouts=self.layouts)
 
 
 @dataclass(frozen=True)
@@ -130,8 +134,19 @@ def _sweep(where: str, table: Any) -> SweepConfig:
     except VariantError as exc:
         raise ConfigError(f"{where}.params: {exc}") from None
     scopes, pads = _scopes(where, table, variants)
+    forms = {}
+    for key in ("dtypes", "layouts"):
+        value = table.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+            raise ConfigError(f"{where}.{key}: expected a list of names such as [\"{'bf16' if key == 'dtypes' else 'nt'}\"]")
+        forms[key] = value
+    try:
+        dtypes, layouts, _ = check_forms(variants, forms["dtypes"], forms["layouts"],
+                                         (f"{where}.dtypes", f"{where}.layouts"))
+    except PrecisionError as exc:
+        raise ConfigError(str(exc)) from None
     return SweepConfig(str(table["name"]), str(table.get("description", "")), variants,
-                       str(table["sizes"]), MappingProxyType(params), scopes, pads)
+                       str(table["sizes"]), MappingProxyType(params), scopes, pads, dtypes, layouts)
 
 
 def _scopes(where: str, table: Mapping, variants: tuple[Variant, ...]) -> tuple[tuple[str, ...], tuple[bool, ...]]:

@@ -343,6 +343,10 @@ class Gpu:
         """poison() on the stream, for work enqueued behind a hold (the batched tuner)."""
         self.drv.memset_d32_async(buf, NAN_BITS, count, self.stream)
 
+    def zero_bytes_async(self, buf, nbytes: int) -> None:
+        """Zero nbytes bytes of a buffer on the stream (outputs of 2- and 8-byte elements)."""
+        self.drv.memset_d8_async(buf, 0, nbytes, self.stream)
+
     def zero_async(self, buf, count: int) -> None:
         self.drv.memset_d32_async(buf, 0, count, self.stream)
 

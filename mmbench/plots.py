@@ -97,6 +97,7 @@ def roofline_points(df: pd.DataFrame, profile: pd.DataFrame | None, size: int, d
     ok = ok[analysis.on_gpu(ok) & (ok.n == size)]  # a CPU baseline has no place under the GPU's roof
     if dtype != DEFAULT:
         return _precision_points(ok, size, dtype)
+    ok = analysis.default_form(ok)  # a series' row of fp32 at layout nn, not another precision's
     rows = []
     for s in analysis.series_list(ok):
         at = ok[(ok.variant == s.variant) & (ok.params == s.params)].iloc[0]

@@ -25,11 +25,6 @@ STORAGE = MappingProxyType({
     "bfloat16": np.dtype(ml_dtypes.bfloat16), "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
     "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
 })
-# The CUDA C++ type a kernel declares for each (cuda_fp16.h, cuda_bf16.h, cuda_fp8.h).
-CUDA_TYPES = MappingProxyType({
-    "float64": "double", "float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16",
-    "float8_e4m3": "__nv_fp8_e4m3", "float8_e5m2": "__nv_fp8_e5m2",
-})
 
 
 def unit_roundoff(storage: str) -> float:
@@ -45,8 +40,10 @@ def smallest_subnormal(storage: str) -> float:
 # units round to nearest (Fasi, Higham, Mikaitis, Pranesh, "Numerical behavior of NVIDIA tensor
 # cores", PeerJ CS 2021): twice the unit roundoff of FP32.
 TENSOR_CORE_FP32 = 2.0**-23
-# TF32: FP32 storage whose inputs the tensor cores round to 10 explicit significand bits (p = 11).
-TF32_ROUNDOFF = 2.0**-11
+# TF32: FP32 storage whose inputs reach the tensor cores with 10 explicit significand bits: rounded
+# to nearest (cvt.rna, u = 2^-11), or truncated where a kernel hands mma.tf32 its float32 bits as
+# they are (the low 13 bits ignored: up to 2^-10). The bound takes the larger.
+TF32_ROUNDOFF = 2.0**-10
 # cuBLASLt multiplies alpha by the scales of A and B in FP32 before using them: one more FP32
 # rounding of each output, relative.
 SCALE_PRODUCT_ROUNDOFF = 2.0**-23

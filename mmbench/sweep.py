@@ -315,8 +315,11 @@ def selections_of(variants, sizes, blocks, params, config, scope=None, pad=False
 
 def forms_left_out(selections: Sequence[Selection]) -> list[str]:
     """For each variant that takes only some of its selection's precisions and layouts, a line
-    saying which are not planned."""
-    return [note for sel in selections for note in check_forms(sel.variants, sel.dtypes, sel.layouts)[2]]
+    saying which are not planned (the selections were checked as they were read)."""
+    try:
+        return [note for sel in selections for note in check_forms(sel.variants, sel.dtypes, sel.layouts)[2]]
+    except PrecisionError as exc:
+        raise RunRefused(str(exc)) from None
 
 
 def reading_caches(given: str | None):

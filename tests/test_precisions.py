@@ -68,7 +68,7 @@ def test_unit_roundoffs_are_half_an_epsilon():
     assert P.unit_roundoff("float32") == 2.0**-24 and P.unit_roundoff("bfloat16") == 2.0**-8
     assert P.unit_roundoff("float16") == 2.0**-11 and P.unit_roundoff("float8_e4m3") == 2.0**-4
     assert P.PRECISIONS["bf16"].rounding == P.Rounding(0.0, 2.0**-23, 2.0**-8, P.smallest_subnormal("bfloat16") / 2)
-    assert P.PRECISIONS["tf32"].rounding.u_in == 2.0**-11
+    assert P.PRECISIONS["tf32"].rounding.u_in == 2.0**-10  # rounded or truncated to 10 bits
 
 
 def test_fp32_rules_are_the_ones_before_precisions():
@@ -294,3 +294,51 @@ def test_the_roofline_of_a_bf16_run_draws_bf16_roofs_and_intensities():
     assert "datasheet: 1070.5 TFLOP/s BF16, 3352 GB/s DRAM" in labels
     assert "Roofline at n = 4096, bf16" in fig.axes[0].get_title()
     plots.plt.close(fig)
+
+
+def test_fp64_keeps_the_norm_of_its_magnitudes_for_the_cancellation_guard():
+    i = inputs("fp64", "nn", Shape(16, 12, 64))
+    a, b = operands(i)
+    assert i.magnitude_norm == pytest.approx(np.linalg.norm(np.abs(a) @ np.abs(b)), rel=1e-12)
+    assert inputs("fp32").magnitude_norm is None  # fp32's check finds it from its bound, as before precisions
+
+
+def test_library_ceilings_without_the_library_say_so_for_every_precision():
+    from types import SimpleNamespace
+
+    from mmbench.ceilings import library_ceilings
+
+    try:
+        import cupy  # noqa: F401
+        pytest.skip("CuPy is installed here: the library would open")
+    except ImportError:
+        pass
+    out = library_ceilings(SimpleNamespace(stream=SimpleNamespace(handle=0), alloc=None))
+    assert list(out) == list(P.PRECISIONS) and all("CuPy is not installed" in v["unavailable"] for v in out.values())
+
+
+def test_a_points_rerun_command_names_its_precision_and_layout():
+    from mmbench.engine.plan import Point
+    from mmbench.engine.points_isolated import rerun_command
+    from mmbench.variants import REGISTRY
+
+    command = rerun_command(Point(REGISTRY["cublas"], (), Shape(64, 64, 64), "cold", dtype="bf16", layout="nt"),
+                            "compute-sanitizer")
+    assert "--dtype bf16 --layout nt" in command
+    assert "--dtype" not in rerun_command(Point(REGISTRY["cublas"], (), Shape(64, 64, 64), "cold"), "x")
+
+
+def test_a_config_sweep_names_its_precisions_and_layouts(tmp_path):
+    from mmbench.config import ConfigError, load_config
+
+    sweep = '[[sweep]]\nname = "s"\nvariants = ["cublas", "best"]\nsizes = "64"\n'
+    path = tmp_path / "c.toml"
+    path.write_text(sweep + 'dtypes = ["fp32", "bf16"]\nlayouts = ["nn"]\n')
+    (s,) = load_config(path).sweeps
+    assert (s.dtypes, s.layouts) == (("fp32", "bf16"), ("nn",))
+    path.write_text(sweep.replace('"cublas", "best"', '"best"') + 'dtypes = ["bf16"]\n')
+    with pytest.raises(ConfigError, match=r"sweep\[0\].dtypes bf16: best takes fp32 at layout nn; none of these"):
+        load_config(path)
+    path.write_text(sweep + 'dtypes = "bf16"\n')
+    with pytest.raises(ConfigError, match=r"dtypes: expected a list of names"):
+        load_config(path)

@@ -169,3 +169,10 @@ def test_the_python_api_takes_precisions_and_layouts_as_the_options_do():
     assert [p.dtype for p in mmbench.plan("cublas", "64", dtype="fp64,tf32")] == ["fp64", "tf32"]
     with pytest.raises(mmbench.RunRefused, match="--dtype: unknown precision 'half'"):
         mmbench.plan("cublas", "64", dtype="half")
+
+
+def test_a_variant_takes_one_precision_and_one_layout(tmp_path):
+    """A kernel compiled once and told no precision is right at one only: two are refused."""
+    for extra, key in (('dtypes = ["fp16", "bf16"]', "dtypes"), ('layouts = ["nn", "nt"]', "layouts")):
+        result = invoke("-f", write(tmp_path, '["m", "A", "B", "C"]', extra), "list")
+        assert result.exit_code == 2 and f"{key}: [" in result.output and "declare one" in result.output

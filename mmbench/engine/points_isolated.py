@@ -112,7 +112,9 @@ def rerun_command(point: Point, tool: str) -> str:
     parts = [tool, "mmbench", *(["-f", str(origin)] if origin is not None and origin.is_file() else []), "run",
              "-v", point.variant.name, "--sizes", str(point.shape),
              *(["--params", params] if params else []), *(["--scope", point.scope] if point.scope != "kernel" else []),
-             *(["--pad"] if point.pad else []), "--runs", "1", "--warmup", "0", "--isolation", "none",
+             *(["--pad"] if point.pad else []), *(["--dtype", point.dtype] if point.dtype != "fp32" else []),
+             *(["--layout", point.layout] if point.layout != "nn" else []), "--runs", "1", "--warmup", "0",
+             "--isolation", "none",
              "-o", "sanitized.csv"]
     return " ".join(parts)
 

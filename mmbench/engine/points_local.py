@@ -27,7 +27,7 @@ from ..sizes import Shape
 from ..timing import MAX_BATCH, noise, stop_reason, time_cpu, time_gpu
 from ..variants import Params, Variant
 from .interface import Engine
-from .plan import Point, Settings, kernel_key
+from .plan import Point, Settings, kernel_key, takes
 
 
 @dataclass(frozen=True)
@@ -262,6 +262,9 @@ class LocalPoints(Engine):
             row["reason"] = f"{row['reason']}; {LOST}"
 
     def _run_point_row(self, point: Point, inputs, buffers) -> dict:
+        if not takes(point.variant, point.dtype, point.layout):  # planning refuses these; a hand-made point too
+            return schema.row(point, self.settings, "skipped", f"{point.variant.name} takes "
+                              f"{', '.join(point.variant.dtypes)} at layout {', '.join(point.variant.layouts)}")
         try:
             if not point.variant.on_gpu:
                 with self.spending("cpu"):

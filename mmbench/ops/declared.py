@@ -83,10 +83,11 @@ def declared_launch(gpu, op: "Operation", variant: Variant, params: Params, shap
     args, shared = declared_arguments(op, variant, params, shape, bufs), variant.dynamic_shared(params)
     gpu.allow_dynamic_shared(fn, shared)
     output, count = bufs.output, bufs.output_count
+    width = bufs.output_type.itemsize
 
     def launch() -> None:
-        if variant.zero_output:
-            gpu.zero_async(output, count)
+        if variant.zero_output:  # the output's bytes, whatever its element type
+            gpu.zero_async(output, count) if width == 4 else gpu.zero_bytes_async(output, count * width)
         fn(*args, block=block, grid=grid, shared=shared, stream=gpu.stream)
 
     return launch

@@ -146,10 +146,10 @@ def device_buffers(gpu, a: np.ndarray, b: np.ndarray, shape: Shape, precision: s
 
 def error_bound(p: Precision, k: int, reference: np.ndarray, magnitude: np.ndarray) -> tuple[np.ndarray, float | None]:
     """The elementwise bound c_products |A||B| + c_reference |ref| + absolute (precisions.bound_terms),
-    made in place of |A||B|, and || |A||B| || where the bound is more than a multiple of it (None: float32's
+    made in place of |A||B|, and || |A||B|| || (None at fp32, whose check finds it from its bound
     gamma_k |A||B|, as before precisions)."""
     products, of_reference, absolute = bound_terms(p.rounding, k)
-    norm = None if not (of_reference or absolute) else float(np.linalg.norm(magnitude))
+    norm = None if p.name == DEFAULT else float(np.linalg.norm(magnitude))
     magnitude *= products
     if of_reference:
         magnitude += of_reference * np.abs(reference)

@@ -59,8 +59,8 @@ KEYS = {
     "constraints": "expressions over the parameters that a point must satisfy",
     "defines": "#define name -> an expression over the parameters and the shape: the kernel is compiled per shape",
     "zero_output": "true when the kernel adds into its output, zeroed before every launch (default false)",
-    "dtypes": "the precisions the kernel takes, e.g. [\"bf16\"] (default [\"fp32\"]; docs/precisions.md)",
-    "layouts": "the layouts of A and B the kernel takes, e.g. [\"nt\"] (GEMM; default [\"nn\"])",
+    "dtypes": "the precision the kernel takes, e.g. [\"bf16\"] (default [\"fp32\"]; docs/precisions.md)",
+    "layouts": "the layout of A and B the kernel takes, e.g. [\"nt\"] (GEMM; default [\"nn\"])",
     "requires": "expressions over the parameters and the shape that a shape must meet, e.g. [\"k % 16 == 0\"]: "
                 "a point that does not is skipped, never run",
 }
@@ -229,6 +229,9 @@ def _forms(table: dict, op, fail) -> dict:
             if name not in choices:
                 raise fail(key, f"'{name}' is no {'precision' if key == 'dtypes' else 'layout'} a {op.name} takes; "
                                 f"choose from: {', '.join(choices)}")
+        if len(set(value)) > 1:  # nothing tells the kernel which one a point is: it would be right at one only
+            raise fail(key, f"{value!r}: a kernel is compiled once and told no {key[:-1]}; declare one (another "
+                            f"[[variant]] of the same source for another)")
         out[key] = tuple(dict.fromkeys(value))
     return out
 
