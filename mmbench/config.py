@@ -20,7 +20,7 @@ from .ops import get_op, timing_problem
 from .ops.base import SCOPES
 from .sizes import SizeSpecError
 from .studies import paper_problem, renamed
-from .engine.plan import Selection, Settings, check_forms
+from .engine.plan import Selection, Settings, check_forms, form_scope_problem
 from .precisions import PrecisionError
 from .timing import CACHE_MODES
 from .variants import Variant, VariantError, get_variant, param_points
@@ -145,6 +145,9 @@ def _sweep(where: str, table: Any) -> SweepConfig:
                                          (f"{where}.dtypes", f"{where}.layouts"))
     except PrecisionError as exc:
         raise ConfigError(str(exc)) from None
+    problem = form_scope_problem(dtypes, layouts, scopes, pads)
+    if problem:
+        raise ConfigError(f"{where}.scopes/pad: {problem}")
     return SweepConfig(str(table["name"]), str(table.get("description", "")), variants,
                        str(table["sizes"]), MappingProxyType(params), scopes, pads, dtypes, layouts)
 

@@ -16,7 +16,7 @@ from . import environment, places
 from .config import ConfigError, load_config
 from .engine import session
 from .engine.outcome import Outcome
-from .engine.plan import Point, Selection, Settings, check_forms, plan
+from .engine.plan import Point, Selection, Settings, check_forms, form_scope_problem, plan
 from .engine.refusals import (RunRefused, Say, check_buildable, check_new_output, check_output, previous_metadata,
                               resolve_settings, resumable)
 from .ops import get_op, timing_problem
@@ -310,6 +310,9 @@ def selections_of(variants, sizes, blocks, params, config, scope=None, pad=False
         dtypes, layouts, _ = check_forms(chosen, split(dtype), split(layout))
     except PrecisionError as exc:
         raise RunRefused(str(exc)) from None
+    problem = form_scope_problem(dtypes, layouts, scopes, pads)
+    if problem:
+        raise RunRefused(f"--scope/--pad: {problem}")
     return "run", [Selection(chosen, spec, overrides, scopes=scopes, pads=pads, dtypes=dtypes, layouts=layouts)], {}
 
 

@@ -199,6 +199,17 @@ def check_forms(variants: Iterable[Variant], dtypes: Iterable[str], layouts: Ite
     return dtypes, layouts, notes
 
 
+def form_scope_problem(dtypes: Iterable[str], layouts: Iterable[str], scopes: Iterable[str],
+                       pads: Iterable[bool]) -> str | None:
+    """Why these scopes or padding cannot be timed at these precisions and layouts (the device and
+    end-to-end scopes and padding are fp32, nn sequences), or None."""
+    other = [x for x in (*dtypes, *layouts) if x not in (DEFAULT, DEFAULT_LAYOUT)]
+    timed = [s for s in scopes if s != "kernel"] + (["padded"] if any(pads) else [])
+    if other and timed:
+        return f"{timed[0]} is timed at {DEFAULT}, layout {DEFAULT_LAYOUT} only; not at {other[0]}"
+    return None
+
+
 def kernel_key(variant: Variant, params: Params) -> str:
     """How the metadata names a compiled kernel: "name[params]", and the source hash of a kernel
     file from another folder, which is another kernel of the same name."""
