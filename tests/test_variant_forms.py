@@ -176,3 +176,13 @@ def test_a_variant_takes_one_precision_and_one_layout(tmp_path):
     for extra, key in (('dtypes = ["fp16", "bf16"]', "dtypes"), ('layouts = ["nn", "nt"]', "layouts")):
         result = invoke("-f", write(tmp_path, '["m", "A", "B", "C"]', extra), "list")
         assert result.exit_code == 2 and f"{key}: [" in result.output and "declare one" in result.output
+
+
+def test_list_says_what_a_variant_takes():
+    result = invoke("-f", WMMA, "list", "-v", "wmma_bf16")
+    assert result.exit_code == 0, result.output
+    assert "takes: bf16 at layout nt" in result.output and "requires: k % 16 == 0" in result.output
+    assert "float32, row-major" not in result.output  # the operation's fp32 description is not this kernel's
+    library = invoke("list", "-v", "cublas").output
+    assert "takes: fp64, fp32, tf32, fp16, bf16, fp8e4m3, fp8e5m2 at layout nn, nt, tn, tt" in library
+    assert "takes:" not in invoke("list", "-v", "best").output

@@ -95,7 +95,8 @@ def _paragraph(row: dict, width: int, wide: bool) -> list[str]:
 def _declared(v) -> list[str]:
     """What a variant file declares of its kernel's launch."""
     return [f"  kernel: {v.source_dir / (v.family + '.cu')}, entry {v.entry_name}",
-            f"  arguments: ({', '.join(v.arguments)})   [{get_op(v.op).layout}]",
+            f"  arguments: ({', '.join(v.arguments)})"
+            + (f"   [{get_op(v.op).layout}]" if (v.dtypes, v.layouts) == (("fp32",), ("nn",)) else ""),
             f"  block: ({', '.join(v.threads)})   grid: ({', '.join(v.grid)})"
             + (f"   dynamic shared bytes: {v.shared}" if v.shared != "0" else ""),
             *([f"  defines bound to the shape: {', '.join(f'{n} = {e}' for n, e in v.defines.items())}"]
@@ -111,6 +112,9 @@ def _print_variant(v) -> None:
         lines += _declared(v)
     elif v.family:
         lines.append(f"  kernel: kernels/{v.family}.cu, entry {', '.join(get_op(v.op).entries(v))}")
+    if (v.dtypes, v.layouts) != (("fp32",), ("nn",)):  # docs/precisions.md says what each holds
+        lines.append(f"  takes: {', '.join(v.dtypes)} at layout {', '.join(v.layouts)}")
+    lines += [f"  requires: {r}" for r in v.requires]
     for name, values in v.axes.items():
         axis = v.space.get(name)
         tuned = f"  (tuned over {'/'.join(map(str, axis))})" if axis else ""
