@@ -68,11 +68,12 @@ def check_shapes(variant: Variant) -> tuple[str, list[str]]:
     op = get_op(variant.op)
     spec = awkward_sizes(variant) + (f",{TILED_SIZES}" if variant.requires and op.name == "gemm" else "")
     params = param_points(variant)[0]
+    awkward = {str(s) for s in op.parse_sizes(awkward_sizes(variant))}
     kept, left_out = [], []
     for shape in op.parse_sizes(spec):
         unmet = variant.unmet(compile_params(variant, params, dimensions(op, shape)), dimensions(op, shape))
         if unmet is None:
             kept.append(shape)
-        elif str(shape) in {str(s) for s in op.parse_sizes(awkward_sizes(variant))}:
+        elif str(shape) in awkward:
             left_out.append(f"{shape} ({unmet.split(' requires ', 1)[1]})")
     return ",".join(str(s) for s in kept), left_out

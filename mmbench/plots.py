@@ -113,6 +113,14 @@ def roofline_points(df: pd.DataFrame, profile: pd.DataFrame | None, size: int, d
     return pd.DataFrame(rows)
 
 
+def _sheet(meta: dict, what: str) -> dict:
+    """The datasheet of the run's GPU; ResultsError naming the figure where the metadata has none."""
+    gpu = meta.get("gpu")
+    if not gpu:
+        raise ResultsError(f"the {what} needs a GPU run's metadata (no 'gpu' in the .meta.json)")
+    return datasheet(gpu)
+
+
 def _precision_points(ok: pd.DataFrame, size: int, dtype: str) -> pd.DataFrame:
     """roofline_points of the rows of a precision other than fp32: each variant (and layout) a point,
     at its algorithmic intensity in that precision's element sizes."""
@@ -141,10 +149,7 @@ def _roofs(meta: dict, dtype: str = DEFAULT) -> list[tuple]:
     """(name, the precision's peak TFLOP/s or None, DRAM GB/s, line style, colour) of the datasheet
     and, where measured (`mmbench ceilings`), of the GPU itself: the FMA loop's for fp32, the
     library's best for the others."""
-    gpu = meta.get("gpu")
-    if not gpu:
-        raise ResultsError("the roofline needs a GPU run's metadata (no 'gpu' in the .meta.json)")
-    sheet = datasheet(gpu)
+    sheet = _sheet(meta, "roofline")
     peak = sheet["fp32_tflops"] if dtype == DEFAULT else sheet["precision_tflops"].get(dtype)
     roofs = [("datasheet", peak, sheet["dram_gbytes_per_s"], "--", "grey")]
     measured = meta.get("ceilings")
@@ -341,10 +346,7 @@ def fig_vs_library(df: pd.DataFrame, meta: dict) -> plt.Figure:
 
 
 def _peaks(meta: dict) -> dict[str, float]:
-    gpu = meta.get("gpu")
-    if not gpu:
-        raise ResultsError("the peaks need a GPU run's metadata (no 'gpu' in the .meta.json)")
-    return datasheet(gpu)["precision_tflops"]
+    return _sheet(meta, "peaks")["precision_tflops"]
 
 
 def fig_peaks(df: pd.DataFrame, meta: dict) -> plt.Figure:

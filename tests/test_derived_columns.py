@@ -99,11 +99,11 @@ class FakeGpu:
 
     flush_bytes = 100 * 2**20
 
-    def poison(self, buf, count):
+    def poison(self, buf, count, dtype=np.float32):
         buf[:count] = np.nan
 
-    def download(self, buf, shape):
-        return buf.reshape(shape).copy()
+    def download(self, buf, shape, dtype=np.float32):
+        return buf.reshape(shape).astype(dtype)
 
     def event(self):
         gpu = self

@@ -194,11 +194,8 @@ class Timed:
 
 def kernel_alone(gpu, op: "Operation", shape: Shape, bufs: "DeviceBuffers", launch: Callable[[], None]) -> Timed:
     """The kernel scope on the operation's own buffers (what every point timed before scopes)."""
-    typed = bufs.output_type != np.float32  # (a GPU stand-in of the tests knows float32 alone)
-    return Timed(launch, (lambda: gpu.poison(bufs.output, bufs.output_count, bufs.output_type)) if typed else
-                 (lambda: gpu.poison(bufs.output, bufs.output_count)),
-                 (lambda: gpu.download(bufs.output, op.output_shape(shape), bufs.output_type)) if typed else
-                 (lambda: gpu.download(bufs.output, op.output_shape(shape))))
+    return Timed(launch, lambda: gpu.poison(bufs.output, bufs.output_count, bufs.output_type),
+                 lambda: gpu.download(bufs.output, op.output_shape(shape), bufs.output_type))
 
 
 @dataclass

@@ -281,12 +281,15 @@ def _check_expressions(variant: Variant, op, fail) -> None:
     if scaled and not all(PRECISIONS[d].scaled for d in variant.dtypes):
         raise fail("arguments", f"'{scaled[0]}' is an FP8 scale; its dtypes {', '.join(variant.dtypes)} have none "
                                 f"(only {', '.join(n for n, p in PRECISIONS.items() if p.scaled)} do)")
-    integers = tuple((typed_scalar(a) or ("int32", a))[1] for a in variant.arguments
-                     if a not in op.buffers and a not in scaled and not (typed_scalar(a) or ("int",))[0].startswith("float"))
+    integers = []  # the integer expressions among the arguments: plain (int32), or int32(...) and int64(...)
+    for a in variant.arguments:
+        kind, text = typed_scalar(a) or ("int32", a)
+        if a not in op.buffers and a not in scaled and kind.startswith("int"):
+            integers.append(text)
     groups: list[tuple[str, tuple[str, ...], set[str]]] = [
         ("block", variant.threads, params), ("shared", (variant.shared,), params),
         ("constraints", variant.constraints, params), ("grid", variant.grid, params | shape),
-        ("requires", variant.requires, params | shape), ("arguments", integers, params | shape),
+        ("requires", variant.requires, params | shape), ("arguments", tuple(integers), params | shape),
         *((f"defines.{n}", (e,), params | shape) for n, e in variant.defines.items())]
     for key, items, allowed in groups:
         for expression in items:
