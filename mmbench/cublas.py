@@ -18,6 +18,9 @@ import numpy as np
 PEDANTIC_MATH = 2
 DEFAULT_MATH = 0  # CUBLAS_DEFAULT_MATH: DGEMM on the FP64 tensor cores, which are IEEE float64
 NO_TRANSPOSE, TRANSPOSE = 0, 1  # CUBLAS_OP_N, CUBLAS_OP_T
+# cublasGemmEx's types (cudaDataType_t), FP32 compute (cublasComputeType_t) and default algorithm
+GEMM_EX_TYPES = {"fp16": 2, "bf16": 14}
+COMPUTE_32F, GEMM_DEFAULT = 68, -1
 
 
 class CublasUnavailable(RuntimeError):
@@ -26,10 +29,10 @@ class CublasUnavailable(RuntimeError):
 
 class Cublas:
     """A cuBLAS handle bound to one stream, in pedantic FP32 math mode. An operation calls a routine
-    as lib.ROUTINE(handle, ...), with one and zero as the alpha and beta it takes by pointer. GEMM
-    at other precisions (gemm()) opens, at its first point, a second handle in default math for
-    DGEMM, and cuBLASLt (cublaslt.py) for the tensor-core precisions; alloc: device memory for
-    cuBLASLt's workspace."""
+    as lib.ROUTINE(handle, ...), with one and zero as the alpha and beta it takes by pointer. Other
+    precisions open, at their first point, a second handle in default math (DGEMM, DGEMV, and
+    cublasGemmEx of one column for the 16-bit GEMVs), and cuBLASLt (cublaslt.py) for the
+    tensor-core GEMMs; alloc: device memory for cuBLASLt's workspace."""
 
     def __init__(self, stream_handle: int, alloc=None):
         try:
@@ -49,7 +52,8 @@ class Cublas:
         self.one, self.zero = self._scalars.ctypes.data, self._scalars.ctypes.data + 4
         self._doubles = np.array([1.0, 0.0], np.float64)
         self._stream, self._alloc = stream_handle, alloc
-        self._dgemm = None  # the default-math handle, at the first fp64 point
+        self._default = None  # the default-math handle, at the first point of another precision
+        self.routines: set[str] = set()  # those of other precisions called, for the metadata
         self._lt = None  # cuBLASLt, at the first tensor-core point
 
     def meta(self) -> dict:
@@ -57,8 +61,8 @@ class Cublas:
         meta = {"version": self.version, "math_mode": self.math_mode,
                 "math_mode_name": "CUBLAS_PEDANTIC_MATH" if self.math_mode == PEDANTIC_MATH else "other",
                 "cupy": self.cupy_version}
-        if self._dgemm is not None:
-            meta["fp64"] = {"routine": "cublasDgemm", "math_mode_name": "CUBLAS_DEFAULT_MATH"}
+        if self._default is not None:
+            meta["default_math"] = {"routines": sorted(self.routines), "math_mode_name": "CUBLAS_DEFAULT_MATH"}
         if self._lt is not None:
             meta["cublaslt"] = self._lt.meta()
         return meta
@@ -69,12 +73,8 @@ class Cublas:
         if bufs.precision == "fp32":
             return self._blas(self.lib.sgemm, self.handle, self.one, self.zero, shape, bufs)
         if bufs.precision == "fp64":
-            if self._dgemm is None:
-                self._dgemm = self.lib.create()
-                self.lib.setMathMode(self._dgemm, DEFAULT_MATH)
-                self.lib.setStream(self._dgemm, self._stream)
             one, zero = self._doubles.ctypes.data, self._doubles.ctypes.data + 8
-            return self._blas(self.lib.dgemm, self._dgemm, one, zero, shape, bufs)
+            return self._blas(self.lib.dgemm, self._default_math("cublasDgemm"), one, zero, shape, bufs)
         if self._lt is None:
             from .cublaslt import CublasLt
 
@@ -82,6 +82,31 @@ class Cublas:
                 raise CublasUnavailable("cuBLASLt needs device memory for its workspace: no allocator was given")
             self._lt = CublasLt(self._stream, self._alloc)
         return self._lt.matmul(shape, bufs)
+
+    def gemv(self, shape, bufs) -> Callable[[], None]:
+        """A no-argument call of the library's GEMV y (m) = A x at the buffers' precision, A column-major
+        m x n (lda = m), no transposition: SGEMV in pedantic FP32 at fp32, DGEMV at fp64, and at fp16
+        and bf16 cublasGemmEx of one column with FP32 compute (cuBLAS has no GEMV of 16-bit types;
+        it runs a product of one column as one)."""
+        (a, x), y, (m, n) = (int(b) for b in bufs.inputs), int(bufs.output), (shape.m, shape.n)
+        if bufs.precision == "fp32":
+            return lambda: self.lib.sgemv(self.handle, NO_TRANSPOSE, m, n, self.one, a, m, x, 1, self.zero, y, 1)
+        if bufs.precision == "fp64":
+            handle, one, zero = self._default_math("cublasDgemv"), self._doubles.ctypes.data, self._doubles.ctypes.data + 8
+            return lambda: self.lib.dgemv(handle, NO_TRANSPOSE, m, n, one, a, m, x, 1, zero, y, 1)
+        kind = GEMM_EX_TYPES[bufs.precision]
+        handle = self._default_math("cublasGemmEx (n = 1, CUBLAS_COMPUTE_32F)")
+        return lambda: self.lib.gemmEx(handle, NO_TRANSPOSE, NO_TRANSPOSE, m, 1, n, self.one, a, kind, m, x, kind, n,
+                                       self.zero, y, kind, m, COMPUTE_32F, GEMM_DEFAULT)
+
+    def _default_math(self, routine: str) -> int:
+        """The default-math handle (opened at the first call) on the same stream; the routine is recorded."""
+        if self._default is None:
+            self._default = self.lib.create()
+            self.lib.setMathMode(self._default, DEFAULT_MATH)
+            self.lib.setStream(self._default, self._stream)
+        self.routines.add(routine)
+        return self._default
 
     @staticmethod
     def _blas(routine, handle: int, one: int, zero: int, shape, bufs):
@@ -99,8 +124,8 @@ class Cublas:
     def close(self) -> None:
         if self._lt is not None:
             self._lt.close()
-        if self._dgemm is not None:
-            self.lib.destroy(self._dgemm)
+        if self._default is not None:
+            self.lib.destroy(self._default)
         self.lib.destroy(self.handle)
 
 

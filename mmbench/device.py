@@ -239,8 +239,8 @@ class Gpu:
             symbol = source.entry_symbol(variant, source.compile_reports(variant, params, self.facts.arch))
         if key not in self._modules:
             self._modules[key] = self._source_module(source.module_source(variant, params),
-                                                     options=list(source.NVCC_OPTIONS), no_extern_c=True,
-                                                     arch=self.facts.arch)
+                                                     options=list(source.nvcc_options(variant)), no_extern_c=True,
+                                                     arch=source.build_arch(variant, self.facts.arch))
         self._functions[(*key, wanted)] = self._modules[key].get_function(symbol)
         return self._functions[(*key, wanted)]
 
@@ -262,14 +262,17 @@ class Gpu:
 
         from pycuda.compiler import compile as nvcc_compile
 
-        by_text: dict[str, list[tuple[Variant, Params]]] = {}
-        for variant, params in pairs:
-            by_text.setdefault(source.module_source(variant, params), []).append((variant, params))
+        by_text: dict[tuple, list[tuple[Variant, Params]]] = {}
+        for variant, params in pairs:  # a module: its text, the options and the target it is built with
+            key = (source.module_source(variant, params), source.nvcc_options(variant),
+                   source.build_arch(variant, self.facts.arch))
+            by_text.setdefault(key, []).append((variant, params))
 
-        def build(text: str) -> None:
+        def build(key: tuple) -> None:
+            text, options, arch = key
             try:
-                nvcc_compile(text, options=list(source.NVCC_OPTIONS), no_extern_c=True, arch=self.facts.arch)
-                for variant, params in by_text[text]:  # the first compiles; the others find its report on disk
+                nvcc_compile(text, options=list(options), no_extern_c=True, arch=arch)
+                for variant, params in by_text[key]:  # the first compiles; the others find its report on disk
                     source.compile_report(variant, params, self.facts.arch)  # memoized for the metadata
                     self._precompiled.add((variant.name, variant.source_dir, params))
             except Exception:
@@ -277,7 +280,7 @@ class Gpu:
 
         pool = ThreadPoolExecutor(max_workers=max(1, jobs))
         try:
-            for future in [pool.submit(build, text) for text in by_text]:
+            for future in [pool.submit(build, key) for key in by_text]:
                 future.result()
         finally:
             pool.shutdown(wait=True, cancel_futures=True)

@@ -143,6 +143,10 @@ PRECISIONS = MappingProxyType({p.name: p for p in (
 )})
 DEFAULT = "fp32"  # what every row before precisions was
 
+# The numbers kernels/common/types.cuh gives the precisions (its MMB_ names): the DTYPE #define a
+# built-in kernel that takes several precisions is compiled with (never at fp32, its default).
+DTYPE_CODES = MappingProxyType({"fp64": 1, "fp32": 2, "tf32": 3, "fp16": 4, "bf16": 5, "fp8e4m3": 6, "fp8e5m2": 7})
+
 
 # Layouts of a product's operands, BLAS's N/T on the row-major product C (m x n) = A (m x k) . B (k x n):
 # the first letter A's, the second B's; n stores the operand as the product writes it (A m x k, B k x n,

@@ -31,6 +31,24 @@ from .variants import Params, Variant
 NVCC_OPTIONS = ("-lineinfo",)
 DEFAULT_ARCH = "sm_90"
 
+def nvcc_options(variant: Variant) -> tuple[str, ...]:
+    """The options SourceModule gets for a variant: mmbench's, then its variant file's (the safe ones
+    variants/files.py lets through)."""
+    return (*NVCC_OPTIONS, *variant.nvcc_options)
+
+
+def build_arch(variant: Variant, device_arch: str) -> str:
+    """The architecture a variant's kernel is built for: its variant file's target, else the GPU's."""
+    return variant.target or device_arch
+
+
+def target_problem(variant: Variant, device_arch: str) -> str | None:
+    """Why a variant's target cannot run on a GPU of this architecture (code for sm_90a runs on
+    compute capability 9.0 alone, as code for sm_80 would need its PTX to run on another), or None."""
+    if not variant.target or variant.target.rstrip("a") == device_arch:
+        return None
+    return f"{variant.name} is built for {variant.target}; this GPU is {device_arch}"
+
 
 class CompileError(RuntimeError):
     """nvcc failed; the message holds its first error line."""
@@ -143,9 +161,9 @@ def nvcc_version() -> str | None:
     return m.group(1) if m else out.strip().splitlines()[-1]
 
 
-def nvcc_command(arch: str = DEFAULT_ARCH) -> list[str]:
+def nvcc_command(arch: str = DEFAULT_ARCH, options: tuple[str, ...] = NVCC_OPTIONS) -> list[str]:
     """The command line SourceModule runs, as a list (file name last)."""
-    return ["nvcc", "--cubin", *NVCC_OPTIONS, "-arch", arch, "-Xptxas", "-v", "kernel.cu"]
+    return ["nvcc", "--cubin", *options, "-arch", arch, "-Xptxas", "-v", "kernel.cu"]
 
 
 _ENTRY = re.compile(r"Compiling entry function '(\w+)'")
@@ -179,7 +197,8 @@ def compiler_warnings(log: str) -> tuple[str, ...]:
 
 
 def compile_report(variant: Variant, params: Params, arch: str = DEFAULT_ARCH) -> PtxasReport:
-    """ptxas's report of the variant's own entry function, compiled as SourceModule would."""
+    """ptxas's report of the variant's own entry function, compiled as SourceModule would (arch: the
+    GPU's; a variant file's target replaces it)."""
     reports = compile_reports(variant, params, arch)
     return reports[entry_symbol(variant, reports)]
 
@@ -218,20 +237,20 @@ def compile_reports(variant: Variant, params: Params, arch: str = DEFAULT_ARCH) 
     """Compile a variant as SourceModule would; ptxas's report of each of its entry functions (its
     own entry must be one of them). The source is read each time, so a kernel edited between two
     calls is compiled again (a notebook's next run); the reports are kept by module text."""
-    reports = module_reports(module_source(variant, params), arch)
+    reports = module_reports(module_source(variant, params), build_arch(variant, arch), nvcc_options(variant))
     entry_symbol(variant, reports)
     return reports
 
 
 @lru_cache(maxsize=None)
-def module_reports(text: str, arch: str = DEFAULT_ARCH) -> dict[str, PtxasReport]:
+def module_reports(text: str, arch: str = DEFAULT_ARCH, options: tuple[str, ...] = NVCC_OPTIONS) -> dict[str, PtxasReport]:
     """ptxas's report of each entry function of a module's text compiled as SourceModule would.
     Memoized, and kept on disk under the hash of the text, the command and nvcc's version: PyCUDA
     caches the cubin, but a report would otherwise cost a whole nvcc run per kernel in every
     process (a tuning's 160 configurations: a minute of a run)."""
     if nvcc_path() is None:
         raise CompileError("nvcc not found on PATH: install the CUDA toolkit")
-    key_text = "\0".join([text, *nvcc_command(arch), nvcc_version() or "", REPORT_FORMAT])
+    key_text = "\0".join([text, *nvcc_command(arch, options), nvcc_version() or "", REPORT_FORMAT])
     key = hashlib.sha256(key_text.encode()).hexdigest()[:32]
     kept = cache_dir() / "ptxas" / f"{key}.json"
     try:
@@ -241,7 +260,7 @@ def module_reports(text: str, arch: str = DEFAULT_ARCH) -> dict[str, PtxasReport
         pass
     with tempfile.TemporaryDirectory(prefix="mmbench-") as tmp:
         Path(tmp, "kernel.cu").write_text(text)
-        proc = subprocess.run(nvcc_command(arch), cwd=tmp, capture_output=True, text=True)
+        proc = subprocess.run(nvcc_command(arch, options), cwd=tmp, capture_output=True, text=True)
     log = proc.stdout + proc.stderr
     if proc.returncode != 0:
         first = next((line for line in log.splitlines() if "error" in line.lower()), log.strip()[:200])

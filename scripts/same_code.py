@@ -1,7 +1,9 @@
 """Did a change to kernel sources change the code? For every variant whose source hash differs
 between REV and the working tree, compile each parameter point that the tuning cache holds for it
 (at REV's hash) and its default point, from REV's kernels/ and from the tree's, to PTX
-(nvcc -ptx -arch sm_90, without -lineinfo, so moved lines do not count), and compare the text.
+(nvcc -ptx -arch sm_90, without -lineinfo, so moved lines do not count), and compare the text, its
+comments left out and its C++-mangled symbols named by order of first use (a device function that
+became a template renames the shared arrays declared in it, and nothing else).
 A parameter the kernel gained since REV is compiled at its default for the tree's side (a switch
 whose default reproduces the old code). Identical PTX means identical machine code: the tuned
 measurements still describe the kernel, and --rehash moves those cache entries to the new hash,
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import subprocess
 import sys
 import tarfile
@@ -26,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from mmbench import places, source  # noqa: E402
-from mmbench.tuning.cache import cache_key, load_cache, write_cache  # noqa: E402
+from mmbench.tuning.cache import cache_key, entry_form, load_cache, write_cache  # noqa: E402
 from mmbench.variants import REGISTRY, param_points, parse_params  # noqa: E402
 
 
@@ -43,7 +46,18 @@ def ptx(variant, params, arch: str = "sm_90") -> str | None:
 
 def same_ptx(old, new, params) -> bool:
     before, after = ptx(old, params), ptx(new, completed(new, params))
-    return before is not None and before == after
+    return before is not None and after is not None and canonical(before) == canonical(after)
+
+
+MANGLED = re.compile(r"\b_Z\w+")
+
+
+def canonical(text: str) -> str:
+    """PTX without its comment lines, each C++-mangled symbol (`_Z...`: shared arrays of device
+    functions, never an extern "C" entry) replaced by its order of first use."""
+    names: dict[str, str] = {}
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("//")]
+    return MANGLED.sub(lambda m: names.setdefault(m.group(0), f"_SYM{len(names)}"), "\n".join(lines))
 
 
 def completed(variant, params: tuple) -> tuple:
@@ -101,7 +115,7 @@ def main(argv: list[str]) -> int:
             e = cache[key]
             if same.get(e["variant"]) and e["source_hash"] == hashes[e["variant"]][0]:
                 new_hash = hashes[e["variant"]][1]
-                new_key = cache_key(e["device"], e["variant"], new_hash, e["size_class"])
+                new_key = cache_key(e["device"], e["variant"], new_hash, e["size_class"], *entry_form(e))
                 recorded = tuple(parse_params(e["params"]))
                 params = completed(changed[e["variant"]][1], recorded)
                 added = ",".join(f"{k}={v}" for k, v in params if k not in dict(recorded))

@@ -20,7 +20,8 @@ from mmbench.variants import REGISTRY, Variant, format_params, parse_params, tun
 pytestmark = pytest.mark.gpu
 
 BLOCKS = (8, 16, 32)
-GPU_VARIANTS = tuple(v for v in REGISTRY.values() if v.on_gpu)
+# Those that take float32 at layout nn (every kernel but the tensor-core ones: test_gpu_precisions.py has those)
+GPU_VARIANTS = tuple(v for v in REGISTRY.values() if v.on_gpu and "fp32" in v.dtypes and "nn" in v.layouts)
 CASES = [(v.name, b) for v in GPU_VARIANTS for b in (BLOCKS if "BLOCK" in v.axes else (None,))]
 
 
@@ -283,7 +284,7 @@ def test_batched_tuner_verifies_on_the_gpu_and_catches_a_wrong_kernel(gpu, tmp_p
     text = (Path(__file__).parents[1] / "kernels/gemv/tuned.cu").read_text()
     # a row left unwritten (NaN, or 0 where the launch zeroes y first), then a wrong term in a sum
     for bug in ("if (threadIdx.x == 0 && blockIdx.x == 0) return;", "if (threadIdx.x == 0 && blockIdx.x == 0) x += 1;"):
-        faulty = text.replace("{\n#if KERNEL == 0", "{\n    " + bug + "\n#if KERNEL == 0")
+        faulty = text.replace("(GEMV_WORK_ARGS)\n{\n", "(GEMV_WORK_ARGS)\n{\n    " + bug + "\n")
         assert faulty != text
         (tmp_path / "gemv" / "tuned.cu").write_text(faulty)
         variant = dataclasses.replace(tuned, source_dir=tmp_path)

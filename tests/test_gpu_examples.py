@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from mmbench import checking
 from mmbench.cli import main
 from mmbench.ops import get_op
+from mmbench.precisions import form_suffix
 from mmbench.results import read_results
 from mmbench.variants import files, registry, tuning_space
 from test_gpu import _run  # every variant's GPU test runs its points so
@@ -68,6 +69,8 @@ def test_a_new_users_commands_on_the_example(example, tmp_path, monkeypatch):
     ran = runner.invoke(main, ["-f", str(example), "run", "-v", f"{variant.name},{LIBRARY[variant.op]}", *forms,
                                "-s", "1024,2048", "-o", str(tmp_path / "run.csv")])
     assert ran.exit_code == 0, ran.output
-    assert f"{variant.name}: tuned parameters from your cache" in ran.output
+    # the line names the precision and layout whose entry it took, where they are not fp32, nn
+    assert f"{variant.name}{form_suffix(variant.dtypes[0], variant.layouts[0])}: tuned parameters from your cache" \
+        in ran.output
     df = read_results(tmp_path / "run.csv")
     assert set(df.status) == {"ok"} and set(df.variant) == {variant.name, LIBRARY[variant.op]}

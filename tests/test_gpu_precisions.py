@@ -87,3 +87,39 @@ def test_the_tf32_kernel_passes_as_what_it_is(planted_rows):
     r = planted_rows["planted_tf32_honest"]
     assert r["status"] == "ok", r["reason"]
     assert r["rel_err"] == planted_rows["planted_tf32_claims_fp32"]["rel_err"]  # the same arithmetic, judged by another rule
+
+
+# -- the typed built-in kernels: every precision and layout each takes, at its operation's awkward shapes --
+# (the libraries: test_library_at_every_precision_and_layout, test_typed_gemv_adds_narrow_partial_sums_in_float32)
+TYPED = [v for v in REGISTRY.values() if v.backend == "cuda" and (len(v.dtypes) > 1 or len(v.layouts) > 1)]
+TYPED_CASES = [(v.name, d, lay) for v in TYPED for d in v.dtypes for lay in v.layouts]
+
+
+@pytest.fixture(scope="module")
+def typed_rows(gpu):
+    out = {}
+    for v in TYPED:
+        for r in _run(gpu, [v], get_op(v.op).tested_sizes, dtypes=v.dtypes, layouts=v.layouts):
+            out.setdefault((r["variant"], r["dtype"], r["layout"]), []).append(r)
+    return out
+
+
+@pytest.mark.parametrize("name,dtype,layout", TYPED_CASES, ids=["-".join(c) for c in TYPED_CASES])
+def test_typed_kernels_are_correct_at_every_precision_and_layout(typed_rows, name, dtype, layout):
+    op = get_op(REGISTRY[name].op)
+    rows = typed_rows.get((name, dtype, layout), [])
+    assert len(rows) == len(op.parse_sizes(op.tested_sizes))
+    for r in rows:
+        assert r["status"] == "ok", f"{name} {dtype} {layout} at {r['m']}x{r['n']}x{r['k']}: {r['reason']}"
+        assert 0 <= r["err_bound_ratio"] <= 1 and ((r["gflops_median"] or 0) > 0 or (r["gbytes_per_s"] or 0) > 0)
+
+
+def test_typed_gemv_adds_narrow_partial_sums_in_float32(gpu):
+    """gemv_tuned at fp16 and bf16 with a grid of several columns of blocks (partial sums): verified,
+    as are the other two designs; the library beside it at every GEMV precision."""
+    tuned = REGISTRY["gemv_tuned"]
+    for kernel in (0, 1, 2):
+        rows = _run(gpu, [tuned, REGISTRY["cublas_gemv"]], "37x5000,3001x3,2000x4097",
+                    {"KERNEL": (kernel,), "BLOCKSIZE": (64,), "WORKSIZE_N": (2,)}, dtypes=("fp64", "fp16", "bf16"))
+        bad = [(r["variant"], r["dtype"], r["m"], r["n"], r["reason"]) for r in rows if r["status"] != "ok"]
+        assert len(rows) == 18 and not bad, bad

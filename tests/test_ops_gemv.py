@@ -108,6 +108,8 @@ def test_the_tuned_kernel_takes_each_designs_launch_model():
         assert not uses_workspace(tuned, p)
     assert launch_grid(tuned, (("BLOCKSIZE", 128), ("KERNEL", 1), ("WORKSIZE_M", 2), ("WORKSIZE_N", 4)), s) == (1, 10, 1)
     assert GEMV.entries(tuned) == ("gemv_tuned",) and "workspace_arg" in tuned.geometry
+    assert GEMV.entries(tuned, "fp16") == ("gemv_tuned", "gemv_tuned_store") == GEMV.entries(tuned, "bf16")
+    assert GEMV.entries(tuned, "fp64") == ("gemv_tuned",)
     assert workspace_words(1000, 5000) == 1000 * 157 + 32  # partial sums of 32-column blocks, then counts
     assert len(tuning_space(tuned)) == 1536
 

@@ -12,6 +12,7 @@ from mmbench.places import SHIPPED_CACHE
 from mmbench.tuning.cache import load_cache
 from mmbench.variants import (REGISTRY, VariantError, format_params, get_variant, param_points, parse_params,
                               tuning_space)
+from mmbench.variants.model import compile_params
 
 CUDA_VARIANTS = [v for v in REGISTRY.values() if v.backend == "cuda"]
 SAMPLE_PER_SPACE = 4
@@ -34,7 +35,21 @@ def compile_points(variant):
     return [(p, True) for p in used] + [(p, False) for p in sample if p not in used]
 
 
-COMPILE_POINTS = [(v, p, used) for v in CUDA_VARIANTS for p, used in compile_points(v)]
+def typed_points(variant):
+    """A typed kernel's points at each precision and layout it takes (its #defines: DTYPE, TRANS_A,
+    TRANS_B), at its defaults; at fp32, nn only where it takes them."""
+    if len(variant.dtypes) < 2 and len(variant.layouts) < 2:
+        return []
+    return [(compile_params(variant, p, {}, d, lay), True) for p in param_points(variant)
+            for d in variant.dtypes for lay in variant.layouts if (d, lay) != ("fp32", "nn")]
+
+
+def takes_fp32_nn(variant):
+    return "fp32" in variant.dtypes and "nn" in variant.layouts
+
+
+COMPILE_POINTS = [(v, p, used) for v in CUDA_VARIANTS for p, used in
+                  (compile_points(v) if takes_fp32_nn(v) else []) + typed_points(v)]
 
 
 def test_kernel_files_define_exactly_the_registered_variants():
@@ -48,7 +63,7 @@ def test_kernel_files_define_exactly_the_registered_variants():
         family = str(path.relative_to(root).with_suffix(""))
         for name in re.findall(r'extern "C" __global__ void(?:\s+__launch_bounds__\([^)]*\))?\s+(\w+)\s*\(', path.read_text()):
             found[name] = family
-    assert found == {e: v.family for v in CUDA_VARIANTS for e in get_op(v.op).entries(v)}
+    assert found == {e: v.family for v in CUDA_VARIANTS for d in v.dtypes for e in get_op(v.op).entries(v, d)}
 
 
 def test_each_operations_entries_live_in_the_module_named_after_it():

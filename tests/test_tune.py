@@ -90,6 +90,29 @@ def test_replay_brute_equals_full_record_and_random_picks_from_its_sample(record
     assert {e["params"] for e in sample.values()} <= recorded_configs
 
 
+def test_cache_keeps_each_precision_and_layout_apart(tmp_path, recorded):
+    """An entry tuned at bf16, nt names them (in its key and fields) and is found only there; an entry
+    that names none is fp32, nn, as every entry before precisions."""
+    path = tmp_path / "cache.json"
+    best = strategies.best_per_class(recorded, "pipelined")
+    tuning_cache.record(path, H200, "pipelined", "abc", {"4096": best["4096"]}, RECORDED, "bf16", "nt")
+    entries = tuning_cache.load_cache(path)
+    assert list(entries) == ["NVIDIA H200|pipelined|abc|4096|bf16|nt"]
+    assert (entries["NVIDIA H200|pipelined|abc|4096|bf16|nt"]["dtype"],
+            entries["NVIDIA H200|pipelined|abc|4096|bf16|nt"]["layout"]) == ("bf16", "nt")
+    shape = Shape(4096, 4096, 4096)
+    assert tuning_cache.lookup(yours(path), H200, PIPELINED, "abc", shape) is None
+    assert tuning_cache.lookup(yours(path), H200, PIPELINED, "abc", shape, "bf16", "nn") is None
+    got = tuning_cache.lookup(yours(path), H200, PIPELINED, "abc", shape, "bf16", "nt")
+    assert format_params(got.params) == best["4096"]["params"]
+    tuning_cache.record(path, H200, "pipelined", "abc", {"4096": {**best["4096"], "params": best["1024"]["params"]}},
+                        RECORDED)  # fp32, nn beside it: neither replaces the other
+    entries = tuning_cache.load_cache(path)
+    assert sorted(entries) == ["NVIDIA H200|pipelined|abc|4096", "NVIDIA H200|pipelined|abc|4096|bf16|nt"]
+    assert "dtype" not in entries["NVIDIA H200|pipelined|abc|4096"]
+    assert format_params(tuning_cache.lookup(yours(path), H200, PIPELINED, "abc", shape).params) == best["1024"]["params"]
+
+
 def test_cache_round_trip_and_invalidation(tmp_path, recorded):
     path = tmp_path / "cache.json"
     best = strategies.best_per_class(recorded, "pipelined")

@@ -53,8 +53,8 @@ def test_a_run_without_caches_takes_the_rule_and_says_so(monkeypatch):
     sel = Selection(variants=(REGISTRY["dbuf"], REGISTRY["warptile"]), spec="512,2048")
     said = []
     got = for_runs.with_tuned(sel, [], said.append)
-    assert got.tuned[("dbuf", square(512))].params == rules.DBUF_SMALL
-    assert got.tuned[("dbuf", square(2048))].origin == for_runs.RULE
+    assert got.tuned[("dbuf", square(512), "fp32", "nn")].params == rules.DBUF_SMALL
+    assert got.tuned[("dbuf", square(2048), "fp32", "nn")].origin == for_runs.RULE
     assert ("warptile", square(512)) not in got.tuned  # no rule: its defaults
     assert said == ["warptile: tuning caches off; default parameters",
                     "dbuf: tuning caches off; parameters by its rule over the shape and this GPU's 132 SMs "

@@ -156,6 +156,12 @@ MISTAKES = [  # (what replaces what in GOOD, the key the message names, words it
     ("params = { T = 16 }", "params = { T = 16, m = 3 }", "params.m: 'm' cannot be a parameter's name"),
     ('WIDTH = "n"', 'T = "n"', "defines.T: 'T' is a parameter too"),
     ('zero_output', 'zero_output', ""),  # placeholder keeps the table aligned: GOOD has no zero_output
+    ('defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\ntarget = "compute_90a"',
+     "target: 'compute_90a' is no architecture; give sm_XY or sm_XYa"),
+    ('defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\nnvcc_options = ["-I/etc"]',
+     "nvcc_options: '-I/etc' is not an option mmbench passes on; choose from: --use_fast_math"),
+    ('defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\nnvcc_options = "--use_fast_math"',
+     "nvcc_options: '--use_fast_math' is not a list of options"),
 ]
 
 
@@ -317,3 +323,26 @@ def test_a_loaded_function_is_found_again_without_reading_its_source(tmp_path, m
     assert first.startswith("_Z9my_kernel") and asked == [first]
     monkeypatch.setattr(source, "compile_reports", lambda *a: pytest.fail("the symbol was looked up again"))
     assert gpu.function(v, params) == first and gpu.function(v, params, "my_kernel") == first and len(asked) == 1
+
+
+WGMMA_KERNEL = KERNEL.replace("int i = blockIdx.y", 'asm volatile("wgmma.fence.sync.aligned;");\n    int i = blockIdx.y')
+
+
+def test_a_target_and_safe_options_reach_nvcc_and_the_gpu_check(tmp_path):
+    """A kernel with a wgmma instruction builds only for sm_90a: its variant file's target gets it
+    built (nvcc's command names the target and the options); without it, nvcc refuses. A GPU of
+    another architecture skips the variant's points, saying why."""
+    from mmbench import source
+
+    toml = GOOD + 'target = "sm_90a"\nnvcc_options = ["--use_fast_math", "--maxrregcount=64"]\n'
+    (variant,) = files.use([write(tmp_path, toml, WGMMA_KERNEL)])
+    assert variant.target == "sm_90a" and variant.nvcc_options == ("--use_fast_math", "--maxrregcount=64")
+    assert source.build_arch(variant, "sm_90") == "sm_90a"
+    assert source.nvcc_options(variant) == (*source.NVCC_OPTIONS, "--use_fast_math", "--maxrregcount=64")
+    params = (("T", 16), ("WIDTH", 64))
+    assert source.compile_report(variant, params, "sm_90").registers <= 64
+    assert source.target_problem(variant, "sm_90") is None
+    assert source.target_problem(variant, "sm_80") == "mine is built for sm_90a; this GPU is sm_80"
+    (plain,) = files.use([write(tmp_path, GOOD, WGMMA_KERNEL)])
+    with pytest.raises(source.CompileError, match="wgmma"):
+        source.compile_report(plain, params, "sm_90")

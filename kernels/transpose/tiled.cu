@@ -3,12 +3,14 @@
 //   ROWS  threads along y: a block has TILE x ROWS threads, each moving TILE / ROWS rows
 //   PAD   floats added to a row of the tile (1: no bank conflicts when it is read by columns)
 // More floats a thread (TILE / ROWS) keep more loads in flight, which is what a copy at full
-// bandwidth needs; out (n x m) = in (m x n)^T, row-major, any m and n.
+// bandwidth needs; out (n x m) = in (m x n)^T, row-major, any m and n. Typed (common/types.cuh):
+// elements of 1, 2, 4 or 8 bytes, moved as move_t (float at fp32).
+#include "common/types.cuh"
 
 extern "C" __global__ void __launch_bounds__(TILE * ROWS)
-transpose_tiled(const float* __restrict__ in, float* __restrict__ out, int m, int n)
+transpose_tiled(const move_t* __restrict__ in, move_t* __restrict__ out, int m, int n)
 {
-    __shared__ float tile[TILE][TILE + PAD];
+    __shared__ move_t tile[TILE][TILE + PAD];
     const int r0 = blockIdx.y * TILE, c0 = blockIdx.x * TILE;
     const int c = c0 + threadIdx.x;
 #pragma unroll

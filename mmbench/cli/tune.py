@@ -333,10 +333,17 @@ def _replay(variant, recorded: Path, strategy: str, budget: int | None, seed: in
     if measured_hash != current:
         say(f"{recorded} measured {variant.name} source {measured_hash}: the same PTX as today's {current} "
             f"(scripts/same_code.py, as the tuning caches record)")
+    mine = rows[rows.variant == variant.name] if "variant" in rows else rows
+    forms = sorted({(d, lay) for d, lay in zip(mine.get("dtype", [DEFAULT] * len(mine)),
+                                              mine.get("layout", [DEFAULT_LAYOUT] * len(mine)))})
+    if len(forms) > 1:  # a configuration's speed at one precision says nothing of another's
+        raise InputError(f"{recorded} holds {variant.name} rows of {len(forms)} precisions and layouts "
+                         f"({', '.join(' '.join(f) for f in forms)}); replay a tuning of one")
+    form = forms[0] if forms else (DEFAULT, DEFAULT_LAYOUT)
     best = replay_strategy(rows, variant, strategy, budget, seed)
     if not best:
         raise RunFailed(f"{recorded} has no configuration of {variant.name} verified at every shape of a class")
-    record(cache_path, device, variant.name, current, best, recorded)
+    record(cache_path, device, variant.name, current, best, recorded, *form)
     for line in describe(best):
         console.print(f"best {line}", soft_wrap=True)
     console.print(f"written to {describe_cache(cache_path)} ({device.name}, {variant.name} source {current}, "

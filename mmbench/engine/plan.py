@@ -41,8 +41,9 @@ class Point:
 
     @property
     def compiled_params(self) -> Params:
-        """The #defines its kernel is compiled with: the parameters, and a variant file's shape-bound ones."""
-        return compile_params(self.variant, self.params, dimensions(self.op, self.shape))
+        """The #defines its kernel is compiled with: the parameters, a variant file's shape-bound ones,
+        a typed kernel's precision and layout."""
+        return compile_params(self.variant, self.params, dimensions(self.op, self.shape), self.dtype, self.layout)
 
     @property
     def key(self) -> tuple:
@@ -72,7 +73,8 @@ class Selection:
     variants: tuple[Variant, ...]
     spec: str
     overrides: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    tuned: Mapping[tuple[str, Shape], Tuned] = field(default_factory=dict)  # from the tuning caches (tune.Tuned)
+    # from the tuning caches (tune.Tuned), keyed (variant, shape, dtype, layout)
+    tuned: Mapping[tuple[str, Shape, str, str], Tuned] = field(default_factory=dict)
     scopes: tuple[str, ...] = ("kernel",)  # what the samples cover (ops.base.SCOPES), each its own points
     pads: tuple[bool, ...] = (False,)  # run on the inputs as given, padded to each kernel's tile multiple, or both
     # Precisions and layouts, each its own points; a variant runs those of them it takes (sweep.py
@@ -146,16 +148,16 @@ def plan(selections: Iterable[Selection], cache: str) -> list[Point]:
             point_cache = cache if variant.on_gpu else "hot"  # CPU caches are not flushed
             for shape in sel.shapes(variant):
                 bucket = by_shape.setdefault(shape, {})
-                tuned = sel.tuned.get((variant.name, shape))
                 op = get_op(variant.op)
                 # A kernel without border checks is always padded; a CPU point has no scope but its own.
                 pads = (True,) if must_pad(op, variant) else sel.pads if variant.on_gpu else (False,)
                 scopes = sel.scopes if variant.on_gpu else ("kernel",)
                 forms = [(d, lay) for d in sel.dtypes for lay in sel.layouts if takes(variant, d, lay)]
-                for params in [tuned.params] if tuned else param_points(variant, sel.overrides):
-                    for scope in scopes:
-                        for pad in dict.fromkeys(pads):
-                            for dtype, layout in forms:
+                for dtype, layout in forms:
+                    tuned = sel.tuned.get((variant.name, shape, dtype, layout))
+                    for params in [tuned.params] if tuned else param_points(variant, sel.overrides):
+                        for scope in scopes:
+                            for pad in dict.fromkeys(pads):
                                 point = Point(variant, params, shape, point_cache, scope, pad, dtype, layout)
                                 bucket.setdefault(point.key, point)
     shapes = sorted(by_shape, key=lambda s: (s.m * s.n * max(s.k, 1), s.m, s.n, s.k))

@@ -342,6 +342,9 @@ class LocalPoints(Engine):
         unmet = variant.unmet(params, dimensions(point.op, point.shape))
         if unmet:  # a shape the kernel does not take: never run, so never wrong
             return schema.row(point, self.settings, "skipped", unmet)
+        wrong_target = source.target_problem(variant, gpu.facts.arch)
+        if wrong_target:
+            return schema.row(point, self.settings, "skipped", wrong_target)
         limit = gpu.facts.max_threads_per_block
         if variant.block_threads(params) > limit:
             return schema.row(point, self.settings, "skipped",
@@ -459,7 +462,9 @@ class LocalPoints(Engine):
         if which not in self._source_hashes:
             self._source_hashes[which] = source.source_hash(variant)
         entry = {"source": source.source_path(variant).name, "source_hash": self._source_hashes[which],
-                 **self.gpu.resources(fn), "dynamic_shared_bytes": variant.dynamic_shared(params)}
+                 **self.gpu.resources(fn), "dynamic_shared_bytes": variant.dynamic_shared(params),
+                 **({"target": variant.target} if variant.target else {}),
+                 **({"nvcc_options": list(variant.nvcc_options)} if variant.nvcc_options else {})}
         try:
             report = source.compile_report(variant, params, self.gpu.facts.arch)
             entry.update(ptxas_registers=report.registers, ptxas_shared_bytes=report.shared_bytes,

@@ -130,6 +130,20 @@ def check_sums(out: np.ndarray, reference: np.ndarray, bound: np.ndarray, terms:
     return sums_verdict(0, out.size, worst, rel_err, terms, where, precision)
 
 
+def error_bound(p: Precision, k: int, reference: np.ndarray, magnitude: np.ndarray) -> tuple[np.ndarray, float | None]:
+    """The elementwise bound c_products |A||B| + c_reference |ref| + absolute (precisions.bound_terms;
+    a GEMV's with k = n), made in place of |A||B|, and || |A||B|| || (None at fp32, whose check finds it from its bound
+    gamma_k |A||B|, as before precisions)."""
+    products, of_reference, absolute = precisions.bound_terms(p.rounding, k)
+    norm = None if p.name == DEFAULT else float(np.linalg.norm(magnitude))
+    magnitude *= products
+    if of_reference:
+        magnitude += of_reference * np.abs(reference)
+    if absolute:
+        magnitude += absolute
+    return magnitude, norm
+
+
 def sums_verdict(not_finite: int, count: int, worst: float, rel_err: float, terms: int, detail: str = "",
                  precision: Precision = FP32) -> Check:
     """Rules 1 to 3 of check_sums from their measures: outputs not finite, the worst ratio to the
@@ -209,10 +223,12 @@ class DeviceBuffers:
     precision: str = DEFAULT  # the inputs' (precisions.py): the output's type follows
     layout: str = DEFAULT_LAYOUT
     scales: tuple[float, float] = (1.0, 1.0)  # FP8's of A and B (in scratch[0] too, for kernels that read them there)
+    moves: bool = False  # the output holds the inputs' elements (a transpose, a copy): their type, not C's
 
     @property
     def output_type(self) -> np.dtype:
-        return PRECISIONS[self.precision].c_type
+        p = PRECISIONS[self.precision]
+        return p.a_type if self.moves else p.c_type
 
     @property
     def all(self) -> tuple[Any, ...]:
@@ -284,8 +300,8 @@ class Operation:
     def upload(self, gpu, inputs: Any) -> DeviceBuffers:
         raise NotImplementedError
 
-    def entries(self, variant: Variant) -> tuple[str, ...]:
-        """The entry functions a CUDA variant's kernel file defines: its own by default."""
+    def entries(self, variant: Variant, precision: str = DEFAULT) -> tuple[str, ...]:
+        """The entry functions a CUDA variant's kernel file defines at a precision: its own by default."""
         return (variant.entry_name,)
 
     def kernel(self, gpu, variant: Variant, params: Params, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:

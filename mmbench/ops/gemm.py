@@ -15,11 +15,12 @@ from typing import Callable
 
 import numpy as np
 
-from ..precisions import (DEFAULT, DEFAULT_LAYOUT, LAYOUTS, PRECISIONS, Precision, as_float64, bound_terms, fp8_scale,
+from ..precisions import (DEFAULT, DEFAULT_LAYOUT, LAYOUTS, PRECISIONS, Precision, as_float64, fp8_scale,
                           get_precision, quantize, raw_view, scale_block, transposed)
 from ..sizes import Shape
 from ..variants.model import Params, Variant, VariantError, evaluate
-from .base import SCOPES, Check, DeviceBuffers, Operation, Products, ScopeError, Timed, check_sums, kernel_alone
+from .base import (SCOPES, Check, DeviceBuffers, Operation, Products, ScopeError, Timed, check_sums, error_bound,
+                   kernel_alone)
 from .capabilities import CpuBaseline, LibraryBaseline, Padded
 
 # Strip kernels' geometry: 32 columns x 16 warps a block; 8 warps of 2 rows, 16 rows a block. The
@@ -142,20 +143,6 @@ def device_buffers(gpu, a: np.ndarray, b: np.ndarray, shape: Shape, precision: s
     return DeviceBuffers((gpu.upload(raw_view(a)), gpu.upload(raw_view(b))),
                          gpu.alloc(shape.m * shape.n * p.c_type.itemsize), shape.m * shape.n, block, p.name, layout,
                          scales)
-
-
-def error_bound(p: Precision, k: int, reference: np.ndarray, magnitude: np.ndarray) -> tuple[np.ndarray, float | None]:
-    """The elementwise bound c_products |A||B| + c_reference |ref| + absolute (precisions.bound_terms),
-    made in place of |A||B|, and || |A||B|| || (None at fp32, whose check finds it from its bound
-    gamma_k |A||B|, as before precisions)."""
-    products, of_reference, absolute = bound_terms(p.rounding, k)
-    norm = None if p.name == DEFAULT else float(np.linalg.norm(magnitude))
-    magnitude *= products
-    if of_reference:
-        magnitude += of_reference * np.abs(reference)
-    if absolute:
-        magnitude += absolute
-    return magnitude, norm
 
 
 def check_gemm(c: np.ndarray, inputs: GemmInputs) -> Check:
@@ -425,7 +412,7 @@ class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline):
         return device_buffers(gpu, inputs.a, inputs.b, Shape(m, n, inputs.k), inputs.precision, inputs.layout,
                               inputs.scales)
 
-    def entries(self, variant: Variant) -> tuple[str, ...]:
+    def entries(self, variant: Variant, precision: str = DEFAULT) -> tuple[str, ...]:
         return entries(variant)
 
     def kernel(self, gpu, variant: Variant, params: Params, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:

@@ -1,9 +1,10 @@
-"""GEMV: y = A x, float32, A column-major m x n (as Sørensen's paper stores it), x of n, y of m.
+"""GEMV: y = A x, A column-major m x n (as Sørensen's paper stores it), x of n, y of m; float32,
+or fp64, fp16 and bf16 (A, x, y of that type; sums in float32, float64 at fp64).
 
-Work 2mn flops; each operand moved once, 4(mn + m + n) bytes; the rate is GFLOP/s with GB/s
-beside it. Every y element is a float32 sum of n products, checked by ``base.check_sums`` (the
-elementwise gamma_n bound holds for any summation order, the orders atomicAdd produces
-included). A kernel takes (A, x, y, m, n) and a 2-D grid: x over rows of A, y over column
+Work 2mn flops; each operand moved once, (mn + m + n) elements; the rate is GFLOP/s with GB/s
+beside it. Every y element is a sum of n products, checked by ``base.check_sums`` with the
+precision's rounding (the elementwise gamma_n bound holds for any summation order, the orders
+atomicAdd produces included). A kernel takes (A, x, y, m, n) and a 2-D grid: x over rows of A, y over column
 chunks; its variant's geometry gives the rows x columns one block covers (``tile``), and whether
 it adds into y with atomics (``accumulates``: y is then zeroed inside the timed launch, as split-K
 GEMM zeroes C).
@@ -21,8 +22,8 @@ import numpy as np
 
 from ..sizes import Shape, SizeSpecError, parse_sizes, split_items
 from ..variants.model import Params, Variant, evaluate
-from ..precisions import DEFAULT, DEFAULT_LAYOUT
-from .base import Check, DeviceBuffers, Operation, Products, check_sums, gamma, only_default
+from ..precisions import DEFAULT, DEFAULT_LAYOUT, get_precision, quantize, raw_view
+from .base import Check, DeviceBuffers, Operation, Products, Unsupported, check_sums, error_bound, gamma, only_default
 from .capabilities import BatchedCheck, CpuBaseline, LibraryBaseline
 
 
@@ -112,28 +113,37 @@ def _gemv_item(item: str) -> list[Shape] | None:
 class GemvInputs:
     """Host inputs of one GEMV check with their float64 reference and error bound."""
 
-    a: np.ndarray  # float32, n x m row-major: A (m x n) column-major
-    x: np.ndarray  # float32, n
+    a: np.ndarray  # n x m row-major: A (m x n) column-major, in the precision's type
+    x: np.ndarray  # n
     reference: np.ndarray  # float64 A x, m
-    bound: np.ndarray  # gamma_n * (|A| |x|), m
+    bound: np.ndarray  # gamma_n * (|A| |x|), m (other precisions: base.error_bound's)
+    precision: str = DEFAULT
+    magnitude_norm: float | None = None  # || |A| |x| || (float32: derived from the bound)
 
 
 POOL = 1_000_003  # a prime: A's elements repeat this far apart (a matrix this small is wholly random)
 CHUNK = 1 << 22  # elements of A converted to float64 at a time for the reference
 
 
-def make_gemv_inputs(shape: Shape, rng: np.random.Generator) -> GemvInputs:
-    """Random inputs in [-1, 1) and the float64 reference A x with its bound gamma_n |A| |x|.
+def make_gemv_inputs(shape: Shape, rng: np.random.Generator, precision: str = DEFAULT) -> GemvInputs:
+    """Random inputs in [-1, 1) and the float64 reference A x with its bound gamma_n |A| |x|; at
+    another precision the same draws rounded to its type (float64 drawn as such), the reference of
+    the rounded values and the precision's bound.
 
     The mesh holds hundreds of GiB of matrices, so the host work is kept to a few passes: A is a
     pool of POOL random floats repeated (element (i, j) is pool[(i + j m) mod POOL]: a kernel that
     reads the wrong element reads another value unless it is a multiple of POOL away), and the
     reference is summed in float64 over chunks of columns in parallel threads (BLAS releases the
     GIL), the chunks' partial sums added in a fixed order."""
-    pool = rng.uniform(-1.0, 1.0, size=min(POOL, shape.m * shape.n)).astype(np.float32)
+    p = get_precision(precision)
+    wide = p.a_type == np.float64
+    pool = rng.uniform(-1.0, 1.0, size=min(POOL, shape.m * shape.n))
+    pool = pool if wide else pool.astype(np.float32)
     pool[pool == 0] = 0.5  # never zeros: they would hide unwritten outputs
+    pool = quantize(pool, p.a_type)
     a = np.resize(pool, shape.m * shape.n).reshape(shape.n, shape.m)  # column j of A is row j
-    x = rng.uniform(-1.0, 1.0, size=shape.n).astype(np.float32)
+    x = rng.uniform(-1.0, 1.0, size=shape.n)
+    x = quantize(x if wide else x.astype(np.float32), p.a_type)
     x64 = x.astype(np.float64)
     step = max(1, CHUNK // shape.m)
 
@@ -152,7 +162,10 @@ def make_gemv_inputs(shape: Shape, rng: np.random.Generator) -> GemvInputs:
     reference, magnitude = parts[0]
     for r, mag in parts[1:]:
         reference, magnitude = reference + r, magnitude + mag
-    return GemvInputs(a, x, reference, gamma(shape.n) * magnitude)
+    if p.name == DEFAULT:
+        return GemvInputs(a, x, reference, gamma(shape.n) * magnitude)
+    bound, norm = error_bound(p, shape.n, reference, magnitude)
+    return GemvInputs(a, x, reference, bound, p.name, norm)
 
 
 def launch_grid(variant: Variant, params: Params, shape: Shape) -> tuple[int, int, int]:
@@ -170,8 +183,20 @@ def uses_workspace(variant: Variant, params: Params) -> bool:
 
 def workspace_words(m: int, n: int) -> int:
     """Partial sums, one row of m per column of blocks (at most ceil(n / 32)), then one arrival count
-    per row of blocks (at most ceil(m / 32)): kernels/common/gemv.cuh's wide_onepass."""
+    per row of blocks (at most ceil(m / 32)): kernels/common/gemv.cuh's wide_onepass. Words of the
+    sums' type (sum_bytes)."""
     return m * math.ceil(n / 32) + math.ceil(m / 32)
+
+
+def sum_bytes(precision: str) -> int:
+    """Bytes of a partial sum (the workspace's words): float64 at fp64, float32 otherwise."""
+    return 8 if get_precision(precision).a_type == np.float64 else 4
+
+
+def narrow(precision: str) -> bool:
+    """Whether y's elements are narrower than float32: partial sums are then added up in float32 and
+    rounded into y once (kernels/gemv/tuned.cu)."""
+    return get_precision(precision).a_type.itemsize < 4
 
 
 def adds_into_y(variant: Variant, params: Params, shape: Shape) -> bool:
@@ -186,7 +211,9 @@ class Gemv(Operation, BatchedCheck, CpuBaseline, LibraryBaseline):
     name = "gemv"
     dims = ("m", "n")
     buffers = ("A", "x", "y")
-    layout = "y (m) = A (m x n) . x (n), float32, A column-major (element (i, j) at A[i + j * m])"
+    layout = "y (m) = A (m x n) . x (n), A column-major (element (i, j) at A[i + j * m])"
+    # float64, float16 and bfloat16 A, x, y too (sums in float32, float64 at fp64): gemv_tuned and cuBLAS
+    precisions = ("fp32", "fp64", "fp16", "bf16")
     rate = "gflops_mean"
     score = "gflops_median"
     yardstick = "cublas_gemv"
@@ -213,44 +240,54 @@ class Gemv(Operation, BatchedCheck, CpuBaseline, LibraryBaseline):
 
     def min_bytes(self, shape: Shape, precision: str = DEFAULT) -> float:
         only_default(self, precision)
-        return 4.0 * (shape.m * shape.n + shape.m + shape.n)
+        return float(get_precision(precision).a_type.itemsize * (shape.m * shape.n + shape.m + shape.n))
 
     def host_bytes(self, shape: Shape, precision: str = DEFAULT) -> int:
-        """A in float32, its float64 and absolute copies for the reference and bound (20 bytes an
-        element), and a few vectors."""
-        return 20 * shape.m * shape.n + 64 * (shape.m + shape.n)
+        """A as drawn (float32, float64 at fp64) and in its type, its float64 and absolute copies for
+        the reference and bound (20 bytes an element at fp32), and a few vectors."""
+        p = get_precision(precision)
+        drawn = 8 if p.a_type == np.float64 else 4
+        return (16 + drawn + (p.a_type.itemsize if p.a_type.itemsize < 4 else 0)) * shape.m * shape.n \
+            + 64 * (shape.m + shape.n)
 
     def device_bytes(self, shape: Shape, precision: str = DEFAULT) -> int:
         """A, x and y, and the workspace: partial sums (at most as many as A has elements / 32) and
         the one-pass kernel's arrival counts (one per 32 rows at most)."""
-        return 4 * (shape.m * shape.n + shape.m + shape.n) + 4 * workspace_words(shape.m, shape.n)
+        return int(self.min_bytes(shape, precision)) + sum_bytes(precision) * workspace_words(shape.m, shape.n)
 
     def make_inputs(self, shape: Shape, rng: np.random.Generator, products: Products | None = None,
                     precision: str = DEFAULT, layout: str = DEFAULT_LAYOUT) -> GemvInputs:
         only_default(self, precision, layout)
-        return make_gemv_inputs(shape, rng)
+        return make_gemv_inputs(shape, rng, precision)
 
     def output_shape(self, shape: Shape) -> tuple[int, ...]:
         return (shape.m,)
 
     def check(self, out: np.ndarray, inputs: GemvInputs) -> Check:
-        return check_sums(out, inputs.reference, inputs.bound, inputs.x.size)
+        return check_sums(out, inputs.reference, inputs.bound, inputs.x.size, get_precision(inputs.precision),
+                          inputs.magnitude_norm)
 
     def upload(self, gpu, inputs: GemvInputs) -> DeviceBuffers:
         """A, x, y, and the workspace of the kernels that write partial sums (one row of m for each
         column of blocks: at most ceil(n / 32), as a block covers at least 32 columns), zeroed once:
         the one-pass kernel's arrival counts start at zero and each launch leaves them so."""
         n, m = inputs.a.shape
-        words = workspace_words(m, n)
-        work = gpu.alloc(4 * words)
-        gpu.drv.memset_d32(work, 0, words)
-        return DeviceBuffers((gpu.upload(inputs.a), gpu.upload(inputs.x)), gpu.alloc(4 * m), m, (work,))
+        size = sum_bytes(inputs.precision) * workspace_words(m, n)
+        work = gpu.alloc(size)
+        gpu.drv.memset_d32(work, 0, size // 4)
+        return DeviceBuffers((gpu.upload(raw_view(inputs.a)), gpu.upload(raw_view(inputs.x))),
+                             gpu.alloc(m * inputs.a.dtype.itemsize), m, (work,), inputs.precision)
 
     def sum_check(self, inputs: GemvInputs) -> tuple[np.ndarray, np.ndarray, int]:
         return inputs.reference, inputs.bound, inputs.x.size
 
-    def entries(self, variant: Variant) -> tuple[str, ...]:
-        return (variant.name, f"{variant.name}_reduce") if "workspace" in variant.geometry else (variant.entry_name,)
+    def entries(self, variant: Variant, precision: str = DEFAULT) -> tuple[str, ...]:
+        """The variant's own kernel; the two-launch wide kernel's reduction; at fp16 and bf16, a typed
+        kernel's store of a narrow y (kernels/gemv/tuned.cu builds it there alone)."""
+        if "workspace" in variant.geometry:
+            return variant.name, f"{variant.name}_reduce"
+        store = len(variant.dtypes) > 1 and narrow(precision)
+        return (variant.entry_name,) + ((f"{variant.name}_store",) if store else ())
 
     def kernel(self, gpu, variant: Variant, params: Params, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
         """Prepared launches (a few microseconds of Python each: the batched tuner makes millions)."""
@@ -262,6 +299,11 @@ class Gemv(Operation, BatchedCheck, CpuBaseline, LibraryBaseline):
         # (A, x, y, m, n) or, for a kernel that reduces in one launch, (A, x, y, m, n, W)
         extra = (int(bufs.scratch[0]),) if "workspace_arg" in variant.geometry else ()
         fn = _prepared(gpu.function(variant, params), "PPPii" + "P" * len(extra))
+        if zero and narrow(bufs.precision):
+            return _narrow_launch(gpu, variant, params, shape, bufs, fn, grid, block)
+        if zero and bufs.precision != DEFAULT and not extra:
+            raise Unsupported(f"{variant.name} adds partial sums into y: at {bufs.precision} only a kernel of "
+                              f"kernels/gemv/tuned.cu's design adds them up before rounding")
         if uses_workspace(variant, params):
             parts, work = grid[1], int(bufs.scratch[0])
             reduce = _prepared(gpu.function(variant, params, f"{variant.name}_reduce"), "PPii")
@@ -273,9 +315,11 @@ class Gemv(Operation, BatchedCheck, CpuBaseline, LibraryBaseline):
 
             return launch_two
 
+        words = shape.m * sum_bytes(bufs.precision) // 4  # y's, zeroed where the kernel adds into it
+
         def launch() -> None:
             if zero:
-                gpu.zero_async(y, shape.m)
+                gpu.zero_async(y, words)
             fn.prepared_async_call(grid[:2], block, gpu.stream, a, x, int(y), m, n, *extra)
 
         return launch
@@ -291,11 +335,9 @@ class Gemv(Operation, BatchedCheck, CpuBaseline, LibraryBaseline):
         return Cublas(gpu.stream.handle)
 
     def library_call(self, handle, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
-        """cuBLAS SGEMV: y (m) = A x, A column-major m x n (lda = m), no transposition."""
-        from ..cublas import NO_TRANSPOSE
-
-        (a, x), y, (m, n) = (int(b) for b in bufs.inputs), int(bufs.output), (shape.m, shape.n)
-        return lambda: handle.lib.sgemv(handle.handle, NO_TRANSPOSE, m, n, handle.one, a, m, x, 1, handle.zero, y, 1)
+        """cuBLAS at the buffers' precision (cublas.py's gemv): SGEMV, y (m) = A x, A column-major
+        m x n (lda = m), no transposition; DGEMV at fp64; at fp16 and bf16 cublasGemmEx of one column."""
+        return handle.gemv(shape, bufs)
 
     def size_class(self, shape: Shape) -> str:
         """The cell of the tuning mesh the shape falls in: "cell05x07"."""
@@ -315,6 +357,23 @@ class Gemv(Operation, BatchedCheck, CpuBaseline, LibraryBaseline):
         ties go to the larger cell."""
         (i, j), (p, q) = parse_cell(wanted), parse_cell(cls)
         return ((i - p) ** 2 + (j - q) ** 2, -(p + q))
+
+
+def _narrow_launch(gpu, variant: Variant, params: Params, shape: Shape, bufs: DeviceBuffers, fn, grid,
+                   block) -> Callable[[], None]:
+    """A narrow y from a kernel that adds partial sums: it adds them into the workspace's first m
+    float32 words (zeroed first, as y is at float32), and <name>_store rounds them into y once."""
+    (a, x), y, work = (int(b) for b in bufs.inputs), int(bufs.output), int(bufs.scratch[0])
+    m, n = np.int32(shape.m), np.int32(shape.n)
+    store = _prepared(gpu.function(variant, params, f"{variant.name}_store"), "PPi")
+    sgrid = (math.ceil(shape.m / block[0]), 1)
+
+    def launch() -> None:
+        gpu.zero_async(work, shape.m)
+        fn.prepared_async_call(grid[:2], block, gpu.stream, a, x, y, m, n, work)
+        store.prepared_async_call(sgrid, block, gpu.stream, work, y, m)
+
+    return launch
 
 
 def _prepared(fn, arg_format: str):

@@ -1,4 +1,6 @@
-"""The tuning caches: the best configuration per (GPU, variant, kernel source hash, size class).
+"""The tuning caches: the best configuration per (GPU, variant, kernel source hash, size class), and
+per precision and layout where a kernel takes several (an entry names them: "dtype", "layout"; one
+without is fp32, nn, as every entry before precisions).
 
 Two caches are read, the user's first (places.user_cache(), or ``--tuning-cache PATH``), then
 the one the package ships (places.SHIPPED_CACHE): a user's entry replaces the shipped entry of
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from .. import places
+from ..precisions import DEFAULT, DEFAULT_LAYOUT
 from ..ops import get_op
 from ..ops.base import shape_class
 from ..sizes import Shape
@@ -27,8 +30,20 @@ class TuneError(ValueError):
     """A tuning request that cannot be met; the message says why."""
 
 
-def cache_key(device: str, variant: str, source_hash: str, cls: str) -> str:
-    return f"{device}|{variant}|{source_hash}|{cls}"
+def cache_key(device: str, variant: str, source_hash: str, cls: str, dtype: str = DEFAULT,
+              layout: str = DEFAULT_LAYOUT) -> str:
+    """GPU|variant|source|class, and |dtype|layout for another precision or layout than fp32, nn."""
+    form = f"|{dtype}|{layout}" if (dtype, layout) != (DEFAULT, DEFAULT_LAYOUT) else ""
+    return f"{device}|{variant}|{source_hash}|{cls}{form}"
+
+
+def entry_form(entry: Mapping) -> tuple[str, str]:
+    """(dtype, layout) an entry was tuned at (fp32, nn where it names none)."""
+    return entry.get("dtype", DEFAULT), entry.get("layout", DEFAULT_LAYOUT)
+
+
+def key_of(entry: Mapping) -> str:
+    return cache_key(entry["device"], entry["variant"], entry["source_hash"], entry["size_class"], *entry_form(entry))
 
 
 YOURS, SHIPPED = "your cache", "shipped"  # whose a cache is, as a run reports and records it
@@ -121,18 +136,19 @@ def check_writable_cache(path: Path) -> None:
 
 
 def record(path: Path, device: "DeviceId", variant: str, source_hash: str, best: Mapping[str, dict],
-           results: Path) -> dict:
+           results: Path, dtype: str = DEFAULT, layout: str = DEFAULT_LAYOUT) -> dict:
     """Merge the best configurations into the cache file, keeping an existing entry that is
     faster (a narrow search must not displace a better result); returns the entries written.
     Each entry names the GPU with its architecture and SM count, which decide whether another
-    GPU of the same kind may borrow it."""
+    GPU of the same kind may borrow it, and the precision and layout it was tuned at, where
+    they are not fp32, nn."""
     cache = load_cache(path)
     # as schema.utc_now writes it (importing schema from here would close a cycle through engine.plan)
     stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    new = {cache_key(device.name, variant, source_hash, cls): {"device": device.name, "arch": device.arch,
-                                                               "sm_count": device.sm_count, "variant": variant,
-                                                               "source_hash": source_hash, "size_class": cls,
-                                                               "tuned_at": stamp, "results": str(results), **entry}
+    form = {"dtype": dtype, "layout": layout} if (dtype, layout) != (DEFAULT, DEFAULT_LAYOUT) else {}
+    new = {cache_key(device.name, variant, source_hash, cls, dtype, layout):
+           {"device": device.name, "arch": device.arch, "sm_count": device.sm_count, "variant": variant,
+            "source_hash": source_hash, "size_class": cls, **form, "tuned_at": stamp, "results": str(results), **entry}
            for cls, entry in best.items()}
     new = {k: e for k, e in new.items() if k not in cache or entry_score(cache[k]) < entry_score(e)}
     write_cache(path, {**cache, **new})
@@ -187,18 +203,19 @@ def same_code_sources(caches: Sequence[CacheFile], variant: str, current: str) -
 
 
 def lookup(caches: Sequence[CacheFile], device: DeviceId, variant: Variant, source_hash: str,
-           shape: Shape) -> Tuned | None:
-    """The tuned configuration for a shape on a device, from caches in order (the user's, then
-    the shipped): an earlier cache's entry replaces a later one's for the same GPU, variant, source
-    and size class. Then the device's own entries first, else those of a GPU of the same
+           shape: Shape, dtype: str = DEFAULT, layout: str = DEFAULT_LAYOUT) -> Tuned | None:
+    """The tuned configuration for a shape, precision and layout on a device (entries of another
+    precision or layout are never taken: a configuration fast in one need not be in another), from
+    caches in order (the user's, then the shipped): an earlier cache's entry replaces a later one's
+    for the same GPU, variant, source, size class and form. Then the device's own entries first, else those of a GPU of the same
     architecture and SM count (the same kernel choices fit it). Within one GPU's entries: the
     shape's own entry (tuned --per-shape), else its size class, yours before the shipped cache's at
     each, else the nearest tuned class."""
     merged: dict[str, tuple[CacheFile, dict]] = {}
     for cache in reversed(caches):
-        merged.update({cache_key(e["device"], e["variant"], e["source_hash"], e["size_class"]): (cache, e)
-                       for e in cache.entries.values()})
-    mine = [(c, e) for c, e in merged.values() if e["variant"] == variant.name and e["source_hash"] == source_hash]
+        merged.update({key_of(e): (cache, e) for e in cache.entries.values()})
+    mine = [(c, e) for c, e in merged.values() if e["variant"] == variant.name and e["source_hash"] == source_hash
+            and entry_form(e) == (dtype, layout)]
     own = [(c, e) for c, e in mine if e["device"] == device.name]
     kin = sorted(((c, e) for c, e in mine if e["device"] != device.name and device.arch and device.sm_count
                   and e.get("arch") == device.arch and e.get("sm_count") == device.sm_count),

@@ -8,9 +8,10 @@ from typing import Callable, Sequence
 
 from .. import source
 from ..ops import get_op
-from ..engine.plan import Selection
+from ..engine.plan import Selection, takes
+from ..precisions import form_suffix
 from ..variants import format_params
-from .cache import Tuned, describe_cache, lookup
+from .cache import Tuned, describe_cache, entry_form, lookup
 
 RULE = "rule"  # a Tuned's origin when its parameters came from the variant's rule, not a cache
 
@@ -27,55 +28,70 @@ def tunable(sel: Selection) -> list:
 
 def with_tuned(sel: Selection, caches: Sequence, say: Say) -> Selection:
     """Give each tunable variant whose parameters the user did not set its tuned parameters for
-    this GPU and kernel source from the tuning caches (cache.read_caches: the user's, then the
-    shipped; empty: caches switched off), and say which cache gave them, for which GPU."""
+    this GPU, kernel source, precision and layout from the tuning caches (cache.read_caches: the
+    user's, then the shipped; empty: caches switched off), and say which cache gave them, for which
+    GPU. Selection.tuned is keyed (variant, shape, dtype, layout)."""
     from ..device import device_identity
 
     variants = tunable(sel)
     if not variants:
         return sel
     device = device_identity()
+    forms = {v.name: [(d, lay) for d in sel.dtypes for lay in sel.layouts if takes(v, d, lay)] for v in variants}
     if not caches:
-        ruled = {v.name: _by_rule(v, sel.shapes(v), device) for v in variants}
-        plain = [v.name for v in variants if not ruled[v.name]]
+        ruled = {(v.name, f): _by_rule(v, sel.shapes(v), device, f) for v in variants for f in forms[v.name]}
+        plain = list(dict.fromkeys(v.name for v in variants for f in forms[v.name] if not ruled[(v.name, f)]))
         if plain:
             say(f"{', '.join(plain)}: tuning caches off; default parameters")
-        for v in variants:
-            if ruled[v.name]:
-                say(_rule_line(v.name, len(ruled[v.name]), "tuning caches off", device))
+        for (name, form), r in ruled.items():
+            if r:
+                say(_rule_line(name + form_suffix(*form), len(r), "tuning caches off", device))
         return replace(sel, tuned={**sel.tuned, **{k: t for r in ruled.values() for k, t in r.items()}})
     tuned = {}
     for v in variants:
         shapes = sel.shapes(v)
         digest = source.source_hash(v) if device else None  # once per variant, for all its shapes
-        found = {shape: lookup(caches, device, v, digest, shape) for shape in shapes} if device else {}
-        found = {shape: t for shape, t in found.items() if t}
-        tuned.update({(v.name, shape): t for shape, t in found.items()})
-        for line in _tuned_lines(v, found, device):
-            say(line)
-        ruled = _by_rule(v, [s for s in shapes if s not in found], device)
-        tuned.update(ruled)
-        if ruled:
-            say(_rule_line(v.name, len(ruled), f"no tuned entry at {len(ruled)} of its {len(shapes)} shapes", device))
-        elif found and len(found) < len(shapes):
-            say(f"{v.name}: no tuned entry at {len(shapes) - len(found)} of its {len(shapes)} shapes; defaults there")
-        if not found and device is None:
-            say(f"{v.name}: no GPU found here to look up its tuned parameters for; using defaults")
-        elif not found and not ruled and any(e.get("variant") == v.name for c in caches for e in c.entries.values()):
-            say(f"{v.name}: the tuning caches have no entry for this GPU ({device}), nor for one of its architecture "
-                f"and SM count, with this kernel source; using defaults (run `mmbench tune`)")
+        for form in forms[v.name]:
+            tuned.update(_tuned_form(v, form, shapes, caches, device, digest, say))
     return replace(sel, tuned={**sel.tuned, **tuned})
 
 
-def _by_rule(variant, shapes, device) -> dict:
-    """{(variant, shape): Tuned} from the variant's rule (tuning/rules.py) on this GPU, for the
-    shapes given; none without a rule or a GPU to read the SM count of."""
+def _tuned_form(v, form: tuple[str, str], shapes, caches: Sequence, device, digest, say: Say) -> dict:
+    """with_tuned's entries for one variant at one precision and layout, said as it finds them."""
+    name = v.name + form_suffix(*form)
+    found = {shape: lookup(caches, device, v, digest, shape, *form) for shape in shapes} if device else {}
+    found = {shape: t for shape, t in found.items() if t}
+    tuned = {(v.name, shape, *form): t for shape, t in found.items()}
+    for line in _tuned_lines(v, found, device, name):
+        say(line)
+    ruled = _by_rule(v, [s for s in shapes if s not in found], device, form)
+    tuned.update(ruled)
+    if ruled:
+        say(_rule_line(name, len(ruled), f"no tuned entry at {len(ruled)} of its {len(shapes)} shapes", device))
+    elif found and len(found) < len(shapes):
+        say(f"{name}: no tuned entry at {len(shapes) - len(found)} of its {len(shapes)} shapes; defaults there")
+    if not found and device is None:
+        say(f"{name}: no GPU found here to look up its tuned parameters for; using defaults")
+    elif not found and not ruled and any(e.get("variant") == v.name and entry_form(e) == form
+                                         for c in caches for e in c.entries.values()):
+        say(f"{name}: the tuning caches have no entry for this GPU ({device}), nor for one of its architecture "
+            f"and SM count, with this kernel source; using defaults (run `mmbench tune`)")
+    elif not found and not ruled and any(e.get("variant") == v.name for c in caches for e in c.entries.values()):
+        say(f"{name}: the tuning caches have entries of {v.name} at other precisions or layouts only; using "
+            f"defaults (run `mmbench tune --dtype {form[0]} --layout {form[1]}`)")
+    return tuned
+
+
+def _by_rule(variant, shapes, device, form: tuple[str, str]) -> dict:
+    """{(variant, shape, dtype, layout): Tuned} from the variant's rule (tuning/rules.py) on this GPU,
+    for the shapes given; none without a rule or a GPU to read the SM count of."""
     from .rules import RULES
 
     rule = RULES.get(variant.name)
     if rule is None or device is None:
         return {}
-    return {(variant.name, shape): Tuned(rule(shape, device), device.name, False, None, RULE) for shape in shapes}
+    return {(variant.name, shape, *form): Tuned(rule(shape, device), device.name, False, None, RULE)
+            for shape in shapes}
 
 
 def _rule_line(name: str, shapes: int, why: str, device) -> str:
@@ -83,7 +99,7 @@ def _rule_line(name: str, shapes: int, why: str, device) -> str:
             f"(mmbench/tuning/rules.py) at {shapes} shape{'s' if shapes != 1 else ''}")
 
 
-def _tuned_lines(variant, found: dict, device) -> list[str]:
+def _tuned_lines(variant, found: dict, device, name: str) -> list[str]:
     """One line per cache and GPU that gave a variant tuned parameters: which cache (yours or the
     shipped one, and its path), measured on which GPU, and the parameters."""
     groups: dict[tuple, list] = {}
@@ -98,7 +114,7 @@ def _tuned_lines(variant, found: dict, device) -> list[str]:
         whose = (f"for {device.name}" if not borrowed else
                  f"of {lender}: {device.name} has no entry, and {lender} has the same "
                  f"architecture ({device.arch}) and SM count ({device.sm_count})")
-        lines.append(f"{variant.name}: tuned parameters from {describe_cache(path, origin)} {whose}: {'; '.join(kinds)}")
+        lines.append(f"{name}: tuned parameters from {describe_cache(path, origin)} {whose}: {'; '.join(kinds)}")
     return lines
 
 
@@ -111,9 +127,11 @@ def tuning_record(selections: Sequence[Selection], caches: Sequence) -> dict:
         for v in tunable(sel):
             sources = variants.setdefault(v.name, {})
             for shape in sel.shapes(v):
-                t = sel.tuned.get((v.name, shape))
-                key = (str(t.cache) if t.cache else None, t.origin, t.device, t.borrowed) if t else (None, "defaults", None, False)
-                sources[key] = sources.get(key, 0) + 1
+                for form in [(d, lay) for d in sel.dtypes for lay in sel.layouts if takes(v, d, lay)]:
+                    t = sel.tuned.get((v.name, shape, *form))
+                    key = ((str(t.cache) if t.cache else None, t.origin, t.device, t.borrowed) if t
+                           else (None, "defaults", None, False))
+                    sources[key] = sources.get(key, 0) + 1
     fields = ("cache", "origin", "measured_on", "borrowed")
     return {"read": [{"path": str(c.path), "origin": c.origin, "entries": len(c.entries)} for c in caches],
             "variants": {name: [{**dict(zip(fields, key)), "shapes": n} for key, n in sources.items()]

@@ -30,7 +30,8 @@ def record_tuning(request: TuneRequest) -> tuple[dict, DeviceId]:
     facts = {g["name"]: g for g in (meta.get("cluster") or {}).get("gpus", [])} or {models[0]: gpu}
     for name in models:
         device = DeviceId(name, facts.get(name, gpu).get("arch"), facts.get(name, gpu).get("sm_count"))
-        record(request.cache_path, device, variant.name, request.source_hash, best, output)
+        record(request.cache_path, device, variant.name, request.source_hash, best, output, request.dtype,
+               request.layout)
     return best, device
 
 

@@ -20,6 +20,8 @@ before anything is evaluated; loading a file reads it, and compiles and runs not
     dtypes = ["bf16"]                  # the precisions it takes (default fp32)
     layouts = ["nt"]                   # GEMM: how it takes A and B (default nn)
     requires = ["k % 16 == 0"]         # shapes it takes; others are skipped rows
+    target = "sm_90a"                  # the architecture it is built for (default: the GPU's)
+    nvcc_options = ["--use_fast_math"] # added to mmbench's, from a fixed safe list
 
 A mistake is one line naming the file, the variant and the key (VariantFileError).
 """
@@ -27,6 +29,7 @@ A mistake is one line naming the file, the variant and the key (VariantFileError
 from __future__ import annotations
 
 import os
+import re
 
 try:
     import tomllib
@@ -63,7 +66,32 @@ KEYS = {
     "layouts": "the layout of A and B the kernel takes, e.g. [\"nt\"] (GEMM; default [\"nn\"])",
     "requires": "expressions over the parameters and the shape that a shape must meet, e.g. [\"k % 16 == 0\"]: "
                 "a point that does not is skipped, never run",
+    "target": "the architecture the kernel is built for, e.g. \"sm_90a\" for wgmma and setmaxnreg (default: the "
+              "GPU's own); a GPU of another architecture skips its points",
+    "nvcc_options": "options added to nvcc's, from a fixed safe list (docs/variant-files.md)",
 }
+
+# What a variant file may add to nvcc's command line (its `nvcc_options`): options that change how
+# the kernel's own code is compiled, and nothing that reaches outside it (no -I, -D, -o, -Xcompiler,
+# files). Each option is one whole match.
+SAFE_NVCC_OPTIONS = (
+    r"--?use_fast_math", r"--?ftz=(true|false)", r"--?prec-div=(true|false)", r"--?prec-sqrt=(true|false)",
+    r"--?fmad=(true|false)", r"--?maxrregcount=\d{2,3}", r"--?extra-device-vectorization",
+    r"--?std=c\+\+(14|17|20)", r"--?expt-relaxed-constexpr", r"--?extended-lambda", r"--?restrict",
+    r"-Xptxas=-O[0-3]",
+)
+SAFE_OPTIONS_TEXT = ("--use_fast_math, --ftz=, --prec-div=, --prec-sqrt=, --fmad= (true or false), --maxrregcount=N, "
+                     "--extra-device-vectorization, --std=c++14/17/20, --expt-relaxed-constexpr, --extended-lambda, "
+                     "--restrict, -Xptxas=-O0 to -O3")
+# The targets a variant file may build for: a GPU architecture, sm_XY, or its architecture-specific
+# form sm_XYa (Hopper's wgmma and setmaxnreg need sm_90a), which runs on that architecture alone.
+TARGET = r"sm_(\d)(\d)a?"
+
+
+def unsafe_option(option: str) -> bool:
+    return not any(re.fullmatch(pattern, option) for pattern in SAFE_NVCC_OPTIONS)
+
+
 REQUIRED = ("name", "op", "source", "arguments", "block", "grid")
 PYTHON = "<python>"  # where variants a script declares as dicts come from
 
@@ -121,7 +149,7 @@ def _variant(path: Path, base: Path, index: int, table: dict) -> Variant:
                       label=_text(table, "label", name, fail), description=_text(table, "description", "", fail),
                       entry=_identifier(table.get("entry", name), "entry", fail),
                       **_source(base, table["source"], fail), **_parameters(table, op, fail),
-                      zero_output=_flag(table, "zero_output", fail), origin=path.resolve(),
+                      zero_output=_flag(table, "zero_output", fail), **_build(table, fail), origin=path.resolve(),
                       declaration=MappingProxyType({**table, "source": str((base / table["source"]).resolve())}))
     _check_expressions(variant, op, fail)
     _check_space(variant, fail)
@@ -159,6 +187,21 @@ def _flag(table: dict, key: str, fail) -> bool:
     if not isinstance(value, bool):
         raise fail(key, f"{value!r} is not true or false")
     return value
+
+
+def _build(table: dict, fail) -> dict:
+    """target and nvcc_options: an architecture nvcc builds for, options from the safe list."""
+    target = table.get("target")
+    if target is not None and (not isinstance(target, str) or not re.fullmatch(TARGET, target)):
+        raise fail("target", f"{target!r} is no architecture; give sm_XY or sm_XYa, e.g. \"sm_90a\"")
+    options = table.get("nvcc_options", [])
+    if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+        raise fail("nvcc_options", f"{options!r} is not a list of options such as [\"--use_fast_math\"]")
+    unsafe = [o for o in options if unsafe_option(o)]
+    if unsafe:
+        raise fail("nvcc_options", f"'{unsafe[0]}' is not an option mmbench passes on; choose from: "
+                                   f"{SAFE_OPTIONS_TEXT}")
+    return {"target": target, "nvcc_options": tuple(options)}
 
 
 def _source(base: Path, source: Any, fail) -> dict:

@@ -154,6 +154,24 @@ _LAB3 = (
             geometry=MappingProxyType({"tile": ("32", "32")}), space=MappingProxyType({"PAD": (0, 1)})),
 )
 
+# The simple tensor-core GEMM of the 16-bit types (the fast ladder is another study's): any shape, any
+# layout; block tile (16 WARPS_M FRAG_M) x (16 WARPS_N FRAG_N), BK-deep stages.
+_WMMA_TILE = ("16 * WARPS_M * FRAG_M", "16 * WARPS_N * FRAG_N")
+_TENSOR_CORES = (
+    Variant(name="wmma_gemm", backend="cuda", paper="", family="gemm/wmma", label="WMMA (tensor cores)",
+            description="the simple tensor-core GEMM of fp16 and bf16 at any shape and layout: WMMA fragments "
+            "from BK-deep slices of A and B staged in shared memory as stored, float accumulation, C rounded once",
+            axes=MappingProxyType({"WARPS_M": (2,), "WARPS_N": (2,), "FRAG_M": (2,), "FRAG_N": (2,), "BK": (32,)}),
+            threads=("32 * WARPS_M * WARPS_N",), geometry=MappingProxyType({"tile": _WMMA_TILE, "k_tile": "BK"}),
+            constraints=("BK % 16 == 0", "WARPS_M * WARPS_N <= 16",
+                         # both slices at their larger stored form, 2-byte elements, and a warp's 16 x 16 floats
+                         f"2 * ({_WMMA_TILE[0]} + 8 + {_WMMA_TILE[1]} + 8) * (BK + 8) + 1024 * WARPS_M * WARPS_N "
+                         "<= 48 * 1024"),
+            space=MappingProxyType({"WARPS_M": (1, 2, 4), "WARPS_N": (1, 2, 4), "FRAG_M": (1, 2, 4),
+                                    "FRAG_N": (1, 2, 4), "BK": (16, 32, 64)}),
+            dtypes=("fp16", "bf16"), layouts=tuple(LAYOUTS)),
+)
+
 # {place in the registry's order: entries}; mmbench/variants/registry.py says what a place is
 BUILT_IN = {
     1: _KERNELS,
@@ -167,4 +185,5 @@ BUILT_IN = {
                 description="the vendor library on the same device buffers at the point's precision and layout: "
                 "cuBLAS SGEMM in pedantic pure FP32 (fp32) and DGEMM (fp64) through CuPy, cuBLASLt's matmul "
                 "through nvmath-python (tf32, fp16, bf16, fp8)", dtypes=tuple(PRECISIONS), layouts=tuple(LAYOUTS))),
+    10: _TENSOR_CORES,
 }

@@ -41,7 +41,9 @@ _KERNELS = (
     Variant(name="gemv_tuned", backend="cuda", op="gemv", paper="sorensen2012", family="gemv/tuned",
             label="auto-tuned", description="the tuner's kernel: KERNEL picks the design (0 versatile, 1 threads "
             "along columns, 2 wide without atomics in one launch: the last block of each row of blocks adds the "
-            "workspace's partial sums), as the paper's tuner picks among its 3 implementations",
+            "workspace's partial sums), as the paper's tuner picks among its 3 implementations; typed: fp32, fp64, "
+            "fp16, bf16 (sums in float32, float64 at fp64; a 16-bit y rounded once from the whole sum)",
+            dtypes=("fp32", "fp64", "fp16", "bf16"),
             axes=MappingProxyType({"KERNEL": (0,), "BLOCKSIZE": (128,), "WORKSIZE_M": (1,), "WORKSIZE_N": (4,)}),
             threads=("BLOCKSIZE",),
             geometry=MappingProxyType({"tile": ("BLOCKSIZE * WORKSIZE_M * (KERNEL != 1)", "BLOCKSIZE * WORKSIZE_N"),
@@ -53,7 +55,8 @@ _KERNELS = (
     Variant(name="blas_gemv", backend="blas", op="gemv", paper="sorensen2012", label="BLAS sgemv (multicore)",
             description="CPU BLAS sgemv through numpy (float32), threads recorded"),
     Variant(name="cublas_gemv", backend="cublas", op="gemv", paper="sorensen2012", label="cuBLAS sgemv",
-            description="cuBLAS sgemv through CuPy on the same device buffers (column-major, no transposition)"),
+            description="cuBLAS sgemv through CuPy on the same device buffers (column-major, no transposition); "
+            "DGEMV at fp64, cublasGemmEx of one column at fp16 and bf16", dtypes=("fp32", "fp64", "fp16", "bf16")),
 )
 
 # {place in the registry's order: entries}; mmbench/variants/registry.py says what a place is

@@ -61,6 +61,10 @@ class Variant:
     # Expressions over the parameters and the shape that a shape must meet for the kernel to take it
     # ("m % 128 == 0"): a point that does not is skipped, naming the requirement, never run.
     requires: tuple[str, ...] = ()
+    # The architecture its kernel is built for ("sm_90a"), where not the GPU's own; nvcc options added
+    # to mmbench's (source.SAFE_NVCC_OPTIONS). A variant file's.
+    target: str | None = None
+    nvcc_options: tuple[str, ...] = ()
     origin: Path | None = None  # the variant file that declared it; None for a built-in entry
     # What the file said of it (its [[variant]] table, the source's path made absolute): plain data
     # that another process builds the same variant from (variants.files.use_declared). Not hashed.
@@ -132,13 +136,30 @@ def evaluate(expression: str, params: Params) -> int:
 
 
 
-def compile_params(variant: Variant, params: Params, dims: Mapping[str, int]) -> Params:
-    """The #defines a point's kernel is compiled with: its parameters and, for a variant whose
-    definitions are bound to the shape, their values at these dimensions (in name order)."""
-    if not variant.defines:
+def compile_params(variant: Variant, params: Params, dims: Mapping[str, int], dtype: str = "fp32",
+                   layout: str = "nn") -> Params:
+    """The #defines a point's kernel is compiled with: its parameters; for a variant whose
+    definitions are bound to the shape, their values at these dimensions; for a built-in kernel
+    that takes several precisions or layouts, which one (typed_defines). In name order."""
+    typed = typed_defines(variant, dtype, layout)
+    if not variant.defines and not typed:
         return params
     bound = {**dims, **dict(params)}
-    return tuple(sorted((*params, *((name, int(expressions.evaluate(e, bound))) for name, e in variant.defines.items()))))
+    return tuple(sorted((*params, *typed,
+                         *((name, int(expressions.evaluate(e, bound))) for name, e in variant.defines.items()))))
+
+
+def typed_defines(variant: Variant, dtype: str, layout: str) -> tuple[tuple[str, int], ...]:
+    """For a kernel that takes several precisions, ("DTYPE", code) at one other than fp32 (kernels/
+    common/types.cuh); for one that takes several layouts, ("TRANS_A", 1) and ("TRANS_B", 1) where
+    the layout stores A or B transposed. None at fp32, nn (the kernel's defaults), nor for a kernel
+    of one precision and layout (a variant file's: written for them)."""
+    from ..precisions import DEFAULT, DTYPE_CODES
+
+    out = [("DTYPE", DTYPE_CODES[dtype])] if dtype != DEFAULT and len(variant.dtypes) > 1 else []
+    if len(variant.layouts) > 1:
+        out += [(name, 1) for name, letter in (("TRANS_A", layout[0]), ("TRANS_B", layout[1])) if letter == "t"]
+    return tuple(out)
 
 
 def series_label(variant: Variant, params: Params) -> str:

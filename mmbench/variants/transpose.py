@@ -9,6 +9,9 @@ from types import MappingProxyType
 
 from .model import Variant
 
+# The precisions the typed transposes and the copy take: elements of 4, 8, 2 and 1 bytes (ops/transpose.py)
+MOVED = ("fp32", "fp64", "fp16", "bf16", "fp8e4m3", "fp8e5m2")
+
 _LAB3 = (
     # -- transpose (Lab 3) and its yardstick, the device copy -------------------------------------
     Variant(name="transpose_naive", backend="cuda", op="transpose", paper="lab3", family="transpose/lab3",
@@ -26,13 +29,14 @@ _LAB3 = (
             axes=MappingProxyType({"TILE": (32,), "ROWS": (8,), "PAD": (1,)}), threads=("TILE", "ROWS"),
             geometry=MappingProxyType({"tile": ("TILE", "TILE")}),
             constraints=("TILE % ROWS == 0", "TILE * ROWS <= 1024", "4 * TILE * (TILE + PAD) <= 48 * 1024"),
-            space=MappingProxyType({"TILE": (16, 32, 64), "ROWS": (1, 2, 4, 8, 16, 32), "PAD": (0, 1)})),
+            space=MappingProxyType({"TILE": (16, 32, 64), "ROWS": (1, 2, 4, 8, 16, 32), "PAD": (0, 1)}),
+            dtypes=MOVED),
 )
 
 _BEYOND_LAB3 = (
     Variant(name="transpose_vec", backend="cuda", op="transpose", paper="lab3", family="transpose/vec",
-            label="tiled + vectors", description="beyond the lab: TR x TC tiles moved by VEC-float loads and "
-            "stores (float2, float4), TC / VEC x ROWS threads",
+            label="tiled + vectors", description="beyond the lab: TR x TC tiles moved by VEC-element loads and "
+            "stores (float2, float4 at fp32), TC / VEC x ROWS threads; elements of 1 to 8 bytes", dtypes=MOVED,
             axes=MappingProxyType({"TR": (64,), "TC": (64,), "VEC": (4,), "ROWS": (4,), "PAD": (1,), "GROUP": (1,),
                                    "STREAM": (0,)}),
             threads=("TC // VEC", "ROWS"), geometry=MappingProxyType({"tile": ("TR", "TC")}),
@@ -74,5 +78,5 @@ BUILT_IN = {
                 "size that would overrun the CPU time budget is a skipped row with its estimate"),
         Variant(name="memcpy", backend="driver", op="copy", paper="lab3", label="GPU memcpy",
                 description="cuMemcpyDtoD of the same bytes on the same stream: the copy bandwidth a transpose is "
-                "held to")),
+                "held to", dtypes=MOVED)),
 }
