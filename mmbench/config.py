@@ -198,8 +198,23 @@ def run_table(path: Path, data: Mapping, allowed: set[str]) -> tuple[dict, str]:
     return run, cache
 
 
+def resolve_config(given: Path | str) -> Path:
+    """A config's file: the path given where it exists, else a shipped config of that name (`--config
+    limits` from any folder, in a checkout or an installed mmbench)."""
+    from . import places
+
+    path = Path(given)
+    if path.exists():
+        return path
+    shipped = places.shipped_config(str(given))
+    if shipped is not None:
+        return shipped
+    raise ConfigError(f"{given}: no such config file, nor a shipped config of that name; the shipped configs: "
+                      f"{', '.join(places.shipped_config_names())}")
+
+
 def load_config(path: Path | str) -> ExperimentConfig:
-    path = Path(path)
+    path = resolve_config(path)
     _, data = read_toml(path)
     _unknown(str(path), data, TOP_KEYS)
     run, cache = run_table(path, data, RUN_KEYS)

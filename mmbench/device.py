@@ -49,6 +49,22 @@ def device_identity():
 CURRENT_ON_OPEN = True
 
 
+def gpu_problem() -> str | None:
+    """Why this machine cannot run GPU points (no PyCUDA, no driver, no device), or None; opens no
+    context (a dry run asks)."""
+    try:
+        import pycuda.driver as drv
+    except ImportError as exc:
+        return f"PyCUDA is not installed ({exc}); on a GPU machine: pip install '.[cuda]'"
+    try:
+        drv.init()
+        if drv.Device.count() < 1:
+            return "no CUDA device is visible (CUDA_VISIBLE_DEVICES?)"
+    except Exception as exc:  # no driver
+        return f"no CUDA device could be opened: {exc}"
+    return None
+
+
 def open_gpu() -> "Gpu":
     """Open device 0 in its primary context (shared with CuPy), or raise GpuUnavailable; the
     context stays current on this thread (unless CURRENT_ON_OPEN is False)."""

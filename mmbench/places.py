@@ -18,6 +18,29 @@ CACHE_ENV = "MMBENCH_TUNING_CACHE"  # the user's tuning cache (default: the user
 SHIPPED_CACHE = Path(__file__).resolve().parent / "data" / "tuning-cache.json"
 
 
+def configs_dir() -> Path:
+    """The studies' configs: configs/ inside an installed wheel, else the repository's beside the package."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "configs"
+    return packaged if packaged.is_dir() else here.parent / "configs"
+
+
+def shipped_config(name: str) -> Path | None:
+    """A shipped config by its name ("limits", "limits.toml", "lab3-tiles": a study's or a companion's),
+    wherever mmbench is installed; None for a name that is a path or no shipped config's."""
+    if not name or "/" in name or "\\" in name:
+        return None
+    stem = name[:-len(".toml")] if name.endswith(".toml") else name
+    for folder in (configs_dir(), configs_dir() / "companions"):
+        if (folder / f"{stem}.toml").is_file():
+            return folder / f"{stem}.toml"
+    return None
+
+
+def shipped_config_names() -> list[str]:
+    return sorted(p.stem for p in configs_dir().glob("*.toml"))
+
+
 def runs_dir() -> Path:
     """The user's runs: where `mmbench run` and `mmbench tune` write by default and where plots,
     tables and reports look when no file is named."""

@@ -8,6 +8,7 @@ its colour in every figure (registry order), and its block size sets the line st
 from __future__ import annotations
 
 import io
+import re
 import zlib
 from pathlib import Path
 from typing import Callable
@@ -436,9 +437,10 @@ def made(draw: Callable[[], plt.Figure]) -> plt.Figure:
         raise
 
 
-def _save_png(fig: plt.Figure, path: Path) -> None:
+def _save_png(fig: plt.Figure, path: Path, source: str) -> None:
     """The PNG in a 256-colour palette: a plot's few colours and their anti-aliased edges survive,
-    at a third of the bytes of matplotlib's RGBA; its text chunks (the matplotlib version) kept."""
+    at a third of the bytes of matplotlib's RGBA; its text chunks (the matplotlib version) kept, and
+    mmbench's mark of what it was drawn from."""
     from PIL import Image  # matplotlib's own dependency
     from PIL.PngImagePlugin import PngInfo
 
@@ -447,16 +449,76 @@ def _save_png(fig: plt.Figure, path: Path) -> None:
     image, info = Image.open(drawn), PngInfo()
     for key, value in image.text.items():
         info.add_text(key, value)
+    info.add_text(FIGURE_MARK, source)
     image.convert("RGB").quantize(256).save(path, pnginfo=info, optimize=True)
 
 
-def save(fig: plt.Figure, out_dir: Path, stem: str) -> list[Path]:
+# A figure's mark: what mmbench drew it from (a PNG text chunk; the SVG's Dublin Core source), so a
+# later command knows the file at that path is one it may replace (figure_target's rule).
+FIGURE_MARK = "mmbench-figure"
+
+
+def figure_paths(out_dir: Path, stem: str) -> list[Path]:
+    return [out_dir / f"{stem}.png", out_dir / f"{stem}.svg"]
+
+
+def save(fig: plt.Figure, out_dir: Path, stem: str, source: str = "") -> list[Path]:
+    """The figure as PNG and SVG, each marked with what it was drawn from (source)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.svg"]
-    _save_png(fig, paths[0])
-    fig.savefig(paths[1], metadata={"Date": None})
+    paths = figure_paths(out_dir, stem)
+    _save_png(fig, paths[0], source)
+    fig.savefig(paths[1], metadata={"Date": None, "Source": f"{FIGURE_MARK}: {source}"})
     plt.close(fig)
     return paths
+
+
+def drawn_from(path: Path) -> str | None:
+    """The source a figure mmbench drew says it was drawn from; None for any other file (or a figure
+    drawn before figures were marked)."""
+    try:
+        head = path.read_bytes()[:1 << 16] if path.suffix == ".svg" else path.read_bytes()
+    except OSError:
+        return None
+    if path.suffix == ".svg":
+        found = re.search(rf"<dc:source>{FIGURE_MARK}: (.*?)</dc:source>".encode(), head)
+        return found.group(1).decode("utf-8", "replace") if found else None
+    if not head.startswith(PNG_SIGNATURE):
+        return None
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(head)) as image:
+            return image.text.get(FIGURE_MARK)
+    except Exception:  # a damaged PNG: not one mmbench may take for its own
+        return None
+
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def is_image(path: Path) -> bool:
+    """Whether the file is a PNG or an SVG by its bytes (a CSV named .png is not)."""
+    try:
+        head = path.read_bytes()[:512]
+    except OSError:
+        return False
+    return head.startswith(PNG_SIGNATURE) if path.suffix == ".png" else b"<svg" in head
+
+
+def replace_problem(path: Path, source: str, beside_inputs: bool) -> str | None:
+    """Why the figure file at path may not be replaced by one drawn from source, or None: a file may
+    be replaced when mmbench drew it from the same source, or, beside the results it was drawn from,
+    when it is a figure of that name drawn before figures were marked (the reference runs' own)."""
+    if not path.exists():
+        return None
+    if path.is_dir():
+        return f"{path} is a folder"
+    mark = drawn_from(path)
+    if mark == source or (mark is None and beside_inputs and is_image(path)):
+        return None
+    what = (f"a figure mmbench drew from {mark}, not from {source}" if mark is not None
+            else "not a figure mmbench drew")
+    return f"{path} exists and is {what}; pass --force to replace it"
 
 
 VERDICT_COLOURS = {"slower": "tab:red", "faster": "tab:green", "unclear": "tab:orange", "same": "tab:gray"}

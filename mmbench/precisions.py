@@ -178,6 +178,24 @@ def check_layout(name: str) -> str:
     return name
 
 
+def meaning(dtype: str, op: str = "gemm") -> str:
+    """What a row of this precision holds, for its operation (a metadata file's `precisions`): GEMM's
+    Precision.means; a GEMV's vectors and sums; a move's element width."""
+    p = get_precision(dtype)
+    if op == "gemv":
+        sums = "float64" if p.a_type == np.float64 else "float32"
+        return f"A, x, y {p.inputs}; sums in {sums}" + (", y rounded once" if p.a_type.itemsize < 4 else "")
+    if op in ("transpose", "copy"):
+        return f"elements of {p.a_type.itemsize} bytes ({p.inputs}), moved bit for bit"
+    return p.means
+
+
+def precision_key(dtype: str, op: str = "gemm") -> str:
+    """The key of a precision's meaning in a metadata file: the name for GEMM (as before other
+    operations had precisions), "NAME (op)" for the others."""
+    return dtype if op == "gemm" else f"{dtype} ({op})"
+
+
 def form_suffix(dtype: str, layout: str) -> str:
     """" bf16 nt" for a point of another precision or layout than fp32, nn; "" for those (how names
     of points and series say them)."""

@@ -97,6 +97,12 @@ def _is_float(text: str) -> bool:
         return False
 
 
+def _point_text(row: Mapping[str, str]) -> str:
+    params = f"[{row['params']}]" if row.get("params") else ""
+    dims = "x".join(row[d] for d in ("m", "n", "k") if row.get(d) not in (None, "", "0"))
+    return f"{row.get('variant')}{params} at {dims}"
+
+
 def row_problem(row: Mapping[str, str | None]) -> str | None:
     """Why one row, as read by csv.DictReader, is not complete; None when it is."""
     if None in row or any(v is None for v in row.values()):  # DictReader's marks for a wrong field count
@@ -117,6 +123,9 @@ def row_problem(row: Mapping[str, str | None]) -> str | None:
         return f"clock_sagged '{row['clock_sagged']}' is not True or False"
     if "finished_at" in row and not _TIMESTAMP.match(row["finished_at"]):
         return f"finished_at '{row['finished_at']}' is not a whole timestamp"
+    meaning = _meaning_problem(row)
+    if meaning:
+        return meaning
     if row.get("status") == "ok" and "time_ms_samples" in row:
         samples = row["time_ms_samples"].split(";") if row["time_ms_samples"] else []
         if len(samples) != int(row["runs"]) or not all(_is_float(s) for s in samples):
@@ -125,6 +134,27 @@ def row_problem(row: Mapping[str, str | None]) -> str | None:
         kernel = row["kernel_ms_samples"].split(";")
         if len(kernel) != int(row["runs"]) or not all(_is_float(s) for s in kernel):
             return f"{len(kernel)} kernel-clock samples where runs is {row['runs']}"
+    return None
+
+
+# Rates a row may hold, each never negative; an `ok` row's median time a positive number.
+RATES = ("gflops_mean", "gflops_median", "gbytes_per_s")
+
+
+def _meaning_problem(row: Mapping[str, str]) -> str | None:
+    """Why a row whose fields parse cannot be a measurement, or None: a dimension below 1 (k of 0 is
+    GEMV's and the moves'), an `ok` row without a positive finite median time, a negative rate."""
+    for dim in ("m", "n", "k"):
+        least = 0 if dim == "k" and row.get("op", "gemm") != "gemm" else 1
+        if row.get(dim) and _is_int(row[dim]) and int(row[dim]) < least:
+            return f"{dim} = {row[dim]}: a {row.get('op') or 'gemm'} dimension is at least {least}"
+    if row.get("status") == "ok" and "time_ms_median" in row:
+        median = float(row["time_ms_median"]) if _is_float(row["time_ms_median"]) else math.nan
+        if not (math.isfinite(median) and median > 0):
+            return f"status ok with a median time of '{row['time_ms_median']}' (a measured point has a positive one)"
+    for rate in RATES:
+        if row.get(rate) and _is_float(row[rate]) and float(row[rate]) < 0:
+            return f"{rate} {row[rate]} is negative"
     return None
 
 
@@ -196,6 +226,7 @@ def scan(path: Path) -> Scan:
         raise ResultsError(f"{path} is not an mmbench results CSV: it has no column {', '.join(missing)} "
                            f"(its columns: {shown or 'none'})")
     rows, kept, torn = [], [lines[0].rstrip("\r")], None
+    seen: dict[tuple, int] = {}  # a point's key -> the line that holds it
     for number, line in enumerate(lines[1:], start=2):
         body = line.rstrip("\r")
         last = number == len(lines)
@@ -207,6 +238,11 @@ def scan(path: Path) -> Scan:
         except (csv.Error, StopIteration) as exc:
             problem = f"not CSV ({exc})" if str(exc) else "an empty line"
         if problem is None:
+            key = tuple(row.get(c, ADDED_COLUMNS.get(c, "")) for c in KEY)
+            if key in seen:
+                raise ResultsError(f"{path}: lines {seen[key]} and {number} are the same point ({_point_text(row)}); "
+                                   f"a results file holds each point once: remove one of them")
+            seen[key] = number
             rows.append(row)
             kept.append(body)
         elif last:

@@ -243,6 +243,9 @@ def refuse_unused_settings(request: RunRequest, given: dict, settings: Settings,
     if "max_noise" in given and not on_gpu:
         raise RunRefused(f"{named('max_noise')}: no variant of this run runs on the GPU (a CPU point takes exactly "
                          f"--runs samples)")
+    if request.point_timeout is not None and not on_gpu:
+        raise RunRefused(f"--point-timeout {request.point_timeout:g}: no variant of this run runs on the GPU (it bounds "
+                         f"a GPU point's worker process)")
     if "threads" in given and not on_cpu:
         raise RunRefused(f"{named('threads')}: no variant of this run runs on the CPU, whose BLAS threads it sets")
     cores = environment.own_cpus()
@@ -332,8 +335,9 @@ def reading_caches(given: str | None):
     if given is not None and str(given).strip().lower() == NO_CACHE:
         return ()
     if given is not None and not Path(given).is_file():
-        raise RunRefused(f"--tuning-cache {str(given)!r}: no such file; name an existing tuning cache, or none to run "
-                         f"with default parameters")
+        what = "a folder" if Path(given).is_dir() else "no such file"
+        raise RunRefused(f"--tuning-cache {str(given)!r}: {what}; name an existing tuning cache (a .json file), or none "
+                         f"to run with default parameters")
     try:
         return read_caches(Path(given) if given is not None else None)
     except TuneError as exc:

@@ -15,12 +15,23 @@ REPO = Path(__file__).resolve().parent.parent
 
 # mmbench's own cache (ptxas reports, compiled CPU loops) starts empty in every test session, so
 # the compile checks run nvcc each time, never a report kept from an earlier session.
-os.environ["MMBENCH_CACHE_DIR"] = tempfile.mkdtemp(prefix="mmbench-test-cache-")
+# The session's own folders, each removed when the session ends (pytest_unconfigure): a test run leaves
+# nothing in $TMPDIR.
+SESSION_FOLDERS = [tempfile.mkdtemp(prefix=f"mmbench-test-{what}-") for what in ("cache", "tuning", "runs")]
+os.environ["MMBENCH_CACHE_DIR"] = SESSION_FOLDERS[0]
 # The user's tuning cache (places.user_cache()) is the session's own file, not yet there: no test
 # reads the tunings of whoever runs the tests, and none writes into theirs.
-os.environ["MMBENCH_TUNING_CACHE"] = os.path.join(tempfile.mkdtemp(prefix="mmbench-test-tuning-"), "tuning-cache.json")
+os.environ["MMBENCH_TUNING_CACHE"] = os.path.join(SESSION_FOLDERS[1], "tuning-cache.json")
 # A run a test leaves to its default output lands here, never in the user's runs folder.
-os.environ["MMBENCH_RUNS"] = tempfile.mkdtemp(prefix="mmbench-test-runs-")
+os.environ["MMBENCH_RUNS"] = SESSION_FOLDERS[2]
+
+
+def pytest_unconfigure(config):
+    """The session's folders removed (a worker process started by a test is gone by now)."""
+    import shutil
+
+    for folder in SESSION_FOLDERS:
+        shutil.rmtree(folder, ignore_errors=True)
 
 # Property tests run the same examples on every run, with no time limit per example: a slow
 # example (a large size spec) must fail or pass on its merits, never on the machine's speed.

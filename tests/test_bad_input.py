@@ -1,7 +1,9 @@
 """Every bad input: one line naming the bad value (and the choices where there are some), exit
 status 2, no traceback, and no file in the working folder created or changed."""
 
+import csv
 import hashlib
+import io
 from pathlib import Path
 
 import click
@@ -28,6 +30,13 @@ CONFIGS = {  # what the workdir's small configs say, beyond one sweep of blas at
 }
 
 CASES = [
+    # compare: where its figure goes, and what it reads
+    (["compare", "r.csv", "r.csv", "--plot", "afile/x.png"], "--plot afile/x.png: afile is not a folder"),
+    (["compare", "r.csv", "r.csv", "--plot", ""], "--plot '': expected a file name ending in .png"),
+    (["compare", "r.csv", "r.csv", "--plot", "ratios.csv"], "--plot 'ratios.csv': expected a file name ending in .png"),
+    (["compare", "r.csv", "r.csv", "--plot", "folder/.png"], "--plot 'folder/.png': expected a file name ending in .png"),
+    (["compare", "r.csv", "r.csv", "--plot", "fake.png"], "fake.png exists and is not a figure mmbench drew; pass --force"),
+    (["compare", "r.csv", "badmeta.csv"], "badmeta.meta.json is not mmbench metadata (bad JSON"),
     # run: what to run
     (["run", "-v", "bset", "-s", "32"], "unknown variant 'bset'; choose from: best_const, best"),
     (["run", "-v", "", "-s", "32"], "--variant '' names no variant; choose from: best_const"),
@@ -86,7 +95,7 @@ CASES = [
     (["run", "-v", "blas", "-s", "32", "--resume"], "--resume needs --output"),
     (["run", "-v", "blas", "-s", "32", "-o", "/proc/nope/x.csv"], "/proc/nope/x.csv"),
     (["run", "-v", "blas", "-s", "32", "-o", "r.csv"], "r.csv already exists; pass --resume"),
-    (["run", "-v", "blas", "-s", "32", "-o", "folder"], "'--output' / '-o': File 'folder' is a directory"),
+    (["run", "-v", "blas", "-s", "32", "-o", "folder"], "'--output' / '-o': 'folder' is a folder; expected a file"),
     (["run", "-v", "blas", "-s", "32", "-o", "x.txt"], "--output x.txt: a results file ends in .csv"),
     (["run", "-v", "blas", "-s", "32", "-o", "foreign.csv", "--resume"],
      "foreign.csv cannot be resumed: foreign.csv is not an mmbench results CSV: it has no column variant"),
@@ -212,7 +221,25 @@ CASES = [
     (["run", "--config", "escape.toml"], "escape.toml: name '../escape': a run's name names its folder and files"),
     (["run", "--config", "runlist.toml"], "runlist.toml: run: expected a table"),
     # what used to be a traceback
-    (["table", "dup.csv"], "BLAS (multicore) has 2 verified rows at n = 32: a curve takes one a size"),
+    (["table", "dup.csv"], "dup.csv: lines 2 and 3 are the same point (blas at 32x32x32); a results file holds each "
+                           "point once: remove one of them"),
+    (["compare", "r.csv", "dup.csv"], "dup.csv: lines 2 and 3 are the same point (blas at 32x32x32)"),
+    (["run", "-v", "blas", "-s", "32,64", "--runs", "1", "-o", "dup.csv", "--resume"],
+     "dup.csv cannot be resumed: dup.csv: lines 2 and 3 are the same point"),
+    (["run", "-v", "blas", "-s", "32", "--point-timeout", "5"], "--point-timeout 5: no variant of this run runs on the GPU"),
+    (["run", "-v", "blas_gemv", "-s", "32,64", "--runs", "1", "-o", "gemvrows.csv", "--resume"],
+     "gemvrows.csv cannot be resumed: its rows are of gemv, but gemvrows.meta.json records a run of gemm"),
+    # a folder where a file is wanted, and back: what was given, and what was expected
+    (["run", "-v", "blas", "-s", "32", "--tuning-cache", "folder"], "--tuning-cache 'folder': a folder; name an existing "
+                                                                   "tuning cache (a .json file)"),
+    (["tune", "-v", "tile2d", "-s", "32", "--tuning-cache", "folder"], "'folder' is a folder; expected a file"),
+    (["plot", "rate", "r.csv", "--out", "afile"], "'afile' is a file; expected a folder"),
+    (["-f", "folder", "list"], "folder: a folder; expected a variant file (a TOML file"),
+    # rows whose fields parse but cannot be measurements (edited by hand)
+    (["plot", "rate", "nanok.csv"], "nanok.csv: line 2 is not a complete row (status ok with a median time of ''"),
+    (["plot", "rate", "negrate.csv"], "negrate.csv: line 2 is not a complete row (gflops_median -5.0 is negative)"),
+    (["run", "-v", "blas", "-s", "32,64", "--runs", "1", "-o", "zerodim.csv", "--resume"],
+     "zerodim.csv: line 2 is not a complete row (k = 0: a gemm dimension is at least 1)"),
     (["plot", "gflops", "r.csv", "--out", "afile/sub"], "--out afile/sub: afile is not a folder"),
     (["table", "r.csv", "--out", "afile/sub"], "--out afile/sub: afile is not a folder"),
     (["report", "--config", ZOSA, "r.csv", "--out", "afile/sub"], "--out afile/sub: afile is not a folder"),
@@ -296,6 +323,22 @@ def workdir(tmp_path_factory):
         Path("foldered.meta.json").mkdir()  # a folder where a file is wanted
         Path("fresh.meta.json").mkdir()
         Path("own.toml").write_text(SWEEP)  # an experiment of one's own: no paper
+        gemv = runner.invoke(main, ["run", "-v", "blas_gemv", "-s", "32", "--runs", "1", "-o", "gemvrows.csv"])
+        assert gemv.exit_code == 0, gemv.output
+        Path("gemvrows.meta.json").write_bytes(Path("r.meta.json").read_bytes())  # another run's metadata
+        Path("fake.png").write_bytes(b"\x89PNG\r\n\x1a\n")  # an image mmbench did not draw
+        for name, column, value in (("nanok", "time_ms_median", ""), ("negrate", "gflops_median", "-5.0"),
+                                    ("zerodim", "k", "0")):  # r.csv's row edited by hand, a second row after it
+            header, first = Path("r.csv").read_text().splitlines()[:2]
+            fields = next(csv.reader([first]))
+            fields[header.split(",").index(column)] = value
+            edited = io.StringIO()
+            csv.writer(edited, lineterminator="\n").writerow(fields)
+            Path(f"{name}.csv").write_text(header + "\n" + edited.getvalue() + first.replace(",32,32,32,", ",64,64,64,")
+                                           + "\n")
+            Path(f"{name}.meta.json").write_bytes(Path("r.meta.json").read_bytes())
+        Path("badmeta.csv").write_bytes(Path("r.csv").read_bytes())
+        Path("badmeta.meta.json").write_text("{not json")
         return Path(here)
 
 

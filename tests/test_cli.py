@@ -368,3 +368,28 @@ def test_resume_of_an_older_file_gives_it_the_added_columns(tmp_path, dropped):
     df = read_results(out)
     assert list(df.columns)[:12] == list(COLUMNS[:12]) and list(df.op) == ["gemm", "gemm"] and sorted(df.n) == [32, 33]
     assert list(df.scope) == ["kernel", "kernel"] and list(df.pad) == [0, 0]
+
+
+def test_a_dry_run_says_when_this_machine_cannot_run_its_gpu_points(monkeypatch):
+    from mmbench import device
+
+    monkeypatch.setattr(device, "gpu_problem", lambda: "no GPU (a test's)")
+    planned = CliRunner().invoke(main, ["run", "-v", "best,blas", "-s", "32", "--dry-run"])
+    assert planned.exit_code == 0 and "this machine cannot run the plan's 1 GPU point: no GPU (a test's)" in planned.output
+    cpu = CliRunner().invoke(main, ["run", "-v", "blas", "-s", "32", "--dry-run"])
+    assert cpu.exit_code == 0 and "cannot run" not in cpu.output
+
+
+def test_the_test_session_leaves_nothing_in_tmpdir(tmp_path):
+    """A pytest session of this suite (one quick test, in its own $TMPDIR) leaves no mmbench-test-*
+    folder behind: conftest removes its folders when the session ends."""
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "tests/test_sizes.py::test_rectangular_shapes"], cwd=repo, capture_output=True, text=True,
+                          env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("mmbench-test-")]

@@ -156,3 +156,48 @@ def test_runs_with_nothing_in_common_are_refused(tmp_path):
     b = a_run(tmp_path / "b.csv", [a_row("best", 512, noisy(1, rng))])
     result = invoke("compare", a, b)
     assert result.exit_code == 2 and "no point in common" in result.output
+
+
+# -- what compare says of what it read, and a gate that cannot judge -------------------------------------------
+@pytest.fixture(scope="module")
+def cpu_runs(tmp_path_factory):
+    from click.testing import CliRunner
+
+    from mmbench.cli import main
+
+    root = tmp_path_factory.mktemp("compare-cli")
+    for name, sizes in (("a", "32,64"), ("b", "32,64"), ("other", "100")):
+        done = CliRunner().invoke(main, ["run", "-v", "blas", "-s", sizes, "--runs", "3", "-o", str(root / f"{name}.csv")])
+        assert done.exit_code == 0, done.output
+    return root
+
+
+def _compare(*args):
+    from click.testing import CliRunner
+
+    from mmbench.cli import main
+
+    return CliRunner().invoke(main, ["compare", *map(str, args)])
+
+
+def test_compare_says_what_could_mislead(cpu_runs, tmp_path):
+    a = cpu_runs / "a.csv"
+    assert "is compared with itself" in _compare(a, a).output
+    bare = tmp_path / "bare.csv"
+    bare.write_bytes((cpu_runs / "b.csv").read_bytes())  # no metadata beside it
+    said = _compare(a, bare).output
+    assert "no metadata" in said and "bare.meta.json" in said and "cache mode" not in said
+    torn = tmp_path / "torn.csv"
+    torn.write_text((cpu_runs / "b.csv").read_text() + "gemm,blas,BLAS")  # a last row cut short
+    (tmp_path / "torn.meta.json").write_bytes((cpu_runs / "b.meta.json").read_bytes())
+    assert "torn" in _compare(a, torn).output.lower()
+
+
+def test_a_gate_never_passes_on_what_it_did_not_compare(cpu_runs):
+    a, b, other = (cpu_runs / f"{n}.csv" for n in ("a", "b", "other"))
+    nothing = _compare(a, other, "--fail-slower", "5%")
+    assert nothing.exit_code == 3 and "cannot judge" in nothing.output
+    assert _compare(a, other).exit_code == 2  # without a gate: bad input, as before
+    assert _compare(a, b, "--fail-slower", "50%").exit_code == 0
+    too_few = _compare(a, b, "--fail-slower", "50%", "--min-compared", "100%")  # 2 of 2: enough
+    assert too_few.exit_code == 0

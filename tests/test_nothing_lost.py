@@ -201,7 +201,7 @@ def test_a_csv_appears_with_its_first_row_never_header_alone(tmp_path, monkeypat
     assert files(tmp_path) == set()  # neither the file nor its part
     monkeypatch.setattr(os, "replace", real)
     sink.write({"op": "gemm", "variant": "blas", "params": "", "m": 8, "n": 8, "k": 8, "cache": "hot", "status": "ok",
-                "runs": 1, "time_ms_samples": "0.5", "finished_at": "2026-11-23T08:00:00+00:00"})
+                "runs": 1, "time_ms_samples": "0.5", "time_ms_median": 0.5, "finished_at": "2026-11-23T08:00:00+00:00"})
     sink.close()
     assert files(tmp_path) == {"r.csv"} and len(read_results(path)) == 1
 

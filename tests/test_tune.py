@@ -463,10 +463,11 @@ def test_a_tuning_cache_that_is_not_there_is_an_error_for_run(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     for args in (["run", "-v", "pipelined", "-s", "64", "-o", "r.csv", "--tuning-cache", "nope.json"],
                  ["run", "-v", "blas", "-s", "64", "--tuning-cache", "nope.json"],
-                 ["run", "-v", "pipelined", "-s", "64", "--tuning-cache", "nope.json", "--dry-run"],
-                 ["run", "-v", "pipelined", "-s", "64", "--tuning-cache", str(tmp_path)]):
+                 ["run", "-v", "pipelined", "-s", "64", "--tuning-cache", "nope.json", "--dry-run"]):
         _one_line_exit_2(CliRunner().invoke(main, args), f"--tuning-cache '{args[args.index('--tuning-cache') + 1]}': "
                                                          f"no such file")
+    _one_line_exit_2(CliRunner().invoke(main, ["run", "-v", "pipelined", "-s", "64", "--tuning-cache", str(tmp_path)]),
+                     f"--tuning-cache '{tmp_path}': a folder; name an existing tuning cache (a .json file)")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -156,6 +156,20 @@ MISTAKES = [  # (what replaces what in GOOD, the key the message names, words it
     ("params = { T = 16 }", "params = { T = 16, m = 3 }", "params.m: 'm' cannot be a parameter's name"),
     ('WIDTH = "n"', 'T = "n"', "defines.T: 'T' is a parameter too"),
     ('zero_output', 'zero_output', ""),  # placeholder keeps the table aligned: GOOD has no zero_output
+    ('"T * T <= 1024"', '"T >> -1 < 9"', "constraints: expression 'T >> -1 < 9': T >> -1 shifts by a negative count"),
+    ('"T * T <= 1024"', '"min(T) < 9"', "constraints: expression 'min(T) < 9': min(T) gives min 1 argument; it takes "
+                                        "at least 2"),
+    ('"ceil_div(n, T)"', '"ceil_div(n)"', "grid: expression 'ceil_div(n)': ceil_div(n) gives ceil_div 1 argument; it "
+                                          "takes exactly 2"),
+    ('"ceil_div(n, T)"', '"ceil_div(n, T - 16)"', "grid: expression 'ceil_div(n, T - 16)' cannot be evaluated at T = 16, "
+                                                  "n = 1: division by zero"),
+    ('block = ["T", "T"]', 'block = ["T - 16", "T"]', "block: 'T - 16' is 0 at T = 16: a block has at least one thread"),
+    ('"ceil_div(n, T)"', '"ceil_div(n, T) - 1"', "grid: 'ceil_div(n, T) - 1' is 0 at T = 16, k = 1, m = 1, n = 1: a grid "
+                                                 "has at least one block"),
+    ('block = ["T", "T"]', 'block = ["T", "T"]\nshared = "1024 * 1024"', "shared: '1024 * 1024' is 1048576 bytes at "
+                                                                         "T = 16: more dynamic shared memory than any GPU"),
+    ('"T * T <= 1024"', '"T * T // (T - T) <= 1024"', "(zero points); expression 'T * T // (T - T) <= 1024' cannot be "
+                                                      "evaluated at T = 8: division by zero"),
     ('defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\ntarget = "compute_90a"',
      "target: 'compute_90a' is no architecture; give sm_XY or sm_XYa"),
     ('defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\nnvcc_options = ["-I/etc"]',
@@ -346,3 +360,24 @@ def test_a_target_and_safe_options_reach_nvcc_and_the_gpu_check(tmp_path):
     (plain,) = files.use([write(tmp_path, GOOD, WGMMA_KERNEL)])
     with pytest.raises(source.CompileError, match="wgmma"):
         source.compile_report(plain, params, "sm_90")
+
+
+def test_a_space_of_millions_is_never_built_by_commands_that_do_not_need_it(tmp_path):
+    """Ten million raw points: reading the file, listing and sampling it count and draw without
+    building the space (each well under a second here; it took about a minute when it was built)."""
+    import time
+
+    from mmbench.tuning import strategies
+    from mmbench.variants.model import count_space, space_text
+
+    many = ", ".join(f"P{i} = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]" for i in range(6))
+    toml = GOOD.replace("space = { T = [8, 16, 32, 64] }", f"space = {{ T = [8, 16, 32, 64], {many} }}").replace(
+        "params = { T = 16 }", "params = { T = 16, " + ", ".join(f"P{i} = 0" for i in range(6)) + " }")
+    started = time.perf_counter()
+    (variant,) = files.use([write(tmp_path, toml)])
+    assert space_text(variant) == "more than 100000" and count_space(variant) == (100000, False)
+    chosen = strategies.choose(variant, "random", 20, seed=1)
+    assert len(chosen) == 20 and len(set(chosen)) == 20 and not any(variant.violated(p) for p in chosen)
+    assert time.perf_counter() - started < 10
+    with pytest.raises(strategies.TuneError, match=r"are never listed\): use --strategy random"):
+        strategies.choose(variant, "brute", None)

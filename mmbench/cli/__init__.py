@@ -55,19 +55,22 @@ class OneLineErrors(click.Group):
 
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="mmbench")
-@click.option("--variant-file", "-f", "variant_files", multiple=True, type=click.Path(dir_okay=False), metavar="TOML",
+@click.option("--variant-file", "-f", "variant_files", multiple=True, metavar="TOML",
               envvar=files.ENVIRONMENT,
               help="Your own kernels: a variant file (TOML beside your .cu files) whose variants every command then "
                    "takes by name beside the built-in ones (list, run, tune, profile, verify-timing, plot, --cluster). "
                    f"Repeat for more files, or name them in ${files.ENVIRONMENT} (':'-separated). Goes before the "
                    "command: mmbench -f mine.toml run -v mine,cublas. `mmbench check FILE` checks one; see "
                    "docs/your-kernels.md.")
-def main(variant_files):
+@click.pass_context
+def main(ctx, variant_files):
     """mmbench: sweep, time, verify and plot GPU matrix kernels: the built-in ones of five papers, and yours."""
     try:
         files.use(variant_files)
-    except VariantError as exc:
-        raise InputError(str(exc)) from None
+    except VariantError as exc:  # said with where the file was named, when the user typed no option
+        source = ctx.get_parameter_source("variant_files")
+        where = f"${files.ENVIRONMENT} names " if source == click.core.ParameterSource.ENVIRONMENT else ""
+        raise InputError(where + str(exc)) from None
 
 
 def _register() -> None:

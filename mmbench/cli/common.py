@@ -29,6 +29,12 @@ class RunFailed(click.ClickException):
     exit_code = 1
 
 
+class NothingCompared(click.ClickException):
+    """A gate that could not judge: too few points were compared to pass or fail (exit status 3)."""
+
+    exit_code = 3
+
+
 class Interrupted(click.ClickException):
     """Ctrl-C: one line saying what was kept, exit status 130 (128 + SIGINT, the shell's convention)."""
 
@@ -99,6 +105,10 @@ class GivenPath(click.Path):
     def convert(self, value, param, ctx):
         if isinstance(value, str) and not value.strip():
             self.fail("an empty path names nothing", param, ctx)
+        if isinstance(value, (str, Path)) and not self.dir_okay and Path(value).is_dir():
+            self.fail(f"{str(value)!r} is a folder; expected a file", param, ctx)
+        if isinstance(value, (str, Path)) and not self.file_okay and Path(value).is_file():
+            self.fail(f"{str(value)!r} is a file; expected a folder", param, ctx)
         return super().convert(value, param, ctx)
 
 
@@ -146,6 +156,11 @@ def newest_run(usable: Callable[[Path], T], command: str, reference: str | None 
             reasons.append(f"{path}: {exc.message}")
     held = (f"none of its {len(runs)} runs will do (the newest, {reasons[0]})" if runs
             else "it holds no results CSV with its metadata")
+    if reference and Path(reference).exists():  # in a checkout: a command that works here
+        hint = f", e.g. a reference run of the repository: mmbench {command} {reference}"
+    elif reference:  # elsewhere (an installed mmbench): where the reference run lives
+        hint = f" (the reference run is the source repository's {reference})"
+    else:
+        hint = ""
     raise InputError(f"no RESULTS named, and no run in {root}/ that `mmbench {command}` can use: {held}; name a "
-                     "results CSV" + (f", e.g. a reference run of the repository: mmbench {command} {reference}"
-                                      if reference else ""))
+                     "results CSV" + hint)

@@ -25,6 +25,9 @@ OUT_OPTION = click.option("--out", "out_dir", type=FOLDER,
                                "named after it beside it).")
 
 
+FORCE_OPTION = click.option("--force", is_flag=True,
+                            help="Replace figure files that mmbench did not draw from these results (without it such "
+                                 "a file is never replaced).")
 CLOCK_OPTION = click.option("--clock", type=click.Choice(["events", "kernel"]),
                             help="Which time the figures use: CUDA event pairs, or the kernel clock (CUPTI's summed "
                                  "device work). Default: the run's figure_clock setting (events).")
@@ -166,13 +169,31 @@ def _written(path: Path, write):
         raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def _write(drawn: Drawn, out_dir: Path) -> None:
-    """Save a family made by _draw (PNG and SVG each), say what was written and what was not, and
-    print its summary."""
+def figure_source(results: Path) -> str:
+    """What a figure drawn from a results file says it was drawn from: the file, by its folder and name."""
+    return f"{results.resolve().parent.name}/{results.name}"
+
+
+def check_figures(stems, out_dir: Path, results: Path, force: bool, beside: bool) -> None:
+    """Refuse (one line, exit 2), before anything is written, to replace a file at a figure's path
+    that mmbench did not draw from these results (plots.replace_problem), unless --force; a folder
+    there is refused even then."""
+    from .. import plots
+
+    for stem in stems:
+        for path in plots.figure_paths(out_dir, stem):
+            problem = plots.replace_problem(path, figure_source(results), beside)
+            if problem and (not force or path.is_dir()):
+                raise InputError(problem if not path.is_dir() else f"cannot write {path}: it is a folder")
+
+
+def _write(drawn: Drawn, out_dir: Path, results: Path) -> None:
+    """Save a family made by _draw (PNG and SVG each, marked as drawn from results), say what was
+    written and what was not, and print its summary."""
     from .. import plots
 
     for stem, fig in drawn.figures.items():
-        for p in _written(out_dir / f"{stem}.png", lambda: plots.save(fig, out_dir, stem)):
+        for p in _written(out_dir / f"{stem}.png", lambda: plots.save(fig, out_dir, stem, figure_source(results))):
             console.print(f"wrote {p}", soft_wrap=True)
     for line in drawn.missing:
         console.print(line, soft_wrap=True)
@@ -216,12 +237,18 @@ FAMILY_OPTIONS = {
 
 
 def _plot_command(name: str, family) -> click.Command:
-    def draw(results, out_dir, clock, size=None):
+    def draw(results, out_dir, clock, force, size=None):
         run, drawn = _chosen(results, clock, lambda loaded: _draw(family, loaded, size), f"plot {name}",
                              family.reference, out_dir)
-        _write(drawn, _out_dir(run.path, out_dir))
+        out = _out_dir(run.path, out_dir)
+        try:
+            check_figures(drawn.figures, out, run.path, force, beside=out_dir is None)
+        except InputError:
+            drawn.close()
+            raise
+        _write(drawn, out, run.path)
 
-    draw = CLOCK_OPTION(draw)  # decorators in reverse: the help lists RESULTS, --out, the family's, --clock
+    draw = FORCE_OPTION(CLOCK_OPTION(draw))  # decorators in reverse: the help lists RESULTS, --out, the family's, --clock
     for option, add in FAMILY_OPTIONS.items():
         draw = (add if option in family.options else _refused_option(name, option))(draw)
     draw = RESULTS_ARG(OUT_OPTION(draw))
@@ -286,12 +313,13 @@ def _table1(run: Loaded, sizes: list[int]):
 @dataclass(frozen=True)
 class Report:
     """A study's report made in memory: where it goes, its figure families, lines on the families
-    it could not draw, and the text of REPORT.md."""
+    it could not draw, the text of REPORT.md, and the results it was made from."""
 
     out: Path
     drawn: list[Drawn]
     missing: list[str]
     text: str
+    run: Path
 
 
 @command(help="Write REPORT.md: every figure, Table 1 beside the paper's, each finding checked. "
@@ -301,7 +329,8 @@ class Report:
 @RESULTS_ARG
 @OUT_OPTION
 @CLOCK_OPTION
-def report(config, results, out_dir, clock):
+@FORCE_OPTION
+def report(config, results, out_dir, clock, force):
     from ..studies import study
 
     try:
@@ -314,10 +343,16 @@ def report(config, results, out_dir, clock):
         raise InputError(f"{config}: {exc}") from None
     _, made = _chosen(results, clock, lambda run: _report(cfg, paper, run, out_dir), f"report --config {config}",
                       paper.REFERENCE_RUN, out_dir)
+    try:
+        check_figures([s for d in made.drawn for s in d.figures], made.out, made.run, force, beside=out_dir is None)
+    except InputError:
+        for d in made.drawn:
+            d.close()
+        raise
     for line in made.missing:
         console.print(line, soft_wrap=True)
     for drawn in made.drawn:
-        _write(drawn, made.out)
+        _write(drawn, made.out, made.run)
     path = made.out / "REPORT.md"
     _written(path, lambda: path.write_text(made.text))
     console.print(f"wrote {path}", soft_wrap=True)
@@ -347,7 +382,7 @@ def _report(cfg, paper, run: Loaded, out_dir: Path | None) -> Report:
         for d in drawn:
             d.close()
         raise InputError(str(exc)) from None
-    return Report(out, drawn, notes, text)
+    return Report(out, drawn, notes, text, run.path)
 
 
 def _unmeasured(cfg, df) -> list[str]:

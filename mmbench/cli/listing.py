@@ -6,7 +6,7 @@ import click
 from rich.table import Table
 
 from ..ops import get_op
-from ..variants import REGISTRY, VariantError, format_params, get_variant, param_points, tuning_space
+from ..variants import REGISTRY, VariantError, format_params, get_variant, param_points, space_text
 from ..sweep import split
 from .common import InputError, command, console
 
@@ -51,7 +51,7 @@ ORDER = ("name", "op", "backend", "paper label", "space", "parameters (default)"
 
 def _row(v) -> dict[str, str]:
     return {"name": v.name, "op": v.op, "backend": v.backend, "paper label": v.label,
-            "space": str(len(tuning_space(v))) if v.space else "-",
+            "space": space_text(v) if v.space else "-",
             "parameters (default)": format_params(param_points(v)[0]).replace(",", " ") or "-",
             "what it does": v.description}
 
@@ -121,5 +121,5 @@ def _print_variant(v) -> None:
         lines.append(f"  {name} = {'/'.join(map(str, values))}{tuned}")
     lines += [f"  constraint: {c}" for c in v.constraints]
     if v.space:
-        lines.append(f"  tuning space: {len(tuning_space(v))} points satisfy the constraints")
+        lines.append(f"  tuning space: {space_text(v)} points satisfy the constraints")
     console.print("\n".join(lines), soft_wrap=True)

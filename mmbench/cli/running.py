@@ -119,6 +119,19 @@ def _report(outcome, output: Path, strict: bool = True):
     return outcome
 
 
+def _say_if_not_here(points: list[Point], request) -> None:
+    """A dry run's plan that this machine cannot run says so: its GPU points where no GPU is (a
+    cluster's workers are elsewhere: not said then)."""
+    from ..device import gpu_problem
+
+    on_gpu = sum(p.variant.on_gpu for p in points)
+    if on_gpu and not (request.cluster or request.scheduler):
+        problem = gpu_problem()
+        if problem:
+            console.print(f"this machine cannot run the plan's {on_gpu} GPU point{'s' if on_gpu != 1 else ''}: "
+                          f"{problem}", soft_wrap=True)
+
+
 def _print_plan(points: list[Point], skipped: int, output: Path) -> None:
     groups: dict[tuple, list[Point]] = {}
     for p in points:
@@ -251,5 +264,6 @@ def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cac
                          progress=progress_bar)
     if dry_run:
         _print_plan(done.plan.todo, len(done.plan.points) - len(done.plan.todo), done.output)
+        _say_if_not_here(done.plan.todo, request)
     elif done.outcome is not None:
         _report(done.outcome, done.output)

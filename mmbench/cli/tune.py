@@ -27,7 +27,8 @@ from ..tuning.strategies import candidates, choose, describe
 from ..tuning.strategies import replay as replay_strategy
 from ..tuning.plan import shipped_plans
 from ..tuning.writeback import record_tuning
-from ..variants import VariantError, format_params, get_variant, tuning_space
+from ..variants import VariantError, format_params, get_variant, space_text
+from ..variants.model import count_space
 from . import running
 from .common import ARGV, FILE, SEED, Finite, InputError, RunFailed, command, console, interrupts_count, refuse_given
 from ..sweep import NO_CACHE, cluster_spec, isolation_of, parse_params
@@ -73,7 +74,7 @@ PRUNE = 0.5  # the batched tuner's default: see engine/batched_local.py
 @click.option("--output", "-o", type=FILE,
               help="Tuning CSV: one row per configuration and shape (default RUNS/tuning/tune-VARIANT-TIMESTAMP/"
                    f"tune-VARIANT-TIMESTAMP.csv, RUNS being ${places.RUNS_ENV}, else runs/).")
-@click.option("--tuning-cache", type=click.Path(dir_okay=False, path_type=Path), metavar="PATH",
+@click.option("--tuning-cache", type=FILE, metavar="PATH",
               help=f"Where the best configurations go. Default: your cache (${places.CACHE_ENV}, else the user data "
                    "folder's tuning-cache.json), which run reads before the shipped one.")
 @click.option("--dry-run", is_flag=True, help="Print the space and the configurations to try; needs no GPU.")
@@ -251,7 +252,7 @@ def _tune_request(options: TuneOptions, variant, shapes, configs, cache_path: Pa
 def _announce_tuning(request: TuneRequest, options: TuneOptions) -> None:
     if options.pinned_text:
         console.print(f"pinned: {options.pinned_text}", soft_wrap=True)
-    console.print(f"{request.variant.name}: {len(tuning_space(request.variant))} configurations satisfy its "
+    console.print(f"{request.variant.name}: {space_text(request.variant)} configurations satisfy its "
                   f"constraints; trying {len(request.configs)} ({options.strategy}) at {len(request.shapes)} shape(s)"
                   + form_suffix(request.dtype, request.layout), soft_wrap=True)
 
@@ -267,11 +268,17 @@ def _print_tuning_plan(request: TuneRequest, options: TuneOptions) -> None:
     say(f"tuning cache: {describe_cache(request.cache_path)}")
 
 
+def _space_count(variant):
+    """The space's size for the metadata: the count, or "more than N" for a space too large to count."""
+    count, whole = count_space(variant)
+    return count if whole else f"more than {count}"
+
+
 def _tuning_about(request: TuneRequest, options: TuneOptions) -> dict:
     """What the tuning file's metadata says of the search."""
     return {"name": f"tune-{request.variant.name}",
             "tuning": {"variant": request.variant.name, "strategy": options.strategy, "budget": options.budget,
-                       "seed": options.seed, "space": len(tuning_space(request.variant)), "tried": len(request.configs),
+                       "seed": options.seed, "space": _space_count(request.variant), "tried": len(request.configs),
                        "per_shape": options.per_shape, "candidates": [str(p) for p in options.candidates_from],
                        "top": options.top, "dtype": request.dtype, "layout": request.layout}}
 

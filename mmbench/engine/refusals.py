@@ -99,6 +99,10 @@ def previous_metadata(output: Path, found, say: Say) -> dict:
     if found and not previous:
         say(f"warning: {output.with_suffix('.meta.json')} is missing: runs, warmup and cache are taken "
             f"from the rows; threads and seed are this run's")
+    recorded, held = set(previous.get("operations") or ()), {row.get("op") or "gemm" for row in found.rows} if found else set()
+    if recorded and held - recorded:
+        raise RunRefused(f"{output} cannot be resumed: its rows are of {', '.join(sorted(held))}, but "
+                         f"{metadata_path(output)} records a run of {', '.join(sorted(recorded))} (another run's metadata)")
     return previous
 
 

@@ -14,7 +14,7 @@ from .. import ceilings, environment
 from ..ops.base import SCOPES
 from ..results import (CsvSink, ResultsError, add_columns, history, metadata_path, row_key, scan, set_aside_torn,
                        status_counts, write_metadata)
-from ..precisions import LAYOUTS, PRECISIONS
+from ..precisions import LAYOUTS, meaning, precision_key
 from ..schema import FORMAT
 from .interface import Engine, add_spent, spent_between
 from .outcome import Outcome, failed_message, file_counts, first_line, missing_folders, remove_unmeasured
@@ -109,9 +109,11 @@ class Session:
         # What each scope of the file's rows covers (host buffers pinned, end to end), the earlier ones kept.
         scopes = {**(previous.get("scopes") or {}), **{p.scope: SCOPES[p.scope] for p in points if p.scope != "kernel"}}
         # What each precision and layout of the file's rows holds (docs/precisions.md), the earlier ones kept.
-        forms = {"precisions": {**(previous.get("precisions") or {}), **{p.dtype: PRECISIONS[p.dtype].means
-                                                                          for p in points}},
-                 "layouts": {**(previous.get("layouts") or {}), **{p.layout: LAYOUTS[p.layout] for p in points}}}
+        forms = {"precisions": {**(previous.get("precisions") or {}), **{precision_key(p.dtype, p.variant.op):
+                                                                          meaning(p.dtype, p.variant.op) for p in points}},
+                 "layouts": {**(previous.get("layouts") or {}), **{p.layout: LAYOUTS[p.layout] for p in points}},
+                 # the operations of the file's rows: a resume refuses metadata that records others
+                 "operations": sorted({*(previous.get("operations") or ()), *(p.variant.op for p in points)})}
         self.meta = {**about, "format": FORMAT, "settings": {**settings.__dict__}, "started_at": first_start,
                      **({"scopes": scopes} if scopes else {}), **forms,
                      "ceilings": ceilings.cached_for(self.facts["gpu"]) or previous.get("ceilings")}

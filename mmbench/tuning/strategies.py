@@ -19,6 +19,7 @@ from ..ops import get_op
 from ..ops.base import class_size, shape_class
 from ..sizes import Shape
 from ..variants import Params, Variant, format_params, get_variant, param_points, parse_params, tuning_space
+from ..variants.model import LARGE_SPACE, raw_size, sample_space
 from .cache import TuneError, entry_score
 
 STRATEGIES = ("brute", "random")
@@ -30,11 +31,28 @@ def size_class(variant: Variant, shape: Shape) -> str:
     return get_op(variant.op).size_class(shape)
 
 
+def _choose_large(variant: Variant, strategy: str, budget: int | None, seed: int) -> list[Params]:
+    """choose() over a space too large to list (more than LARGE_SPACE raw points): the defaults, then
+    a random sample drawn without building the space; brute force is refused."""
+    if strategy not in STRATEGIES:
+        raise TuneError(f"unknown strategy '{strategy}'; choose from: {', '.join(STRATEGIES)}")
+    if strategy == "brute":
+        raise TuneError(f"'{variant.name}' has {raw_size(variant)} raw points (more than {LARGE_SPACE} are never listed): "
+                        f"use --strategy random --budget N, or pin parameters with --params")
+    if budget is None:
+        raise TuneError("the random strategy needs --budget N")
+    defaults = [p for p in param_points(variant) if not variant.violated(p)]
+    rest = [p for p in sample_space(variant, budget, seed) if p not in defaults]
+    return (defaults + rest)[:max(budget, len(defaults))]
+
+
 def choose(variant: Variant, strategy: str, budget: int | None, seed: int = 0,
            space: Sequence[Params] | None = None, pinned: Mapping[str, tuple[int, ...]] | None = None) -> list[Params]:
     """The configurations a strategy tries, the variant's defaults first (the baseline).
     `space` narrows the variant's space (a replay chooses among what was recorded); `pinned`
     keeps only points whose named parameters take one of the given values."""
+    if space is None and raw_size(variant) > LARGE_SPACE and not pinned:
+        return _choose_large(variant, strategy, budget, seed)
     space = list(space) if space is not None else tuning_space(variant)
     if pinned:
         unknown = sorted(set(pinned) - set(variant.space))

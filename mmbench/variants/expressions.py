@@ -22,12 +22,19 @@ class ExpressionError(ValueError):
     """An expression that is not one a variant may hold; the message says which part."""
 
 
+class EvaluationError(ExpressionError):
+    """An expression that cannot be evaluated at the values given (a division by zero, a shift by a
+    negative count); the message names the expression and those values."""
+
+
 def ceil_div(a: int, b: int) -> int:
     """a / b rounded up, in integers (the blocks that cover a length)."""
     return -(-a // b)
 
 
 FUNCTIONS = {"min": min, "max": max, "ceil_div": ceil_div}
+# How many arguments each takes: (fewest, most)
+ARITY = {"min": (2, 99), "max": (2, 99), "ceil_div": (2, 2)}
 
 _NODES = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.UAdd, ast.BinOp, ast.Add,
           ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr, ast.BitXor, ast.RShift,
@@ -55,6 +62,34 @@ def _refusal(node: ast.AST) -> str | None:
     return None
 
 
+def _misuse(node: ast.AST) -> str | None:
+    """A use of an allowed part that can never be evaluated, known from the text: a function given
+    the wrong number of arguments, a shift by a negative count, a division by the literal 0."""
+    if isinstance(node, ast.Call):
+        name, given = node.func.id, len(node.args)
+        least, most = ARITY[name]
+        if not least <= given <= most:
+            wanted = f"exactly {least}" if least == most else f"at least {least}"
+            return f"{ast.unparse(node)} gives {name} {given} argument{'s' if given != 1 else ''}; it takes {wanted}"
+    if isinstance(node, ast.BinOp):
+        right = _literal(node.op, node.right)
+        if isinstance(node.op, ast.RShift) and right is not None and right < 0:
+            return f"{ast.unparse(node)} shifts by a negative count"
+        if isinstance(node.op, (ast.FloorDiv, ast.Mod)) and right == 0:
+            return f"{ast.unparse(node)} divides by zero"
+    return None
+
+
+def _literal(op: ast.AST, node: ast.AST) -> int | None:
+    """The integer a literal operand holds (-1 for `-1`), or None."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+            and type(node.operand.value) is int:
+        return -node.operand.value
+    return None
+
+
 @lru_cache(maxsize=None)
 def compiled(expression: str):
     """The expression checked and compiled; ExpressionError names what it may not hold."""
@@ -68,6 +103,10 @@ def compiled(expression: str):
         bad = _refusal(node)
         if bad is not None:
             raise ExpressionError(f"expression {expression!r}: {bad!s} is not allowed; an expression holds {ALLOWED}")
+    for node in ast.walk(tree):
+        misuse = _misuse(node)
+        if misuse is not None:
+            raise ExpressionError(f"expression {expression!r}: {misuse}")
     return compile(tree, "<expression>", "eval")
 
 
@@ -77,5 +116,13 @@ def names(expression: str) -> set[str]:
 
 
 def evaluate(expression: str, values: Mapping[str, int]):
-    """The expression's value with these names bound (NameError names one that is not)."""
-    return eval(compiled(expression), {"__builtins__": {}, **FUNCTIONS}, dict(values))  # checked: no attribute access
+    """The expression's value with these names bound (NameError names one that is not);
+    EvaluationError where it cannot be evaluated at them (a division by zero, a negative shift)."""
+    code = compiled(expression)
+    try:
+        return eval(code, {"__builtins__": {}, **FUNCTIONS}, dict(values))  # checked: no attribute access
+    except (ArithmeticError, ValueError, TypeError) as exc:
+        at = ", ".join(f"{n} = {values[n]}" for n in sorted(names(expression)) if n in values)
+        why = "division by zero" if isinstance(exc, ZeroDivisionError) else str(exc)
+        raise EvaluationError(f"expression {expression!r} cannot be evaluated" + (f" at {at}" if at else "")
+                              + f": {why}") from None

@@ -42,7 +42,7 @@ from typing import Any, Iterable
 from . import expressions
 from ..ops.declared import SCALAR_TYPES, SCALE_POINTERS, SCALES, typed_scalar
 from ..precisions import PRECISIONS
-from .model import Variant, VariantError, param_points, tuning_space
+from .model import LARGE_SPACE, Variant, VariantError, has_points, param_points, raw_size, tuning_space
 from .registry import BUILT_IN, REGISTRY, replace_from
 
 # Every key a variant may have, and what it holds (for `mmbench check`'s help and the error naming the choices).
@@ -103,6 +103,10 @@ class VariantFileError(VariantError):
 def load(path: Path | str) -> list[Variant]:
     """The variants a file declares, each checked (VariantFileError: the first mistake, one line)."""
     path = Path(path)
+    if not str(path).strip():
+        raise VariantFileError("an empty path names no variant file (a TOML file)")
+    if path.is_dir():
+        raise VariantFileError(f"{path}: a folder; expected a variant file (a TOML file beside your .cu files)")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -153,6 +157,7 @@ def _variant(path: Path, base: Path, index: int, table: dict) -> Variant:
                       declaration=MappingProxyType({**table, "source": str((base / table["source"]).resolve())}))
     _check_expressions(variant, op, fail)
     _check_space(variant, fail)
+    _check_launch(variant, op, fail)
     return variant
 
 
@@ -208,6 +213,8 @@ def _source(base: Path, source: Any, fail) -> dict:
     if not isinstance(source, str) or not source.endswith(".cu"):
         raise fail("source", f"{source!r} is not a .cu file's path")
     file = (base / source).resolve()
+    if file.is_dir():
+        raise fail("source", f"{file} is a folder; expected the kernel's .cu file")
     if not file.is_file():
         raise fail("source", f"{file} does not exist")
     return {"source_dir": file.parent, "family": file.name[:-len(".cu")]}
@@ -346,16 +353,90 @@ def _check_expressions(variant: Variant, op, fail) -> None:
                                 + (" or dimension" if allowed - params else "") + f"; it may name: {may}")
 
 
+def _evaluation_failure(variant: Variant, tries: int = 1000) -> str:
+    """"; <why a constraint cannot be evaluated>" for the first of the space's first `tries` points at
+    which one cannot (a division by zero there made the point not count), or ""."""
+    import itertools
+
+    names = list(variant.space)
+    for values in itertools.islice(itertools.product(*(variant.space[n] for n in names)), tries):
+        bound = dict(zip(names, values))
+        for constraint in variant.constraints:
+            try:
+                expressions.evaluate(constraint, bound)
+            except expressions.EvaluationError as exc:
+                return f"; {exc}"
+            except NameError:
+                continue
+    return ""
+
+
 def _check_space(variant: Variant, fail) -> None:
     """A tuning space with points, and defaults of which one at least may be built."""
-    try:
-        points, defaults = tuning_space(variant), param_points(variant)
+    try:  # a large space is never listed here: its first point found is enough
+        points = tuning_space(variant) if raw_size(variant) <= LARGE_SPACE else has_points(variant)
+        defaults = param_points(variant)
     except (ArithmeticError, expressions.ExpressionError, NameError) as exc:
         raise fail("constraints", f"cannot be evaluated ({exc})") from None
     if variant.axes and not points:  # (a kernel without parameters has one point, its only build)
-        raise fail("space", "no point of the parameter space meets the constraints (zero points)")
+        raise fail("space", "no point of the parameter space meets the constraints (zero points)"
+                   + _evaluation_failure(variant))
     if all(variant.problem(p) for p in defaults):
         raise fail("params", f"the defaults cannot be built: {variant.problem(defaults[0])}")
+
+
+# The most dynamic shared memory a block of any CUDA GPU may ask for (Hopper's 227 KiB, opted in):
+# more can never launch, so a variant asking for it at its defaults is refused when it is read.
+MAX_DYNAMIC_SHARED = 227 * 1024
+# The shapes a variant's launch is evaluated at when it is read: its operation's first awkward shape
+# (1 x 1 x 1 for GEMM) and 1024 in every dimension.
+LOAD_SIZES = ("1", "1024")
+
+
+def _check_launch(variant: Variant, op, fail) -> None:
+    """What can be known when the file is read about the launch at its defaults: every expression of
+    block, shared, grid, requires and the integer arguments evaluates (no division by zero) at the
+    defaults and at LOAD_SIZES; a block has at least one thread in each dimension, a grid at least one
+    block; the dynamic shared memory is within what any GPU allows."""
+    from ..ops.declared import dimensions
+
+    integers = [typed_scalar(a)[1] if typed_scalar(a) else a for a in variant.arguments
+                if a not in op.buffers and a not in SCALES + SCALE_POINTERS
+                and (typed_scalar(a) or ("int32",))[0].startswith("int")]
+    for params in [p for p in param_points(variant) if not variant.problem(p)]:
+        bound = dict(params)
+        for key, items in (("block", variant.threads), ("shared", (variant.shared,))):
+            for expression in items:
+                value = _value(key, expression, bound, fail)
+                if key == "block" and value < 1:
+                    raise fail(key, f"{expression!r} is {value} at {_at(bound)}: a block has at least one thread "
+                                    f"in each dimension")
+                if key == "shared" and value > MAX_DYNAMIC_SHARED:
+                    raise fail(key, f"{expression!r} is {value} bytes at {_at(bound)}: more dynamic shared memory "
+                                    f"than any GPU gives a block ({MAX_DYNAMIC_SHARED} bytes)")
+        for size in LOAD_SIZES:
+            shape = op.parse_sizes(size)[0]
+            at = {**dimensions(op, shape), **bound}
+            for expression in variant.grid:
+                value = _value("grid", expression, at, fail)
+                if value < 1:
+                    raise fail("grid", f"{expression!r} is {value} at {_at(at)}: a grid has at least one block in "
+                                       f"each dimension")
+            for key, items in (("requires", variant.requires), ("arguments", tuple(integers)),
+                               *((f"defines.{n}", (e,)) for n, e in variant.defines.items())):
+                for expression in items:
+                    _value(key, expression, at, fail)
+
+
+def _value(key: str, expression: str, bound: dict, fail) -> int:
+    try:
+        return int(expressions.evaluate(expression, bound))
+    except expressions.ExpressionError as exc:
+        raise fail(key, str(exc)) from None
+
+
+def _at(bound: dict) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in sorted(bound.items()))
 
 
 def use(paths: Iterable[Path | str]) -> list[Variant]:

@@ -125,7 +125,7 @@ def _holds(constraint: str, bound: Mapping[str, int]) -> bool:
     point, once its names are bound)."""
     try:
         return bool(expressions.evaluate(constraint, bound))
-    except ZeroDivisionError:  # a derived size of zero: the point cannot be built
+    except expressions.EvaluationError:  # a derived size of zero: the point cannot be built
         return False
 
 
@@ -219,6 +219,75 @@ def tuning_space(variant: Variant) -> list[Params]:
         prefixes = [(values, where) for values, where in longer if all(holds(values) for holds in tests)]
     prefixes.sort(key=lambda bound: [bound[1][name] for name in names])
     return [tuple((name, values[name]) for name in names) for values, _ in prefixes]
+
+
+def raw_size(variant: Variant) -> int:
+    """Points of the raw product of the variant's tuning space, before its constraints."""
+    return math.prod(len(v) for v in variant.space.values()) if variant.space else 0
+
+
+# Spaces of more raw points than this are never built whole: counted up to COUNT_CAP, checked for a
+# first point, and sampled (tune --strategy random) without listing them.
+LARGE_SPACE = 1_000_000
+COUNT_CAP = 100_000
+
+
+def _valid_points(variant: Variant):
+    """The points of the tuning space that satisfy its constraints, one at a time (depth first over
+    _binding_order, each constraint tested as soon as its names are bound), in no stated order."""
+    order = _binding_order(variant.space, tuple(variant.constraints))
+
+    def walk(depth: int, values: dict):
+        if depth == len(order):
+            yield values
+            return
+        name, tests = order[depth]
+        for value in variant.space[name]:
+            bound = {**values, name: value}
+            if all(holds(bound) for holds in tests):
+                yield from walk(depth + 1, bound)
+
+    return (tuple(sorted(v.items())) for v in walk(0, {}))
+
+
+def space_text(variant: Variant) -> str:
+    """How many points a space has, as listings say it: "1536", or "more than 100000" for a large one."""
+    count, whole = count_space(variant)
+    return str(count) if whole else f"more than {count}"
+
+
+def count_space(variant: Variant, cap: int = COUNT_CAP) -> tuple[int, bool]:
+    """(points that satisfy the constraints, whether that is all of them): counted one at a time,
+    stopping at cap, so a space of millions is never listed."""
+    if raw_size(variant) <= LARGE_SPACE:
+        return len(tuning_space(variant)), True
+    count = 0
+    for _ in _valid_points(variant):
+        count += 1
+        if count >= cap:
+            return count, False
+    return count, True
+
+
+def has_points(variant: Variant) -> bool:
+    """Whether any point of the tuning space satisfies the constraints (the first found ends the search)."""
+    return next(iter(_valid_points(variant)), None) is not None
+
+
+def sample_space(variant: Variant, count: int, seed: int, tries_per_point: int = 1000) -> list[Params]:
+    """Up to count distinct points of a large space drawn uniformly from its raw product and kept
+    when they satisfy the constraints (rejection sampling; at most tries_per_point draws a point),
+    never building the space."""
+    import random
+
+    rng, names, found = random.Random(seed), sorted(variant.space), {}
+    for _ in range(count * tries_per_point):
+        if len(found) >= count:
+            break
+        point = tuple((n, rng.choice(variant.space[n])) for n in names)
+        if point not in found and not variant.violated(point):
+            found[point] = None
+    return list(found)
 
 
 def _binding_order(space: Mapping[str, tuple[int, ...]], constraints: tuple[str, ...]):
