@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .precisions import form_suffix
+from .variants.model import CPU_BACKENDS
 from .schema import samples_of
 
 # Named thresholds: the change in time below which a pair is the same (the default measured, on an
@@ -71,6 +72,7 @@ class Comparison:
     threshold: float
     clock: str
     warnings: list[str] = field(default_factory=list)
+    on_gpu: bool = True  # whether any compared point ran on a GPU (else its samples are the host's timer)
 
     def counts(self) -> dict[str, int]:
         return {v: sum(p.verdict == v for p in self.pairs) for v in VERDICTS}
@@ -116,7 +118,9 @@ def compare(baseline: pd.DataFrame, candidate: pd.DataFrame, threshold: float = 
         raise CompareError("the two runs have no point in common (operation, variant, parameters, shape, scope)")
     rng = np.random.default_rng(SEED)
     pairs = [_pair(key, base[key], cand[key], threshold, CLOCKS[clock], rng) for key in common]
-    return Comparison(pairs, [k for k in base if k not in cand], [k for k in cand if k not in base], threshold, clock)
+    on_gpu = any(str(base[k].get("backend", "cuda")) not in CPU_BACKENDS for k in common)
+    return Comparison(pairs, [k for k in base if k not in cand], [k for k in cand if k not in base], threshold, clock,
+                      on_gpu=on_gpu)
 
 
 def _pair(key: tuple, a: pd.Series, b: pd.Series, threshold: float, column: str, rng) -> Pair:
@@ -146,10 +150,14 @@ ALIKE = ((("gpu", "name"), "GPU"), (("gpu", "uuid"), "GPU (same model, another b
 
 
 def differences(baseline: dict, candidate: dict) -> list[str]:
-    """One line per fact of ALIKE on which the runs' metadata differ (a commit is expected to)."""
+    """One line per fact of ALIKE on which the runs' metadata differ (a commit is expected to); the
+    board's UUID only where the model is the same (another model is another board)."""
     out = []
+    names = [_at(meta, ("gpu", "name")) for meta in (baseline, candidate)]
     for path, what in ALIKE:
         a, b = (_at(meta, path) for meta in (baseline, candidate))
+        if path == ("gpu", "uuid") and names[0] != names[1]:
+            continue
         if a != b and not (a is None and b is None):
             out.append(f"the runs differ in {what}: {a} -> {b}")
     return out
@@ -170,14 +178,77 @@ def frame(comparison: Comparison) -> pd.DataFrame:
     return pd.DataFrame([p.as_dict() for p in comparison.pairs])
 
 
+def clock_text(comparison: Comparison) -> str:
+    """Whose samples were compared: the events' or the kernel clock's, or for CPU points the host's timer."""
+    return f"{comparison.clock} clock" if comparison.on_gpu else "the host's timer (CPU points)"
+
+
 def summary_line(comparison: Comparison) -> str:
     counts = comparison.counts()
     said = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
     alone = [f"{len(keys)} only in the {run}" for run, keys in (("baseline", comparison.only_baseline),
                                                                ("candidate", comparison.only_candidate)) if keys]
     return (f"{len(comparison.pairs)} points compared at a threshold of {comparison.threshold:.1%} "
-            f"({comparison.clock} clock, {CONFIDENCE:.0%} bootstrap intervals of the ratio of medians): {said}"
+            f"({clock_text(comparison)}, {CONFIDENCE:.0%} bootstrap intervals of the ratio of medians): {said}"
             + (f"; {', '.join(alone)}" if alone else ""))
+
+
+def by_variant(comparison: Comparison) -> list[tuple[str, int, float, int, int]]:
+    """Per variant (and precision, layout) of the compared pairs: (name, pairs, geometric-mean ratio,
+    slower, faster), in the order the variants first come."""
+    groups: dict[str, list[Pair]] = {}
+    for p in comparison.pairs:
+        if p.verdict != "not compared":
+            op, variant, params, m, n, k, scope, pad, dtype, layout = p.key
+            groups.setdefault(variant + form_suffix(dtype, layout), []).append(p)
+    return [(name, len(ps), float(np.exp(np.mean(np.log([p.ratio for p in ps])))),
+             sum(p.verdict == "slower" for p in ps), sum(p.verdict == "faster" for p in ps)) for name, ps in groups.items()]
+
+
+def extremes(comparison: Comparison) -> tuple[Pair | None, Pair | None]:
+    """The compared pair whose time grew most, and the one whose time fell most."""
+    compared = [p for p in comparison.pairs if p.verdict != "not compared" and not math.isnan(p.ratio)]
+    if not compared:
+        return None, None
+    return max(compared, key=lambda p: p.ratio), min(compared, key=lambda p: p.ratio)
+
+
+class Keys:
+    """Short names of parameter sets ("c1", "c2", ...), so a table row is one line: the key, what each
+    stands for listed after the table."""
+
+    def __init__(self):
+        self.names: dict[str, str] = {}
+
+    def of(self, params: str) -> str:
+        if not params:
+            return ""
+        return self.names.setdefault(params, f"c{len(self.names) + 1}")
+
+    def lines(self) -> list[str]:
+        return [f"  {name} = {params}" for params, name in self.names.items()]
+
+
+def short_point(key: tuple, keys: Keys) -> tuple[str, str]:
+    """(variant with its precision, layout, scope and the parameters' key; size): a point in few columns."""
+    op, variant, params, m, n, k, scope, pad, dtype, layout = key
+    size = str(m) if m == n == k else f"{m}x{n}" + (f"x{k}" if k else "")
+    extra = [x for x in (keys.of(params), form_suffix(dtype, layout).strip(), scope if scope != "kernel" else "",
+                         "padded" if int(pad) else "") if x]
+    return " ".join([variant, *extra]), size
+
+
+def short_cells(p: Pair, keys: Keys) -> list[str]:
+    """A pair in SHORT_HEADERS' few columns (a row a line at 80 columns); a flag marks the verdict with *."""
+    point, size = short_point(p.key, keys)
+    pct = (lambda x: "-" if math.isnan(x) else f"{(x - 1) * 100:+.1f}")
+    return [point, size, "-" if math.isnan(p.baseline_ms) else f"{p.baseline_ms:.4g}",
+            "-" if math.isnan(p.candidate_ms) else f"{p.candidate_ms:.4g}", pct(p.ratio) + ("%" if not math.isnan(p.ratio) else ""),
+            "-" if math.isnan(p.low) else f"{pct(p.low)}..{pct(p.high)}",
+            p.verdict + ("*" if p.flags or p.why else "")]
+
+
+SHORT_HEADERS = ("point", "size", "base ms", "cand ms", "change", "95% interval", "verdict")
 
 
 def shown(comparison: Comparison, every: bool) -> list[Pair]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import re
+import textwrap
 import zlib
 from pathlib import Path
 from typing import Callable
@@ -56,9 +57,14 @@ def style(s: Series) -> dict:
 
 
 def _title(ax, what: str, meta: dict) -> None:
-    gpu = (meta.get("gpu") or {}).get("name", "no GPU")
-    date = str(meta.get("started_at", ""))[:10]
-    ax.set_title(f"{what}\n{gpu}, {date}", fontsize=11)
+    """The figure's subject, then the GPU and the day of the run where its metadata says them (a run
+    without metadata says so, rather than claiming no GPU)."""
+    if not meta.get("started_at") and not meta.get("gpu"):
+        where = "(no metadata beside the results)"
+    else:
+        gpu = (meta.get("gpu") or {}).get("name") or "CPU only"
+        where = ", ".join(x for x in (gpu, str(meta.get("started_at", ""))[:10]) if x)
+    ax.set_title(f"{what}\n{where}", fontsize=11)
 
 
 def _log2_sizes(ax) -> None:
@@ -263,14 +269,15 @@ def fig_vs_cublas(df: pd.DataFrame, meta: dict) -> plt.Figure:
     for level, text in ((100, "cuBLAS"), (95, "95 %"), (90, "90 %")):
         ax.axhline(level, color="black", linewidth=0.8 if level == 100 else 0.5, linestyle="-" if level == 100 else ":")
         ax.text(1.005, level, text, transform=ax.get_yaxis_transform(), fontsize=7, va="center")
-    ax.set_ylabel("GFLOP/s as % of cuBLAS SGEMM (pure FP32)")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.set_ylabel("GFLOP/s (means of samples) as % of cuBLAS SGEMM's (pure FP32)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.06, 1.0), borderaxespad=0)  # beside the data, not on it
     _title(ax, "Distance to cuBLAS", meta)
     return fig
 
 
 # -- any run's figures: its rate by size, and % of its operation's library ----------------------------
-RATE_AXIS = {"gflops_mean": "GFLOP/s (mean of samples)", "gbytes_per_s": "GB/s (bytes read and written)"}
+# What each rate column is, and of which statistic of the samples (every figure says which it draws)
+RATE_AXIS = {"gflops_mean": "GFLOP/s (mean of samples)", "gbytes_per_s": "GB/s (median time; bytes read and written)"}
 
 
 def _size_axis(ax, rows: pd.DataFrame) -> None:
@@ -334,14 +341,15 @@ def fig_vs_library(df: pd.DataFrame, meta: dict) -> plt.Figure:
     for ax, (op, rows) in zip(axes, pct.groupby("op", sort=False)):
         _lines(ax, rows, "percent")
         _size_axis(ax, rows)
-        for level in (100, 95, 90):
+        yardstick = analysis.series_of(get_op(op).yardstick, "").label
+        for level, text in ((100, yardstick), (95, "95 %"), (90, "90 %")):
             ax.axhline(level, color="black", linewidth=0.8 if level == 100 else 0.5,
                        linestyle="-" if level == 100 else ":")
-        yardstick = analysis.series_of(get_op(op).yardstick, "").label
+            ax.text(1.005, level, text, transform=ax.get_yaxis_transform(), fontsize=7, va="center")
         forms = " and precision" if set(rows.dtype) != {"fp32"} or set(rows.layout) != {"nn"} else ""
-        ax.set_ylabel(f"{RATE_AXIS.get(get_op(op).rate, get_op(op).rate).split(' (')[0]} as % of {yardstick}'s at "
+        ax.set_ylabel(f"{RATE_AXIS.get(get_op(op).rate, get_op(op).rate)} as % of {yardstick}'s at "
                       f"the same shape{forms}")
-        ax.legend(fontsize=8, loc="best")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.08, 1.0), borderaxespad=0)
         _title(ax, f"{op}: % of {yardstick}", meta)
     return fig
 
@@ -532,18 +540,28 @@ def fig_compare(pairs: pd.DataFrame, title: str) -> plt.Figure:
         raise ResultsError("no pair of the two runs was compared")
     compared["size"] = analysis.figure_size(compared)
     fig, ax = plt.subplots(figsize=(10, 6), layout="constrained")
-    for (variant, params), g in compared.groupby(["variant", "params"], sort=False):
+    groups = list(compared.groupby(["variant", "params"], sort=False))
+    lines = len(groups) <= COMPARE_SERIES  # a few series: a line each, named; many: the verdicts alone
+    for (variant, params), g in groups:
         g = g.sort_values("size")
-        ax.plot(g["size"], g.ratio, linewidth=0.8, alpha=0.6, label=f"{variant} {params}".strip())
-        for v, h in g.groupby("verdict"):
-            ax.errorbar(h["size"], h.ratio, yerr=[h.ratio - h.low, h.high - h.ratio], fmt="o", markersize=3,
-                        color=VERDICT_COLOURS[v], elinewidth=0.8)
+        if lines:
+            ax.plot(g["size"], g.ratio, linewidth=0.8, alpha=0.6, label=f"{variant} {params}".strip())
+    for v in ("same", "unclear", "faster", "slower"):  # a marker per point, its interval, by verdict; same beneath
+        h = compared[compared.verdict == v]
+        if h.empty:
+            continue
+        ax.errorbar(h["size"], h.ratio, yerr=[h.ratio - h.low, h.high - h.ratio], fmt="o", markersize=3,
+                    color=VERDICT_COLOURS[v], elinewidth=0.8, alpha=0.8, label=f"{v} ({len(h)})")
     threshold = float(pairs.attrs.get("threshold", 0.0))
-    ax.axhspan(1 / (1 + threshold), 1 + threshold, color="tab:gray", alpha=0.12, label=f"same (+-{threshold:.0%})")
+    ax.axhspan(1 / (1 + threshold), 1 + threshold, color="tab:gray", alpha=0.12, label=f"same band (+-{threshold:.0%})")
     ax.axhline(1.0, color="black", linewidth=0.8)
     _log2_sizes(ax)
-    ax.set_xlabel("size: n, or the geometric mean of the dimensions, log2 scale")
+    ax.set_xlabel("size (n, or the geometric mean of m, n, k), log2 scale")
     ax.set_ylabel("time ratio, candidate / baseline (above 1: slower)")
-    ax.legend(fontsize=7, ncol=2, loc="best")
-    ax.set_title(title, fontsize=11)
+    ax.legend(fontsize=7, ncol=1, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0,
+              title=None if lines else f"{len(groups)} series, by verdict")
+    ax.set_title("\n".join(textwrap.wrap(title, 90)), fontsize=10)
     return fig
+
+
+COMPARE_SERIES = 8  # more series than this: the comparison's figure draws the verdicts alone, no line each

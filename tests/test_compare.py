@@ -5,6 +5,7 @@ gate; on runs built here row by row as `mmbench run` writes them."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -122,11 +123,12 @@ def test_the_command_prints_a_table_and_gates_on_a_slowdown(tmp_path):
     assert result.exit_code == 0, result.output
     assert "warning: the runs differ in commit: aaa -> bbb" in result.output
     assert "3 points compared at a threshold of 2.0%" in result.output and "1 slower, 2 same" in result.output
-    assert "512x512" in result.output and "1024x1024" not in result.output  # the same: not listed
+    assert re.search(r"\n dbuf +512 ", result.output) and not re.search(r"\n dbuf +1024 ", result.output)
+    assert "most slowed: dbuf at 512" in result.output
     gated = invoke("compare", a, b, "--fail-slower", "2%")
     assert gated.exit_code == 1 and "1 point(s) significantly slower by more than 2.0%" in gated.output
     assert invoke("compare", a, b, "--fail-slower", "5").exit_code == 0
-    assert invoke("compare", a, b, "--threshold", "loose").output.count("slower") <= 1
+    assert "3 same" in invoke("compare", a, b, "--threshold", "loose").output
 
 
 def test_markdown_json_and_the_figure(tmp_path):
@@ -201,3 +203,48 @@ def test_a_gate_never_passes_on_what_it_did_not_compare(cpu_runs):
     assert _compare(a, b, "--fail-slower", "50%").exit_code == 0
     too_few = _compare(a, b, "--fail-slower", "50%", "--min-compared", "100%")  # 2 of 2: enough
     assert too_few.exit_code == 0
+
+
+def test_a_large_comparison_leads_with_its_summary_and_its_table_fits_80_columns(tmp_path, monkeypatch):
+    """Many tuned configurations: the counts, the change by variant and the extreme points come first;
+    each table row is one line within 80 columns, the parameters a key listed after the table."""
+    monkeypatch.setenv("COLUMNS", "80")
+    rng = np.random.default_rng(3)
+    params = [("BLOCK", b) for b in (8, 16, 32)]
+    base, cand = [], []
+    for i, n in enumerate(range(100, 400, 10)):
+        for factor, rows in ((1.0, base), (1.06 if i % 5 == 0 else 1.0, cand)):
+            point = Point(REGISTRY["best"], (params[i % 3],), Shape(n, n, n), "cold")
+            rows.append(row(point, Settings(runs=10), "ok",
+                            **timing_fields(point, [float(x) for x in noisy(n / 1000 * factor, rng)])))
+    a, b = a_run(tmp_path / "a" / "a.csv", base), a_run(tmp_path / "b" / "b.csv", cand)
+    said = invoke("compare", a, b).output
+    lines = said.splitlines()
+    summary = next(i for i, line in enumerate(lines) if "points compared" in line)
+    table = next(i for i, line in enumerate(lines) if "not the same" in line)
+    assert summary < table and "time change by variant" in said and "most slowed: best c" in said
+    rows_ = [line for line in lines[table:] if line.startswith(" best ")]
+    assert rows_ and all(len(line) <= 80 for line in rows_)
+    assert "parameters:" in said and "c1 = BLOCK=" in said
+
+
+def test_words_that_fit_the_runs(tmp_path):
+    other = {**META, "gpu": {"name": "NVIDIA H200", "uuid": "GPU-2", "driver_version": "580.1"}}
+    assert cmp.differences(META, other) == ["the runs differ in GPU: NVIDIA H100 80GB HBM3 -> NVIDIA H200"]
+    rng = np.random.default_rng(1)
+    cpu = [a_row("blas", n, noisy(n / 1000, rng)) for n in (64, 128)]
+    said = invoke("compare", a_run(tmp_path / "x" / "x.csv", cpu), a_run(tmp_path / "y" / "y.csv", cpu)).output
+    assert "the host's timer (CPU points)" in said and "events clock" not in said
+
+
+def test_the_figure_of_many_series_keys_the_verdicts_not_each_series():
+    from mmbench import plots
+
+    rows = [{"variant": f"v{i}", "params": "", "m": n, "n": n, "k": n, "ratio": 1.0, "low": 0.99, "high": 1.01,
+             "verdict": "same"} for i in range(12) for n in (256, 512)]
+    pairs = pd.DataFrame(rows)
+    pairs.attrs["threshold"] = 0.02
+    fig = plots.fig_compare(pairs, "b against a")
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["same band (+-2%)", "same (24)"] and fig.axes[0].get_legend().get_title().get_text().startswith("12 series")
+    plots.plt.close(fig)

@@ -77,3 +77,26 @@ def test_relative_links_resolve(page):
     links = [t for t in re.findall(r"\]\(([^)#\s]+)[^)]*\)", page.read_text(encoding="utf-8")) if "://" not in t]
     missing = [t for t in links if not (page.parent / t).exists()]
     assert not missing, f"{page.name} links to {missing}"
+
+
+def test_quoted_help_text_is_what_the_command_prints():
+    """docs/figures.md quotes `mmbench plot --help`'s list of figure families: every family, each line as
+    the command prints it at 80 columns."""
+    import os
+    import subprocess
+    import sys
+
+    printed = subprocess.run([sys.executable, "-m", "mmbench", "plot", "--help"], capture_output=True, text=True,
+                             env={**os.environ, "COLUMNS": "80"}, cwd=REPO, check=True).stdout
+    listed = printed[printed.index("Commands:"):].rstrip("\n")
+    page = (REPO / "docs" / "figures.md").read_text()
+    quoted = re.search(r"```\n(Commands:\n.*?)\n```", page, flags=re.S).group(1)
+    assert quoted == listed
+
+
+def test_the_readmes_quoted_test_line_has_the_shape_pytest_prints():
+    """The README quotes the test command's closing line from a clean-clone CI run: counts of passed and
+    skipped tests, warnings where there were some, and the time, as pytest words it."""
+    readme = (REPO / "README.md").read_text()
+    line = re.search(r"```\n(\d+ passed.*)\n```", readme).group(1)
+    assert re.fullmatch(r"\d+ passed, \d+ skipped(, \d+ warnings?)? in \d+\.\d+s \(\d+:\d\d:\d\d\)", line), line

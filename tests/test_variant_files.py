@@ -275,6 +275,7 @@ def test_check_compiles_and_reports_and_fails_on_a_kernel_that_does_not_build(tm
     broken = write(tmp_path, kernel=KERNEL.replace("float s = 0;", "float s = 0"))
     result = invoke("check", broken)
     assert result.exit_code == 1 and "does not build: mine.cu(" in result.output and "error" in result.output
+    assert result.output.splitlines()[0].startswith("mine [T=16] does not build")  # no empty table before it
 
 
 def test_a_cluster_worker_loads_the_variant_file_a_point_names(tmp_path):

@@ -33,7 +33,8 @@ def check(variant_file, compile_only, output):
     except VariantError as exc:
         raise InputError(str(exc)) from None
     built = checking.compile_all(variants)
-    console.print(_compile_table([b for b in built if not b.problem], variant_file))
+    if any(not b.problem for b in built):  # no table of nothing before a compile error
+        console.print(_compile_table([b for b in built if not b.problem], variant_file))
     for b in built:
         if b.problem:
             console.print(f"{b.variant.name} [{b.params}] does not build: {b.problem}", soft_wrap=True)
@@ -75,7 +76,8 @@ def _run_awkward(variants, variant_file: Path, output: Path | None) -> None:
 
 
 def _compile_table(built, variant_file) -> Table:
-    table = Table(title=f"{variant_file}: compiled for sm_90 as the GPU builds it")
+    targets = sorted({b.variant.target or "sm_90" for b in built})
+    table = Table(title=f"{variant_file}: compiled for {', '.join(targets)} as the GPU builds it")
     for column in ("variant", "params", "entry symbol", "registers", "spills B", "shared B"):
         table.add_column(column, overflow="fold", justify="right" if column in ("registers", "shared B") else "left")
     for b in built:

@@ -117,19 +117,55 @@ def _threshold(text: str) -> float:
 
 
 def _print_table(made: cmp.Comparison, every: bool) -> None:
+    """For a terminal, at any size: the warnings, the counts, the change by variant and the extreme
+    points first; then a table of the points that are not the same (every one with --all), a line a
+    row at 80 columns, the parameters as keys listed after it; then the points one run alone holds."""
+    from rich import box
+
     for line in made.warnings:
         console.print(f"warning: {line}", soft_wrap=True)
+    console.print(cmp.summary_line(made), soft_wrap=True)
+    keys = cmp.Keys()
+    variants = cmp.by_variant(made)
+    if variants:
+        table = Table(title="time change by variant (geometric mean of the compared points; + is slower)",
+                      box=box.SIMPLE_HEAD, pad_edge=False)
+        for header in ("variant", "points", "change", "slower", "faster"):
+            table.add_column(header, justify="left" if header == "variant" else "right", overflow="fold")
+        for name, count, ratio, slower, faster in variants:
+            table.add_row(name, str(count), cmp.percent(ratio), str(slower), str(faster))
+        console.print(table)
+    worst, best = cmp.extremes(made)
+    if worst is not None:
+        for word, p in (("most slowed", worst), ("most sped up", best)):
+            point, size = cmp.short_point(p.key, keys)
+            console.print(f"{word}: {point} at {size}, {cmp.percent(p.ratio)} ({p.verdict})", soft_wrap=True)
     pairs = cmp.shown(made, every)
     if pairs:
-        table = Table(title="candidate against baseline (time change: + is slower)")
-        for header in cmp.HEADERS:
-            table.add_column(header, overflow="fold", justify="left" if header in ("point", "note") else "right")
+        table = Table(title="every point" if every else "the points that are not the same (all of them: --all)",
+                      box=box.SIMPLE_HEAD, pad_edge=False)
+        for header in cmp.SHORT_HEADERS:
+            table.add_column(header, justify="left" if header in ("point", "size", "verdict") else "right",
+                             overflow="fold", no_wrap=header != "point")
         for p in pairs:
-            table.add_row(*cmp.row_cells(p))
+            table.add_row(*cmp.short_cells(p, keys))
         console.print(table)
-    for line in cmp.alone_lines(made, every):
+        if any(p.flags or p.why for p in pairs):
+            console.print("* flagged (a sagged SM clock) or not compared: --format json says why", soft_wrap=True)
+    for line in _alone(made, keys, every):
         console.print(line, soft_wrap=True)
-    console.print(cmp.summary_line(made), soft_wrap=True)
+    if keys.names:
+        console.print("parameters:\n" + "\n".join(keys.lines()), soft_wrap=True)
+
+
+def _alone(made: cmp.Comparison, keys: cmp.Keys, every: bool, most: int = 8) -> list[str]:
+    """The points one run alone holds, a line per run in the short form (the first `most` unless every)."""
+    lines = []
+    for run, held in (("baseline", made.only_baseline), ("candidate", made.only_candidate)):
+        names = [" at ".join(cmp.short_point(k, keys)) for k in (held if every else held[:most])]
+        if held:
+            lines.append(f"only in the {run} ({len(held)}): {', '.join(names)}" + ("" if len(names) == len(held) else ", ..."))
+    return lines
 
 
 def _plot_source(baseline: Path, candidate: Path) -> str:

@@ -61,6 +61,12 @@ def error_line(exc: BaseException) -> str:
     return (errors or lines or [type(exc).__name__])[0][:300]
 
 
+def seconds(x: float) -> str:
+    """A duration as a reason says it: whole seconds from 10 s, two significant digits below ("0.31 s",
+    never "0 s")."""
+    return f"{x:.0f} s" if x >= 10 else f"{x:.2g} s"
+
+
 class LocalPoints(Engine):
     """Runs points on the CPU and, when the plan needs it, on the GPU; what a point computes and
     how it is checked comes from its operation (ops/)."""
@@ -322,8 +328,8 @@ class LocalPoints(Engine):
         calls = self.settings.runs + self.settings.warmup + 1  # samples, warm-up, the verified call
         if per_call * calls <= self.settings.cpu_budget_s:
             return ""
-        return (f"would take about {per_call * calls:.0f} s ({calls} calls of about {per_call:.1f} s, scaled from "
-                f"one call at {small}), over the CPU time budget of {self.settings.cpu_budget_s:g} s")
+        return (f"would take about {seconds(per_call * calls)} ({calls} calls of about {seconds(per_call)}, scaled "
+                f"from one call at {small}), over the CPU time budget of {self.settings.cpu_budget_s:g} s")
 
     def _run_library(self, point: Point, inputs, buffers: DeviceBuffers) -> dict:
         handle = self.libraries.get(point.variant.name)
