@@ -48,3 +48,9 @@ def test_no_c_compiler_is_a_failed_row_that_says_so(monkeypatch):
     LocalPoints(Settings(runs=1, warmup=0), [point]).run([point], rows.append)
     naive_cpu.library.cache_clear()
     assert rows[0]["status"] == "failed" and "no C compiler (cc) on PATH" in rows[0]["reason"]
+
+
+def test_a_budgets_reason_never_rounds_a_duration_to_zero():
+    from mmbench.engine.points_local import seconds
+
+    assert [seconds(x) for x in (0.0312, 0.4, 3.456, 12.4, 123.6)] == ["0.031 s", "0.4 s", "3.5 s", "12 s", "124 s"]

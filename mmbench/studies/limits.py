@@ -57,9 +57,16 @@ def fig_fastest(df: pd.DataFrame, meta: dict) -> plt.Figure:
     for goal, dash in zip(GOALS, ("--", ":")):
         ax.axhline(goal, color="black", linestyle=dash, linewidth=1, label=f"{goal:.0f} % of cuBLAS")
     under = best[best < GOALS[0]]
-    for i, (n, v) in enumerate(under.items()):  # below and above in turn: neighbours' names apart
-        ax.annotate(str(n), (n, v), textcoords="offset points", xytext=(0, -10 if i % 2 == 0 else 5), ha="center",
-                    fontsize=6, color="0.25")
+    for i, cluster in enumerate(_clusters(list(under.index))):
+        if len(cluster) == 1:  # alone: below and above in turn, so neighbours' names stay apart
+            n = cluster[0]
+            ax.annotate(str(n), (n, under[n]), textcoords="offset points", xytext=(0, -10 if i % 2 == 0 else 5),
+                        ha="center", fontsize=6, color="0.25")
+        else:  # sizes too close to name one by one: one label under the group, three sizes a line
+            lowest = min(cluster, key=lambda n: under[n])
+            text = "\n".join(", ".join(str(n) for n in cluster[j:j + 3]) for j in range(0, len(cluster), 3))
+            ax.annotate(text, (lowest, under[lowest]), textcoords="offset points", xytext=(0, -8), ha="center",
+                        va="top", fontsize=6, color="0.25")
     plots._log2_sizes(ax)
     ax.set_ylabel("fastest of ours, GFLOP/s as % of cuBLAS's (same run)")
     ax.legend(fontsize=8, loc="lower right")
@@ -68,6 +75,18 @@ def fig_fastest(df: pd.DataFrame, meta: dict) -> plt.Figure:
                 f"{GOALS[0]:.0f} % of cuBLAS or more\nworst {best.min():.1f} % at {best.idxmin()}, geometric mean "
                 f"{geo:.3f}; the sizes under {GOALS[0]:.0f} % named", meta)
     return fig
+
+
+def _clusters(sizes: list[int], apart: float = 0.05) -> list[list[int]]:
+    """Sizes grouped where each is within `apart` (in log2) of the one before it: on a log2 axis their
+    names would overlap."""
+    groups: list[list[int]] = []
+    for n in sorted(sizes):
+        if groups and np.log2(n) - np.log2(groups[-1][-1]) < apart:
+            groups[-1].append(n)
+        else:
+            groups.append([n])
+    return groups
 
 
 FIGURES = {
