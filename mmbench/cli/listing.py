@@ -106,7 +106,7 @@ def _declared(v) -> list[str]:
 
 def _print_variant(v) -> None:
     """Everything the registry knows of one variant, one fact a line (fits any terminal)."""
-    origin = f"variant file {v.origin}" if v.origin else f"paper {v.paper}"
+    origin = f"variant file {v.origin}" if v.origin else f"paper {v.paper}" if v.paper else "beyond the papers"
     lines = [f"{v.name}: {v.label} ({v.op}, {v.backend}, {origin})", *([f"  {v.description}"] if v.description else [])]
     if v.origin:
         lines += _declared(v)
