@@ -1,4 +1,5 @@
 // Harness kernels, not benchmark variants.
+#include "common/types.cuh"
 //
 // hold_stream keeps the stream busy until the host has enqueued a whole batch of timed
 // samples, so no sample contains host launch latency (nvbench's blocking kernel). flags[0] is
@@ -83,5 +84,37 @@ extern "C" __global__ void check_sums(const float* __restrict__ out, const doubl
         if (bad) atomicAdd(&result[0], bad);
         atomicMax(&result[1], __float_as_uint(ratio));
         if (sq > 0.0) atomicAdd(reinterpret_cast<double*>(result + 2), sq);
+    }
+}
+
+// draw_inputs: n values of a shape's draw `stream` in its storage type (elem_t, DTYPE), the GPU twin of
+// mmbench/draws.py's host_values, bit for bit: value i hashes key + stream * STREAM_STEP + i with
+// splitmix64; kind 0 is uniform in (-1, 1) and never 0, (2u + 1 - 2^24) / 2^24 (float64: 53 bits), kind 1
+// in [1, 2), 1 + u / 2^23 (float64: 52 bits); a narrower type gets the float32 value divided by scale
+// (FP8's) and rounded to nearest. Integers and powers of two only: every step is exact but the last.
+__device__ __forceinline__ unsigned long long splitmix64(unsigned long long z)
+{
+    z += 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+extern "C" __global__ void draw_inputs(elem_t* __restrict__ out, unsigned long long n, unsigned long long key,
+                                       unsigned long long stream, int kind, float scale)
+{
+    const unsigned long long start = key + stream * 0x632BE59BD9B4E019ULL;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned long long bits = splitmix64(start + i);
+#if DTYPE == MMB_FP64
+        out[i] = kind == 0 ? (double)((long long)(2 * (bits >> 11) + 1) - (1LL << 53)) * 0x1p-53
+                           : 1.0 + (double)(bits >> 12) * 0x1p-52;
+#else
+        float v = kind == 0 ? (float)((int)(2 * (unsigned)(bits >> 40) + 1) - (1 << 24)) * 0x1p-24f
+                            : 1.0f + (float)(unsigned)(bits >> 41) * 0x1p-23f;
+        if (scale != 1.0f) v = __fdiv_rn(v, scale);
+        out[i] = from_acc<elem_t>(v);
+#endif
     }
 }

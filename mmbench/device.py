@@ -346,6 +346,25 @@ class Gpu:
         """Bytes of device memory free now."""
         return self.drv.mem_get_info()[0]
 
+    def draw(self, key: int, stream: int, count: int, kind: str, storage: np.dtype, scale: float = 1.0) -> np.ndarray:
+        """A shape's draw made on this GPU in its storage type (harness.cu's draw_inputs; draws.py's
+        host_values makes the same values) and brought to the host, where the reference is made."""
+        from .draws import KINDS, STORED_BY
+        from .precisions import DTYPE_CODES
+
+        code = DTYPE_CODES[STORED_BY[np.dtype(storage)]]
+        fn = self.function(Variant(name="draw_inputs", backend="cuda", label="", description="", family="harness"),
+                           (("DTYPE", code),) if code != DTYPE_CODES["fp32"] else ())
+        out = self.alloc(count * np.dtype(storage).itemsize)
+        try:
+            blocks = max(1, min(-(-count // 256), 32 * self.facts.sm_count))
+            fn(out, np.uint64(count), np.uint64(key), np.uint64(stream), np.int32(KINDS[kind]), np.float32(scale),
+               block=(256, 1, 1), grid=(blocks, 1), stream=self.stream)
+            self.stream.synchronize()
+            return self.download(out, (count,), storage)
+        finally:
+            out.free()
+
     def poison(self, buf, count: int, dtype=np.float32) -> None:
         """Fill count elements of a storage type with a quiet NaN of that type."""
         bits, width = nan_bits(dtype)

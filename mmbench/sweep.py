@@ -243,6 +243,9 @@ def refuse_unused_settings(request: RunRequest, given: dict, settings: Settings,
     if "max_noise" in given and not on_gpu:
         raise RunRefused(f"{named('max_noise')}: no variant of this run runs on the GPU (a CPU point takes exactly "
                          f"--runs samples)")
+    if request.isolation != "process" and not on_gpu:
+        raise RunRefused(f"--isolation {request.isolation}: no variant of this run runs on the GPU (crash isolation "
+                         f"is of GPU points)")
     if request.point_timeout is not None and not on_gpu:
         raise RunRefused(f"--point-timeout {request.point_timeout:g}: no variant of this run runs on the GPU (it bounds "
                          f"a GPU point's worker process)")

@@ -7,7 +7,8 @@ became a template renames the shared arrays declared in it, and nothing else).
 A parameter the kernel gained since REV is compiled at its default for the tree's side (a switch
 whose default reproduces the old code). Identical PTX means identical machine code: the tuned
 measurements still describe the kernel, and --rehash moves those cache entries to the new hash,
-recording the old one (`rehashed_from`) and the defaults it added to their parameters.
+recording the one measured (`rehashed_from`: the old hash, or the one an earlier rehash recorded) and
+the defaults it added to their parameters.
 Needs nvcc only (no GPU).
     usage: python3 scripts/same_code.py REV [--cache mmbench/data/tuning-cache.json] [--rehash]
 """
@@ -119,7 +120,9 @@ def main(argv: list[str]) -> int:
                 recorded = tuple(parse_params(e["params"]))
                 params = completed(changed[e["variant"]][1], recorded)
                 added = ",".join(f"{k}={v}" for k, v in params if k not in dict(recorded))
-                cache[new_key] = {**cache.pop(key), "source_hash": new_hash, "rehashed_from": e["source_hash"],
+                # rehashed_from names the source that was measured: kept through a second rehash
+                cache[new_key] = {**cache.pop(key), "source_hash": new_hash,
+                                  "rehashed_from": e.get("rehashed_from") or e["source_hash"],
                                   "params": ",".join(f"{k}={v}" for k, v in params),
                                   "rehashed_because": f"kernel text changed since {rev}; PTX identical (scripts/same_code.py)"
                                   + (f"; {added} added, the new parameter's default" if added else "")}

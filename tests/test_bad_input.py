@@ -227,6 +227,7 @@ CASES = [
     (["run", "-v", "blas", "-s", "32,64", "--runs", "1", "-o", "dup.csv", "--resume"],
      "dup.csv cannot be resumed: dup.csv: lines 2 and 3 are the same point"),
     (["run", "-v", "blas", "-s", "32", "--point-timeout", "5"], "--point-timeout 5: no variant of this run runs on the GPU"),
+    (["run", "-v", "blas", "-s", "32", "--isolation", "none"], "--isolation none: no variant of this run runs on the GPU"),
     (["run", "-v", "blas_gemv", "-s", "32,64", "--runs", "1", "-o", "gemvrows.csv", "--resume"],
      "gemvrows.csv cannot be resumed: its rows are of gemv, but gemvrows.meta.json records a run of gemm"),
     # a folder where a file is wanted, and back: what was given, and what was expected

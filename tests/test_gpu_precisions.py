@@ -123,3 +123,18 @@ def test_typed_gemv_adds_narrow_partial_sums_in_float32(gpu):
                     {"KERNEL": (kernel,), "BLOCKSIZE": (64,), "WORKSIZE_N": (2,)}, dtypes=("fp64", "fp16", "bf16"))
         bad = [(r["variant"], r["dtype"], r["m"], r["n"], r["reason"]) for r in rows if r["status"] != "ok"]
         assert len(rows) == 18 and not bad, bad
+
+
+# -- inputs drawn on the GPU in their own types -------------------------------------------------------------
+@pytest.mark.parametrize("storage", ["float64", "float32", "float16", "bfloat16", "float8_e4m3", "float8_e5m2"])
+@pytest.mark.parametrize("kind", ["symmetric", "one_two"])
+def test_the_gpus_draws_are_the_hosts_bit_for_bit(gpu, storage, kind):
+    from mmbench import draws
+    from mmbench.precisions import STORAGE, fp8_scale
+
+    scale = fp8_scale(storage) if storage.startswith("float8") else 1.0
+    key = draws.run_key([2017, 1000, 37, 2049])
+    made = gpu.draw(key, 3, 100_003, kind, STORAGE[storage], scale)
+    host = draws.host_values(key, 3, 100_003, kind, STORAGE[storage], scale)
+    width = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[host.itemsize]
+    assert made.dtype == host.dtype and np.array_equal(made.view(width), host.view(width))

@@ -146,6 +146,7 @@ def test_bytes_follow_the_element_sizes():
     assert GEMM.min_bytes(s, "bf16") == 2 * (300 + 600 + 200)
     assert GEMM.min_bytes(s, "fp8e4m3") == 300 + 600 + 2 * 200  # bf16 out
     assert GEMM.min_bytes(s, "fp64") == 8 * 1100 == GEMM.device_bytes(s, "fp64")
+    assert GEMM.device_bytes(s, "bf16") == 2 * 1100 + (32 << 20)  # cuBLASLt's workspace at the tensor-core precisions
 
 
 # -- a correct product passes; each defect is caught -----------------------------------------------------

@@ -74,6 +74,10 @@ __device__ __forceinline__ __half from_acc_to(__half, float v) { return __float2
 #elif DTYPE == MMB_BF16
 __device__ __forceinline__ float to_acc(__nv_bfloat16 v) { return __bfloat162float(v); }
 __device__ __forceinline__ __nv_bfloat16 from_acc_to(__nv_bfloat16, float v) { return __float2bfloat16_rn(v); }
+#elif DTYPE == MMB_FP8E4M3 || DTYPE == MMB_FP8E5M2
+// FP8: rounded to nearest even (saturating at the largest finite value, which inputs never reach)
+__device__ __forceinline__ float to_acc(elem_t v) { return float(v); }
+__device__ __forceinline__ elem_t from_acc_to(elem_t, float v) { return elem_t(v); }
 #endif
 
 // The output element of a sum: from_acc<T>(sum) rounds it to T (float32 stays float32).

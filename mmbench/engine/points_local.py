@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import environment, source
+from ..draws import CounterDraws, run_key
 from ..kernel_clock import KernelClock, KernelClockError, per_call_ms
 from ..ops import DeviceBuffers, Operation, get_op
 from ..ops.base import Timed, Unsupported
@@ -150,8 +151,9 @@ class LocalPoints(Engine):
                 _, inputs, buffers = self._kept  # a cluster worker's next chunk of the same shape
             else:
                 self.release_shape()
-                # The same draws at every precision and layout: a bf16 point's inputs are the fp32 point's rounded.
-                rng = np.random.default_rng([self.settings.seed, shape.m, shape.n, shape.k])
+                # The same draws at every precision and layout (a bf16 point's inputs are the fp32 point's
+                # rounded), made from the seed on the run's GPU in their own type, or the same on the host.
+                rng = CounterDraws(run_key([self.settings.seed, shape.m, shape.n, shape.k]), self._drawer())
                 with self.spending("inputs"):
                     inputs, buffers = op.make_inputs(shape, rng, self.float64_products, dtype, layout), None
             try:
@@ -188,6 +190,15 @@ class LocalPoints(Engine):
                     self.gpu_products_error = error_line(exc) or type(exc).__name__
         with self.spending("reference_host"):
             return host_products(a, b)
+
+    def _drawer(self):
+        """Where a shape's inputs are drawn: this GPU (Gpu.draw) when there is one that has not lost
+        its context, else the host (the same values)."""
+        from ..device import Gpu
+
+        if not isinstance(self.gpu, Gpu) or self.context_lost:  # none, or a test's stand-in: the host's twin
+            return None
+        return self.gpu.draw
 
     def reference_meta(self) -> dict:
         """What the places of the references' float64 products mean (the seconds spent in each

@@ -14,6 +14,7 @@ from .. import ceilings, environment
 from ..ops.base import SCOPES
 from ..results import (CsvSink, ResultsError, add_columns, history, metadata_path, row_key, scan, set_aside_torn,
                        status_counts, write_metadata)
+from ..draws import INPUTS_DRAWN
 from ..precisions import LAYOUTS, meaning, precision_key
 from ..schema import FORMAT
 from .interface import Engine, add_spent, spent_between
@@ -104,6 +105,7 @@ class Session:
         add_spent(self.spent, spent or {})
         self.invocation = {"command": command, "started_at": started_at, "resumed": resume,
                            "repaired": "; ".join(notices) or None, "points_planned": points_planned,
+                           "inputs": INPUTS_DRAWN,  # per invocation: files begun before counter draws drew with numpy
                            **({"tuning_caches": tuning} if tuning else {})}  # per invocation: a resume may read others
         first_start = (self.earlier[0].get("started_at") if self.earlier else None) or started_at
         # What each scope of the file's rows covers (host buffers pinned, end to end), the earlier ones kept.

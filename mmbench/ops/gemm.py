@@ -15,8 +15,9 @@ from typing import Callable
 
 import numpy as np
 
+from ..draws import draw
 from ..precisions import (DEFAULT, DEFAULT_LAYOUT, LAYOUTS, PRECISIONS, Precision, as_float64, fp8_scale,
-                          get_precision, quantize, raw_view, scale_block, transposed)
+                          get_precision, raw_view, scale_block, transposed)
 from ..sizes import Shape
 from ..variants.model import Params, Variant, VariantError, evaluate
 from .base import (SCOPES, Check, DeviceBuffers, Operation, Products, ScopeError, Timed, check_sums, error_bound,
@@ -117,15 +118,13 @@ def make_gemm_inputs(shape: Shape, rng: np.random.Generator, products: Products 
     return GemmInputs(*stored(a, b, layout), reference, bound, p.name, layout, scales, norm)
 
 
-def draw_operands(shape: Shape, rng: np.random.Generator, p: Precision) -> tuple[np.ndarray, np.ndarray, tuple]:
-    """A (m x k) and B (k x n) drawn in [-1, 1) (float32, float64 for fp64) and rounded to the
-    precision's types, FP8's divided by their scales first; and the scales."""
-    wide = p.a_type == np.float64
-    draw = (lambda rows, cols: rng.uniform(-1.0, 1.0, size=(rows, cols))) if wide else \
-        (lambda rows, cols: rng.uniform(-1.0, 1.0, size=(rows, cols)).astype(np.float32))
-    a, b = draw(shape.m, shape.k), draw(shape.k, shape.n)
+def draw_operands(shape: Shape, rng, p: Precision) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """A (m x k) and B (k x n) drawn in (-1, 1) (float32, float64 for fp64) and rounded to the
+    precision's types, FP8's divided by their scales first (draws.draw: a run's counter draws, made on
+    its GPU, or a numpy Generator's); and the scales."""
     scales = (fp8_scale(p.inputs), fp8_scale(p.b or p.inputs)) if p.scaled else (1.0, 1.0)
-    return quantize(a, p.a_type, scales[0]), quantize(b, p.b_type, scales[1]), scales
+    return (draw(rng, "symmetric", (shape.m, shape.k), p.a_type, scales[0]),
+            draw(rng, "symmetric", (shape.k, shape.n), p.b_type, scales[1]), scales)
 
 
 def stored(a: np.ndarray, b: np.ndarray, layout: str) -> tuple[np.ndarray, np.ndarray]:
@@ -394,8 +393,11 @@ class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline):
         return (16 + (8 if wide else 4) + narrow) * (shape.m * shape.k + shape.k * shape.n) + 64 * shape.m * shape.n
 
     def device_bytes(self, shape: Shape, precision: str = DEFAULT) -> int:
-        """A, B and C at their element sizes."""
-        return int(gemm_min_bytes(shape, precision))
+        """A, B and C at their element sizes, and at the tensor-core precisions cuBLASLt's workspace
+        (the library's points need it; a kernel's are the more sure to fit)."""
+        from ..cublaslt import WORKSPACE_BYTES
+
+        return int(gemm_min_bytes(shape, precision)) + (WORKSPACE_BYTES if get_precision(precision).tensor_cores else 0)
 
     def make_inputs(self, shape: Shape, rng: np.random.Generator, products: Products | None = None,
                     precision: str = DEFAULT, layout: str = DEFAULT_LAYOUT) -> GemmInputs:

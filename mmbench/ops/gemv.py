@@ -22,7 +22,8 @@ import numpy as np
 
 from ..sizes import Shape, SizeSpecError, parse_sizes, split_items
 from ..variants.model import Params, Variant, evaluate
-from ..precisions import DEFAULT, DEFAULT_LAYOUT, get_precision, quantize, raw_view
+from ..draws import draw
+from ..precisions import DEFAULT, DEFAULT_LAYOUT, get_precision, raw_view
 from .base import Check, DeviceBuffers, Operation, Products, Unsupported, check_sums, error_bound, gamma, only_default
 from .capabilities import BatchedCheck, CpuBaseline, LibraryBaseline
 
@@ -125,7 +126,7 @@ POOL = 1_000_003  # a prime: A's elements repeat this far apart (a matrix this s
 CHUNK = 1 << 22  # elements of A converted to float64 at a time for the reference
 
 
-def make_gemv_inputs(shape: Shape, rng: np.random.Generator, precision: str = DEFAULT) -> GemvInputs:
+def make_gemv_inputs(shape: Shape, rng, precision: str = DEFAULT) -> GemvInputs:
     """Random inputs in [-1, 1) and the float64 reference A x with its bound gamma_n |A| |x|; at
     another precision the same draws rounded to its type (float64 drawn as such), the reference of
     the rounded values and the precision's bound.
@@ -136,14 +137,9 @@ def make_gemv_inputs(shape: Shape, rng: np.random.Generator, precision: str = DE
     reference is summed in float64 over chunks of columns in parallel threads (BLAS releases the
     GIL), the chunks' partial sums added in a fixed order."""
     p = get_precision(precision)
-    wide = p.a_type == np.float64
-    pool = rng.uniform(-1.0, 1.0, size=min(POOL, shape.m * shape.n))
-    pool = pool if wide else pool.astype(np.float32)
-    pool[pool == 0] = 0.5  # never zeros: they would hide unwritten outputs
-    pool = quantize(pool, p.a_type)
+    pool = draw(rng, "symmetric", (min(POOL, shape.m * shape.n),), p.a_type, nonzero=True)  # zeros hide unwritten outputs
     a = np.resize(pool, shape.m * shape.n).reshape(shape.n, shape.m)  # column j of A is row j
-    x = rng.uniform(-1.0, 1.0, size=shape.n)
-    x = quantize(x if wide else x.astype(np.float32), p.a_type)
+    x = draw(rng, "symmetric", (shape.n,), p.a_type)
     x64 = x.astype(np.float64)
     step = max(1, CHUNK // shape.m)
 

@@ -20,7 +20,8 @@ import numpy as np
 
 from ..sizes import Shape
 from ..variants.model import Params, Variant, evaluate
-from ..precisions import DEFAULT, DEFAULT_LAYOUT, get_precision, nan_bits, quantize, raw_view
+from ..draws import draw
+from ..precisions import DEFAULT, DEFAULT_LAYOUT, get_precision, nan_bits, raw_view
 from .base import Check, DeviceBuffers, Operation, Products, only_default
 from .capabilities import CpuBaseline, LibraryBaseline
 
@@ -92,8 +93,7 @@ class _Move(Operation):
         # type allows: [1, 2) holds 128 bfloat16s, 1024 float16s and 8 FP8 values): a misplaced element
         # shows. Drawn as float32 (float64 at fp64) and rounded to the type.
         p = get_precision(precision)
-        drawn = rng.uniform(1.0, 2.0, size=(shape.m, shape.n))
-        a = quantize(drawn if p.a_type == np.float64 else drawn.astype(np.float32), p.a_type)
+        a = draw(rng, "one_two", (shape.m, shape.n), p.a_type)
         return MoveInputs(a, self._reference(a), p.name)
 
     def _reference(self, a: np.ndarray) -> np.ndarray:
