@@ -197,23 +197,23 @@ def roofline_size(df: pd.DataFrame, profile: pd.DataFrame | None) -> int:
 
 
 def percent_of(df: pd.DataFrame, reference: str = "cublas") -> pd.DataFrame:
-    """Each series' GFLOP/s as a percentage of the reference's at the same square shape:
-    columns series, variant, n, params, percent. A variant is one series when it ran one
+    """Each series' GFLOP/s (median of its samples, as every summary) as a percentage of the
+    reference's at the same square shape: columns series, variant, n, params, percent. A variant is one series when it ran one
     configuration per size (tuned parameters may differ by size), else one per configuration
     (``best`` at three block sizes). FP32 at layout nn alone, the papers' and the ladder's
     products (percent_of_library compares every precision with the library at its own)."""
     sq = square(default_form(ok_rows(df)))
-    ref = sq[sq.variant == reference].groupby("n").gflops_mean.mean()
+    ref = sq[sq.variant == reference].groupby("n").gflops_median.mean()
     if ref.empty:
         raise ResultsError(f"the results have no '{reference}' rows to compare with")
-    out = sq[(sq.variant != reference) & (sq.backend != "blas")][["variant", "n", "params", "gflops_mean"]].copy()
+    out = sq[(sq.variant != reference) & (sq.backend != "blas")][["variant", "n", "params", "gflops_median"]].copy()
     out = out[out.n.isin(ref.index)]
     if out.empty:
         raise ResultsError(f"the results have no GPU variant at the sizes of its '{reference}' rows")
     several = out.groupby(["variant", "n"]).params.transform("nunique") > 1
     split = out.variant.isin(out[several].variant)
     out["series"] = out.variant.where(~split, out.variant + " " + out.params)
-    out["percent"] = 100.0 * out.gflops_mean / ref.reindex(out.n).values
+    out["percent"] = 100.0 * out.gflops_median / ref.reindex(out.n).values
     # Registry order, then the larger block first (as in every figure), then size.
     order = {(r.variant, r.params): (r.order, -(r.block or 0))
              for r in (series_of(v, p) for v, p in out[["variant", "params"]].drop_duplicates().itertuples(index=False))}
@@ -331,7 +331,7 @@ def percent_of_peak(df: pd.DataFrame, peaks: dict[str, float]) -> pd.DataFrame:
     if rows.empty:
         raise ResultsError("nothing to hold to a peak: no verified GPU rows of a product at a precision whose peak "
                            f"this GPU's table has ({', '.join(peaks) or 'none'})")
-    return rows.assign(percent=100.0 * rows.gflops_mean / (1e3 * rows.peak_tflops))
+    return rows.assign(percent=100.0 * rows.gflops_median / (1e3 * rows.peak_tflops))
 
 
 def percent_of_library(df: pd.DataFrame) -> pd.DataFrame:

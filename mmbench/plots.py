@@ -269,7 +269,7 @@ def fig_vs_cublas(df: pd.DataFrame, meta: dict) -> plt.Figure:
     for level, text in ((100, "cuBLAS"), (95, "95 %"), (90, "90 %")):
         ax.axhline(level, color="black", linewidth=0.8 if level == 100 else 0.5, linestyle="-" if level == 100 else ":")
         ax.text(1.005, level, text, transform=ax.get_yaxis_transform(), fontsize=7, va="center")
-    ax.set_ylabel("GFLOP/s (means of samples) as % of cuBLAS SGEMM's (pure FP32)")
+    ax.set_ylabel("GFLOP/s (medians of samples) as % of cuBLAS SGEMM's (pure FP32)")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.06, 1.0), borderaxespad=0)  # beside the data, not on it
     _title(ax, "Distance to cuBLAS", meta)
     return fig
@@ -277,7 +277,8 @@ def fig_vs_cublas(df: pd.DataFrame, meta: dict) -> plt.Figure:
 
 # -- any run's figures: its rate by size, and % of its operation's library ----------------------------
 # What each rate column is, and of which statistic of the samples (every figure says which it draws)
-RATE_AXIS = {"gflops_mean": "GFLOP/s (mean of samples)", "gbytes_per_s": "GB/s (median time; bytes read and written)"}
+RATE_AXIS = {"gflops_mean": "GFLOP/s (mean of samples)", "gflops_median": "GFLOP/s (median of samples)",
+             "gbytes_per_s": "GB/s (median time; bytes read and written)"}
 
 
 def _size_axis(ax, rows: pd.DataFrame) -> None:
@@ -367,7 +368,7 @@ def fig_peaks(df: pd.DataFrame, meta: dict) -> plt.Figure:
     _size_axis(ax, pct)
     ax.axhline(100, color="black", linewidth=0.8)
     ax.set_ylim(0, 105)
-    ax.set_ylabel("GFLOP/s (mean of samples) as % of the precision's dense peak")
+    ax.set_ylabel("GFLOP/s (median of samples) as % of the precision's dense peak")
     ax.legend(fontsize=8, loc="best")
     _title(ax, "% of each precision's peak (SMs x dense FLOP/clock x boost clock)", meta)
     return fig
@@ -379,7 +380,7 @@ def peaks_summary(df: pd.DataFrame, meta: dict) -> tuple[str, list[str], list[li
     rows = []
     for name, g in pct.groupby("series", sort=False):
         best = g.loc[g.percent.idxmax()]
-        rows.append([name, f"{best.peak_tflops:.0f}", f"{best.gflops_mean / 1e3:.1f} at {_shape(best)}",
+        rows.append([name, f"{best.peak_tflops:.0f}", f"{best.gflops_median / 1e3:.1f} at {_shape(best)}",
                      f"{best.percent:.1f} %"])
     return "rate as % of the precision's dense peak", ["series", "peak TFLOP/s", "best TFLOP/s", "% of peak"], rows
 

@@ -98,7 +98,7 @@ def test_a_variant_files_kernel_is_drawn_and_labelled_by_name_when_its_file_is_n
     fig = plots.fig_vs_library(read_results(csv), META)
     (ax,) = fig.axes
     assert [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")] == ["rows_gemv"]
-    assert ax.get_xlabel() == "matrix size n, log2 scale" and ax.get_ylabel() == "GFLOP/s (mean of samples) as % of cuBLAS sgemv's at the same shape"
+    assert ax.get_xlabel() == "matrix size n, log2 scale" and ax.get_ylabel() == "GFLOP/s (median of samples) as % of cuBLAS sgemv's at the same shape"
 
 
 def test_rate_draws_every_series_a_panel_per_operation_the_baselines_dashed(tmp_path):

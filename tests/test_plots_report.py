@@ -218,8 +218,8 @@ def test_percent_of_cublas_and_targets():
     pct = analysis.percent_of(df, "cublas")
     assert set(pct.variant) == {"best", "tile2d", "vec4", "warptile", "pipelined"}
     row = pct[(pct.variant == "warptile") & (pct.n == 4096)].iloc[0]
-    ours = df[(df.variant == "warptile") & (df.n == 4096)].gflops_mean.iloc[0]
-    theirs = df[(df.variant == "cublas") & (df.n == 4096)].gflops_mean.iloc[0]
+    ours = df[(df.variant == "warptile") & (df.n == 4096)].gflops_median.iloc[0]  # medians, as every summary
+    theirs = df[(df.variant == "cublas") & (df.n == 4096)].gflops_median.iloc[0]
     assert row.percent == pytest.approx(100 * ours / theirs)
     summary = analysis.target_summary(pct, (4096, 2049), [512, 513, 1023, 1024, 2047, 2048, 2049]).set_index("variant")
     assert summary.loc["warptile", "at_4096"] == pytest.approx(row.percent)
@@ -430,8 +430,8 @@ def test_limits_report_gives_the_targets_and_the_spread_over_the_paper_sizes(tmp
     assert result.exit_code == 0, result.output
     text = (tmp_path / "limits" / "REPORT.md").read_text()
     df = read_results(LIMITS)
-    ours = df[(df.variant == "warptile") & (df.n == 4096)].gflops_mean.iloc[0]
-    theirs = df[(df.variant == "cublas") & (df.n == 4096)].gflops_mean.iloc[0]
+    ours = df[(df.variant == "warptile") & (df.n == 4096)].gflops_median.iloc[0]  # medians, as every summary
+    theirs = df[(df.variant == "cublas") & (df.n == 4096)].gflops_median.iloc[0]
     assert f"| warptile | {100 * ours / theirs:.1f} % |" in text  # % of cuBLAS at 4096, same run
     assert "![vs-cublas](vs-cublas.png)" in text and (tmp_path / "limits" / "vs-cublas.png").exists()
 
@@ -463,7 +463,7 @@ def test_limits_fastest_of_ours_is_the_max_over_the_ladder_per_size_and_the_pape
     from mmbench.studies import limits
 
     rows = [{"variant": v, "label": v, "backend": "cublas" if v == "cublas" else "cuda", "params": "", "m": n, "n": n,
-             "k": n, "scope": "kernel", "pad": 0, "status": "ok", "gflops_mean": g, "time_ms_median": 1.0}
+             "k": n, "scope": "kernel", "pad": 0, "status": "ok", "gflops_median": g, "time_ms_median": 1.0}
             for n, gs in ((512, {"cublas": 100, "best": 150, "dbuf": 90, "multistage": 96}),
                           (1024, {"cublas": 200, "best": 10, "dbuf": 210, "multistage": 100}))
             for v, g in gs.items()]

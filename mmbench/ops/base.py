@@ -246,7 +246,7 @@ class Operation:
     (timing scopes, padding, baselines, the batched check) each declares from ops/capabilities.py."""
 
     name: str
-    rate: str  # the primary rate column of its figures: "gflops_mean" or "gbytes_per_s"
+    rate: str  # the primary rate column of its figures and summaries: "gflops_median" or "gbytes_per_s" (medians)
     score: str  # the column tuning ranks configurations by (a median: robust to one slow sample)
     dims: tuple[str, ...]  # the CSV's shape columns this operation uses
     tested_sizes: str  # size spec of the shapes every variant of it is tested at on the GPU

@@ -368,7 +368,7 @@ class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline):
     dims = ("m", "n", "k")
     buffers = ("A", "B", "C")
     layout = "C (m x n) = A (m x k) . B (k x n), float32, row-major"
-    rate = "gflops_mean"
+    rate = "gflops_median"
     score = "gflops_median"
     yardstick = "cublas"  # the vendor library at the point's precision (pure FP32 SGEMM at fp32)
     tested_sizes = "1,31,33,63,65,127,1000x37x2049,37x1000x65"

@@ -210,7 +210,7 @@ class Gemv(Operation, BatchedCheck, CpuBaseline, LibraryBaseline):
     layout = "y (m) = A (m x n) . x (n), A column-major (element (i, j) at A[i + j * m])"
     # float64, float16 and bfloat16 A, x, y too (sums in float32, float64 at fp64): gemv_tuned and cuBLAS
     precisions = ("fp32", "fp64", "fp16", "bf16")
-    rate = "gflops_mean"
+    rate = "gflops_median"
     score = "gflops_median"
     yardstick = "cublas_gemv"
     size_forms = "mesh, mesh:MIB, cell:IxJ, tall:/square:/wide:SPEC"  # GEMV_FORMS says more
