@@ -37,6 +37,9 @@ CASES = [
     (["compare", "r.csv", "r.csv", "--plot", "folder/.png"], "--plot 'folder/.png': expected a file name ending in .png"),
     (["compare", "r.csv", "r.csv", "--plot", "fake.png"], "fake.png exists and is not a figure mmbench drew; pass --force"),
     (["compare", "r.csv", "badmeta.csv"], "badmeta.meta.json is not mmbench metadata (bad JSON"),
+    (["compare", "r.csv", "r.csv", "--clock", "kernel"], "--clock kernel: the runs have no kernel-clock samples"),
+    (["compare", "r.csv", "r.csv", "--min-compared", "40%"], "--min-compared 40%: it is the share a gate needs compared, "
+                                                            "and no --fail-slower gate is given"),
     # run: what to run
     (["run", "-v", "bset", "-s", "32"], "unknown variant 'bset'; choose from: best_const, best"),
     (["run", "-v", "", "-s", "32"], "--variant '' names no variant; choose from: best_const"),
@@ -228,6 +231,8 @@ CASES = [
      "dup.csv cannot be resumed: dup.csv: lines 2 and 3 are the same point"),
     (["run", "-v", "blas", "-s", "32", "--point-timeout", "5"], "--point-timeout 5: no variant of this run runs on the GPU"),
     (["run", "-v", "blas", "-s", "32", "--isolation", "none"], "--isolation none: no variant of this run runs on the GPU"),
+    (["tune", "-v", "tile2d", "-s", "64", "--strategy", "brute", "--budget", "5000"],
+     "brute force tries all 48 configurations of 'tile2d'; --budget 5000 is for --strategy random"),
     (["run", "-v", "blas_gemv", "-s", "32,64", "--runs", "1", "-o", "gemvrows.csv", "--resume"],
      "gemvrows.csv cannot be resumed: its rows are of gemv, but gemvrows.meta.json records a run of gemm"),
     # a folder where a file is wanted, and back: what was given, and what was expected

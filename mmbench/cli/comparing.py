@@ -11,7 +11,7 @@ from rich.table import Table
 
 from .. import compare as cmp
 from ..results import ResultsError, read_metadata, read_results
-from .common import FILE, InputError, NothingCompared, RunFailed, command, console
+from .common import FILE, InputError, NothingCompared, RunFailed, command, console, given
 
 
 COMMANDS = ("compare",)
@@ -42,6 +42,9 @@ def compare(baseline, candidate, threshold, clock, fmt, every, plot, force, fail
     whether the candidate is slower, faster, the same or unclear beyond a threshold."""
     limit = _percent("--fail-slower", fail_slower) if fail_slower is not None else None
     least = _percent("--min-compared", min_compared, upto=100)
+    if limit is None and given(click.get_current_context(), "min_compared"):
+        raise InputError(f"--min-compared {min_compared}: it is the share a gate needs compared, and no --fail-slower "
+                         f"gate is given")
     if plot is not None:
         plot = _check_plot_target(plot, _plot_source(baseline, candidate), force)
     made = _compared(baseline, candidate, _threshold(threshold), clock, gate=limit is not None)
@@ -73,6 +76,9 @@ def _compared(baseline: Path, candidate: Path, threshold: float, clock: str, gat
         raise (NothingCompared(f"--fail-slower cannot judge: {exc}") if gate else InputError(str(exc))) from None
     except ResultsError as exc:
         raise InputError(str(exc)) from None
+    if clock == "kernel" and all(p.why.startswith("no kernel_ms_samples") for p in made.pairs):
+        raise InputError("--clock kernel: the runs have no kernel-clock samples (measured without the kernel clock, "
+                         "or on the CPU); compare them with --clock events")
     warnings = []
     if baseline.resolve() == candidate.resolve():
         warnings.append(f"{baseline} is compared with itself: every point is the same by construction")

@@ -71,9 +71,9 @@ def choose(variant: Variant, strategy: str, budget: int | None, seed: int = 0,
         if budget is None:
             raise TuneError("the random strategy needs --budget N")
         rest = random.Random(seed).sample(rest, min(max(budget - len(defaults), 0), len(rest)))
-    elif budget is not None and budget < len(space):
-        raise TuneError(f"brute force tries all {len(space)} configurations of '{variant.name}'; "
-                        f"--budget {budget} is smaller: use --strategy random")
+    elif budget is not None:  # a budget would mean nothing to it: refused, whether larger or smaller
+        raise TuneError(f"brute force tries all {len(space)} configurations of '{variant.name}'; --budget {budget} is "
+                        f"for --strategy random")
     return defaults + rest
 
 
