@@ -37,6 +37,8 @@ CASES = [
     (["compare", "r.csv", "r.csv", "--plot", "folder/.png"], "--plot 'folder/.png': expected a file name ending in .png"),
     (["compare", "r.csv", "r.csv", "--plot", "fake.png"], "fake.png exists and is not a figure mmbench drew; pass --force"),
     (["compare", "r.csv", "badmeta.csv"], "badmeta.meta.json is not mmbench metadata (bad JSON"),
+    (["check", "own.toml", "--compile-only", "-o", "x.csv"], "--output x.csv: it holds the rows of the awkward-shape runs, "
+                                                             "and --compile-only runs none"),
     (["compare", "r.csv", "r.csv", "--clock", "kernel"], "--clock kernel: the runs have no kernel-clock samples"),
     (["compare", "r.csv", "r.csv", "--min-compared", "40%"], "--min-compared 40%: it is the share a gate needs compared, "
                                                             "and no --fail-slower gate is given"),

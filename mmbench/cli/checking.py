@@ -28,6 +28,8 @@ def check(variant_file, compile_only, output):
     """Check your kernels before you trust them: compile each variant of a variant file (registers, spills, shared
     memory, its entry point read from the compiled module), then on a GPU run each at its operation's awkward shapes,
     every output verified against float64."""
+    if compile_only and output is not None:
+        raise InputError(f"--output {output}: it holds the rows of the awkward-shape runs, and --compile-only runs none")
     try:
         variants = files.use([variant_file])
     except VariantError as exc:
