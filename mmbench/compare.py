@@ -267,11 +267,12 @@ def row_cells(p: Pair) -> list[str]:
             "-" if math.isnan(p.low) else f"{percent(p.low)} .. {percent(p.high)}", p.verdict, note]
 
 
-def alone_lines(comparison: Comparison, every: bool = False, most: int = 8) -> list[str]:
-    """The points one run alone holds, a line per run (the first `most` named unless every)."""
+def alone_lines(comparison: Comparison, every: bool = False, most: int = 8, name=None) -> list[str]:
+    """The points one run alone holds, a line per run (the first `most` named unless every), each
+    named by name(key) (default: in full)."""
     lines = []
     for run, keys in (("baseline", comparison.only_baseline), ("candidate", comparison.only_candidate)):
-        names = [_point_name(k) for k in (keys if every else keys[:most])]
+        names = [(name or _point_name)(k) for k in (keys if every else keys[:most])]
         if keys:
             lines.append(f"only in the {run} ({len(keys)}): {', '.join(names)}" + ("" if len(names) == len(keys) else ", ..."))
     return lines

@@ -158,20 +158,10 @@ def _print_table(made: cmp.Comparison, every: bool) -> None:
         console.print(table)
         if any(p.flags or p.why for p in pairs):
             console.print("* flagged (a sagged SM clock) or not compared: --format json says why", soft_wrap=True)
-    for line in _alone(made, keys, every):
+    for line in cmp.alone_lines(made, every, name=lambda k: " at ".join(cmp.short_point(k, keys))):
         console.print(line, soft_wrap=True)
     if keys.names:
         console.print("parameters:\n" + "\n".join(keys.lines()), soft_wrap=True)
-
-
-def _alone(made: cmp.Comparison, keys: cmp.Keys, every: bool, most: int = 8) -> list[str]:
-    """The points one run alone holds, a line per run in the short form (the first `most` unless every)."""
-    lines = []
-    for run, held in (("baseline", made.only_baseline), ("candidate", made.only_candidate)):
-        names = [" at ".join(cmp.short_point(k, keys)) for k in (held if every else held[:most])]
-        if held:
-            lines.append(f"only in the {run} ({len(held)}): {', '.join(names)}" + ("" if len(names) == len(held) else ", ..."))
-    return lines
 
 
 def _plot_source(baseline: Path, candidate: Path) -> str:

@@ -34,8 +34,6 @@ def size_class(variant: Variant, shape: Shape) -> str:
 def _choose_large(variant: Variant, strategy: str, budget: int | None, seed: int) -> list[Params]:
     """choose() over a space too large to list (more than LARGE_SPACE raw points): the defaults, then
     a random sample drawn without building the space; brute force is refused."""
-    if strategy not in STRATEGIES:
-        raise TuneError(f"unknown strategy '{strategy}'; choose from: {', '.join(STRATEGIES)}")
     if strategy == "brute":
         raise TuneError(f"'{variant.name}' has {raw_size(variant)} raw points (more than {LARGE_SPACE} are never listed): "
                         f"use --strategy random --budget N, or pin parameters with --params")
@@ -51,6 +49,8 @@ def choose(variant: Variant, strategy: str, budget: int | None, seed: int = 0,
     """The configurations a strategy tries, the variant's defaults first (the baseline).
     `space` narrows the variant's space (a replay chooses among what was recorded); `pinned`
     keeps only points whose named parameters take one of the given values."""
+    if strategy not in STRATEGIES:
+        raise TuneError(f"unknown strategy '{strategy}'; choose from: {', '.join(STRATEGIES)}")
     if space is None and raw_size(variant) > LARGE_SPACE and not pinned:
         return _choose_large(variant, strategy, budget, seed)
     space = list(space) if space is not None else tuning_space(variant)
@@ -63,8 +63,6 @@ def choose(variant: Variant, strategy: str, budget: int | None, seed: int = 0,
             raise TuneError(f"no configuration of '{variant.name}' satisfies its constraints with those --params")
     if not space:
         raise TuneError(f"variant '{variant.name}' has no tuning space")
-    if strategy not in STRATEGIES:
-        raise TuneError(f"unknown strategy '{strategy}'; choose from: {', '.join(STRATEGIES)}")
     defaults = [p for p in param_points(variant) if p in set(space)]
     rest = [p for p in space if p not in defaults]
     if strategy == "random":

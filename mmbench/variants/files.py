@@ -323,6 +323,17 @@ def _argument(value: Any, fail) -> str:
     return f"{kind}({given})"
 
 
+def _integer_arguments(variant: Variant, op) -> tuple[str, ...]:
+    """The integer expressions among a variant's arguments: plain (int32), or int32(...) and int64(...);
+    not its buffers, FP8's scales or float scalars."""
+    integers = []
+    for a in variant.arguments:
+        kind, text = typed_scalar(a) or ("int32", a)
+        if a not in op.buffers and a not in SCALES + SCALE_POINTERS and kind.startswith("int"):
+            integers.append(text)
+    return tuple(integers)
+
+
 def _check_expressions(variant: Variant, op, fail) -> None:
     """Every expression one the evaluator accepts, naming only what it may: the parameters, and where
     the shape is known (grid, arguments, defines) the shape's dimensions."""
@@ -331,11 +342,7 @@ def _check_expressions(variant: Variant, op, fail) -> None:
     if scaled and not all(PRECISIONS[d].scaled for d in variant.dtypes):
         raise fail("arguments", f"'{scaled[0]}' is an FP8 scale; its dtypes {', '.join(variant.dtypes)} have none "
                                 f"(only {', '.join(n for n, p in PRECISIONS.items() if p.scaled)} do)")
-    integers = []  # the integer expressions among the arguments: plain (int32), or int32(...) and int64(...)
-    for a in variant.arguments:
-        kind, text = typed_scalar(a) or ("int32", a)
-        if a not in op.buffers and a not in scaled and kind.startswith("int"):
-            integers.append(text)
+    integers = _integer_arguments(variant, op)
     groups: list[tuple[str, tuple[str, ...], set[str]]] = [
         ("block", variant.threads, params), ("shared", (variant.shared,), params),
         ("constraints", variant.constraints, params), ("grid", variant.grid, params | shape),
@@ -400,9 +407,7 @@ def _check_launch(variant: Variant, op, fail) -> None:
     block; the dynamic shared memory is within what any GPU allows."""
     from ..ops.declared import dimensions
 
-    integers = [typed_scalar(a)[1] if typed_scalar(a) else a for a in variant.arguments
-                if a not in op.buffers and a not in SCALES + SCALE_POINTERS
-                and (typed_scalar(a) or ("int32",))[0].startswith("int")]
+    integers = _integer_arguments(variant, op)
     for params in [p for p in param_points(variant) if not variant.problem(p)]:
         bound = dict(params)
         for key, items in (("block", variant.threads), ("shared", (variant.shared,))):
