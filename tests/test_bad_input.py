@@ -16,6 +16,7 @@ from mmbench.environment import own_cpus
 from mmbench.results import write_metadata
 
 ZOSA = str(Path(__file__).resolve().parent.parent / "configs" / "zosa2017.toml")
+LIMITS = str(Path(__file__).resolve().parent.parent / "configs" / "limits.toml")  # tuned variants: notes to hold back
 CORES = own_cpus()
 SWEEP = '[[sweep]]\nname = "s"\nvariants = ["blas"]\nsizes = "32"\n'
 CONFIGS = {  # what the workdir's small configs say, beyond one sweep of blas at 32
@@ -277,6 +278,8 @@ CASES = [
      "--variant blas: it runs on the CPU; verify-timing checks GPU variants against Nsight Compute"),
     (["profile", "--config", ZOSA, "-v", "best,blas"], "--variant blas: not a GPU series of "),
     (["profile", "--config", ZOSA, "-v", "dbuf"], "--variant dbuf: not a GPU series of "),
+    (["profile", "--config", LIMITS, "-v", "nosuch"], "unknown variant 'nosuch'"),
+    (["profile", "--config", LIMITS, "--points", "0"], "size spec '0': sizes must be positive"),
     (["run", "-v", "best", "-s", "32", "--cluster", "local", "--workers", "2"],
      "--workers 2 sizes a local cluster of CPU processes; these points need a GPU"),
     (["tune", "-v", "pipelined", "--strategy", "brute", "--cluster", "local", "--workers", "2", "--dry-run"],

@@ -182,9 +182,13 @@ def _points_to_profile(config, points_spec: str, variants, results):
     _, selections, cfg = selections_of((), None, None, (), config)
     # the parameters a run of the config takes here: a tuned variant's from the tuning caches, not its defaults
     caches = reading_caches(None)
-    selections = [with_tuned(sel, caches, lambda line: console.print(line, soft_wrap=True)) for sel in selections]
-    return api.points_to_profile(selections, cfg.get("cache", DEFAULTS["cache"]), points_spec, variants,
-                                 split(variants), config)
+    notes = []  # said only once the points are known: a refused --variant or --points is the one line printed
+    selections = [with_tuned(sel, caches, notes.append) for sel in selections]
+    points = api.points_to_profile(selections, cfg.get("cache", DEFAULTS["cache"]), points_spec, variants,
+                                   split(variants), config)
+    for line in dict.fromkeys(notes):  # a config of several selections finds the same note in each
+        console.print(line, soft_wrap=True)
+    return points
 
 
 def _holding(points):
