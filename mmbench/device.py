@@ -253,10 +253,19 @@ class Gpu:
         if variant.origin and wanted == variant.entry_name:  # a variant file's kernel may be C++: its
             # symbol is read from what nvcc built
             symbol = source.entry_symbol(variant, source.compile_reports(variant, params, self.facts.arch))
+        build = dict(options=list(source.nvcc_options(variant)), no_extern_c=True,
+                     arch=source.build_arch(variant, self.facts.arch))
+        if variant.launches_ex:  # PyCUDA compiles (and caches) the cubin; cuda-python loads and launches it
+            from pycuda.compiler import compile as nvcc_compile
+
+            from .launch_ex import FunctionEx
+
+            if key not in self._modules:
+                self._modules[key] = nvcc_compile(source.module_source(variant, params), **build)
+            self._functions[(*key, wanted)] = FunctionEx(self._modules[key], symbol)
+            return self._functions[(*key, wanted)]
         if key not in self._modules:
-            self._modules[key] = self._source_module(source.module_source(variant, params),
-                                                     options=list(source.nvcc_options(variant)), no_extern_c=True,
-                                                     arch=source.build_arch(variant, self.facts.arch))
+            self._modules[key] = self._source_module(source.module_source(variant, params), **build)
         self._functions[(*key, wanted)] = self._modules[key].get_function(symbol)
         return self._functions[(*key, wanted)]
 
@@ -406,7 +415,11 @@ class Gpu:
 
     def allow_dynamic_shared(self, function, nbytes: int) -> None:
         """Opt a function in to dynamic shared memory beyond 48 KiB (a launch asking more fails otherwise)."""
-        if nbytes > self.facts.max_shared_per_block:
+        from .launch_ex import FunctionEx
+
+        if nbytes > self.facts.max_shared_per_block and isinstance(function, FunctionEx):
+            function.allow_dynamic_shared(nbytes)
+        elif nbytes > self.facts.max_shared_per_block:
             function.set_attribute(self.drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
 
     def synchronize(self) -> None:

@@ -52,6 +52,9 @@ GEOMETRY = {
     # 1: the kernel has no border checks and runs only on inputs padded to its tile multiple (issue
     # 15's approach 1, after Lameski 2013); every point of it is padded.
     "unchecked": "0",
+    # Blocks per SM of a persistent grid whose blocks walk C's tiles themselves (the tensor-core
+    # ladder's, not stream-K's): the grid is min(that many a SM, the tiles) along x; 0: a block a tile.
+    "tile_walkers": "0",
 }
 
 
@@ -362,6 +365,47 @@ def gemm_launcher(gpu, variant: Variant, params: Params, shape: Shape, a, b, c) 
     return launch
 
 
+def stored_dims(buffer: str, shape: Shape, layout: str) -> tuple[int, int]:
+    """(rows, columns) of a GEMM buffer as the layout stores it, row-major."""
+    ta, tb = transposed(layout)
+    return {"A": (shape.k, shape.m) if ta else (shape.m, shape.k),
+            "B": (shape.n, shape.k) if tb else (shape.k, shape.n), "C": (shape.m, shape.n)}[buffer]
+
+
+def tile_walker_grid(variant: Variant, params: Params, grid: tuple[int, int, int], sms: int) -> tuple[int, int, int]:
+    """The grid of a kernel whose blocks walk C's tiles (geometry tile_walkers), else the grid as it is."""
+    per_sm = evaluate(_geometry(variant, "tile_walkers"), params)
+    return (min(per_sm * sms, grid[0] * grid[1]), 1, 1) if per_sm else grid
+
+
+def gemm_launcher_ex(gpu, variant: Variant, params: Params, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
+    """A no-argument launch through cuda-python (launch_ex.py) of a kernel that takes tensor maps or
+    runs in clusters: its tensor maps of A, B or C first, then A, B, C, m, n, k, one kernel over C."""
+    from ..launch_ex import encode_tensor_map
+
+    p = get_precision(bufs.precision)
+    pointers = dict(zip("ABC", bufs.all[:3]))
+    types = {"A": p.a_type, "B": p.b_type, "C": p.c_type}
+    maps = [encode_tensor_map(int(pointers[t.buffer]), *stored_dims(t.buffer, shape, bufs.layout), types[t.buffer],
+                              tuple(evaluate(e, params) for e in t.box), t.swizzle) for t in variant.tensor_maps]
+    block, grid = launch_geometry(variant, params, shape)
+    grid = tile_walker_grid(variant, params, grid, gpu.facts.sm_count)
+    shared = variant.dynamic_shared(params)
+    fn = gpu.function(variant, params)
+    gpu.allow_dynamic_shared(fn, shared)
+    args = (*maps, *pointers.values(), *(np.int32(v) for v in (shape.m, shape.n, shape.k)))
+    run = fn.launcher(args, grid, block, shared, gpu.stream.handle, variant.cluster_dims(params))
+    if not accumulates(variant, params):
+        return run
+    c, count = pointers["C"], shape.m * shape.n
+
+    def launch() -> None:
+        gpu.zero_bytes_async(c, count * p.c_type.itemsize)
+        run()
+
+    return launch
+
+
 # -- the operation ------------------------------------------------------------------------------------
 class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline):
     name = "gemm"
@@ -418,6 +462,8 @@ class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline):
         return entries(variant)
 
     def kernel(self, gpu, variant: Variant, params: Params, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
+        if variant.launches_ex:
+            return gemm_launcher_ex(gpu, variant, params, shape, bufs)
         return gemm_launcher(gpu, variant, params, shape, *bufs.all[:3])
 
     def cpu(self, variant: Variant, inputs: GemmInputs) -> tuple[Callable[[], None], np.ndarray]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from ..precisions import LAYOUTS, PRECISIONS
-from .model import Variant
+from .model import TensorMapSpec, Variant
 
 
 def _cuda(name: str, family: str, label: str, description: str, outputs_per_thread: int = 1,
@@ -172,6 +172,65 @@ _TENSOR_CORES = (
             dtypes=("fp16", "bf16"), layouts=tuple(LAYOUTS)),
 )
 
+# -- the tensor-core ladder (its study: configs/tensor-cores.toml): BF16 and FP16 GEMMs with K-major
+# operands (layout nt), each step a technique; k a multiple of 8 (16-byte rows for cp.async and TMA).
+_SHARED_LIMIT = "227 * 1024"  # dynamic shared memory a block may opt in to on sm_90
+_TC_FORMS = {"dtypes": ("bf16", "fp16"), "layouts": ("nt",), "requires": ("k % 8 == 0",)}
+_WGMMA_N = "(BN == 64 or BN == 128 or BN == 256)"  # the wgmma shapes common/hopper.cuh spells out
+_MMA_SHARED = "STAGES * (BM + BN) * (BK + 8) * 2"
+_TMA_SHARED = "STAGES * (BM + BN) * 128 + 1024"  # 64 k of 2 bytes a row, and room to align to 1024
+_WS_ROWS = "64 * WM * CONSUMERS"
+_WS_SHARED = f"STAGES * ({_WS_ROWS} + BN) * 128 + 1024"
+_WS_AXES = {"CONSUMERS": (2,), "WM": (1,), "BN": (256,), "STAGES": (4,)}
+_WS_SPACE = {"CONSUMERS": (1, 2), "WM": (1, 2), "BN": (64, 128, 256), "STAGES": (2, 3, 4, 5, 6)}
+_WS_RULES = (_WGMMA_N, "WM * BN // 2 <= 128", f"{_WS_SHARED} <= {_SHARED_LIMIT}")
+
+
+def _tc_ws(name: str, label: str, description: str, walk: int, overlap: int) -> Variant:
+    """A step of tc_ws.cu: warp specialization, and where walk/overlap say so, a persistent grid and
+    wgmmas kept in flight (the steps' switches are fixed; the tile and the ring are tuned)."""
+    return Variant(name=name, backend="cuda", paper="", family="gemm/tc_ws", entry="tc_ws", label=label,
+                   description=description,
+                   axes=MappingProxyType({**_WS_AXES, "WALK": (walk,), "OVERLAP": (overlap,)}),
+                   threads=("128 * (CONSUMERS + 1)",), shared=_WS_SHARED,
+                   geometry=MappingProxyType({"tile": (_WS_ROWS, "BN"), "k_tile": "64", "tile_walkers": "WALK"}),
+                   constraints=_WS_RULES, space=MappingProxyType(_WS_SPACE), target="sm_90a",
+                   tensor_maps=(TensorMapSpec("A", (_WS_ROWS, "64")), TensorMapSpec("B", ("BN", "64"))), **_TC_FORMS)
+
+
+_TC_LADDER = (
+    Variant(name="tc_mma", backend="cuda", paper="", family="gemm/tc_mma", label="(a) mma.sync + cp.async",
+            description="step (a): mma.sync m16n8k16 on fragments read by ldmatrix from padded shared rows, STAGES "
+            "k-tiles in flight by cp.async; WARPS_M x WARPS_N warps a BM x BN tile",
+            axes=MappingProxyType({"BM": (128,), "BN": (128,), "BK": (32,), "WARPS_M": (2,), "WARPS_N": (2,),
+                                   "STAGES": (4,)}),
+            threads=("32 * WARPS_M * WARPS_N",), shared=_MMA_SHARED,
+            geometry=MappingProxyType({"tile": ("BM", "BN"), "k_tile": "BK"}),
+            constraints=("BM % (16 * WARPS_M) == 0", "BN % (16 * WARPS_N) == 0", "BK % 16 == 0", "STAGES >= 2",
+                         # a warp's accumulators (BM BN / 32 / warps floats a thread) leave room for fragments
+                         "BM * BN // (32 * WARPS_M * WARPS_N) <= 128", f"{_MMA_SHARED} <= {_SHARED_LIMIT}"),
+            space=MappingProxyType({"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (32, 64),
+                                    "WARPS_M": (1, 2, 4), "WARPS_N": (1, 2, 4), "STAGES": (2, 3, 4, 5)}),
+            **_TC_FORMS),
+    Variant(name="tc_tma", backend="cuda", paper="", family="gemm/tc_tma", label="(b) TMA + wgmma",
+            description="step (b): TMA copies A's and B's boxes into a ring of STAGES slots (an mbarrier each); "
+            "one warpgroup runs m64nBNk16 wgmmas on a BM x BN tile and waits for them before a slot is refilled",
+            axes=MappingProxyType({"BM": (128,), "BN": (128,), "STAGES": (4,)}), threads=("128",),
+            shared=_TMA_SHARED, geometry=MappingProxyType({"tile": ("BM", "BN"), "k_tile": "64"}),
+            constraints=("BM == 64 or BM == 128", _WGMMA_N, "BM // 64 * BN // 2 <= 128",
+                         f"{_TMA_SHARED} <= {_SHARED_LIMIT}"),
+            space=MappingProxyType({"BM": (64, 128), "BN": (64, 128, 256), "STAGES": (2, 3, 4, 5, 6)}),
+            target="sm_90a", tensor_maps=(TensorMapSpec("A", ("BM", "64")), TensorMapSpec("B", ("BN", "64"))),
+            **_TC_FORMS),
+    _tc_ws("tc_ws", "(c) warp specialization", "step (c): a producer warpgroup issues the TMA copies "
+           "(40 registers), CONSUMERS warpgroups run the wgmmas of WM x 64 rows each; full and empty mbarriers a "
+           "slot", walk=0, overlap=0),
+    _tc_ws("tc_persistent", "(d) persistent", "step (d): step (c) on a grid of one block an SM that walks C's "
+           "tiles, the producer running on into the next tile while the consumers store", walk=1, overlap=0),
+    _tc_ws("tc_overlap", "(e) wgmmas in flight", "step (e): step (d) with one k-tile's wgmmas kept in flight "
+           "(wait_group 1) and each slot freed as soon as the wgmmas that read it end", walk=1, overlap=1),
+)
+
 # {place in the registry's order: entries}; mmbench/variants/registry.py says what a place is
 BUILT_IN = {
     1: _KERNELS,
@@ -185,5 +244,5 @@ BUILT_IN = {
                 description="the vendor library on the same device buffers at the point's precision and layout: "
                 "cuBLAS SGEMM in pedantic pure FP32 (fp32) and DGEMM (fp64) through CuPy, cuBLASLt's matmul "
                 "through nvmath-python (tf32, fp16, bf16, fp8)", dtypes=tuple(PRECISIONS), layouts=tuple(LAYOUTS))),
-    10: _TENSOR_CORES,
+    10: _TENSOR_CORES + _TC_LADDER,
 }

@@ -22,6 +22,17 @@ class VariantError(ValueError):
 
 
 @dataclass(frozen=True)
+class TensorMapSpec:
+    """A TMA tensor map a kernel takes by value (mmbench/launch_ex.py makes it): of which of its
+    operation's buffers, the box (rows, columns of the buffer as stored) one copy moves, expressions
+    over the parameters, and the box's swizzle in shared memory (bytes: 0, 32, 64 or 128)."""
+
+    buffer: str
+    box: tuple[str, str]
+    swizzle: int = 128
+
+
+@dataclass(frozen=True)
 class Variant:
     """One kernel variant or baseline and how to build and launch it."""
 
@@ -65,6 +76,11 @@ class Variant:
     # to mmbench's (source.SAFE_NVCC_OPTIONS). A variant file's.
     target: str | None = None
     nvcc_options: tuple[str, ...] = ()
+    # A thread-block cluster (x, y, z blocks; expressions over the parameters) the kernel is launched
+    # in, and the tensor maps it takes before its other arguments: both launch through cuda-python
+    # (mmbench/launch_ex.py), which a kernel needing neither never does.
+    cluster: tuple[str, ...] = ()
+    tensor_maps: tuple[TensorMapSpec, ...] = ()
     origin: Path | None = None  # the variant file that declared it; None for a built-in entry
     # What the file said of it (its [[variant]] table, the source's path made absolute): plain data
     # that another process builds the same variant from (variants.files.use_declared). Not hashed.
@@ -82,6 +98,15 @@ class Variant:
     def block_dims(self, params: Params) -> tuple[int, int, int]:
         dims = [evaluate(e, params) for e in self.threads]
         return tuple(dims + [1] * (3 - len(dims)))  # type: ignore[return-value]
+
+    def cluster_dims(self, params: Params) -> tuple[int, int, int]:
+        dims = [evaluate(e, params) for e in self.cluster]
+        return tuple(dims + [1] * (3 - len(dims)))  # type: ignore[return-value]
+
+    @property
+    def launches_ex(self) -> bool:
+        """Whether its kernel launches through cuda-python (a cluster shape or tensor maps)."""
+        return bool(self.cluster or self.tensor_maps)
 
     def block_threads(self, params: Params) -> int:
         return math.prod(self.block_dims(params))

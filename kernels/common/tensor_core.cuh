@@ -1,0 +1,58 @@
+// Tensor-core building blocks shared by the ladder's kernels (sm_80 and later): the operand type of
+// an MMA instruction, shared-memory addresses, ldmatrix, mma.sync m16n8k16, and the store of a pair
+// of neighbouring outputs. Include after common/types.cuh (elem_t: fp16 or bf16).
+#pragma once
+#include <cstdint>
+
+#if DTYPE == MMB_BF16
+#define MMA_AB ".bf16.bf16"
+#elif DTYPE == MMB_FP16
+#define MMA_AB ".f16.f16"
+#else
+#error "common/tensor_core.cuh: the tensor-core kernels take fp16 or bf16 (DTYPE)"
+#endif
+
+__device__ __forceinline__ unsigned smem_addr(const void* p)
+{
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// cp.async of 16 bytes of 16-bit elements, zeros where !ok (common/cp_async.cuh's float version,
+// kept apart so that the FP32 kernels' source, and the tuning entries keyed by its hash, stay as they are).
+__device__ __forceinline__ void cp_async16_bytes(elem_t* dst, const elem_t* src, bool ok)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(ok ? 16 : 0));
+}
+
+// Four 8 x 8 matrices of 16-bit elements from shared memory: lane l gives the address of row l % 8
+// of matrix l / 8; register i of every lane receives its part of matrix i (mma.sync's fragments).
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const elem_t* row)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(row)));
+}
+
+// D (16 x 8, float) += A (16 x 16, row) . B (16 x 8, col): one warp's tensor-core step.
+__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32" MMA_AB ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// The outputs at (row, col) and (row, col + 1) of C (row-major m x n), rounded once; what lies outside
+// C is not written. Both accumulator layouts (mma.sync's and wgmma's) hold such pairs, col even.
+__device__ __forceinline__ void store_pair(elem_t* C, int m, int n, int row, int col, float v0, float v1)
+{
+    if (row >= m) return;
+    elem_t* out = C + static_cast<size_t>(row) * n + col;
+    if (n % 2 == 0 && col + 1 < n) {  // every row 4-byte aligned: one store
+        const elem_t two[2] = {from_acc<elem_t>(v0), from_acc<elem_t>(v1)};
+        *reinterpret_cast<unsigned*>(out) = *reinterpret_cast<const unsigned*>(two);
+    } else {
+        if (col < n) out[0] = from_acc<elem_t>(v0);
+        if (col + 1 < n) out[1] = from_acc<elem_t>(v1);
+    }
+}

@@ -1,0 +1,47 @@
+"""GPU tests (pytest -m gpu) of the tensor-core ladder: every step at fp16 and bf16 at awkward m and n
+(k a multiple of 8, which they require), at its defaults and a sample of its tuning space, verified
+against float64; a k they cannot take is a skipped row that names the requirement."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from mmbench.variants import REGISTRY, format_params, tuning_space
+
+from test_gpu import _run  # noqa: E402  (tests/ is on the path: pytest's rootdir-relative imports)
+
+pytestmark = pytest.mark.gpu
+
+LADDER = ("tc_mma", "tc_tma", "tc_ws", "tc_persistent", "tc_overlap")
+# m and n odd, prime, 1 and below a tile; k from one 8 to several k-tiles with a partial last one
+SIZES = "8,31x33x64,127x129x8,1x257x16,257x1x24,1000x37x2056,37x1000x72,4095x4097x1000"
+SAMPLE = 4  # configurations of each space besides the defaults
+
+
+@pytest.mark.parametrize("name", LADDER)
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_each_step_is_correct_at_awkward_shapes(gpu, name, dtype):
+    rows = _run(gpu, [REGISTRY[name]], SIZES, dtypes=(dtype,), layouts=("nt",))
+    assert len(rows) == 8
+    for r in rows:
+        assert r["status"] == "ok", f"{name} {dtype} at {r['m']}x{r['n']}x{r['k']}: {r['reason']}"
+        assert 0 <= r["err_bound_ratio"] <= 1
+
+
+@pytest.mark.parametrize("name", LADDER)
+def test_a_sample_of_each_steps_space_is_correct(gpu, name):
+    variant = REGISTRY[name]
+    for params in random.Random(name).sample(tuning_space(variant), SAMPLE):
+        overrides = {axis: (value,) for axis, value in params}
+        for r in _run(gpu, [variant], "127x129x8,1000x37x2056,4095x4097x1000", overrides, dtypes=("bf16",),
+                      layouts=("nt",)):
+            assert r["status"] == "ok" or "local memory" in (r["reason"] or ""), \
+                f"{name} {format_params(params)} at {r['m']}x{r['n']}x{r['k']}: {r['reason']}"
+
+
+def test_a_k_the_ladder_cannot_take_is_skipped_naming_the_requirement(gpu):
+    rows = _run(gpu, [REGISTRY[n] for n in LADDER], "64x64x33", dtypes=("bf16",), layouts=("nt",))
+    assert [(r["status"], r["reason"]) for r in rows] == [("skipped", f"{n} requires k % 8 == 0; k = 33")
+                                                         for n in LADDER]
