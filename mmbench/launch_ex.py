@@ -157,11 +157,8 @@ class FunctionEx:
             self.function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes),
             "cuFuncSetAttribute(max dynamic shared)")
 
-    def launcher(self, args: Sequence, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int,
-                 stream_handle: int, cluster: tuple[int, int, int] = (1, 1, 1)) -> Callable[[], None]:
-        """A no-argument launch on a stream (a PyCUDA stream's handle): the arguments packed once."""
+    def _config(self, grid, block, shared: int, stream_handle: int, cluster: tuple[int, int, int]):
         driver = self._driver
-        packed = pack_arguments(args)
         config = driver.CUlaunchConfig()
         config.gridDimX, config.gridDimY, config.gridDimZ = cluster_grid(grid, cluster)
         config.blockDimX, config.blockDimY, config.blockDimZ = block
@@ -174,6 +171,21 @@ class FunctionEx:
             attribute.value.clusterDim.x, attribute.value.clusterDim.y, attribute.value.clusterDim.z = cluster
             attrs.append(attribute)
         config.attrs, config.numAttrs = attrs, len(attrs)
+        return config
+
+    def resident_clusters(self, block: tuple[int, int, int], shared: int, cluster: tuple[int, int, int]) -> int:
+        """How many clusters of this shape the GPU holds at once (a persistent grid larger than that
+        would run its last blocks in a second wave)."""
+        config = self._config(cluster, block, shared, 0, cluster)
+        return int(_checked(self._driver.cuOccupancyMaxActiveClusters(self.function, config),
+                            "cuOccupancyMaxActiveClusters"))
+
+    def launcher(self, args: Sequence, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int,
+                 stream_handle: int, cluster: tuple[int, int, int] = (1, 1, 1)) -> Callable[[], None]:
+        """A no-argument launch on a stream (a PyCUDA stream's handle): the arguments packed once."""
+        driver = self._driver
+        packed = pack_arguments(args)
+        config = self._config(grid, block, shared, stream_handle, cluster)
         function, params = self.function, packed.pointers.ctypes.data
 
         def launch() -> None:

@@ -71,6 +71,64 @@ __device__ __forceinline__ void tma_load(elem_t* dst, const tensor_map_t* map, u
         : "memory");
 }
 
+// The same box written into the same place of the shared memory of every block of the cluster in
+// `blocks` (a bit each), each block's barrier at this one's offset counting the bytes it receives.
+__device__ __forceinline__ void tma_load_multicast(elem_t* dst, const tensor_map_t* map, uint64_t* bar, int col,
+                                                   int row, unsigned short blocks)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(smem_addr(dst)),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_addr(bar)), "r"(col), "r"(row), "h"(blocks)
+        : "memory");
+}
+
+// A box of shared memory out to global memory at (column col, row row); what lies outside the
+// matrix is not written. Reads of shared memory by earlier stores end at tma_store_wait_read.
+__device__ __forceinline__ void tma_store(const tensor_map_t* map, const elem_t* src, int col, int row)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(
+                     reinterpret_cast<uint64_t>(map)),
+                 "r"(smem_addr(src)), "r"(col), "r"(row)
+                 : "memory");
+}
+__device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void tma_store_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+__device__ __forceinline__ void tma_store_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+// Writes of shared memory by the threads made visible to the TMA unit (another proxy) before it reads them.
+__device__ __forceinline__ void async_proxy_fence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// -- clusters --------------------------------------------------------------------------------------------
+__device__ __forceinline__ unsigned cluster_rank()
+{
+    unsigned rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+    return rank;
+}
+
+// Every thread of every block of the cluster arrives and waits: after the barriers' inits (a peer may
+// signal them) and before a block exits (a peer may still write into its shared memory).
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+// An arrival on the barrier at this offset in block `block` of the cluster (this block's own too).
+__device__ __forceinline__ void mbar_arrive_in(uint64_t* bar, unsigned block)
+{
+    asm volatile(
+        "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)),
+        "r"(block)
+        : "memory");
+}
+
+// A barrier of `threads` threads (a warpgroup's 128) other than __syncthreads' (id 0).
+__device__ __forceinline__ void named_barrier(int id, int threads)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 // -- warpgroup MMA -------------------------------------------------------------------------------------
 // The shared-memory descriptor of a K-major tile written by TMA with the 128-byte swizzle: start
 // address, leading offset unused (1), 1024 bytes between groups of 8 rows, swizzle mode 1 (128 B).
@@ -194,5 +252,24 @@ __device__ __forceinline__ void store_accumulator(elem_t* C, int m, int n, int r
         const int col = col0 + j * 8 + (t % 4) * 2;
         store_pair(C, m, n, row, col, d[4 * j], d[4 * j + 1]);
         store_pair(C, m, n, row + 8, col, d[4 * j + 2], d[4 * j + 3]);
+    }
+}
+
+// A 64 x N accumulator into a staging tile of shared memory laid out as TMA reads a 64 x 64 box with
+// the 128-byte swizzle (N / 64 boxes of 8 KiB, one after the other): the 16-byte chunk c of row r sits
+// at chunk c ^ (r % 8), so the eight rows a warp writes at once fall in distinct banks.
+template <int N> __device__ __forceinline__ void stage_accumulator(elem_t* staging, const float* d)
+{
+    const int t = threadIdx.x % 128, row = (t / 32) * 16 + (t % 32) / 4;
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j) {
+        const int col = j % 8 * 8 + (t % 4) * 2;  // within box j / 8
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            const int r = row + 8 * half;
+            elem_t* out = staging + j / 8 * 64 * 64 + r * 64 + ((col / 8) ^ (r % 8)) * 8 + col % 8;
+            const elem_t two[2] = {from_acc<elem_t>(d[4 * j + 2 * half]), from_acc<elem_t>(d[4 * j + 2 * half + 1])};
+            *reinterpret_cast<unsigned*>(out) = *reinterpret_cast<const unsigned*>(two);
+        }
     }
 }

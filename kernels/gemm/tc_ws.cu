@@ -1,14 +1,20 @@
-// tc_ws: the tensor-core ladder's steps (c) to (e), one source whose switches are the steps. C (m x n)
+// tc_ws: the tensor-core ladder's steps (c) to (g), one source whose switches are the steps. C (m x n)
 // = A (m x k, row-major) . B (stored n x k; layout "nt"), fp16 or bf16 in, float accumulation.
 // (c) Warp specialization: warpgroup 0 produces (one thread issues the TMA copies, the warpgroup gives
 //     its registers back), CONSUMERS warpgroups consume (take the registers; each runs the wgmmas of its
-//     WM x 64 rows of the BM x BN tile). A ring of STAGES slots, two mbarriers a slot: `full` completes
-//     when a slot's bytes have arrived, `empty` when every consumer warp is done reading it.
-// (d) WALK = 1: a persistent grid (a block or so an SM) whose blocks walk C's tiles in turn; the
-//     producer runs on into the next tile while the consumers store the last.
+//     WM x 64 rows of the TILE_M x BN tile). A ring of STAGES slots, two mbarriers a slot: `full`
+//     completes when a slot's bytes have arrived, `empty` when every consumer warp is done reading it.
+// (d) WALK = 1: a persistent grid (a block an SM) whose blocks walk C's tiles in turn; the producer
+//     runs on into the next tile while the consumers store the last.
 // (e) OVERLAP = 1: a consumer keeps one k-tile's wgmmas in flight while it issues the next and frees a
 //     slot as soon as the wgmmas that read it have ended (wait_group 1), not after each k-tile's.
-// Any m and n (TMA zero-fills past A's and B's edges; stores are checked); k a multiple of 8.
+// (f) CLUSTER = 2 (with WALK): the blocks of a cluster take vertically adjacent tiles, which share B's
+//     box: each loads its share of the box once and TMA multicasts it into every block of the cluster;
+//     a slot is free when the consumers of every block have released it (remote mbarrier arrivals).
+// (g) ORDER = G: the walk goes down G rows of tiles (of clusters) before it moves right, so the tiles
+//     in flight share A's and B's boxes in L2; TMA_STORE = 1: a consumer stages its accumulator in
+//     shared memory (swizzled, conflict-free) and one thread stores it by TMA, which takes n % 8 == 0.
+// Any m and n (TMA zero-fills past A's and B's edges; stores are checked or clipped); k a multiple of 8.
 #include "common/types.cuh"
 #include "common/hopper.cuh"
 
@@ -18,102 +24,172 @@
 #ifndef OVERLAP
 #define OVERLAP 0
 #endif
+#ifndef CLUSTER
+#define CLUSTER 1
+#endif
+#ifndef ORDER
+#define ORDER 0
+#endif
+#ifndef TMA_STORE
+#define TMA_STORE 0
+#endif
 
 constexpr int ROWS = 64 * WM;                 // a consumer's rows of the tile
 constexpr int TILE_M = ROWS * CONSUMERS, TILE_N = BN;
-constexpr int A_SLOT = TILE_M * TC_BK, B_SLOT = TILE_N * TC_BK;
+constexpr int A_SLOT = TILE_M * TC_BK, B_SLOT = TILE_N * TC_BK, B_SHARE = B_SLOT / CLUSTER;
 constexpr int CONSUMER_WARPS = 4 * CONSUMERS, THREADS = 128 * (CONSUMERS + 1);
 // The producer keeps 40 registers; the consumers share what is left of the SM's 64 Ki (multiples of 8).
 constexpr int PRODUCER_REGISTERS = 40;
 constexpr int CONSUMER_REGISTERS = CONSUMERS == 1 ? 256 : 232;
 
+// The tile (row, column of tiles) a block takes at step `unit` of its walk: units count clusters'
+// tiles (CLUSTER tiles one above the other), in rows, or in groups of ORDER rows walked column by column.
+__device__ __forceinline__ void place(int unit, int tiles_n, int cluster_rows, int& tm, int& tn)
+{
+    int rows_of = unit / tiles_n, col = unit % tiles_n;
+    if (ORDER > 0) {
+        const int group = unit / (ORDER * tiles_n), in_group = unit % (ORDER * tiles_n);
+        const int height = min(ORDER, cluster_rows - group * ORDER);
+        rows_of = group * ORDER + in_group % height, col = in_group / height;
+    }
+    tm = rows_of * CLUSTER + (CLUSTER > 1 ? static_cast<int>(cluster_rank()) : 0), tn = col;
+}
+
+// A consumer warp is done with a slot: it tells the producer of every block of the cluster (each may
+// multicast into this block's slot), its own by a local arrival.
+__device__ __forceinline__ void release(uint64_t* empty_slot)
+{
+    if (CLUSTER == 1) {
+        mbar_arrive(empty_slot);
+        return;
+    }
+    for (int b = 0; b < CLUSTER; ++b) mbar_arrive_in(empty_slot, b);
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor_map_t map_b,
+#if TMA_STORE
+      const __grid_constant__ tensor_map_t map_c,
+#endif
       const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t* __restrict__ C, int m, int n, int k)
 {
     extern __shared__ unsigned char raw[];
     elem_t* as = aligned_tiles(raw);
     elem_t* bs = as + STAGES * A_SLOT;
     __shared__ uint64_t full[STAGES], empty[STAGES];
-    const int tiles_n = (n + TILE_N - 1) / TILE_N, tiles = tiles_n * ((m + TILE_M - 1) / TILE_M);
-    const int k_tiles = (k + TC_BK - 1) / TC_BK;
+    const int tiles_n = (n + TILE_N - 1) / TILE_N, cluster_rows = ((m + TILE_M - 1) / TILE_M + CLUSTER - 1) / CLUSTER;
+    const int units = tiles_n * cluster_rows, k_tiles = (k + TC_BK - 1) / TC_BK;
 #if WALK
-    const int first = blockIdx.x, step = gridDim.x;
+    const int first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
 #else
-    const int first = blockIdx.y * tiles_n + blockIdx.x, step = tiles;
+    const int first = blockIdx.y * tiles_n + blockIdx.x, step = units;
 #endif
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], CONSUMER_WARPS);
+            mbar_init(&empty[s], CONSUMER_WARPS * CLUSTER);
         }
         mbar_init_fence();
     }
-    __syncthreads();
+    if (CLUSTER > 1)
+        cluster_sync();
+    else
+        __syncthreads();
     const int group = threadIdx.x / 128;
 
     if (group == 0) {  // the producer
         registers_down<PRODUCER_REGISTERS>();
-        if (threadIdx.x != 0) return;
-        int use = 0;  // k-tiles loaded so far, over all of this block's tiles: the ring's position
-        for (int tile = first; tile < tiles; tile += step) {
-            const int row0 = tile / tiles_n * TILE_M, col0 = tile % tiles_n * TILE_N;
-            for (int t = 0; t < k_tiles; ++t, ++use) {
-                const int slot = use % STAGES;
-                mbar_wait(&empty[slot], ((use / STAGES) & 1) ^ 1);  // the first pass finds every slot free
-                mbar_expect_bytes(&full[slot], (A_SLOT + B_SLOT) * sizeof(elem_t));
-                tma_load(as + slot * A_SLOT, &map_a, &full[slot], t * TC_BK, row0);
-                tma_load(bs + slot * B_SLOT, &map_b, &full[slot], t * TC_BK, col0);
+        if (threadIdx.x == 0) {
+            const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0;
+            int use = 0;  // k-tiles loaded so far, over all of this block's tiles: the ring's position
+            for (int unit = first; unit < units; unit += step) {
+                int tm, tn;
+                place(unit, tiles_n, cluster_rows, tm, tn);
+                for (int t = 0; t < k_tiles; ++t, ++use) {
+                    const int slot = use % STAGES;
+                    mbar_wait(&empty[slot], ((use / STAGES) & 1) ^ 1);  // the first pass finds every slot free
+                    mbar_expect_bytes(&full[slot], (A_SLOT + B_SLOT) * sizeof(elem_t));
+                    tma_load(as + slot * A_SLOT, &map_a, &full[slot], t * TC_BK, tm * TILE_M);
+                    if (CLUSTER == 1)
+                        tma_load(bs + slot * B_SLOT, &map_b, &full[slot], t * TC_BK, tn * TILE_N);
+                    else
+                        tma_load_multicast(bs + slot * B_SLOT + rank * B_SHARE, &map_b, &full[slot], t * TC_BK,
+                                           tn * TILE_N + rank * (TILE_N / CLUSTER), (1 << CLUSTER) - 1);
+                }
             }
         }
-        return;
-    }
-
-    registers_up<CONSUMER_REGISTERS>();
-    const int consumer = group - 1, lane = threadIdx.x % 32;
-    float d[WM][BN / 2];
-    int use = 0;
-    for (int tile = first; tile < tiles; tile += step) {
-        const int row0 = tile / tiles_n * TILE_M + consumer * ROWS, col0 = tile % tiles_n * TILE_N;
-#pragma unroll
-        for (int i = 0; i < WM; ++i)
-#pragma unroll
-            for (int j = 0; j < BN / 2; ++j) d[i][j] = 0.0f;
-#if OVERLAP
-        int held = -1;  // the slot whose wgmmas may still be running
+    } else {
+        registers_up<CONSUMER_REGISTERS>();
+        const int consumer = group - 1, lane = threadIdx.x % 32;
+#if TMA_STORE
+        elem_t* staging = bs + STAGES * B_SLOT + consumer * ROWS * BN;
 #endif
-        for (int t = 0; t < k_tiles; ++t, ++use) {
-            const int slot = use % STAGES;
-            mbar_wait(&full[slot], (use / STAGES) & 1);
+        float d[WM][BN / 2];
+        int use = 0;
+        for (int unit = first; unit < units; unit += step) {
+            int tm, tn;
+            place(unit, tiles_n, cluster_rows, tm, tn);
+            const int row0 = tm * TILE_M + consumer * ROWS, col0 = tn * TILE_N;
 #pragma unroll
-            for (int i = 0; i < WM; ++i) hold_registers<BN / 2>(d[i]);
-            wgmma_fence();
+            for (int i = 0; i < WM; ++i)
 #pragma unroll
-            for (int kk = 0; kk < TC_BK / 16; ++kk)
-#pragma unroll
-                for (int i = 0; i < WM; ++i)
-                    wgmma_tile<BN>(d[i], wgmma_desc(as + slot * A_SLOT + (consumer * ROWS + i * 64) * TC_BK + kk * 16),
-                                   wgmma_desc(bs + slot * B_SLOT + kk * 16), 1);
-            wgmma_commit();
+                for (int j = 0; j < BN / 2; ++j) d[i][j] = 0.0f;
 #if OVERLAP
-            wgmma_wait<1>();  // the k-tile before this one is done: its slot is free
-            if (held >= 0 && lane == 0) mbar_arrive(&empty[held]);
-            held = slot;
+            int held = -1;  // the slot whose wgmmas may still be running
+#endif
+            for (int t = 0; t < k_tiles; ++t, ++use) {
+                const int slot = use % STAGES;
+                mbar_wait(&full[slot], (use / STAGES) & 1);
+#pragma unroll
+                for (int i = 0; i < WM; ++i) hold_registers<BN / 2>(d[i]);
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < TC_BK / 16; ++kk)
+#pragma unroll
+                    for (int i = 0; i < WM; ++i)
+                        wgmma_tile<BN>(d[i], wgmma_desc(as + slot * A_SLOT + (consumer * ROWS + i * 64) * TC_BK + kk * 16),
+                                       wgmma_desc(bs + slot * B_SLOT + kk * 16), 1);
+                wgmma_commit();
+#if OVERLAP
+                wgmma_wait<1>();  // the k-tile before this one is done: its slot is free
+                const int done = held;
+                held = slot;
 #else
-            wgmma_wait<0>();
-            if (lane == 0) mbar_arrive(&empty[slot]);
+                wgmma_wait<0>();
+                const int done = slot;
 #endif
+                if (done >= 0 && lane == 0) release(&empty[done]);
+#pragma unroll
+                for (int i = 0; i < WM; ++i) hold_registers<BN / 2>(d[i]);
+            }
+#if OVERLAP
+            wgmma_wait<0>();
+            if (held >= 0 && lane == 0) release(&empty[held]);
 #pragma unroll
             for (int i = 0; i < WM; ++i) hold_registers<BN / 2>(d[i]);
-        }
-#if OVERLAP
-        wgmma_wait<0>();
-        if (held >= 0 && lane == 0) mbar_arrive(&empty[held]);
-#pragma unroll
-        for (int i = 0; i < WM; ++i) hold_registers<BN / 2>(d[i]);
 #endif
+#if TMA_STORE
+            if (threadIdx.x % 128 == 0) tma_store_wait_read();  // the last tile's stores have read the staging
+            named_barrier(1 + consumer, 128);
 #pragma unroll
-        for (int i = 0; i < WM; ++i) store_accumulator<BN>(C, m, n, row0 + i * 64, col0, d[i]);
+            for (int i = 0; i < WM; ++i) stage_accumulator<BN>(staging + i * 64 * BN, d[i]);
+            async_proxy_fence();
+            named_barrier(1 + consumer, 128);
+            if (threadIdx.x % 128 == 0) {
+                for (int i = 0; i < WM; ++i)
+                    for (int box = 0; box < BN / 64; ++box)
+                        tma_store(&map_c, staging + i * 64 * BN + box * 64 * 64, col0 + box * 64, row0 + i * 64);
+                tma_store_commit();
+            }
+#else
+#pragma unroll
+            for (int i = 0; i < WM; ++i) store_accumulator<BN>(C, m, n, row0 + i * 64, col0, d[i]);
+#endif
+        }
+#if TMA_STORE
+        if (threadIdx.x % 128 == 0) tma_store_wait();
+#endif
     }
+    if (CLUSTER > 1) cluster_sync();  // no block leaves while a peer may still signal or fill its slots
 }

@@ -117,7 +117,7 @@ def _print_variant(v) -> None:
     lines += [f"  requires: {r}" for r in v.requires]
     for name, values in v.axes.items():
         axis = v.space.get(name)
-        tuned = f"  (tuned over {'/'.join(map(str, axis))})" if axis else ""
+        tuned = f"  (tuned over {'/'.join(map(str, axis))})" if axis and len(axis) > 1 else ""
         lines.append(f"  {name} = {'/'.join(map(str, values))}{tuned}")
     lines += [f"  constraint: {c}" for c in v.constraints]
     if v.space:

@@ -389,10 +389,13 @@ def gemm_launcher_ex(gpu, variant: Variant, params: Params, shape: Shape, bufs: 
     maps = [encode_tensor_map(int(pointers[t.buffer]), *stored_dims(t.buffer, shape, bufs.layout), types[t.buffer],
                               tuple(evaluate(e, params) for e in t.box), t.swizzle) for t in variant.tensor_maps]
     block, grid = launch_geometry(variant, params, shape)
-    grid = tile_walker_grid(variant, params, grid, gpu.facts.sm_count)
-    shared = variant.dynamic_shared(params)
+    shared, cluster = variant.dynamic_shared(params), variant.cluster_dims(params)
     fn = gpu.function(variant, params)
     gpu.allow_dynamic_shared(fn, shared)
+    walkers = tile_walker_grid(variant, params, grid, gpu.facts.sm_count)
+    if walkers != grid and cluster != (1, 1, 1):  # walkers in clusters: as many as the GPU holds at once
+        walkers = (min(walkers[0], fn.resident_clusters(block, shared, cluster) * cluster[0]), 1, 1)
+    grid = walkers
     args = (*maps, *pointers.values(), *(np.int32(v) for v in (shape.m, shape.n, shape.k)))
     run = fn.launcher(args, grid, block, shared, gpu.stream.handle, variant.cluster_dims(params))
     if not accumulates(variant, params):

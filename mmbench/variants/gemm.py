@@ -180,22 +180,31 @@ _WGMMA_N = "(BN == 64 or BN == 128 or BN == 256)"  # the wgmma shapes common/hop
 _MMA_SHARED = "STAGES * (BM + BN) * (BK + 8) * 2"
 _TMA_SHARED = "STAGES * (BM + BN) * 128 + 1024"  # 64 k of 2 bytes a row, and room to align to 1024
 _WS_ROWS = "64 * WM * CONSUMERS"
-_WS_SHARED = f"STAGES * ({_WS_ROWS} + BN) * 128 + 1024"
+_WS_SHARED = f"STAGES * ({_WS_ROWS} + BN) * 128 + 1024 + TMA_STORE * {_WS_ROWS} * BN * 2"  # + C's staging
 _WS_AXES = {"CONSUMERS": (2,), "WM": (1,), "BN": (256,), "STAGES": (4,)}
 _WS_SPACE = {"CONSUMERS": (1, 2), "WM": (1, 2), "BN": (64, 128, 256), "STAGES": (2, 3, 4, 5, 6)}
-_WS_RULES = (_WGMMA_N, "WM * BN // 2 <= 128", f"{_WS_SHARED} <= {_SHARED_LIMIT}")
+_WS_RULES = (_WGMMA_N, "WM * BN // 2 <= 128", f"{_WS_SHARED} <= {_SHARED_LIMIT}",
+             "CLUSTER == 1 or WALK == 1")  # a cluster's blocks walk tiles together
+_WS_SWITCHES = {"WALK": 0, "OVERLAP": 0, "CLUSTER": 1, "ORDER": 0, "TMA_STORE": 0}
 
 
-def _tc_ws(name: str, label: str, description: str, walk: int, overlap: int) -> Variant:
-    """A step of tc_ws.cu: warp specialization, and where walk/overlap say so, a persistent grid and
-    wgmmas kept in flight (the steps' switches are fixed; the tile and the ring are tuned)."""
+def _tc_ws(name: str, label: str, description: str, stages: int = 4, **switches: int) -> Variant:
+    """A step of tc_ws.cu: warp specialization, and the switches of the later steps (fixed; the tile,
+    the ring and, from step (g), the tile order are tuned). TMA stores take C's rows 16-byte aligned."""
+    fixed = {**_WS_SWITCHES, **switches}
+    # the switches sit in the space at their one value: the constraints name them
+    space = {**_WS_SPACE, **{k: (v,) for k, v in fixed.items()}, **({"ORDER": (1, 2, 4, 8, 16)} if fixed["ORDER"] else {})}
+    c_map = (TensorMapSpec("C", ("64", "64")),) if fixed["TMA_STORE"] else ()
+    forms = {**_TC_FORMS, "requires": _TC_FORMS["requires"] + (("n % 8 == 0",) if fixed["TMA_STORE"] else ())}
     return Variant(name=name, backend="cuda", paper="", family="gemm/tc_ws", entry="tc_ws", label=label,
                    description=description,
-                   axes=MappingProxyType({**_WS_AXES, "WALK": (walk,), "OVERLAP": (overlap,)}),
+                   axes=MappingProxyType({**_WS_AXES, "STAGES": (stages,), **{k: (v,) for k, v in fixed.items()}}),
                    threads=("128 * (CONSUMERS + 1)",), shared=_WS_SHARED,
                    geometry=MappingProxyType({"tile": (_WS_ROWS, "BN"), "k_tile": "64", "tile_walkers": "WALK"}),
-                   constraints=_WS_RULES, space=MappingProxyType(_WS_SPACE), target="sm_90a",
-                   tensor_maps=(TensorMapSpec("A", (_WS_ROWS, "64")), TensorMapSpec("B", ("BN", "64"))), **_TC_FORMS)
+                   constraints=_WS_RULES, space=MappingProxyType(space), target="sm_90a",
+                   cluster=("CLUSTER", "1", "1"),
+                   tensor_maps=(TensorMapSpec("A", (_WS_ROWS, "64")), TensorMapSpec("B", ("BN // CLUSTER", "64")),
+                                *c_map), **forms)
 
 
 _TC_LADDER = (
@@ -224,11 +233,17 @@ _TC_LADDER = (
             **_TC_FORMS),
     _tc_ws("tc_ws", "(c) warp specialization", "step (c): a producer warpgroup issues the TMA copies "
            "(40 registers), CONSUMERS warpgroups run the wgmmas of WM x 64 rows each; full and empty mbarriers a "
-           "slot", walk=0, overlap=0),
+           "slot"),
     _tc_ws("tc_persistent", "(d) persistent", "step (d): step (c) on a grid of one block an SM that walks C's "
-           "tiles, the producer running on into the next tile while the consumers store", walk=1, overlap=0),
+           "tiles, the producer running on into the next tile while the consumers store", WALK=1),
     _tc_ws("tc_overlap", "(e) wgmmas in flight", "step (e): step (d) with one k-tile's wgmmas kept in flight "
-           "(wait_group 1) and each slot freed as soon as the wgmmas that read it end", walk=1, overlap=1),
+           "(wait_group 1) and each slot freed as soon as the wgmmas that read it end", WALK=1, OVERLAP=1),
+    _tc_ws("tc_cluster", "(f) 2-block clusters", "step (f): step (e) in clusters of two blocks on vertically "
+           "adjacent tiles, each loading half of their shared B box and multicasting it to both", WALK=1,
+           OVERLAP=1, CLUSTER=2),
+    _tc_ws("tc_tiles", "(g) tile order, TMA stores", "step (g): step (f) walking ORDER rows of tiles at a time "
+           "(tiles in flight share their boxes in L2), C staged in shared memory and stored by TMA", stages=3, WALK=1,
+           OVERLAP=1, CLUSTER=2, ORDER=8, TMA_STORE=1),
 )
 
 # {place in the registry's order: entries}; mmbench/variants/registry.py says what a place is
