@@ -49,3 +49,14 @@ def test_a_k_the_ladder_cannot_take_is_skipped_naming_the_requirement(gpu):
     rows = _run(gpu, [REGISTRY[n] for n in LADDER], "64x64x33", dtypes=("bf16",), layouts=("nt",))
     assert [(r["status"], r["reason"]) for r in rows] == [("skipped", f"{n} requires k % 8 == 0; k = 33")
                                                          for n in LADDER]
+
+
+def test_the_fp8_step_is_correct_with_its_per_tensor_scales(gpu):
+    """C = scale_a scale_b (A . B) in bfloat16, checked by FP8's rounding model; m awkward, k and n as
+    TMA needs them (k % 16, n % 8)."""
+    rows = _run(gpu, [REGISTRY["tc_fp8"]], "16,31x40x64,1000x264x2064,4095x4096x1024,33x8x16", dtypes=("fp8e4m3",),
+                layouts=("nt",))
+    assert len(rows) == 5
+    for r in rows:
+        assert r["status"] == "ok", f"tc_fp8 at {r['m']}x{r['n']}x{r['k']}: {r['reason']}"
+        assert 0 <= r["err_bound_ratio"] <= 1

@@ -38,7 +38,7 @@ def compile_points(variant):
 def typed_points(variant):
     """A typed kernel's points at each precision and layout it takes (its #defines: DTYPE, TRANS_A,
     TRANS_B), at its defaults; at fp32, nn only where it takes them."""
-    if len(variant.dtypes) < 2 and len(variant.layouts) < 2:
+    if len(variant.dtypes) < 2 and len(variant.layouts) < 2 and takes_fp32_nn(variant):
         return []
     return [(compile_params(variant, p, {}, d, lay), True) for p in param_points(variant)
             for d in variant.dtypes for lay in variant.layouts if (d, lay) != ("fp32", "nn")]

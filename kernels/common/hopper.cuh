@@ -10,8 +10,9 @@
 // declared `const __grid_constant__ tensor_map_t` so that TMA reads it where the launch put it.
 struct __align__(64) tensor_map_t { unsigned long long bits[16]; };
 
-// 16-bit elements: a TMA box row of 64 is one 128-byte swizzle row, the k a stage covers.
-constexpr int TC_BK = 64;
+// A TMA box row of 128 bytes is one 128-byte swizzle row, the k a stage covers: 64 16-bit elements,
+// 128 FP8 ones; a wgmma takes MMA_K of them (32 bytes).
+constexpr int TC_BK = 128 / sizeof(elem_t);
 
 // Dynamic shared memory rounded up to 1024 bytes: a 128-byte swizzle repeats every 8 rows of 128
 // bytes, and both TMA and wgmma compute it from the address, so a tile starts on such a boundary.
@@ -85,7 +86,7 @@ __device__ __forceinline__ void tma_load_multicast(elem_t* dst, const tensor_map
 
 // A box of shared memory out to global memory at (column col, row row); what lies outside the
 // matrix is not written. Reads of shared memory by earlier stores end at tma_store_wait_read.
-__device__ __forceinline__ void tma_store(const tensor_map_t* map, const elem_t* src, int col, int row)
+__device__ __forceinline__ void tma_store(const tensor_map_t* map, const out_t* src, int col, int row)
 {
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(
                      reinterpret_cast<uint64_t>(map)),
@@ -161,10 +162,10 @@ template <> __device__ __forceinline__ void wgmma_tile<64>(float* d, uint64_t da
 {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32" MMA_AB " {"
+        "wgmma.mma_async.sync.aligned.m64n64" MMA_KSTR ".f32" MMA_AB " {"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-        "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+        "}, %32, %33, p, 1, 1" MMA_TRANS ";\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
           "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -175,12 +176,12 @@ template <> __device__ __forceinline__ void wgmma_tile<128>(float* d, uint64_t d
 {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32" MMA_AB " {"
+        "wgmma.mma_async.sync.aligned.m64n128" MMA_KSTR ".f32" MMA_AB " {"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
         "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
         "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-        "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+        "}, %64, %65, p, 1, 1" MMA_TRANS ";\n}\n"
         :
           "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -197,7 +198,7 @@ template <> __device__ __forceinline__ void wgmma_tile<256>(float* d, uint64_t d
 {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32" MMA_AB " {"
+        "wgmma.mma_async.sync.aligned.m64n256" MMA_KSTR ".f32" MMA_AB " {"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
         "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
@@ -206,7 +207,7 @@ template <> __device__ __forceinline__ void wgmma_tile<256>(float* d, uint64_t d
         "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
         "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
         "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-        "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+        "}, %128, %129, p, 1, 1" MMA_TRANS ";\n}\n"
         :
           "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -244,21 +245,22 @@ template <int REGISTERS> __device__ __forceinline__ void registers_up()
 // and 8 below, two neighbouring columns in each 8-column block) rounded once into C (row-major,
 // m x n elements), at rows row0.. and columns col0..; what lies outside C is not written.
 template <int N>
-__device__ __forceinline__ void store_accumulator(elem_t* C, int m, int n, int row0, int col0, const float* d)
+__device__ __forceinline__ void store_accumulator(out_t* C, int m, int n, int row0, int col0, const float* d,
+                                                  float scale = 1.0f)
 {
     const int t = threadIdx.x % 128, row = row0 + (t / 32) * 16 + (t % 32) / 4;
 #pragma unroll
     for (int j = 0; j < N / 8; ++j) {
         const int col = col0 + j * 8 + (t % 4) * 2;
-        store_pair(C, m, n, row, col, d[4 * j], d[4 * j + 1]);
-        store_pair(C, m, n, row + 8, col, d[4 * j + 2], d[4 * j + 3]);
+        store_pair(C, m, n, row, col, scale * d[4 * j], scale * d[4 * j + 1]);
+        store_pair(C, m, n, row + 8, col, scale * d[4 * j + 2], scale * d[4 * j + 3]);
     }
 }
 
 // A 64 x N accumulator into a staging tile of shared memory laid out as TMA reads a 64 x 64 box with
 // the 128-byte swizzle (N / 64 boxes of 8 KiB, one after the other): the 16-byte chunk c of row r sits
 // at chunk c ^ (r % 8), so the eight rows a warp writes at once fall in distinct banks.
-template <int N> __device__ __forceinline__ void stage_accumulator(elem_t* staging, const float* d)
+template <int N> __device__ __forceinline__ void stage_accumulator(out_t* staging, const float* d, float scale = 1.0f)
 {
     const int t = threadIdx.x % 128, row = (t / 32) * 16 + (t % 32) / 4;
 #pragma unroll
@@ -267,8 +269,9 @@ template <int N> __device__ __forceinline__ void stage_accumulator(elem_t* stagi
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
             const int r = row + 8 * half;
-            elem_t* out = staging + j / 8 * 64 * 64 + r * 64 + ((col / 8) ^ (r % 8)) * 8 + col % 8;
-            const elem_t two[2] = {from_acc<elem_t>(d[4 * j + 2 * half]), from_acc<elem_t>(d[4 * j + 2 * half + 1])};
+            out_t* out = staging + j / 8 * 64 * 64 + r * 64 + ((col / 8) ^ (r % 8)) * 8 + col % 8;
+            const out_t two[2] = {from_acc<out_t>(scale * d[4 * j + 2 * half]),
+                                  from_acc<out_t>(scale * d[4 * j + 2 * half + 1])};
             *reinterpret_cast<unsigned*>(out) = *reinterpret_cast<const unsigned*>(two);
         }
     }

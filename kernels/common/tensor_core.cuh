@@ -4,12 +4,31 @@
 #pragma once
 #include <cstdint>
 
+// MMA_AB: the operand types of an MMA instruction; MMA_K and MMA_KSTR: the k of one wgmma; MMA_TRANS:
+// its transpose operands (16-bit types only: FP8 operands are K-major, with none). out_t: C's element,
+// bfloat16 for FP8 products (precisions.py), whose per-tensor scales (SCALED) multiply the sums.
+#if DTYPE == MMB_BF16 || DTYPE == MMB_FP16
 #if DTYPE == MMB_BF16
 #define MMA_AB ".bf16.bf16"
-#elif DTYPE == MMB_FP16
-#define MMA_AB ".f16.f16"
 #else
-#error "common/tensor_core.cuh: the tensor-core kernels take fp16 or bf16 (DTYPE)"
+#define MMA_AB ".f16.f16"
+#endif
+#define MMA_K 16
+#define MMA_KSTR "k16"
+#define MMA_TRANS ", 0, 0"
+#define SCALED 0
+typedef elem_t out_t;
+#elif DTYPE == MMB_FP8E4M3
+#define MMA_AB ".e4m3.e4m3"
+#define MMA_K 32
+#define MMA_KSTR "k32"
+#define MMA_TRANS ""
+#define SCALED 1
+#include <cuda_bf16.h>
+typedef __nv_bfloat16 out_t;
+__device__ __forceinline__ __nv_bfloat16 from_acc_to(__nv_bfloat16, float v) { return __float2bfloat16_rn(v); }
+#else
+#error "common/tensor_core.cuh: the tensor-core kernels take fp16, bf16 or fp8e4m3 (DTYPE)"
 #endif
 
 __device__ __forceinline__ unsigned smem_addr(const void* p)
@@ -44,15 +63,15 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
 
 // The outputs at (row, col) and (row, col + 1) of C (row-major m x n), rounded once; what lies outside
 // C is not written. Both accumulator layouts (mma.sync's and wgmma's) hold such pairs, col even.
-__device__ __forceinline__ void store_pair(elem_t* C, int m, int n, int row, int col, float v0, float v1)
+__device__ __forceinline__ void store_pair(out_t* C, int m, int n, int row, int col, float v0, float v1)
 {
     if (row >= m) return;
-    elem_t* out = C + static_cast<size_t>(row) * n + col;
+    out_t* out = C + static_cast<size_t>(row) * n + col;
     if (n % 2 == 0 && col + 1 < n) {  // every row 4-byte aligned: one store
-        const elem_t two[2] = {from_acc<elem_t>(v0), from_acc<elem_t>(v1)};
+        const out_t two[2] = {from_acc<out_t>(v0), from_acc<out_t>(v1)};
         *reinterpret_cast<unsigned*>(out) = *reinterpret_cast<const unsigned*>(two);
     } else {
-        if (col < n) out[0] = from_acc<elem_t>(v0);
-        if (col + 1 < n) out[1] = from_acc<elem_t>(v1);
+        if (col < n) out[0] = from_acc<out_t>(v0);
+        if (col + 1 < n) out[1] = from_acc<out_t>(v1);
     }
 }

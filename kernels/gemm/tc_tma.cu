@@ -16,7 +16,7 @@ constexpr int A_SLOT = BM * TC_BK, B_SLOT = BN * TC_BK;  // elements of a slot's
 
 extern "C" __global__ void __launch_bounds__(128)
 tc_tma(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor_map_t map_b,
-       const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t* __restrict__ C, int m, int n, int k)
+       const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t* __restrict__ C, int m, int n, int k)
 {
     extern __shared__ unsigned char raw[];
     elem_t* as = aligned_tiles(raw);  // STAGES slots of A (BM x 64), then STAGES of B (BN x 64)
@@ -50,11 +50,11 @@ tc_tma(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tenso
         for (int i = 0; i < BM / 64; ++i) hold_registers<BN / 2>(d[i]);
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < TC_BK / 16; ++kk)
+        for (int kk = 0; kk < TC_BK / MMA_K; ++kk)
 #pragma unroll
             for (int i = 0; i < BM / 64; ++i)
-                wgmma_tile<BN>(d[i], wgmma_desc(as + slot * A_SLOT + i * 64 * TC_BK + kk * 16),
-                               wgmma_desc(bs + slot * B_SLOT + kk * 16), 1);
+                wgmma_tile<BN>(d[i], wgmma_desc(as + slot * A_SLOT + i * 64 * TC_BK + kk * MMA_K),
+                               wgmma_desc(bs + slot * B_SLOT + kk * MMA_K), 1);
         wgmma_commit();
         wgmma_wait<0>();
 #pragma unroll

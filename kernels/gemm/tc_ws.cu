@@ -14,7 +14,9 @@
 // (g) ORDER = G: the walk goes down G rows of tiles (of clusters) before it moves right, so the tiles
 //     in flight share A's and B's boxes in L2; TMA_STORE = 1: a consumer stages its accumulator in
 //     shared memory (swizzled, conflict-free) and one thread stores it by TMA, which takes n % 8 == 0.
-// Any m and n (TMA zero-fills past A's and B's edges; stores are checked or clipped); k a multiple of 8.
+// At fp8e4m3 (the best step's FP8 form) C is bfloat16, scaled by scale_a scale_b (device scalars).
+// Any m and n (TMA zero-fills past A's and B's edges; stores are checked or clipped); k's rows 16-byte
+// aligned (k a multiple of 8 at 16 bits, of 16 at FP8).
 #include "common/types.cuh"
 #include "common/hopper.cuh"
 
@@ -59,11 +61,11 @@ __device__ __forceinline__ void place(int unit, int tiles_n, int cluster_rows, i
 // multicast into this block's slot), its own by a local arrival.
 __device__ __forceinline__ void release(uint64_t* empty_slot)
 {
-    if (CLUSTER == 1) {
-        mbar_arrive(empty_slot);
-        return;
-    }
+#if CLUSTER == 1
+    mbar_arrive(empty_slot);
+#else
     for (int b = 0; b < CLUSTER; ++b) mbar_arrive_in(empty_slot, b);
+#endif
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
@@ -71,7 +73,11 @@ tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor
 #if TMA_STORE
       const __grid_constant__ tensor_map_t map_c,
 #endif
-      const elem_t* __restrict__ A, const elem_t* __restrict__ B, elem_t* __restrict__ C, int m, int n, int k)
+      const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t* __restrict__ C, int m, int n, int k
+#if SCALED
+      , const float* __restrict__ scale_a, const float* __restrict__ scale_b
+#endif
+      )
 {
     extern __shared__ unsigned char raw[];
     elem_t* as = aligned_tiles(raw);
@@ -123,7 +129,12 @@ tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor
         registers_up<CONSUMER_REGISTERS>();
         const int consumer = group - 1, lane = threadIdx.x % 32;
 #if TMA_STORE
-        elem_t* staging = bs + STAGES * B_SLOT + consumer * ROWS * BN;
+        out_t* staging = reinterpret_cast<out_t*>(bs + STAGES * B_SLOT) + consumer * ROWS * BN;
+#endif
+#if SCALED
+        const float scale = *scale_a * *scale_b;  // C = scale_a scale_b (A . B)
+#else
+        const float scale = 1.0f;
 #endif
         float d[WM][BN / 2];
         int use = 0;
@@ -145,11 +156,11 @@ tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor
                 for (int i = 0; i < WM; ++i) hold_registers<BN / 2>(d[i]);
                 wgmma_fence();
 #pragma unroll
-                for (int kk = 0; kk < TC_BK / 16; ++kk)
+                for (int kk = 0; kk < TC_BK / MMA_K; ++kk)
 #pragma unroll
                     for (int i = 0; i < WM; ++i)
-                        wgmma_tile<BN>(d[i], wgmma_desc(as + slot * A_SLOT + (consumer * ROWS + i * 64) * TC_BK + kk * 16),
-                                       wgmma_desc(bs + slot * B_SLOT + kk * 16), 1);
+                        wgmma_tile<BN>(d[i], wgmma_desc(as + slot * A_SLOT + (consumer * ROWS + i * 64) * TC_BK + kk * MMA_K),
+                                       wgmma_desc(bs + slot * B_SLOT + kk * MMA_K), 1);
                 wgmma_commit();
 #if OVERLAP
                 wgmma_wait<1>();  // the k-tile before this one is done: its slot is free
@@ -173,7 +184,7 @@ tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor
             if (threadIdx.x % 128 == 0) tma_store_wait_read();  // the last tile's stores have read the staging
             named_barrier(1 + consumer, 128);
 #pragma unroll
-            for (int i = 0; i < WM; ++i) stage_accumulator<BN>(staging + i * 64 * BN, d[i]);
+            for (int i = 0; i < WM; ++i) stage_accumulator<BN>(staging + i * 64 * BN, d[i], scale);
             async_proxy_fence();
             named_barrier(1 + consumer, 128);
             if (threadIdx.x % 128 == 0) {
@@ -184,7 +195,7 @@ tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor
             }
 #else
 #pragma unroll
-            for (int i = 0; i < WM; ++i) store_accumulator<BN>(C, m, n, row0 + i * 64, col0, d[i]);
+            for (int i = 0; i < WM; ++i) store_accumulator<BN>(C, m, n, row0 + i * 64, col0, d[i], scale);
 #endif
         }
 #if TMA_STORE

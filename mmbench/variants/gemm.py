@@ -188,22 +188,26 @@ _WS_RULES = (_WGMMA_N, "WM * BN // 2 <= 128", f"{_WS_SHARED} <= {_SHARED_LIMIT}"
 _WS_SWITCHES = {"WALK": 0, "OVERLAP": 0, "CLUSTER": 1, "ORDER": 0, "TMA_STORE": 0}
 
 
-def _tc_ws(name: str, label: str, description: str, stages: int = 4, **switches: int) -> Variant:
+def _tc_ws(name: str, label: str, description: str, stages: int = 4, fp8: bool = False, **switches: int) -> Variant:
     """A step of tc_ws.cu: warp specialization, and the switches of the later steps (fixed; the tile,
     the ring and, from step (g), the tile order are tuned). TMA stores take C's rows 16-byte aligned."""
     fixed = {**_WS_SWITCHES, **switches}
     # the switches sit in the space at their one value: the constraints name them
     space = {**_WS_SPACE, **{k: (v,) for k, v in fixed.items()}, **({"ORDER": (1, 2, 4, 8, 16)} if fixed["ORDER"] else {})}
-    c_map = (TensorMapSpec("C", ("64", "64")),) if fixed["TMA_STORE"] else ()
-    forms = {**_TC_FORMS, "requires": _TC_FORMS["requires"] + (("n % 8 == 0",) if fixed["TMA_STORE"] else ())}
+    c_map = (TensorMapSpec("C", ("64", "64")),) if fixed["TMA_STORE"] else ()  # C: 16-bit (bfloat16 at FP8)
+    k_row = "128" if fp8 else "64"  # elements in a 128-byte row
+    forms = {**_TC_FORMS, "requires": ("k % 16 == 0",) if fp8 else _TC_FORMS["requires"]}
+    forms["requires"] += ("n % 8 == 0",) if fixed["TMA_STORE"] else ()
+    if fp8:
+        forms["dtypes"] = ("fp8e4m3",)
     return Variant(name=name, backend="cuda", paper="", family="gemm/tc_ws", entry="tc_ws", label=label,
                    description=description,
                    axes=MappingProxyType({**_WS_AXES, "STAGES": (stages,), **{k: (v,) for k, v in fixed.items()}}),
                    threads=("128 * (CONSUMERS + 1)",), shared=_WS_SHARED,
-                   geometry=MappingProxyType({"tile": (_WS_ROWS, "BN"), "k_tile": "64", "tile_walkers": "WALK"}),
+                   geometry=MappingProxyType({"tile": (_WS_ROWS, "BN"), "k_tile": k_row, "tile_walkers": "WALK"}),
                    constraints=_WS_RULES, space=MappingProxyType(space), target="sm_90a",
                    cluster=("CLUSTER", "1", "1"),
-                   tensor_maps=(TensorMapSpec("A", (_WS_ROWS, "64")), TensorMapSpec("B", ("BN // CLUSTER", "64")),
+                   tensor_maps=(TensorMapSpec("A", (_WS_ROWS, k_row)), TensorMapSpec("B", ("BN // CLUSTER", k_row)),
                                 *c_map), **forms)
 
 
@@ -243,6 +247,9 @@ _TC_LADDER = (
            OVERLAP=1, CLUSTER=2),
     _tc_ws("tc_tiles", "(g) tile order, TMA stores", "step (g): step (f) walking ORDER rows of tiles at a time "
            "(tiles in flight share their boxes in L2), C staged in shared memory and stored by TMA", stages=3, WALK=1,
+           OVERLAP=1, CLUSTER=2, ORDER=8, TMA_STORE=1),
+    _tc_ws("tc_fp8", "FP8 (e4m3) of step (g)", "step (g) at FP8 e4m3: wgmma m64nBNk32 on 128-byte rows of 128 "
+           "elements, float accumulation, C bfloat16 scaled by the per-tensor scales", stages=3, fp8=True, WALK=1,
            OVERLAP=1, CLUSTER=2, ORDER=8, TMA_STORE=1),
 )
 

@@ -175,13 +175,14 @@ def compile_params(variant: Variant, params: Params, dims: Mapping[str, int], dt
 
 
 def typed_defines(variant: Variant, dtype: str, layout: str) -> tuple[tuple[str, int], ...]:
-    """For a kernel that takes several precisions, ("DTYPE", code) at one other than fp32 (kernels/
-    common/types.cuh); for one that takes several layouts, ("TRANS_A", 1) and ("TRANS_B", 1) where
+    """For a built-in kernel, or a variant file's that takes several precisions, ("DTYPE", code) at a
+    precision other than fp32 (kernels/common/types.cuh); for one that takes several layouts, ("TRANS_A", 1) and ("TRANS_B", 1) where
     the layout stores A or B transposed. None at fp32, nn (the kernel's defaults), nor for a kernel
     of one precision and layout (a variant file's: written for them)."""
     from ..precisions import DEFAULT, DTYPE_CODES
 
-    out = [("DTYPE", DTYPE_CODES[dtype])] if dtype != DEFAULT and len(variant.dtypes) > 1 else []
+    typed = len(variant.dtypes) > 1 or variant.origin is None  # a built-in kernel of one other precision too
+    out = [("DTYPE", DTYPE_CODES[dtype])] if dtype != DEFAULT and typed else []
     if len(variant.layouts) > 1:
         out += [(name, 1) for name, letter in (("TRANS_A", layout[0]), ("TRANS_B", layout[1])) if letter == "t"]
     return tuple(out)
