@@ -38,7 +38,10 @@ from .sizes import row_shape  # noqa: E402
 COLOURS = {"best_const": "tab:blue", "best": "tab:orange", "interleaved": "tab:green", "unroll_k2": "tab:red",
            "shared": "tab:purple", "naive": "tab:brown", "shared_uncoalesced": "tab:pink", "blas": "tab:gray",
            "cublas": "tab:olive", "tile2d": "tab:cyan", "vec4": "navy", "warptile": "darkgreen", "pipelined": "black",
-           "dbuf": "crimson", "multistage": "darkgoldenrod", "gemv_tuned": "teal", "cublas_gemv": "darkorange"}
+           "dbuf": "crimson", "multistage": "darkgoldenrod", "gemv_tuned": "teal", "cublas_gemv": "darkorange",
+           # the tensor-core ladder: a sequential map, one shade a step, its FP8 form apart
+           **dict(zip(("tc_mma", "tc_tma", "tc_ws", "tc_persistent", "tc_overlap", "tc_cluster", "tc_tiles"),
+                      plt.get_cmap("viridis")(np.linspace(0.0, 0.92, 7)))), "tc_fp8": "tab:red"}
 FALLBACK = plt.get_cmap("tab20").colors
 LINESTYLE = {32: "-", 16: "--", 8: ":"}
 # A library's line at each precision, where a run has several (layouts other than nn dotted)

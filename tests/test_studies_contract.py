@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_the_studies_are_found_from_the_modules_and_match_the_configs():
     configs = {tomllib.loads(p.read_text()).get("paper") for p in (REPO / "configs").glob("*.toml")}
-    assert papers() == sorted(configs) == ["amd-tiling", "lab3", "lameski2013", "limits", "sorensen2012", "zosa2017"]
+    assert papers() == sorted(configs) == ["amd-tiling", "lab3", "lameski2013", "limits", "sorensen2012", "tensor-cores", "zosa2017"]
 
 
 @pytest.mark.parametrize("paper", papers())
@@ -47,7 +47,7 @@ def test_a_paper_has_one_name_config_module_and_reference_run(paper):
 
 def test_an_unknown_or_renamed_paper_is_refused_naming_the_choices():
     with pytest.raises(ValueError, match="no study for paper 'zosa'; known: amd-tiling, lab3, lameski2013, limits, "
-                                         "sorensen2012, zosa2017$"):
+                                         "sorensen2012, tensor-cores, zosa2017$"):
         study("zosa")
     for old, new in RENAMED.items():
         with pytest.raises(ValueError, match=f"paper '{old}' is now '{new}'"):

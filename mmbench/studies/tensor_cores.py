@@ -1,0 +1,220 @@
+"""The tensor-core study (configs/tensor-cores.toml): mmbench's own BF16 GEMM ladder, one technique a
+step, and the last step at FP8 e4m3, each as % of cuBLASLt at the same precision and layout in the
+same run; the steps' gains beside a published ladder on the same kind of GPU.
+
+Its targets (the issue that built it): at BF16, the fastest of ours at 95 % of cuBLASLt or more at
+every size from 2048 to 16384 that is a multiple of 128, with a geometric mean of at least 1.00 there;
+at FP8, 90 % or more from 4096 to 16384; every awkward shape verified, and 80 % or more where a step
+takes it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from .. import analysis, plots
+from ..results import ResultsError
+from .common import provenance, report_text, text_table
+from .contract import Figure, FigureFamily
+
+LADDER = ("tc_mma", "tc_tma", "tc_ws", "tc_persistent", "tc_overlap", "tc_cluster", "tc_tiles")
+FP8_STEP = "tc_fp8"
+LIBRARY = "cublas"  # the GEMM yardstick: cuBLASLt at the tensor-core precisions
+LADDER_SIZE = 8192  # where the published ladder was measured
+BF16_GOAL, BF16_RANGE, BF16_MEAN = 95.0, (2048, 16384), 1.00
+FP8_GOAL, FP8_RANGE = 90.0, (4096, 16384)
+AWKWARD_GOAL = 80.0
+STRETCH = 100.0  # BF16 at 8192
+
+REFERENCE_RUN = "results/tensor-cores-h100/tensor-cores-h100.csv.gz"
+
+
+def compared(df: pd.DataFrame) -> pd.DataFrame:
+    """Our GEMM rows as % of cuBLASLt at the same shape, precision and layout (percent_of_library)."""
+    pct = analysis.percent_of_library(df)
+    pct = pct[pct.variant.isin(LADDER + (FP8_STEP,))]
+    if pct.empty:
+        raise ResultsError("the results hold no step of the tensor-core ladder beside cuBLASLt")
+    return pct
+
+
+def _square(pct: pd.DataFrame, dtype: str) -> pd.DataFrame:
+    return pct[(pct.dtype == dtype) & (pct.m == pct.n) & (pct.n == pct.k)]
+
+
+def fastest(pct: pd.DataFrame, dtype: str) -> pd.DataFrame:
+    """Per square size n (the index), the fastest of ours at a precision: its variant and percent."""
+    sq = _square(pct, dtype)
+    if sq.empty:
+        return pd.DataFrame(columns=["variant", "percent"])
+    return sq.loc[sq.groupby("n").percent.idxmax()].set_index("n")[["variant", "percent"]].sort_index()
+
+
+def _pct(v) -> str:
+    return "-" if v is None or v != v else f"{v:.1f} %"
+
+
+def ladder_rows(pct: pd.DataFrame, reference: dict) -> list[list[str]]:
+    """Per step at BF16 and LADDER_SIZE: % of cuBLASLt, the gain over the step before (points), and
+    the published step's % where the reference names one."""
+    at = _square(pct, "bf16")
+    at = at[at.n == LADDER_SIZE].groupby("variant").percent.mean()
+    published = dict(reference.get("ladder", {}))
+    rows, before = [], None
+    for step in LADDER:
+        mine = at.get(step)
+        gain = "-" if mine is None or before is None else f"{mine - before:+.1f}"
+        rows.append([step, _pct(mine), gain, f"{published[step]} %" if step in published else "-"])
+        before = mine if mine is not None else before
+    return rows
+
+
+def target_rows(pct: pd.DataFrame) -> list[list[str]]:
+    """The targets: what each asks, what the run measured, and whether it is met."""
+    bf16, fp8 = fastest(pct, "bf16"), fastest(pct, "fp8e4m3")
+    lo, hi = BF16_RANGE
+    span = bf16[(bf16.index >= lo) & (bf16.index <= hi) & (bf16.index % 128 == 0)].percent
+    rows = []
+    if len(span):
+        worst = f"worst {span.min():.1f} % at {span.idxmin()}; {int((span >= BF16_GOAL).sum())} of {len(span)} sizes"
+        rows.append([f"BF16, every multiple of 128 from {lo} to {hi}: >= {BF16_GOAL:.0f} %", worst,
+                     "met" if span.min() >= BF16_GOAL else "not met"])
+        geo = float(np.exp(np.log(span / 100).mean()))
+        rows.append([f"BF16, geometric mean there: >= {BF16_MEAN:.2f}", f"{geo:.3f}",
+                     "met" if geo >= BF16_MEAN else "not met"])
+    if LADDER_SIZE in bf16.index:
+        v = bf16.percent[LADDER_SIZE]
+        rows.append([f"BF16 at {LADDER_SIZE}: >= {STRETCH:.0f} % (stretch)", f"{v:.1f} % ({bf16.variant[LADDER_SIZE]})",
+                     "met" if v >= STRETCH else "not met"])
+    lo, hi = FP8_RANGE
+    span = fp8[(fp8.index >= lo) & (fp8.index <= hi)].percent
+    if len(span):
+        rows.append([f"FP8 e4m3, {lo} to {hi}: >= {FP8_GOAL:.0f} %", f"worst {span.min():.1f} % at {span.idxmin()}",
+                     "met" if span.min() >= FP8_GOAL else "not met"])
+    return rows
+
+
+def awkward_rows(df: pd.DataFrame, pct: pd.DataFrame) -> list[list[str]]:
+    """Each shape of the run that is not a multiple of 128 in every dimension: how many steps ran it
+    (verified) or skipped it, and the fastest of ours there against cuBLASLt."""
+    mine = df[df.variant.isin(LADDER + (FP8_STEP,))]
+    shapes = mine[(mine.m % 128 != 0) | (mine.n % 128 != 0) | (mine.k % 128 != 0)]
+    rows = []
+    for (m, n, k, dtype), g in shapes.groupby(["m", "n", "k", "dtype"], sort=True):
+        ran = g[g.status == "ok"]
+        skipped = g[g.status == "skipped"]
+        here = pct[(pct.m == m) & (pct.n == n) & (pct.k == k) & (pct.dtype == dtype)]
+        best = here.loc[here.percent.idxmax()] if len(here) else None
+        why = "; ".join(sorted({str(r).split("; ")[0].split(" requires ")[-1] for r in skipped.reason}))
+        rows.append([f"{m}x{n}x{k}", dtype, f"{len(ran)} of {len(g)}" + (f" (the rest require {why})" if why else ""),
+                     "-" if best is None else f"{best.percent:.1f} % ({best.variant})",
+                     "-" if best is None else "met" if best.percent >= AWKWARD_GOAL else "not met"])
+    return rows
+
+
+def summary(df: pd.DataFrame, meta: dict | None = None) -> tuple[str, list[str], list[list[str]]]:
+    """The targets as a table: (title, columns, rows)."""
+    return "The tensor-core ladder's targets", ["target", "measured", ""], target_rows(compared(df))
+
+
+def fig_ladder(df: pd.DataFrame, meta: dict, dtype: str) -> plt.Figure:
+    """Every step at one precision, % of cuBLASLt by square size, with the goal lines."""
+    pct = _square(compared(df), dtype)
+    if pct.empty:
+        raise ResultsError(f"the results hold no square {dtype} rows of the ladder beside cuBLASLt")
+    fig, ax = plt.subplots(figsize=(11, 6), layout="constrained")
+    for variant in [v for v in LADDER + (FP8_STEP,) if v in set(pct.variant)]:
+        g = pct[pct.variant == variant].groupby("n").percent.mean()
+        ax.plot(g.index, g.values, marker=".", markersize=3, linewidth=1.2, color=plots.colour_of(variant),
+                label=variant)
+    goal = BF16_GOAL if dtype == "bf16" else FP8_GOAL
+    ax.axhline(100, color="black", linewidth=1, label="100 % of cuBLASLt")
+    ax.axhline(goal, color="black", linestyle="--", linewidth=1, label=f"{goal:.0f} % (the target)")
+    plots._log2_sizes(ax)
+    ax.set_ylabel(f"{dtype} GFLOP/s (median of samples) as % of cuBLASLt's (same run)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    plots._title(ax, f"The tensor-core ladder at {dtype}, layout nt: each step against cuBLASLt", meta)
+    return fig
+
+
+def fig_fastest(df: pd.DataFrame, meta: dict) -> plt.Figure:
+    """The fastest of ours at every square size, BF16 and FP8, with the goals; sizes under them named."""
+    pct = compared(df)
+    fig, ax = plt.subplots(figsize=(11, 5.5), layout="constrained")
+    for dtype, goal, marker in (("bf16", BF16_GOAL, "o"), ("fp8e4m3", FP8_GOAL, "s")):
+        best = fastest(pct, dtype)
+        if best.empty:
+            continue
+        ax.plot(best.index, best.percent, marker=marker, markersize=3, linewidth=1, label=f"{dtype}: fastest of ours")
+        under = best[best.percent < goal]
+        for n, r in under.iterrows():
+            ax.annotate(str(n), (n, r.percent), textcoords="offset points", xytext=(0, -9), ha="center", fontsize=6)
+    ax.axhline(100, color="black", linewidth=1, label="100 % of cuBLASLt")
+    ax.axhline(BF16_GOAL, color="black", linestyle="--", linewidth=1, label=f"{BF16_GOAL:.0f} % (BF16 target)")
+    ax.axhline(FP8_GOAL, color="black", linestyle=":", linewidth=1, label=f"{FP8_GOAL:.0f} % (FP8 target)")
+    plots._log2_sizes(ax)
+    ax.set_ylabel("GFLOP/s (median of samples) as % of cuBLASLt's at the same precision")
+    ax.legend(fontsize=8, loc="lower right")
+    plots._title(ax, "The fastest of ours at every square size against cuBLASLt; sizes under the target named", meta)
+    return fig
+
+
+FIGURES = {
+    "tc-ladder": FigureFamily("Tensor cores: each step of the ladder, % of cuBLASLt",
+                              "Each step of the tensor-core ladder as % of cuBLASLt per square size, at BF16 and at FP8",
+                              (Figure("ladder-bf16", lambda df, meta, profile, size: fig_ladder(df, meta, "bf16")),
+                               Figure("ladder-fp8", lambda df, meta, profile, size: fig_ladder(df, meta, "fp8e4m3"))),
+                              summary),
+    "tc-fastest": FigureFamily("Tensor cores: the fastest of ours, % of cuBLASLt",
+                               "The fastest step of ours at every square size as % of cuBLASLt, BF16 and FP8, with "
+                               "the targets and the sizes under them named",
+                               (Figure("fastest-vs-cublaslt", lambda df, meta, profile, size: fig_fastest(df, meta)),)),
+}
+
+
+def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
+           profile: pd.DataFrame | None, results_path: Path) -> str:
+    """REPORT.md: the targets, the ladder beside the published one, the worst sizes, awkward shapes."""
+    ok = analysis.ok_rows(df)
+    pct = compared(ok)
+    bf16 = fastest(pct, "bf16")
+    worst = bf16.sort_values("percent").head(8)
+    lines = [
+        "# The tensor-core ladder against cuBLASLt",
+        "",
+        provenance(results_path, df, meta) + ". GFLOP/s (median of the samples) as % of cuBLASLt at the same "
+        "shape, precision and layout (nt: A m x k, B n x k) in the same run.",
+        "",
+        "## Targets",
+        "",
+        *text_table(["target", "measured", ""], target_rows(pct)),
+        "",
+        f"## The ladder at BF16, {LADDER_SIZE}",
+        "",
+        "Each step as % of cuBLASLt, its gain over the step before (percentage points), and the published "
+        f"step it matches ({reference.get('ladder_source', 'no published ladder in the config')}); "
+        f"the published mma.sync kernel reached about {reference.get('mma_sync_of_peak', '-')} % of the "
+        "tensor-core peak, not of cuBLAS:",
+        "",
+        *text_table(["step", "% of cuBLASLt", "gain", "published"], ladder_rows(pct, reference)),
+        "",
+        "## The worst BF16 sizes (fastest of ours)",
+        "",
+        *text_table(["n", "fastest", "% of cuBLASLt"], [[str(n), r.variant, f"{r.percent:.1f} %"]
+                                                        for n, r in worst.iterrows()]),
+        "",
+        "## Awkward shapes",
+        "",
+        "Shapes with a dimension that is not a multiple of 128: every row the steps ran was verified against "
+        "float64; a step that cannot take a shape (TMA needs 16-byte rows: k a multiple of 8 at BF16, of 16 at "
+        "FP8, and n of 8 for TMA stores) skips it, saying so. No step pads or falls back yet.",
+        "",
+        *text_table(["shape", "precision", "steps that ran it", "fastest of ours", f">= {AWKWARD_GOAL:.0f} %"],
+                    awkward_rows(df, pct)),
+        "",
+    ]
+    return report_text(lines, figures)
