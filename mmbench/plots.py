@@ -41,7 +41,7 @@ COLOURS = {"best_const": "tab:blue", "best": "tab:orange", "interleaved": "tab:g
            "dbuf": "crimson", "multistage": "darkgoldenrod", "gemv_tuned": "teal", "cublas_gemv": "darkorange",
            # the tensor-core ladder: a sequential map, one shade a step, its FP8 form apart
            **dict(zip(("tc_mma", "tc_tma", "tc_ws", "tc_persistent", "tc_overlap", "tc_cluster", "tc_tiles"),
-                      plt.get_cmap("viridis")(np.linspace(0.0, 0.92, 7)))), "tc_fp8": "tab:red"}
+                      map(tuple, plt.get_cmap("viridis")(np.linspace(0.0, 0.92, 7))))), "tc_fp8": "deeppink"}
 FALLBACK = plt.get_cmap("tab20").colors
 LINESTYLE = {32: "-", 16: "--", 8: ":"}
 # A library's line at each precision, where a run has several (layouts other than nn dotted)

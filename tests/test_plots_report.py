@@ -277,7 +277,7 @@ REPO = Path(__file__).resolve().parent.parent
 # The reference runs the README cites, one per study and GPU: their committed figures, REPORT.md and
 # tables are what `mmbench report` (and `mmbench table`) write from their committed CSV.
 REFERENCE_RUNS = ("zosa2017-h200", "lab3-h200", "lameski2013-h100", "amd-tiling-h100", "limits-h200",
-                  "limits-h100", "sorensen2012-h100")
+                  "limits-h100", "sorensen2012-h100", "tensor-cores-h100")
 
 
 def _inputs(name: str) -> set[str]:

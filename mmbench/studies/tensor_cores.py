@@ -59,16 +59,19 @@ def _pct(v) -> str:
 
 
 def ladder_rows(pct: pd.DataFrame, reference: dict) -> list[list[str]]:
-    """Per step at BF16 and LADDER_SIZE: % of cuBLASLt, the gain over the step before (points), and
-    the published step's % where the reference names one."""
-    at = _square(pct, "bf16")
-    at = at[at.n == LADDER_SIZE].groupby("variant").percent.mean()
+    """Per step at BF16 and LADDER_SIZE: % of cuBLASLt, the gain over the step before (points), the
+    published step's % where the reference names one, and the parameters it ran with."""
+    rows_at = _square(pct, "bf16")
+    rows_at = rows_at[rows_at.n == LADDER_SIZE]
+    at = rows_at.groupby("variant").percent.mean()
+    params = rows_at.groupby("variant").params.first()
     published = dict(reference.get("ladder", {}))
     rows, before = [], None
     for step in LADDER:
         mine = at.get(step)
         gain = "-" if mine is None or before is None else f"{mine - before:+.1f}"
-        rows.append([step, _pct(mine), gain, f"{published[step]} %" if step in published else "-"])
+        rows.append([step, _pct(mine), gain, f"{published[step]} %" if step in published else "-",
+                     f"`{params[step]}`" if step in params else "-"])
         before = mine if mine is not None else before
     return rows
 
@@ -110,7 +113,10 @@ def awkward_rows(df: pd.DataFrame, pct: pd.DataFrame) -> list[list[str]]:
         here = pct[(pct.m == m) & (pct.n == n) & (pct.k == k) & (pct.dtype == dtype)]
         best = here.loc[here.percent.idxmax()] if len(here) else None
         why = "; ".join(sorted({str(r).split("; ")[0].split(" requires ")[-1] for r in skipped.reason}))
-        rows.append([f"{m}x{n}x{k}", dtype, f"{len(ran)} of {len(g)}" + (f" (the rest require {why})" if why else ""),
+        ran_text = f"{len(ran)} of {len(g)}" if len(ran) else "none"
+        if why:
+            ran_text += f" ({'the rest require' if len(ran) else 'each requires'} {why})"
+        rows.append([f"{m}x{n}x{k}", dtype, ran_text,
                      "-" if best is None else f"{best.percent:.1f} % ({best.variant})",
                      "-" if best is None else "met" if best.percent >= AWKWARD_GOAL else "not met"])
     return rows
@@ -145,21 +151,25 @@ def fig_fastest(df: pd.DataFrame, meta: dict) -> plt.Figure:
     """The fastest of ours at every square size, BF16 and FP8, with the goals; sizes under them named."""
     pct = compared(df)
     fig, ax = plt.subplots(figsize=(11, 5.5), layout="constrained")
-    for dtype, goal, marker in (("bf16", BF16_GOAL, "o"), ("fp8e4m3", FP8_GOAL, "s")):
+    for dtype, goal, (lo, hi), marker in (("bf16", BF16_GOAL, BF16_RANGE, "o"), ("fp8e4m3", FP8_GOAL, FP8_RANGE, "s")):
         best = fastest(pct, dtype)
         if best.empty:
             continue
-        ax.plot(best.index, best.percent, marker=marker, markersize=3, linewidth=1, label=f"{dtype}: fastest of ours")
-        under = best[best.percent < goal]
-        for n, r in under.iterrows():
-            ax.annotate(str(n), (n, r.percent), textcoords="offset points", xytext=(0, -9), ha="center", fontsize=6)
+        line, = ax.plot(best.index, best.percent, marker=marker, markersize=3, linewidth=1,
+                        label=f"{dtype}: fastest of ours")
+        # the sizes a target judges (lo to hi) that miss it, named below and above in turn
+        under = best[(best.percent < goal) & (best.index >= lo) & (best.index <= hi)]
+        for i, (n, r) in enumerate(under.iterrows()):
+            ax.annotate(str(n), (n, r.percent), textcoords="offset points", xytext=(0, -9 if i % 2 == 0 else 5),
+                        ha="center", fontsize=6, color=line.get_color())
     ax.axhline(100, color="black", linewidth=1, label="100 % of cuBLASLt")
     ax.axhline(BF16_GOAL, color="black", linestyle="--", linewidth=1, label=f"{BF16_GOAL:.0f} % (BF16 target)")
     ax.axhline(FP8_GOAL, color="black", linestyle=":", linewidth=1, label=f"{FP8_GOAL:.0f} % (FP8 target)")
     plots._log2_sizes(ax)
     ax.set_ylabel("GFLOP/s (median of samples) as % of cuBLASLt's at the same precision")
     ax.legend(fontsize=8, loc="lower right")
-    plots._title(ax, "The fastest of ours at every square size against cuBLASLt; sizes under the target named", meta)
+    plots._title(ax, "The fastest of ours at every square size against cuBLASLt; the sizes each target judges "
+                 "that miss it named", meta)
     return fig
 
 
@@ -182,7 +192,9 @@ def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Pat
     ok = analysis.ok_rows(df)
     pct = compared(ok)
     bf16 = fastest(pct, "bf16")
-    worst = bf16.sort_values("percent").head(8)
+    lo, hi = BF16_RANGE
+    worst = bf16[(bf16.index >= lo) & (bf16.index <= hi)].sort_values("percent").head(10)
+    small = bf16[bf16.index < lo].percent
     lines = [
         "# The tensor-core ladder against cuBLASLt",
         "",
@@ -200,12 +212,15 @@ def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Pat
         f"the published mma.sync kernel reached about {reference.get('mma_sync_of_peak', '-')} % of the "
         "tensor-core peak, not of cuBLAS:",
         "",
-        *text_table(["step", "% of cuBLASLt", "gain", "published"], ladder_rows(pct, reference)),
+        *text_table(["step", "% of cuBLASLt", "gain", "published", "parameters"], ladder_rows(pct, reference)),
         "",
-        "## The worst BF16 sizes (fastest of ours)",
+        f"## The worst BF16 sizes from {lo} to {hi} (fastest of ours)",
         "",
         *text_table(["n", "fastest", "% of cuBLASLt"], [[str(n), r.variant, f"{r.percent:.1f} %"]
                                                         for n, r in worst.iterrows()]),
+        "",
+        *([f"Below {lo} (no target): the fastest of ours at {small.min():.1f} % to {small.max():.1f} % of cuBLASLt."]
+          if len(small) else []),
         "",
         "## Awkward shapes",
         "",
