@@ -147,8 +147,30 @@ MISTAKES = [  # (what replaces what in GOOD, the key the message names, words it
     ('"T * T <= 1024"', '"T // 2 ** 40"', "is not allowed"),
     ('"ceil_div(n, T)"', '"().__class__"', "grid: expression '().__class__'"),
     ('WIDTH = "n"', "WIDTH = \"'n'\"", "defines.WIDTH: expression \"'n'\": 'n' is not allowed"),
-    ('"C", "A", "B"', '"C", "A", "A"', "arguments: names the buffer 'A' 2 times; a gemm kernel takes each of A, B, C "
-                                       "once (C (m x n) = A (m x k) . B (k x n)"),
+    ('"C", "A", "B"', '"C", "A", "A"', "arguments: names the buffer 'A' 2 times (its tensor map 0); a gemm kernel "
+                                       "takes each of A, B, C once, by pointer or as map_BUFFER (C (m x n) = A (m x k)"),
+    ('"C", "A", "B"', '"C", "map_A", "B"', "arguments: 'map_A' names the tensor map of 'A', which tensor_maps does "
+                                           "not declare"),
+    ('defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\ntensor_maps = { A = { box = [64, 64] } }',
+     'tensor_maps.A: declared, but the arguments never name "map_A"'),
+    ('defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\ntensor_maps = { x = { box = [64, 64] } }',
+     "tensor_maps.x: 'x' is no buffer of a gemm; choose from: A, B, C"),
+    ('defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\ntensor_maps = { A = { rows = 64 } }',
+     "tensor_maps.A: {'rows': 64} is not { box = [rows, columns], swizzle = 128 }"),
+    ('defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\ntensor_maps = { A = { box = [64] } }',
+     "tensor_maps.A.box: 1 expressions; give 2 to 2"),
+    ('defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\ntensor_maps = { A = { box = [64, 64], swizzle = 16 } }',
+     "tensor_maps.A.swizzle: 16; choose from: 0, 32, 64, 128 (bytes)"),
+    ('arguments = ["C", "A", "B"', 'tensor_maps = { A = { box = ["T * 32", "m"] } }\narguments = ["C", "map_A", "B"',
+     "tensor_maps.A.box: 'm' names 'm', which is no parameter; it may name: T"),
+    ('arguments = ["C", "A", "B"', 'tensor_maps = { A = { box = ["T * 32", 64] } }\narguments = ["C", "map_A", "B"',
+     "tensor_maps.A.box: [512, 64] at T = 16: each side 1 to 256 elements"),
+    ('defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\ncluster = ["T", 1]',
+     "cluster: [16, 1] at T = 16: a cluster is 1 to 8 blocks, each side at least 1"),
+    ('defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\ncluster = ["T - 16"]',
+     "cluster: [0] at T = 16: a cluster is 1 to 8 blocks"),
+    ('defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\ncluster = ["n"]',
+     "cluster: 'n' names 'n', which is no parameter; it may name: T"),
     ('"T * T <= 1024"', '"T > 64"', "space: no point of the parameter space meets the constraints (zero points)"),
     ("params = { T = 16 }", "params = { T = 64 }", "params: the defaults cannot be built: constraint 'T * T <= 1024'"),
     ("params = { T = 16 }", "params = { T = -1 }", "params.T: -1 is not a non-negative integer"),
@@ -189,6 +211,28 @@ def test_a_mistake_is_one_line_naming_the_file_the_variant_and_the_key(tmp_path,
     assert "\n" not in message and said in message
     assert message.startswith(f"{path}: variant ")
     assert "mine" not in REGISTRY and "dbuf" in REGISTRY and REGISTRY["dbuf"].origin is None
+
+
+def test_tensor_maps_and_a_cluster_are_declared_and_reach_the_launch(tmp_path, monkeypatch):
+    """A file's tensor maps go where its arguments name them (map_A), encoded from the buffer as the
+    layout stores it with the box at the point's parameters; its cluster joins the variant, and both
+    send the launch through cuda-python."""
+    from mmbench.ops import declared
+
+    text = GOOD.replace('"C", "A", "B"', '"C", "map_A", "B"').replace(
+        'defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\ntensor_maps = { A = { box = ["T * 4", 64], '
+        'swizzle = 128 } }\ncluster = [2, 1]')
+    (v,) = files.use([write(tmp_path, text)])
+    assert v.launches_ex and v.cluster == ("2", "1") and v.cluster_dims((("T", 16),)) == (2, 1, 1)
+    assert [(t.buffer, t.box, t.swizzle) for t in v.tensor_maps] == [("A", ("T * 4", "64"), 128)]
+    encoded = []
+    monkeypatch.setattr("mmbench.launch_ex.encode_tensor_map",
+                        lambda pointer, rows, cols, dtype, box, swizzle: encoded.append(
+                            (pointer, rows, cols, np.dtype(dtype).name, box, swizzle)) or "the map of A")
+    bufs = DeviceBuffers((7, 8), 9, 35, precision="bf16", layout="nt")
+    args = declared.declared_arguments(get_op("gemm"), v, (("T", 16),), Shape(5, 7, 9), bufs)
+    assert args[:3] == [9, "the map of A", 8]
+    assert encoded == [(7, 5, 9, "bfloat16", (64, 64), 128)]
 
 
 @pytest.mark.parametrize("text, said", [

@@ -101,7 +101,14 @@ def _declared(v) -> list[str]:
             + (f"   dynamic shared bytes: {v.shared}" if v.shared != "0" else ""),
             *([f"  defines bound to the shape: {', '.join(f'{n} = {e}' for n, e in v.defines.items())}"]
               if v.defines else []),
-            *(["  adds into its output: zeroed before every launch"] if v.zero_output else [])]
+            *(["  adds into its output: zeroed before every launch"] if v.zero_output else []), *_modern_launch(v)]
+
+
+def _modern_launch(v) -> list[str]:
+    """The cluster and the tensor maps a kernel is launched with (through cuda-python), a line each."""
+    return [*([f"  cluster: ({', '.join(v.cluster)}) blocks"] if v.cluster else []),
+            *(f"  tensor map of {t.buffer}: box ({', '.join(t.box)}), swizzle {t.swizzle} B, passed as map_{t.buffer}"
+              for t in v.tensor_maps)]
 
 
 def _print_variant(v) -> None:
@@ -112,6 +119,7 @@ def _print_variant(v) -> None:
         lines += _declared(v)
     elif v.family:
         lines.append(f"  kernel: kernels/{v.family}.cu, entry {', '.join(get_op(v.op).entries(v))}")
+        lines += _modern_launch(v)
     if (v.dtypes, v.layouts) != (("fp32",), ("nn",)):  # docs/precisions.md says what each holds
         lines.append(f"  takes: {', '.join(v.dtypes)} at layout {', '.join(v.layouts)}")
     lines += [f"  requires: {r}" for r in v.requires]

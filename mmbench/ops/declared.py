@@ -56,6 +56,7 @@ def declared_arguments(op: "Operation", variant: Variant, params: Params, shape:
     """The kernel's arguments in its own order: buffers by name, FP8's scales by value or pointer,
     typed scalars as their type, the rest 32-bit integers."""
     by_name: dict = dict(zip(op.buffers, (*bufs.inputs, bufs.output)))
+    by_name.update(tensor_maps(op, variant, params, shape, bufs))
     if bufs.scratch and PRECISIONS[bufs.precision].scaled:
         by_name.update(zip(SCALES, (np.float32(s) for s in bufs.scales)))
         by_name.update(zip(SCALE_POINTERS, (np.uintp(int(bufs.scratch[0]) + at) for at in SCALE_OFFSETS)))
@@ -74,21 +75,44 @@ def declared_arguments(op: "Operation", variant: Variant, params: Params, shape:
     return out
 
 
+def tensor_maps(op: "Operation", variant: Variant, params: Params, shape: Shape, bufs: "DeviceBuffers") -> dict:
+    """The tensor maps a variant file declares, by the argument name that passes each ("map_A"):
+    of its GEMM buffer as the layout stores it, the box evaluated at the point's parameters."""
+    if not variant.tensor_maps:
+        return {}
+    from ..launch_ex import encode_tensor_map
+    from .gemm import stored_dims
+
+    bound = dict(params)
+    pointers = dict(zip(op.buffers, (*bufs.inputs, bufs.output)))
+    p = PRECISIONS[bufs.precision]
+    types = {"A": p.a_type, "B": p.b_type, "C": p.c_type}
+    return {f"map_{t.buffer}": encode_tensor_map(
+        int(pointers[t.buffer]), *stored_dims(t.buffer, shape, bufs.layout), types[t.buffer],
+        tuple(int(expressions.evaluate(e, bound)) for e in t.box), t.swizzle) for t in variant.tensor_maps}
+
+
 def declared_launch(gpu, op: "Operation", variant: Variant, params: Params, shape: Shape,
                     bufs: "DeviceBuffers") -> Callable[[], None]:
     """A no-argument launch of a variant file's kernel on the GPU's stream (its output zeroed first
-    when the kernel adds into it: the zeroing is timed with it, as split-K GEMM's)."""
+    when the kernel adds into it: the zeroing is timed with it, as split-K GEMM's); through
+    cuda-python (launch_ex.py) where it declares a cluster or tensor maps."""
     fn = gpu.function(variant, params)
     block, grid = variant.block_dims(params), declared_grid(op, variant, params, shape)
     args, shared = declared_arguments(op, variant, params, shape, bufs), variant.dynamic_shared(params)
     gpu.allow_dynamic_shared(fn, shared)
     output, count = bufs.output, bufs.output_count
     width = bufs.output_type.itemsize
+    if variant.launches_ex:
+        run = fn.launcher(args, grid, block, shared, gpu.stream.handle, variant.cluster_dims(params))
+    else:
+        def run() -> None:
+            fn(*args, block=block, grid=grid, shared=shared, stream=gpu.stream)
 
     def launch() -> None:
         if variant.zero_output:  # the output's bytes, whatever its element type
             gpu.zero_async(output, count) if width == 4 else gpu.zero_bytes_async(output, count * width)
-        fn(*args, block=block, grid=grid, shared=shared, stream=gpu.stream)
+        run()
 
     return launch
 

@@ -22,6 +22,9 @@ before anything is evaluated; loading a file reads it, and compiles and runs not
     requires = ["k % 16 == 0"]         # shapes it takes; others are skipped rows
     target = "sm_90a"                  # the architecture it is built for (default: the GPU's)
     nvcc_options = ["--use_fast_math"] # added to mmbench's, from a fixed safe list
+    cluster = ["CLUSTER", 1, 1]        # a thread-block cluster, 1 to 3 expressions over the parameters
+    tensor_maps = { A = { box = ["BM", 64], swizzle = 128 } }   # GEMM: TMA maps of buffers, passed by
+                                       # value where the arguments name them: "map_A"
 
 A mistake is one line naming the file, the variant and the key (VariantFileError).
 """
@@ -30,6 +33,8 @@ from __future__ import annotations
 
 import os
 import re
+
+import numpy as np
 
 try:
     import tomllib
@@ -69,7 +74,15 @@ KEYS = {
     "target": "the architecture the kernel is built for, e.g. \"sm_90a\" for wgmma and setmaxnreg (default: the "
               "GPU's own); a GPU of another architecture skips its points",
     "nvcc_options": "options added to nvcc's, from a fixed safe list (docs/variant-files.md)",
+    "cluster": "a thread-block cluster the kernel is launched in, 1 to 3 expressions over the parameters (x, y, z "
+               "blocks; at most 8 blocks)",
+    "tensor_maps": "GEMM: buffer name -> { box = [rows, columns], swizzle = 128 }: a TMA tensor map of the buffer "
+                   "as stored, its box expressions over the parameters, passed by value where the arguments "
+                   "name \"map_BUFFER\"",
 }
+# A tensor map is an argument by the name MAP_PREFIX + its buffer's ("map_A").
+MAP_PREFIX = "map_"
+MAX_CLUSTER_BLOCKS = 8  # a portable cluster (larger ones need an opt-in no variant file gets)
 
 # What a variant file may add to nvcc's command line (its `nvcc_options`): options that change how
 # the kernel's own code is compiled, and nothing that reaches outside it (no -I, -D, -o, -Xcompiler,
@@ -265,7 +278,42 @@ def _parameters(table: dict, op, fail) -> dict:
             "threads": _expressions(table, "block", fail, 1, 3), "grid": _expressions(table, "grid", fail, 1, 3),
             "shared": str(table.get("shared", "0")), "constraints": _expressions(table, "constraints", fail),
             "requires": _expressions(table, "requires", fail), **_forms(table, op, fail),
-            "arguments": _arguments(table, op, fail)}
+            "arguments": _arguments(table, op, fail), "cluster": _expressions(table, "cluster", fail, 0, 3),
+            "tensor_maps": _tensor_maps(table, op, fail)}
+
+
+def _tensor_maps(table: dict, op, fail) -> tuple:
+    """tensor_maps: GEMM buffers' TMA maps, each passed where the arguments name map_BUFFER, each
+    named argument declared."""
+    from ..launch_ex import SWIZZLES
+    from .model import TensorMapSpec
+
+    value = table.get("tensor_maps", {})
+    if not isinstance(value, dict):
+        raise fail("tensor_maps", f"{value!r} is not a table of BUFFER = {{ box = [rows, columns] }}")
+    if value and op.name != "gemm":
+        raise fail("tensor_maps", f"tensor maps are of GEMM's buffers (A, B, C) for now; this variant is a {op.name}")
+    arguments = [a for a in table.get("arguments", []) if isinstance(a, str)]
+    out = []
+    for buffer, spec in value.items():
+        where = f"tensor_maps.{buffer}"
+        if buffer not in op.buffers:
+            raise fail(where, f"'{buffer}' is no buffer of a {op.name}; choose from: {', '.join(op.buffers)}")
+        if not isinstance(spec, dict) or not set(spec) <= {"box", "swizzle"} or "box" not in spec:
+            raise fail(where, f"{spec!r} is not {{ box = [rows, columns], swizzle = 128 }}")
+        box = _expressions(spec, "box", lambda key, why: fail(f"{where}.{key}", why), 2, 2)
+        swizzle = spec.get("swizzle", 128)
+        if swizzle not in SWIZZLES or isinstance(swizzle, bool):
+            raise fail(f"{where}.swizzle", f"{swizzle!r}; choose from: {', '.join(map(str, SWIZZLES))} (bytes)")
+        if MAP_PREFIX + buffer not in arguments:
+            raise fail(where, f"declared, but the arguments never name \"{MAP_PREFIX}{buffer}\" (where the kernel "
+                              f"takes it)")
+        out.append(TensorMapSpec(buffer, box, swizzle))
+    for a in arguments:
+        if a.startswith(MAP_PREFIX) and a[len(MAP_PREFIX):] not in value:
+            raise fail("arguments", f"'{a}' names the tensor map of '{a[len(MAP_PREFIX):]}', which tensor_maps does "
+                                    f"not declare")
+    return tuple(out)
 
 
 def _forms(table: dict, op, fail) -> dict:
@@ -291,11 +339,12 @@ def _arguments(table: dict, op, fail) -> tuple[str, ...]:
     if not isinstance(value, list) or not value:
         raise fail("arguments", f"{value!r} is not a list of arguments")
     arguments = tuple(_argument(a, fail) for a in value)
-    for buffer in op.buffers:
-        count = arguments.count(buffer)
-        if count != 1:
-            raise fail("arguments", f"names the buffer '{buffer}' {count} times; a {op.name} kernel takes each of "
-                                    f"{', '.join(op.buffers)} once ({op.layout})")
+    for buffer in op.buffers:  # each reaches the kernel: its pointer once, or its tensor map, or both
+        count, mapped = arguments.count(buffer), arguments.count(MAP_PREFIX + buffer)
+        if count > 1 or mapped > 1 or count + mapped == 0:
+            raise fail("arguments", f"names the buffer '{buffer}' {count} times (its tensor map {mapped}); a "
+                                    f"{op.name} kernel takes each of {', '.join(op.buffers)} once, by pointer or "
+                                    f"as {MAP_PREFIX}BUFFER ({op.layout})")
     return arguments
 
 
@@ -327,9 +376,10 @@ def _integer_arguments(variant: Variant, op) -> tuple[str, ...]:
     """The integer expressions among a variant's arguments: plain (int32), or int32(...) and int64(...);
     not its buffers, FP8's scales or float scalars."""
     integers = []
+    maps = {MAP_PREFIX + t.buffer for t in variant.tensor_maps}
     for a in variant.arguments:
         kind, text = typed_scalar(a) or ("int32", a)
-        if a not in op.buffers and a not in SCALES + SCALE_POINTERS and kind.startswith("int"):
+        if a not in op.buffers and a not in SCALES + SCALE_POINTERS and a not in maps and kind.startswith("int"):
             integers.append(text)
     return tuple(integers)
 
@@ -347,7 +397,9 @@ def _check_expressions(variant: Variant, op, fail) -> None:
         ("block", variant.threads, params), ("shared", (variant.shared,), params),
         ("constraints", variant.constraints, params), ("grid", variant.grid, params | shape),
         ("requires", variant.requires, params | shape), ("arguments", tuple(integers), params | shape),
-        *((f"defines.{n}", (e,), params | shape) for n, e in variant.defines.items())]
+        *((f"defines.{n}", (e,), params | shape) for n, e in variant.defines.items()),
+        ("cluster", variant.cluster, params), *((f"tensor_maps.{t.buffer}.box", t.box, params)
+                                                 for t in variant.tensor_maps)]
     for key, items, allowed in groups:
         for expression in items:
             try:
@@ -410,6 +462,7 @@ def _check_launch(variant: Variant, op, fail) -> None:
     integers = _integer_arguments(variant, op)
     for params in [p for p in param_points(variant) if not variant.problem(p)]:
         bound = dict(params)
+        _check_cluster_and_boxes(variant, bound, fail)
         for key, items in (("block", variant.threads), ("shared", (variant.shared,))):
             for expression in items:
                 value = _value(key, expression, bound, fail)
@@ -431,6 +484,21 @@ def _check_launch(variant: Variant, op, fail) -> None:
                                *((f"defines.{n}", (e,)) for n, e in variant.defines.items())):
                 for expression in items:
                     _value(key, expression, at, fail)
+
+
+def _check_cluster_and_boxes(variant: Variant, bound: dict, fail) -> None:
+    """At a default point: a cluster of 1 to MAX_CLUSTER_BLOCKS blocks, each side at least 1; a tensor
+    map's box of 1 to 256 elements a side (TMA's limits)."""
+    from ..launch_ex import MAX_BOX
+
+    sides = [_value("cluster", e, bound, fail) for e in variant.cluster]
+    if any(side < 1 for side in sides) or int(np.prod(sides or [1])) > MAX_CLUSTER_BLOCKS:
+        raise fail("cluster", f"{sides} at {_at(bound)}: a cluster is 1 to {MAX_CLUSTER_BLOCKS} blocks, each side "
+                              f"at least 1")
+    for t in variant.tensor_maps:
+        box = [_value(f"tensor_maps.{t.buffer}.box", e, bound, fail) for e in t.box]
+        if not all(1 <= b <= MAX_BOX for b in box):
+            raise fail(f"tensor_maps.{t.buffer}.box", f"{box} at {_at(bound)}: each side 1 to {MAX_BOX} elements")
 
 
 def _value(key: str, expression: str, bound: dict, fail) -> int:
