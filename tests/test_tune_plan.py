@@ -15,7 +15,7 @@ from mmbench.config import ConfigError, load_config
 from mmbench.ops import get_op
 from mmbench.tuning import cache as tuning_cache
 from mmbench.tuning.plan import SHIPPED_PLANS, load_plan
-from mmbench.variants import REGISTRY, tuning_space
+from mmbench.variants import REGISTRY, format_params, tuning_space
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDED = REPO / "tests" / "data" / "recorded" / "tune-pipelined-h200.csv"  # an H200 tuning of pipelined
@@ -64,6 +64,9 @@ def test_the_ladder_plan_tunes_at_the_limits_studys_sizes_within_each_space():
     ('[[search]]\nvariant = "pipelined"\nsizes = "0:3"\nparams = "BK=8"\n', "search[0].sizes:"),
     ('[[search]]\nvariant = "cublas"\nparams = "BK=8"\n', "'cublas' has no tuning space"),
     ('[[serch]]\nvariant = "pipelined"\n', "unknown key 'serch'"),
+    ('[[search]]\nvariant = "pipelined"\nparams = "BK=8"\ndtype = "bf16"\n',
+     "search[0].dtype: 'bf16'; pipelined takes fp32"),
+    ('[[search]]\nvariant = "tc_ws"\nparams = "BN=64"\nlayout = "nn"\n', "search[0].layout: 'nn'; tc_ws takes nt"),
 ])
 def test_a_bad_plan_is_one_line_naming_the_file_and_key(tmp_path, monkeypatch, body, needle):
     monkeypatch.chdir(tmp_path)
@@ -120,6 +123,46 @@ def test_a_plan_records_each_variants_best_per_shape_in_your_cache(tmp_path, mon
     for e in entries:  # the best of everything measured at that shape (the file holds all 60)
         n = int(e["size_class"].split("x")[0])
         assert e["params"] == rows.loc[rows[rows.n == n].gflops_median.idxmax(), "params"]
+
+
+def test_a_plans_search_runs_at_its_precision_and_layout_and_each_form_is_recorded_apart(tmp_path, monkeypatch):
+    """A search names a form its variant takes (its first by default); the points run at it, the plan
+    says it, and each form's best per shape goes into the cache under that form, from its rows alone."""
+    from mmbench.cli import running
+    from mmbench.tuning.cache import entry_form
+
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / "mine.json"
+    monkeypatch.setenv(places.CACHE_ENV, str(mine))
+    plan_path = _plan(tmp_path, '[[search]]\nvariant = "tc_ws"\nconfigurations = ["BN=128,CLUSTER=1,CONSUMERS=2,'
+                      'ORDER=0,OVERLAP=0,STAGES=4,TMA_STORE=0,WALK=0,WM=1", "BN=256,CLUSTER=1,CONSUMERS=2,ORDER=0,'
+                      'OVERLAP=0,STAGES=4,TMA_STORE=0,WALK=0,WM=1"]\n[[search]]\nvariant = "tc_ws"\ndtype = "fp16"\n'
+                      'configurations = ["BN=128,CLUSTER=1,CONSUMERS=2,ORDER=0,OVERLAP=0,STAGES=4,TMA_STORE=0,WALK=0,'
+                      'WM=1"]\n', head='sizes = "4096"\n')
+    plan = load_plan(str(plan_path))
+    assert [s.form for s in plan.searches] == [("bf16", "nt"), ("fp16", "nt")]
+    assert sorted((p.dtype, p.layout, p.params[0]) for p in plan.points()) == [
+        ("bf16", "nt", ("BN", 128)), ("bf16", "nt", ("BN", 256)), ("fp16", "nt", ("BN", 128))]
+    assert set(plan.variants()) == {("tc_ws", "bf16", "nt"), ("tc_ws", "fp16", "nt")}
+
+    def measured(points, settings, output, about, **kwargs):  # a GPU's rows: the 256 tile wins at bf16
+        rows = [{"op": "gemm", "variant": "tc_ws", "params": format_params(p.params), "m": 4096, "n": 4096, "k": 4096,
+                 "dtype": p.dtype, "layout": p.layout, "status": "ok",
+                 "gflops_median": 700e3 if dict(p.params)["BN"] == 256 else 600e3} for p in points]
+        pd.DataFrame(rows).to_csv(output, index=False)
+        meta = json.loads(RECORDED.with_suffix(".meta.json").read_text())
+        output.with_suffix(".meta.json").write_text(json.dumps(meta))
+
+    monkeypatch.setattr(running, "_execute", measured)
+    monkeypatch.setattr("mmbench.tuning.writeback.read_results", lambda path: pd.read_csv(path))
+    dry = CliRunner().invoke(main, ["tune", "--plan", str(plan_path), "--dry-run"])
+    assert "  tc_ws bf16 nt: 2 configuration(s) at 1 shape(s)" in dry.output, dry.output
+    result = CliRunner().invoke(main, ["tune", "--plan", str(plan_path), "-o", "t.csv"])
+    assert result.exit_code == 0, result.output
+    assert "tc_ws bf16 nt: the best of 2 configuration(s) at 1 of 1 shape(s)" in result.output
+    assert "tc_ws fp16 nt: the best of 1 configuration(s) at 1 of 1 shape(s)" in result.output
+    by_form = {entry_form(e): e["params"] for e in tuning_cache.load_cache(mine).values()}
+    assert by_form[("bf16", "nt")].startswith("BN=256") and by_form[("fp16", "nt")].startswith("BN=128")
 
 
 def test_a_plan_resumes_only_its_own_file_and_keeps_the_earlier_invocations(tmp_path, monkeypatch):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .. import places, source
 from ..config import ConfigError
+from ..precisions import form_suffix
 from ..engine.refusals import (RunAborted, RunRefused, check_new_output, check_output, previous_metadata, resolve_settings,
                                resumable)
 from ..results import run_csv
@@ -84,15 +85,16 @@ def _plan_points(plan: TunePlan, output: Path, resume: bool, seed: int):
 
 def _record(plan: TunePlan, output: Path, cache_path: Path) -> None:
     """Each variant's best configuration per shape, from the whole file, into the cache."""
-    for name, (variant, shapes, configs) in plan.variants().items():
+    for (name, dtype, layout), (variant, shapes, configs) in plan.variants().items():
         request = TuneRequest(variant, shapes, configs, output, cache_path, source.source_hash(variant),
-                              per_shape=True)
+                              per_shape=True, dtype=dtype, layout=layout)
+        label = name + form_suffix(dtype, layout)
         try:
             best, device = record_tuning(request)
         except RunRefused as exc:
             raise InputError(str(exc)) from None
         except RunAborted as exc:  # none of this variant's configurations verified at any shape: say so, go on
-            say(f"{name}: {exc}")
+            say(f"{label}: {exc}")
             continue
-        say(f"{name}: the best of {len(configs)} configuration(s) at {len(best)} of {len(shapes)} shape(s) written "
+        say(f"{label}: the best of {len(configs)} configuration(s) at {len(best)} of {len(shapes)} shape(s) written "
             f"to {describe_cache(cache_path)} ({device.name}, source {request.source_hash})")

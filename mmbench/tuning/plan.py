@@ -3,7 +3,8 @@
 A plan is a TOML file: the sizes it tunes at, how it measures, and its searches. A search names a
 variant and the configurations to try, listed (`configurations`) or as parameters pinned to some
 values with the rest of the space searched (`params`, as `mmbench tune --params` takes them), at the
-plan's sizes or its own (`sizes`). Every configuration of every search runs at each of its shapes
+plan's sizes or its own (`sizes`), at a precision and layout the variant takes (`dtype`, `layout`:
+its first by default; the cache keeps each form's entries apart). Every configuration of every search runs at each of its shapes
 as an ordinary sweep point; the best per shape and variant goes into the tuning cache.
 
 The plans mmbench ships live in mmbench/data/plans/ and are named by their file's stem
@@ -29,7 +30,7 @@ from .strategies import choose
 SHIPPED_PLANS = Path(__file__).resolve().parent.parent / "data" / "plans"
 TOP_KEYS = {"name", "description", "sizes", "run", "search"}
 RUN_KEYS = {"runs", "warmup", "cache"}
-SEARCH_KEYS = {"variant", "description", "sizes", "configurations", "params"}
+SEARCH_KEYS = {"variant", "description", "sizes", "configurations", "params", "dtype", "layout"}
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,12 @@ class Search:
     description: str
     shapes: tuple[Shape, ...]
     configs: tuple[Params, ...]
+    dtype: str = "fp32"  # the precision and layout its points run at (precisions.py)
+    layout: str = "nn"
+
+    @property
+    def form(self) -> tuple[str, str]:
+        return self.dtype, self.layout
 
 
 @dataclass(frozen=True)
@@ -65,25 +72,27 @@ class TunePlan:
         for s in self.searches:
             for shape in s.shapes:
                 for p in s.configs:
-                    point = Point(s.variant, p, shape, self.cache)
+                    point = Point(s.variant, p, shape, self.cache, dtype=s.dtype, layout=s.layout)
                     by_shape.setdefault(shape, {}).setdefault(point.key, point)
         return [p for shape in sorted(by_shape, key=lambda x: (x.m * x.n * x.k, x.m, x.n, x.k))
                 for p in by_shape[shape].values()]
 
-    def variants(self) -> dict[str, tuple[Variant, tuple[Shape, ...], tuple[Params, ...]]]:
-        """Per variant: (variant, every shape it is tuned at, every configuration it tries)."""
-        out: dict[str, tuple[Variant, dict, dict]] = {}
+    def variants(self) -> dict[tuple[str, str, str], tuple[Variant, tuple[Shape, ...], tuple[Params, ...]]]:
+        """Per variant and form (name, dtype, layout): (variant, every shape it is tuned at, every
+        configuration it tries)."""
+        out: dict[tuple[str, str, str], tuple[Variant, dict, dict]] = {}
         for s in self.searches:
-            _, shapes, configs = out.setdefault(s.variant.name, (s.variant, {}, {}))
+            _, shapes, configs = out.setdefault((s.variant.name, *s.form), (s.variant, {}, {}))
             shapes.update(dict.fromkeys(s.shapes))
             configs.update(dict.fromkeys(s.configs))
-        return {name: (v, tuple(shapes), tuple(configs)) for name, (v, shapes, configs) in out.items()}
+        return {key: (v, tuple(shapes), tuple(configs)) for key, (v, shapes, configs) in out.items()}
 
     def about(self) -> dict:
         """What a tuning file's metadata says of its plan."""
         return {"plan": self.name, "plan_file": str(self.path), "plan_sha256": self.digest, "per_shape": True,
                 "searches": [{"variant": s.variant.name, "description": s.description, "shapes": len(s.shapes),
-                              "configurations": len(s.configs)} for s in self.searches]}
+                              "configurations": len(s.configs), "dtype": s.dtype, "layout": s.layout}
+                             for s in self.searches]}
 
 
 def plan_path(name_or_path: str) -> Path:
@@ -134,7 +143,16 @@ def _search(where: str, table: Any, sizes: str) -> Search:
     if (listed is None) == (pinned is None):
         raise ConfigError(f"{where}: give either configurations (a list of \"K=V,...\") or params (\"K=V/V,...\")")
     configs = _listed(where, variant, listed) if listed is not None else _pinned(where, variant, pinned)
-    return Search(variant, str(table.get("description", "")), shapes, configs)
+    return Search(variant, str(table.get("description", "")), shapes, configs, *_form(where, variant, table))
+
+
+def _form(where: str, variant: Variant, table: dict) -> tuple[str, str]:
+    """The precision and layout a search runs at: one its variant takes, its first by default."""
+    dtype, layout = table.get("dtype", variant.dtypes[0]), table.get("layout", variant.layouts[0])
+    for key, value, takes in (("dtype", dtype, variant.dtypes), ("layout", layout, variant.layouts)):
+        if value not in takes:
+            raise ConfigError(f"{where}.{key}: {value!r}; {variant.name} takes {', '.join(takes)}")
+    return dtype, layout
 
 
 def _listed(where: str, variant: Variant, listed: Any) -> tuple[Params, ...]:
@@ -172,6 +190,7 @@ def describe_plan(plan: TunePlan, total: int, done: int = 0) -> list[str]:
     lines = [f"plan {plan.name} ({plan.path}): {len(plan.searches)} searches, {total} points"
              + (f", {done} already measured" if done else "")]
     for s in plan.searches:
-        lines.append(f"  {s.variant.name}: {len(s.configs)} configuration(s) at {len(s.shapes)} shape(s)"
+        form = "" if s.form == ("fp32", "nn") else f" {s.dtype} {s.layout}"
+        lines.append(f"  {s.variant.name}{form}: {len(s.configs)} configuration(s) at {len(s.shapes)} shape(s)"
                      + (f": {s.description}" if s.description else ""))
     return lines

@@ -4,6 +4,7 @@ batched engine's whole size classes (its own CSV.gz)."""
 
 from __future__ import annotations
 
+from ..analysis import with_forms
 from ..engine import batched_local as batched
 from ..results import read_metadata, read_results
 from ..engine.refusals import RunAborted, RunRefused
@@ -18,7 +19,9 @@ def record_tuning(request: TuneRequest) -> tuple[dict, DeviceId]:
     Returns (best, device); RunAborted when none verified, RunRefused when the run mixed GPU models
     and pool_gpus is not set (with it, the pooled best goes under each model's name)."""
     output, variant = request.output, request.variant
-    best = best_per_class(read_results(output), variant.name, request.per_shape)
+    rows = with_forms(read_results(output))  # the rows of the form tuned (a plan may tune others in the file)
+    rows = rows[(rows.dtype == request.dtype) & (rows.layout == request.layout)]
+    best = best_per_class(rows, variant.name, request.per_shape)
     if not best:
         raise RunAborted(f"no configuration of {variant.name} was verified at every shape; see {output}")
     meta = read_metadata(output)
