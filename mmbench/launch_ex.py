@@ -64,8 +64,18 @@ def _data_type(driver, dtype: np.dtype):
     kinds = driver.CUtensorMapDataType
     by_name = {"float32": kinds.CU_TENSOR_MAP_DATA_TYPE_FLOAT32, "float64": kinds.CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
                "float16": kinds.CU_TENSOR_MAP_DATA_TYPE_FLOAT16, "bfloat16": kinds.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16}
-    # FP8 and any other one-byte element: TMA moves bytes (no conversion, zero fill out of bounds)
-    return by_name.get(np.dtype(dtype).name, kinds.CU_TENSOR_MAP_DATA_TYPE_UINT8)
+    name = np.dtype(dtype).name
+    if name in by_name:
+        return by_name[name]
+    if np.dtype(dtype).itemsize != 1:
+        raise LaunchExError(f"no tensor map element type for {name}")
+    return kinds.CU_TENSOR_MAP_DATA_TYPE_UINT8  # FP8: TMA moves bytes (no conversion, zero fill out of bounds)
+
+
+def map_problem(buffer: str, rows: int, cols: int, dtype, box: tuple[int, int], swizzle: int) -> str | None:
+    """tensor_map_problem of the map a kernel takes as map_BUFFER, said with its name, or None."""
+    problem = tensor_map_problem(rows, cols, np.dtype(dtype).itemsize, box, swizzle)
+    return f"map_{buffer} ({rows} x {cols}, box {box[0]} x {box[1]}): {problem}" if problem else None
 
 
 def encode_tensor_map(pointer: int, rows: int, cols: int, dtype, box: tuple[int, int], swizzle: int) -> np.void:
@@ -189,7 +199,7 @@ class FunctionEx:
         function, params = self.function, packed.pointers.ctypes.data
 
         def launch() -> None:
-            _ = packed  # the arguments live as long as the launch does
+            _ = (packed, args)  # the packed bytes and the buffers their addresses point into live as long
             _checked(driver.cuLaunchKernelEx(config, function, params, 0), "cuLaunchKernelEx")
 
         return launch

@@ -45,6 +45,8 @@ def build_arch(variant: Variant, device_arch: str) -> str:
 def target_problem(variant: Variant, device_arch: str) -> str | None:
     """Why a variant's target cannot run on a GPU of this architecture (code for sm_90a runs on
     compute capability 9.0 alone, as code for sm_80 would need its PTX to run on another), or None."""
+    if variant.launches_ex and int(device_arch[len("sm_"):]) < 90:
+        return f"{variant.name} is launched in clusters or with TMA tensor maps (sm_90 or later); this GPU is {device_arch}"
     if not variant.target or variant.target.rstrip("a") == device_arch:
         return None
     return f"{variant.name} is built for {variant.target}; this GPU is {device_arch}"

@@ -74,3 +74,31 @@ def test_tile_walkers_get_a_grid_of_their_blocks_per_sm_capped_by_the_tiles():
     assert tile_walker_grid(walker, params, grid, 132) == (132, 1, 1)
     assert tile_walker_grid(walker, params, (2, 3, 1), 132) == (6, 1, 1)
     assert tile_walker_grid(fixed, param_points(fixed)[0], grid, 132) == grid
+
+
+@pytest.mark.parametrize("name", ["tc_ws", "tc_persistent", "tc_overlap", "tc_cluster", "tc_tiles", "tc_fp8"])
+def test_the_boxes_bring_the_bytes_each_slot_expects(name):
+    """tc_ws.cu's producer expects (A_SLOT + B_SLOT) elements a slot: A's box of TILE_M rows and, from every
+    block of the cluster, B's share of BN / CLUSTER rows, each row 128 bytes. Boxes declared otherwise
+    would leave the barrier waiting for bytes that never come: a hang, not a wrong row."""
+    from mmbench.precisions import PRECISIONS
+    from mmbench.variants.model import evaluate
+    from mmbench.variants import tuning_space
+
+    v = REGISTRY[name]
+    width = PRECISIONS[v.dtypes[0]].a_type.itemsize
+    maps = {t.buffer: t for t in v.tensor_maps}
+    for params in tuning_space(v):
+        p = dict(params)
+        a_rows, a_cols = (evaluate(e, params) for e in maps["A"].box)
+        b_rows, b_cols = (evaluate(e, params) for e in maps["B"].box)
+        assert a_rows == 64 * p["WM"] * p["CONSUMERS"] and b_rows * p["CLUSTER"] == p["BN"], params
+        assert a_cols * width == b_cols * width == 128, params
+
+
+def test_a_kernel_launched_in_clusters_or_with_tensor_maps_is_skipped_before_sm_90():
+    from mmbench import source
+
+    assert "sm_90 or later" in source.target_problem(REGISTRY["tc_tiles"], "sm_80")
+    assert source.target_problem(REGISTRY["tc_tiles"], "sm_90") is None
+    assert source.target_problem(REGISTRY["tc_mma"], "sm_80") is None

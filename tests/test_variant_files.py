@@ -148,7 +148,7 @@ MISTAKES = [  # (what replaces what in GOOD, the key the message names, words it
     ('"ceil_div(n, T)"', '"().__class__"', "grid: expression '().__class__'"),
     ('WIDTH = "n"', "WIDTH = \"'n'\"", "defines.WIDTH: expression \"'n'\": 'n' is not allowed"),
     ('"C", "A", "B"', '"C", "A", "A"', "arguments: names the buffer 'A' 2 times (its tensor map 0); a gemm kernel "
-                                       "takes each of A, B, C once, by pointer or as map_BUFFER (C (m x n) = A (m x k)"),
+                                       "takes each of A, B, C by pointer, as map_BUFFER or both, each once (C (m x n)"),
     ('"C", "A", "B"', '"C", "map_A", "B"', "arguments: 'map_A' names the tensor map of 'A', which tensor_maps does "
                                            "not declare"),
     ('defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\ntensor_maps = { A = { box = [64, 64] } }',
@@ -163,14 +163,22 @@ MISTAKES = [  # (what replaces what in GOOD, the key the message names, words it
      "tensor_maps.A.swizzle: 16; choose from: 0, 32, 64, 128 (bytes)"),
     ('arguments = ["C", "A", "B"', 'tensor_maps = { A = { box = ["T * 32", "m"] } }\narguments = ["C", "map_A", "B"',
      "tensor_maps.A.box: 'm' names 'm', which is no parameter; it may name: T"),
-    ('arguments = ["C", "A", "B"', 'tensor_maps = { A = { box = ["T * 32", 64] } }\narguments = ["C", "map_A", "B"',
-     "tensor_maps.A.box: [512, 64] at T = 16: each side 1 to 256 elements"),
+    ('arguments = ["C", "A", "B"', 'tensor_maps = { A = { box = ["T * 32", 32] } }\narguments = ["C", "map_A", "B"',
+     "tensor_maps.A.box: [512, 32] at T = 16: each side 1 to 256 elements"),
     ('defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\ncluster = ["T", 1]',
      "cluster: [16, 1] at T = 16: a cluster is 1 to 8 blocks, each side at least 1"),
     ('defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\ncluster = ["T - 16"]',
-     "cluster: [0] at T = 16: a cluster is 1 to 8 blocks"),
+     "cluster: [-8] at T = 8: a cluster is 1 to 8 blocks"),
     ('defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\ncluster = ["n"]',
      "cluster: 'n' names 'n', which is no parameter; it may name: T"),
+    ('defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\ncluster = []', "cluster: 0 expressions; give 1 to 3"),
+    ('defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\ncluster = ["T // 2"]',
+     "cluster: [16] at T = 32: a cluster is 1 to 8 blocks"),  # a point of the space, not the defaults
+    ('arguments = ["C", "A", "B"', 'tensor_maps = { A = { box = [64, 64], swizzle = 128.0 } }\narguments = ["C", '
+                                   '"map_A", "B"', "tensor_maps.A.swizzle: 128.0; choose from: 0, 32, 64, 128"),
+    ('arguments = ["C", "A", "B"', 'tensor_maps = { A = { box = [64, 64], swizzle = 128 } }\narguments = ["C", '
+                                   '"map_A", "B"', "tensor_maps.A.box: [64, 64] at T = 8: a box row of 256 bytes is "
+                                                   "wider than its 128-byte swizzle"),
     ('"T * T <= 1024"', '"T > 64"', "space: no point of the parameter space meets the constraints (zero points)"),
     ("params = { T = 16 }", "params = { T = 64 }", "params: the defaults cannot be built: constraint 'T * T <= 1024'"),
     ("params = { T = 16 }", "params = { T = -1 }", "params.T: -1 is not a non-negative integer"),
@@ -218,21 +226,25 @@ def test_tensor_maps_and_a_cluster_are_declared_and_reach_the_launch(tmp_path, m
     layout stores it with the box at the point's parameters; its cluster joins the variant, and both
     send the launch through cuda-python."""
     from mmbench.ops import declared
+    from mmbench.ops.base import Unsupported
 
     text = GOOD.replace('"C", "A", "B"', '"C", "map_A", "B"').replace(
-        'defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\ntensor_maps = { A = { box = ["T * 4", 64], '
+        'defines = { WIDTH = "n" }', 'defines = { WIDTH = "n" }\ntensor_maps = { A = { box = ["T * 4", 32], '
         'swizzle = 128 } }\ncluster = [2, 1]')
     (v,) = files.use([write(tmp_path, text)])
     assert v.launches_ex and v.cluster == ("2", "1") and v.cluster_dims((("T", 16),)) == (2, 1, 1)
-    assert [(t.buffer, t.box, t.swizzle) for t in v.tensor_maps] == [("A", ("T * 4", "64"), 128)]
+    assert [(t.buffer, t.box, t.swizzle) for t in v.tensor_maps] == [("A", ("T * 4", "32"), 128)]
     encoded = []
     monkeypatch.setattr("mmbench.launch_ex.encode_tensor_map",
                         lambda pointer, rows, cols, dtype, box, swizzle: encoded.append(
                             (pointer, rows, cols, np.dtype(dtype).name, box, swizzle)) or "the map of A")
     bufs = DeviceBuffers((7, 8), 9, 35, precision="bf16", layout="nt")
-    args = declared.declared_arguments(get_op("gemm"), v, (("T", 16),), Shape(5, 7, 9), bufs)
+    args = declared.declared_arguments(get_op("gemm"), v, (("T", 16),), Shape(5, 7, 16), bufs)
     assert args[:3] == [9, "the map of A", 8]
-    assert encoded == [(7, 5, 9, "bfloat16", (64, 64), 128)]
+    assert encoded == [(7, 5, 16, "bfloat16", (64, 32), 128)]
+    # a shape whose rows TMA cannot describe is a skipped point naming the map, not a failed launch
+    with pytest.raises(Unsupported, match=r"map_A \(5 x 9, box 64 x 32\): TMA needs rows of a multiple of 16 bytes"):
+        declared.declared_arguments(get_op("gemm"), v, (("T", 16),), Shape(5, 7, 9), bufs)
 
 
 @pytest.mark.parametrize("text, said", [

@@ -305,8 +305,9 @@ def _tune_points(request: TuneRequest, about: dict, settings: Settings) -> None:
     unchecked = must_pad(get_op(variant.op), variant)  # a kernel without border checks runs padded
     points = [Point(variant, p, s, request.cache, pad=unchecked, dtype=request.dtype, layout=request.layout)
               for s in request.shapes for p in configs]
+    builds = list(dict.fromkeys(p.compiled_params for p in points))  # at the point's precision and layout
     running._execute(points, settings, request.output, about, strict=False, cluster=request.cluster,
-                     prepare=lambda r: r.gpu.precompile(variant, configs, request.jobs), isolation=request.isolation)
+                     prepare=lambda r: r.gpu.precompile(variant, builds, request.jobs), isolation=request.isolation)
     try:
         best, device = record_tuning(request)
     except RunRefused as exc:

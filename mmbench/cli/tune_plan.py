@@ -44,8 +44,8 @@ def tune_by_plan(plan_name: str, output: Path | None, resume: bool, jobs: int, s
     interrupts_count(output)
     about = {"name": f"tune-{plan.name}", "tuning": plan.about()}
     needed: dict[str, tuple] = {}  # per variant, the configurations still to measure (a resume needs few)
-    for p in todo:
-        needed.setdefault(p.variant.name, (p.variant, {}))[1][p.params] = None
+    for p in todo:  # as each point builds them: at its precision and layout (#defines such as DTYPE)
+        needed.setdefault(p.variant.name, (p.variant, {}))[1][p.compiled_params] = None
 
     def compile_all(runner) -> None:  # in parallel, before the first point
         for variant, configs in needed.values():

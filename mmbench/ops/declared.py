@@ -80,16 +80,9 @@ def tensor_maps(op: "Operation", variant: Variant, params: Params, shape: Shape,
     of its GEMM buffer as the layout stores it, the box evaluated at the point's parameters."""
     if not variant.tensor_maps:
         return {}
-    from ..launch_ex import encode_tensor_map
-    from .gemm import stored_dims
+    from .gemm import gemm_tensor_maps
 
-    bound = dict(params)
-    pointers = dict(zip(op.buffers, (*bufs.inputs, bufs.output)))
-    p = PRECISIONS[bufs.precision]
-    types = {"A": p.a_type, "B": p.b_type, "C": p.c_type}
-    return {f"map_{t.buffer}": encode_tensor_map(
-        int(pointers[t.buffer]), *stored_dims(t.buffer, shape, bufs.layout), types[t.buffer],
-        tuple(int(expressions.evaluate(e, bound)) for e in t.box), t.swizzle) for t in variant.tensor_maps}
+    return {f"map_{b}": m for b, m in gemm_tensor_maps(variant.tensor_maps, params, shape, bufs).items()}
 
 
 def declared_launch(gpu, op: "Operation", variant: Variant, params: Params, shape: Shape,

@@ -20,8 +20,8 @@ from ..precisions import (DEFAULT, DEFAULT_LAYOUT, LAYOUTS, PRECISIONS, SCALE_OF
                           fp8_scale, get_precision, raw_view, scale_block, transposed)
 from ..sizes import Shape
 from ..variants.model import Params, Variant, VariantError, evaluate
-from .base import (SCOPES, Check, DeviceBuffers, Operation, Products, ScopeError, Timed, check_sums, error_bound,
-                   kernel_alone)
+from .base import (SCOPES, Check, DeviceBuffers, Operation, Products, ScopeError, Timed, Unsupported, check_sums,
+                   error_bound, kernel_alone)
 from .capabilities import CpuBaseline, LibraryBaseline, Padded
 
 # Strip kernels' geometry: 32 columns x 16 warps a block; 8 warps of 2 rows, 16 rows a block. The
@@ -378,16 +378,31 @@ def tile_walker_grid(variant: Variant, params: Params, grid: tuple[int, int, int
     return (min(per_sm * sms, grid[0] * grid[1]), 1, 1) if per_sm else grid
 
 
-def gemm_launcher_ex(gpu, variant: Variant, params: Params, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
-    """A no-argument launch through cuda-python (launch_ex.py) of a kernel that takes tensor maps or
-    runs in clusters: its tensor maps of A, B or C first, then A, B, C, m, n, k, one kernel over C."""
-    from ..launch_ex import encode_tensor_map
+def gemm_tensor_maps(specs, params: Params, shape: Shape, bufs: DeviceBuffers) -> dict:
+    """The tensor maps of GEMM buffers by buffer name: each of A, B or C as the layout stores it, its
+    box at the point's parameters; Unsupported (a skipped row) naming the map where TMA cannot
+    describe it at this shape (rows that are not 16-byte multiples, ...)."""
+    from ..launch_ex import encode_tensor_map, map_problem
 
     p = get_precision(bufs.precision)
     pointers = dict(zip("ABC", bufs.all[:3]))
     types = {"A": p.a_type, "B": p.b_type, "C": p.c_type}
-    maps = [encode_tensor_map(int(pointers[t.buffer]), *stored_dims(t.buffer, shape, bufs.layout), types[t.buffer],
-                              tuple(evaluate(e, params) for e in t.box), t.swizzle) for t in variant.tensor_maps]
+    out = {}
+    for t in specs:
+        dims, box = stored_dims(t.buffer, shape, bufs.layout), tuple(evaluate(e, params) for e in t.box)
+        problem = map_problem(t.buffer, *dims, types[t.buffer], box, t.swizzle)
+        if problem:
+            raise Unsupported(problem)
+        out[t.buffer] = encode_tensor_map(int(pointers[t.buffer]), *dims, types[t.buffer], box, t.swizzle)
+    return out
+
+
+def gemm_launcher_ex(gpu, variant: Variant, params: Params, shape: Shape, bufs: DeviceBuffers) -> Callable[[], None]:
+    """A no-argument launch through cuda-python (launch_ex.py) of a kernel that takes tensor maps or
+    runs in clusters: its tensor maps of A, B or C first, then A, B, C, m, n, k, one kernel over C."""
+    p = get_precision(bufs.precision)
+    pointers = dict(zip("ABC", bufs.all[:3]))
+    maps = list(gemm_tensor_maps(variant.tensor_maps, params, shape, bufs).values())
     block, grid = launch_geometry(variant, params, shape)
     shared, cluster = variant.dynamic_shared(params), variant.cluster_dims(params)
     fn = gpu.function(variant, params)

@@ -278,7 +278,8 @@ def _parameters(table: dict, op, fail) -> dict:
             "threads": _expressions(table, "block", fail, 1, 3), "grid": _expressions(table, "grid", fail, 1, 3),
             "shared": str(table.get("shared", "0")), "constraints": _expressions(table, "constraints", fail),
             "requires": _expressions(table, "requires", fail), **_forms(table, op, fail),
-            "arguments": _arguments(table, op, fail), "cluster": _expressions(table, "cluster", fail, 0, 3),
+            "arguments": _arguments(table, op, fail),
+            "cluster": _expressions(table, "cluster", fail, 1 if "cluster" in table else 0, 3),
             "tensor_maps": _tensor_maps(table, op, fail)}
 
 
@@ -303,7 +304,7 @@ def _tensor_maps(table: dict, op, fail) -> tuple:
             raise fail(where, f"{spec!r} is not {{ box = [rows, columns], swizzle = 128 }}")
         box = _expressions(spec, "box", lambda key, why: fail(f"{where}.{key}", why), 2, 2)
         swizzle = spec.get("swizzle", 128)
-        if swizzle not in SWIZZLES or isinstance(swizzle, bool):
+        if not isinstance(swizzle, int) or isinstance(swizzle, bool) or swizzle not in SWIZZLES:
             raise fail(f"{where}.swizzle", f"{swizzle!r}; choose from: {', '.join(map(str, SWIZZLES))} (bytes)")
         if MAP_PREFIX + buffer not in arguments:
             raise fail(where, f"declared, but the arguments never name \"{MAP_PREFIX}{buffer}\" (where the kernel "
@@ -343,8 +344,8 @@ def _arguments(table: dict, op, fail) -> tuple[str, ...]:
         count, mapped = arguments.count(buffer), arguments.count(MAP_PREFIX + buffer)
         if count > 1 or mapped > 1 or count + mapped == 0:
             raise fail("arguments", f"names the buffer '{buffer}' {count} times (its tensor map {mapped}); a "
-                                    f"{op.name} kernel takes each of {', '.join(op.buffers)} once, by pointer or "
-                                    f"as {MAP_PREFIX}BUFFER ({op.layout})")
+                                    f"{op.name} kernel takes each of {', '.join(op.buffers)} by pointer, as "
+                                    f"{MAP_PREFIX}BUFFER or both, each once ({op.layout})")
     return arguments
 
 
@@ -460,9 +461,11 @@ def _check_launch(variant: Variant, op, fail) -> None:
     from ..ops.declared import dimensions
 
     integers = _integer_arguments(variant, op)
+    # the cluster and the boxes hold at every point a tuning may try (a large space: at its defaults)
+    for params in tuning_space(variant) if raw_size(variant) <= LARGE_SPACE else param_points(variant):
+        _check_cluster_and_boxes(variant, dict(params), fail)
     for params in [p for p in param_points(variant) if not variant.problem(p)]:
         bound = dict(params)
-        _check_cluster_and_boxes(variant, bound, fail)
         for key, items in (("block", variant.threads), ("shared", (variant.shared,))):
             for expression in items:
                 value = _value(key, expression, bound, fail)
@@ -489,16 +492,21 @@ def _check_launch(variant: Variant, op, fail) -> None:
 def _check_cluster_and_boxes(variant: Variant, bound: dict, fail) -> None:
     """At a default point: a cluster of 1 to MAX_CLUSTER_BLOCKS blocks, each side at least 1; a tensor
     map's box of 1 to 256 elements a side (TMA's limits)."""
-    from ..launch_ex import MAX_BOX
+    from ..launch_ex import MAX_BOX, tensor_map_problem
 
     sides = [_value("cluster", e, bound, fail) for e in variant.cluster]
     if any(side < 1 for side in sides) or int(np.prod(sides or [1])) > MAX_CLUSTER_BLOCKS:
         raise fail("cluster", f"{sides} at {_at(bound)}: a cluster is 1 to {MAX_CLUSTER_BLOCKS} blocks, each side "
                               f"at least 1")
+    precision = PRECISIONS[variant.dtypes[0]]  # a variant file's one precision: its elements' widths
+    widths = {"A": precision.a_type.itemsize, "B": precision.b_type.itemsize, "C": precision.c_type.itemsize}
     for t in variant.tensor_maps:
         box = [_value(f"tensor_maps.{t.buffer}.box", e, bound, fail) for e in t.box]
         if not all(1 <= b <= MAX_BOX for b in box):
             raise fail(f"tensor_maps.{t.buffer}.box", f"{box} at {_at(bound)}: each side 1 to {MAX_BOX} elements")
+        problem = tensor_map_problem(1024, 1024, widths[t.buffer], tuple(box), t.swizzle)  # the box alone
+        if problem:
+            raise fail(f"tensor_maps.{t.buffer}.box", f"{box} at {_at(bound)}: {problem}")
 
 
 def _value(key: str, expression: str, bound: dict, fail) -> int:
