@@ -13,8 +13,9 @@ from pathlib import Path
 from . import source
 from .version import __version__
 
-PACKAGES = ("numpy", "pandas", "click", "matplotlib", "threadpoolctl", "pycuda", "cupy-cuda13x",
-            "cupy-cuda12x", "nvidia-ml-py")
+PACKAGES = ("numpy", "pandas", "click", "matplotlib", "threadpoolctl", "ml_dtypes", "pycuda", "cupy-cuda13x",
+            "cupy-cuda12x", "nvidia-ml-py", "cuda-bindings", "nvmath-python", "cupti-python")
+# cuda-bindings: the launches of clusters and tensor maps (launch_ex.py); nvmath-python: cuBLASLt
 REPO = Path(__file__).resolve().parent.parent
 
 

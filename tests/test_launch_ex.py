@@ -102,3 +102,9 @@ def test_a_kernel_launched_in_clusters_or_with_tensor_maps_is_skipped_before_sm_
     assert "sm_90 or later" in source.target_problem(REGISTRY["tc_tiles"], "sm_80")
     assert source.target_problem(REGISTRY["tc_tiles"], "sm_90") is None
     assert source.target_problem(REGISTRY["tc_mma"], "sm_80") is None
+
+
+def test_a_runs_metadata_names_the_versions_of_what_launches_and_checks_its_kernels():
+    from mmbench.environment import package_versions
+
+    assert {"pycuda", "cuda-bindings", "nvmath-python", "cupti-python", "ml_dtypes"} <= set(package_versions())
