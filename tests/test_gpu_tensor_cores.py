@@ -60,3 +60,26 @@ def test_the_fp8_step_is_correct_with_its_per_tensor_scales(gpu):
     for r in rows:
         assert r["status"] == "ok", f"tc_fp8 at {r['m']}x{r['n']}x{r['k']}: {r['reason']}"
         assert 0 <= r["err_bound_ratio"] <= 1
+
+
+@pytest.mark.parametrize("engine", [["--isolation", "process"], ["--isolation", "none"], ["--cluster", "local"]])
+def test_the_ladder_runs_unchanged_isolated_in_process_and_on_the_cluster_engine(tmp_path, engine):
+    """Steps launched through cuda-python (tensor maps, clusters) in a worker process, in this one and
+    on a Dask worker: every row verified, and CUPTI's kernel clock reads them where it is installed."""
+    import importlib.util
+
+    from click.testing import CliRunner
+
+    from mmbench.cli import main
+    from mmbench.results import read_results
+
+    if engine[0] == "--cluster" and importlib.util.find_spec("dask_cuda") is None:
+        pytest.skip("the cluster engine needs dask-cuda")
+    out = tmp_path / "e.csv"
+    result = CliRunner().invoke(main, ["run", "-v", "tc_tma,tc_cluster,tc_tiles,cublas", "--dtype", "bf16", "--layout",
+                                       "nt", "-s", "1000x264x2056", "--runs", "3", *engine, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    df = read_results(out)
+    assert list(df.status) == ["ok"] * 4, df[["variant", "status", "reason"]]
+    if importlib.util.find_spec("cupti") is not None:
+        assert df.kernel_records.min() >= 1
