@@ -36,13 +36,6 @@ __device__ __forceinline__ unsigned smem_addr(const void* p)
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-// cp.async of 16 bytes of 16-bit elements, zeros where !ok (common/cp_async.cuh's float version,
-// kept apart so that the FP32 kernels' source, and the tuning entries keyed by its hash, stay as they are).
-__device__ __forceinline__ void cp_async16_bytes(elem_t* dst, const elem_t* src, bool ok)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(ok ? 16 : 0));
-}
-
 // Four 8 x 8 matrices of 16-bit elements from shared memory: lane l gives the address of row l % 8
 // of matrix l / 8; register i of every lane receives its part of matrix i (mma.sync's fragments).
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const elem_t* row)

@@ -23,7 +23,9 @@ __device__ __forceinline__ void load_tile(elem_t* slot, const elem_t* M, int row
     for (int c = threadIdx.x; c < ROWS_ * CHUNKS; c += THREADS) {
         const int r = c / CHUNKS, kc = c % CHUNKS * 8;
         const bool ok = row0 + r < rows && k0 + kc < k;
-        cp_async16_bytes(slot + r * LDS + kc, ok ? M + static_cast<size_t>(row0 + r) * k + k0 + kc : M, ok);
+        // 16 bytes whatever they hold: common/cp_async.cuh's copy moves 8 elements as 4 floats' bytes
+        cp_async16(reinterpret_cast<float*>(slot + r * LDS + kc),
+                   reinterpret_cast<const float*>(ok ? M + static_cast<size_t>(row0 + r) * k + k0 + kc : M), ok);
     }
 }
 
