@@ -234,6 +234,11 @@ class DeviceBuffers:
     def all(self) -> tuple[Any, ...]:
         return (*self.inputs, self.output, *self.scratch)
 
+    @property
+    def scale_pointers(self) -> tuple[np.uintp, np.uintp]:
+        """FP8's scale_a and scale_b as device pointers into scratch[0] (precisions.SCALE_OFFSETS)."""
+        return tuple(np.uintp(int(self.scratch[0]) + at) for at in precisions.SCALE_OFFSETS)  # type: ignore
+
     def free(self) -> None:
         for buf in self.all:
             buf.free()

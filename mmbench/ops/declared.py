@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 
-from ..precisions import PRECISIONS, SCALE_OFFSETS
+from ..precisions import PRECISIONS
 from ..sizes import Shape
 from ..variants import expressions
 from ..variants.model import Params, Variant
@@ -59,7 +59,7 @@ def declared_arguments(op: "Operation", variant: Variant, params: Params, shape:
     by_name.update(tensor_maps(op, variant, params, shape, bufs))
     if bufs.scratch and PRECISIONS[bufs.precision].scaled:
         by_name.update(zip(SCALES, (np.float32(s) for s in bufs.scales)))
-        by_name.update(zip(SCALE_POINTERS, (np.uintp(int(bufs.scratch[0]) + at) for at in SCALE_OFFSETS)))
+        by_name.update(zip(SCALE_POINTERS, bufs.scale_pointers))
     bound = {**dimensions(op, shape), **dict(params)}
     out = []
     for a in variant.arguments:

@@ -16,8 +16,8 @@ from typing import Callable
 import numpy as np
 
 from ..draws import draw
-from ..precisions import (DEFAULT, DEFAULT_LAYOUT, LAYOUTS, PRECISIONS, SCALE_OFFSETS, Precision, as_float64,
-                          fp8_scale, get_precision, raw_view, scale_block, transposed)
+from ..precisions import (DEFAULT, DEFAULT_LAYOUT, LAYOUTS, PRECISIONS, Precision, as_float64, fp8_scale,
+                          get_precision, raw_view, scale_block, transposed)
 from ..sizes import Shape
 from ..variants.model import Params, Variant, VariantError, evaluate
 from .base import (SCOPES, Check, DeviceBuffers, Operation, Products, ScopeError, Timed, Unsupported, check_sums,
@@ -413,8 +413,8 @@ def gemm_launcher_ex(gpu, variant: Variant, params: Params, shape: Shape, bufs: 
     grid = walkers
     args = (*maps, *pointers.values(), *(np.int32(v) for v in (shape.m, shape.n, shape.k)))
     if p.scaled:  # FP8's per-tensor scales: pointers into the scales' device buffer
-        args += tuple(np.uintp(int(bufs.scratch[0]) + at) for at in SCALE_OFFSETS)
-    run = fn.launcher(args, grid, block, shared, gpu.stream.handle, variant.cluster_dims(params))
+        args += bufs.scale_pointers
+    run = fn.launcher(args, grid, block, shared, gpu.stream.handle, cluster)
     if not accumulates(variant, params):
         return run
     c, count = pointers["C"], shape.m * shape.n
