@@ -81,7 +81,7 @@ def test_tune_takes_a_variant_or_a_plan_and_a_plan_refuses_what_it_names(tmp_pat
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(places.CACHE_ENV, str(tmp_path / "c.json"))
     _one_line_exit_2(CliRunner().invoke(main, ["tune"]), "give --variant NAME (the variant to tune) or --plan PLAN "
-                                                         "(shipped: ladder)")
+                                                         "(shipped: ladder, tensor-cores)")
     for extra in (["-v", "dbuf"], ["--runs", "5"], ["-s", "64"], ["--per-shape"], ["--params", "BK=8"]):
         _one_line_exit_2(CliRunner().invoke(main, ["tune", "--plan", "ladder", *extra]),
                          "the plan (--plan ladder) names the variants, sizes, configurations and measurement settings")
@@ -143,7 +143,7 @@ def test_a_plans_search_runs_at_its_precision_and_layout_and_each_form_is_record
     assert [s.form for s in plan.searches] == [("bf16", "nt"), ("fp16", "nt")]
     assert sorted((p.dtype, p.layout, p.params[0]) for p in plan.points()) == [
         ("bf16", "nt", ("BN", 128)), ("bf16", "nt", ("BN", 256)), ("fp16", "nt", ("BN", 128))]
-    assert set(plan.variants()) == {("tc_ws", "bf16", "nt"), ("tc_ws", "fp16", "nt")}
+    assert set(plan.variants()) == {("tc_ws", "bf16", "nt", "shape"), ("tc_ws", "fp16", "nt", "shape")}
 
     def measured(points, settings, output, about, **kwargs):  # a GPU's rows: the 256 tile wins at bf16
         rows = [{"op": "gemm", "variant": "tc_ws", "params": format_params(p.params), "m": 4096, "n": 4096, "k": 4096,
@@ -163,6 +163,48 @@ def test_a_plans_search_runs_at_its_precision_and_layout_and_each_form_is_record
     assert "tc_ws fp16 nt: the best of 1 configuration(s) at 1 of 1 shape(s)" in result.output
     by_form = {entry_form(e): e["params"] for e in tuning_cache.load_cache(mine).values()}
     assert by_form[("bf16", "nt")].startswith("BN=256") and by_form[("fp16", "nt")].startswith("BN=128")
+
+
+def test_a_search_kept_per_class_records_its_classes_from_its_own_shapes(tmp_path, monkeypatch):
+    """per = "class": the best over the search's shapes of each size class (geometric mean) goes in as the
+    class's entry, beside a per-shape search of the same variant whose other shapes it does not see."""
+    from mmbench.cli import running
+
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / "mine.json"
+    monkeypatch.setenv(places.CACHE_ENV, str(mine))
+    small, large = ("BN=128,CLUSTER=1,CONSUMERS=2,ORDER=0,OVERLAP=0,STAGES=4,TMA_STORE=0,WALK=0,WM=1",
+                    "BN=256,CLUSTER=1,CONSUMERS=2,ORDER=0,OVERLAP=0,STAGES=4,TMA_STORE=0,WALK=0,WM=1")
+    plan_path = _plan(tmp_path, f'[[search]]\nvariant = "tc_ws"\nconfigurations = ["{small}", "{large}"]\n'
+                      f'[[search]]\nvariant = "tc_ws"\nper = "class"\nsizes = "2048,2304"\n'
+                      f'configurations = ["{small}", "{large}"]\n', head='sizes = "2048,2304,2560"\n')
+    plan = load_plan(str(plan_path))
+    assert set(plan.variants()) == {("tc_ws", "bf16", "nt", "shape"), ("tc_ws", "bf16", "nt", "class")}
+    assert len(plan.points()) == 6  # the class search's points are the shape search's
+    speed = {(2048, 128): 600e3, (2048, 256): 700e3, (2304, 128): 650e3, (2304, 256): 500e3,  # class 2048:
+             (2560, 128): 100e3, (2560, 256): 800e3}  # 128 by geometric mean over 2048 and 2304 alone
+
+    def measured(points, settings, output, about, **kwargs):
+        rows = [{"op": "gemm", "variant": "tc_ws", "params": format_params(p.params), "m": p.shape.m, "n": p.shape.n,
+                 "k": p.shape.k, "dtype": p.dtype, "layout": p.layout, "status": "ok",
+                 "gflops_median": speed[p.shape.m, dict(p.params)["BN"]]} for p in points]
+        pd.DataFrame(rows).to_csv(output, index=False)
+        output.with_suffix(".meta.json").write_text(RECORDED.with_suffix(".meta.json").read_text())
+
+    monkeypatch.setattr(running, "_execute", measured)
+    monkeypatch.setattr("mmbench.tuning.writeback.read_results", lambda path: pd.read_csv(path))
+    dry = CliRunner().invoke(main, ["tune", "--plan", str(plan_path), "--dry-run"])
+    assert "  tc_ws bf16 nt: 2 configuration(s) at 2 shape(s), kept per size class" in dry.output, dry.output
+    result = CliRunner().invoke(main, ["tune", "--plan", str(plan_path), "-o", "t.csv"])
+    assert result.exit_code == 0, result.output
+    assert "tc_ws bf16 nt: the best of 2 configuration(s) at 1 size class(es) of 2 shape(s)" in result.output
+    entries = {e["size_class"]: e for e in tuning_cache.load_cache(mine).values()}
+    assert entries["2048"]["params"] == small and entries["2048"]["gflops"] == pytest.approx((600e3 * 650e3) ** 0.5)
+    assert {c: entries[c]["params"] for c in ("2048x2048x2048", "2304x2304x2304", "2560x2560x2560")} == {
+        "2048x2048x2048": large, "2304x2304x2304": small, "2560x2560x2560": large}
+    bad = _plan(tmp_path, f'[[search]]\nvariant = "tc_ws"\nper = "size"\nconfigurations = ["{small}"]\n',
+                head='sizes = "2048"\n')
+    _one_line_exit_2(CliRunner().invoke(main, ["tune", "--plan", str(bad), "--dry-run"]), "per: 'size'; choose from: shape, class")
 
 
 def test_a_plan_resumes_only_its_own_file_and_keeps_the_earlier_invocations(tmp_path, monkeypatch):

@@ -84,10 +84,11 @@ def _plan_points(plan: TunePlan, output: Path, resume: bool, seed: int):
 
 
 def _record(plan: TunePlan, output: Path, cache_path: Path) -> None:
-    """Each variant's best configuration per shape, from the whole file, into the cache."""
-    for (name, dtype, layout), (variant, shapes, configs) in plan.variants().items():
+    """Each variant's best configuration per shape (or size class, where its searches say), from the
+    whole file, into the cache."""
+    for (name, dtype, layout, per), (variant, shapes, configs) in plan.variants().items():
         request = TuneRequest(variant, shapes, configs, output, cache_path, source.source_hash(variant),
-                              per_shape=True, dtype=dtype, layout=layout)
+                              per_shape=per == "shape", dtype=dtype, layout=layout)
         label = name + form_suffix(dtype, layout)
         try:
             best, device = record_tuning(request)
@@ -96,5 +97,6 @@ def _record(plan: TunePlan, output: Path, cache_path: Path) -> None:
         except RunAborted as exc:  # none of this variant's configurations verified at any shape: say so, go on
             say(f"{label}: {exc}")
             continue
-        say(f"{label}: the best of {len(configs)} configuration(s) at {len(best)} of {len(shapes)} shape(s) written "
+        kept = f"{len(best)} of {len(shapes)} shape(s)" if per == "shape" else f"{len(best)} size class(es) of {len(shapes)} shape(s)"
+        say(f"{label}: the best of {len(configs)} configuration(s) at {kept} written "
             f"to {describe_cache(cache_path)} ({device.name}, source {request.source_hash})")

@@ -5,7 +5,9 @@ variant and the configurations to try, listed (`configurations`) or as parameter
 values with the rest of the space searched (`params`, as `mmbench tune --params` takes them), at the
 plan's sizes or its own (`sizes`), at a precision and layout the variant takes (`dtype`, `layout`:
 its first by default; the cache keeps each form's entries apart). Every configuration of every search runs at each of its shapes
-as an ordinary sweep point; the best per shape and variant goes into the tuning cache.
+as an ordinary sweep point; the best per shape and variant goes into the tuning cache, or with
+`per = "class"` the best per size class over the search's shapes (an entry that also serves the
+class's shapes the plan did not measure).
 
 The plans mmbench ships live in mmbench/data/plans/ and are named by their file's stem
 (`--plan ladder`); any other value is a path.
@@ -30,7 +32,8 @@ from .strategies import choose
 SHIPPED_PLANS = Path(__file__).resolve().parent.parent / "data" / "plans"
 TOP_KEYS = {"name", "description", "sizes", "run", "search"}
 RUN_KEYS = {"runs", "warmup", "cache"}
-SEARCH_KEYS = {"variant", "description", "sizes", "configurations", "params", "dtype", "layout"}
+SEARCH_KEYS = {"variant", "description", "sizes", "configurations", "params", "dtype", "layout", "per"}
+PER = ("shape", "class")  # what a search's best is kept for
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class Search:
     configs: tuple[Params, ...]
     dtype: str = "fp32"  # the precision and layout its points run at (precisions.py)
     layout: str = "nn"
+    per: str = "shape"  # its best kept per shape, or per size class of its shapes
 
     @property
     def form(self) -> tuple[str, str]:
@@ -77,21 +81,22 @@ class TunePlan:
         return [p for shape in sorted(by_shape, key=lambda x: (x.m * x.n * x.k, x.m, x.n, x.k))
                 for p in by_shape[shape].values()]
 
-    def variants(self) -> dict[tuple[str, str, str], tuple[Variant, tuple[Shape, ...], tuple[Params, ...]]]:
-        """Per variant and form (name, dtype, layout): (variant, every shape it is tuned at, every
-        configuration it tries)."""
-        out: dict[tuple[str, str, str], tuple[Variant, dict, dict]] = {}
+    def variants(self) -> dict[tuple[str, str, str, str], tuple[Variant, tuple[Shape, ...], tuple[Params, ...]]]:
+        """Per variant, form and what its best is kept for (name, dtype, layout, per): (variant, every
+        shape it is tuned at, every configuration it tries)."""
+        out: dict[tuple[str, str, str, str], tuple[Variant, dict, dict]] = {}
         for s in self.searches:
-            _, shapes, configs = out.setdefault((s.variant.name, *s.form), (s.variant, {}, {}))
+            _, shapes, configs = out.setdefault((s.variant.name, *s.form, s.per), (s.variant, {}, {}))
             shapes.update(dict.fromkeys(s.shapes))
             configs.update(dict.fromkeys(s.configs))
         return {key: (v, tuple(shapes), tuple(configs)) for key, (v, shapes, configs) in out.items()}
 
     def about(self) -> dict:
         """What a tuning file's metadata says of its plan."""
-        return {"plan": self.name, "plan_file": str(self.path), "plan_sha256": self.digest, "per_shape": True,
+        return {"plan": self.name, "plan_file": str(self.path), "plan_sha256": self.digest,
+                "per_shape": all(s.per == "shape" for s in self.searches),
                 "searches": [{"variant": s.variant.name, "description": s.description, "shapes": len(s.shapes),
-                              "configurations": len(s.configs), "dtype": s.dtype, "layout": s.layout}
+                              "configurations": len(s.configs), "dtype": s.dtype, "layout": s.layout, "per": s.per}
                              for s in self.searches]}
 
 
@@ -143,7 +148,10 @@ def _search(where: str, table: Any, sizes: str) -> Search:
     if (listed is None) == (pinned is None):
         raise ConfigError(f"{where}: give either configurations (a list of \"K=V,...\") or params (\"K=V/V,...\")")
     configs = _listed(where, variant, listed) if listed is not None else _pinned(where, variant, pinned)
-    return Search(variant, str(table.get("description", "")), shapes, configs, *_form(where, variant, table))
+    per = table.get("per", "shape")
+    if per not in PER:
+        raise ConfigError(f"{where}.per: {per!r}; choose from: {', '.join(PER)}")
+    return Search(variant, str(table.get("description", "")), shapes, configs, *_form(where, variant, table), per)
 
 
 def _form(where: str, variant: Variant, table: dict) -> tuple[str, str]:
@@ -191,6 +199,7 @@ def describe_plan(plan: TunePlan, total: int, done: int = 0) -> list[str]:
              + (f", {done} already measured" if done else "")]
     for s in plan.searches:
         form = "" if s.form == ("fp32", "nn") else f" {s.dtype} {s.layout}"
-        lines.append(f"  {s.variant.name}{form}: {len(s.configs)} configuration(s) at {len(s.shapes)} shape(s)"
+        per = "" if s.per == "shape" else ", kept per size class"
+        lines.append(f"  {s.variant.name}{form}: {len(s.configs)} configuration(s) at {len(s.shapes)} shape(s){per}"
                      + (f": {s.description}" if s.description else ""))
     return lines

@@ -4,6 +4,8 @@ batched engine's whole size classes (its own CSV.gz)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..analysis import with_forms
 from ..engine import batched_local as batched
 from ..results import read_metadata, read_results
@@ -21,6 +23,9 @@ def record_tuning(request: TuneRequest) -> tuple[dict, DeviceId]:
     output, variant = request.output, request.variant
     rows = with_forms(read_results(output))  # the rows of the form tuned (a plan may tune others in the file)
     rows = rows[(rows.dtype == request.dtype) & (rows.layout == request.layout)]
+    # and of the shapes it was tuned at (a plan may tune a variant per shape at some, per class at others)
+    shapes = {(s.m, s.n, s.k) for s in request.shapes}
+    rows = rows[np.array([(m, n, k) in shapes for m, n, k in zip(rows.m, rows.n, rows.k)], dtype=bool)]
     best = best_per_class(rows, variant.name, request.per_shape)
     if not best:
         raise RunAborted(f"no configuration of {variant.name} was verified at every shape; see {output}")

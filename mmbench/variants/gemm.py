@@ -176,13 +176,13 @@ _TENSOR_CORES = (
 # operands (layout nt), each step a technique; k a multiple of 8 (16-byte rows for cp.async and TMA).
 _SHARED_LIMIT = "227 * 1024"  # dynamic shared memory a block may opt in to on sm_90
 _TC_FORMS = {"dtypes": ("bf16", "fp16"), "layouts": ("nt",), "requires": ("k % 8 == 0",)}
-_WGMMA_N = "(BN == 64 or BN == 128 or BN == 256)"  # the wgmma shapes common/hopper.cuh spells out
+_WGMMA_N = "(BN == 64 or BN == 128 or BN == 192 or BN == 256)"  # the wgmma shapes common/hopper.cuh spells out
 _MMA_SHARED = "STAGES * (BM + BN) * (BK + 8) * 2"
 _TMA_SHARED = "STAGES * (BM + BN) * 128 + 1024"  # 64 k of 2 bytes a row, and room to align to 1024
 _WS_ROWS = "64 * WM * CONSUMERS"
 _WS_SHARED = f"STAGES * ({_WS_ROWS} + BN) * 128 + 1024 + TMA_STORE * {_WS_ROWS} * BN * 2"  # + C's staging
 _WS_AXES = {"CONSUMERS": (2,), "WM": (1,), "BN": (256,), "STAGES": (4,)}
-_WS_SPACE = {"CONSUMERS": (1, 2), "WM": (1, 2), "BN": (64, 128, 256), "STAGES": (2, 3, 4, 5, 6)}
+_WS_SPACE = {"CONSUMERS": (1, 2), "WM": (1, 2), "BN": (64, 128, 192, 256), "STAGES": (2, 3, 4, 5, 6)}
 _WS_RULES = (_WGMMA_N, "WM * BN // 2 <= 128", f"{_WS_SHARED} <= {_SHARED_LIMIT}",
              "CLUSTER == 1 or WALK == 1")  # a cluster's blocks walk tiles together
 _WS_SWITCHES = {"WALK": 0, "OVERLAP": 0, "CLUSTER": 1, "ORDER": 0, "TMA_STORE": 0}
