@@ -9,7 +9,7 @@ from mmbench import source
 from mmbench.ops import get_op
 from mmbench.ops.gemm import accumulates, entries, launch_geometry, launches
 from mmbench.places import SHIPPED_CACHE
-from mmbench.tuning.cache import load_cache
+from mmbench.tuning.cache import entry_form, load_cache
 from mmbench.variants import (REGISTRY, VariantError, format_params, get_variant, param_points, parse_params,
                               tuning_space)
 from mmbench.variants.model import compile_params
@@ -37,11 +37,17 @@ def compile_points(variant):
 
 def typed_points(variant):
     """A typed kernel's points at each precision and layout it takes (its #defines: DTYPE, TRANS_A,
-    TRANS_B), at its defaults; at fp32, nn only where it takes them."""
+    TRANS_B), at its defaults and at every configuration the shipped cache holds for that form (run
+    builds them); at fp32, nn only where it takes them."""
     if len(variant.dtypes) < 2 and len(variant.layouts) < 2 and takes_fp32_nn(variant):
         return []
-    return [(compile_params(variant, p, {}, d, lay), True) for p in param_points(variant)
-            for d in variant.dtypes for lay in variant.layouts if (d, lay) != ("fp32", "nn")]
+    forms = [(d, lay) for d in variant.dtypes for lay in variant.layouts if (d, lay) != ("fp32", "nn")]
+    cached = {}
+    for e in load_cache(SHIPPED_CACHE).values():
+        if e["variant"] == variant.name and e["source_hash"] == source.source_hash(variant):
+            cached.setdefault(entry_form(e), {})[parse_params(e["params"])] = None
+    return [(compile_params(variant, p, {}, d, lay), True) for d, lay in forms
+            for p in dict.fromkeys([*param_points(variant), *cached.get((d, lay), {})])]
 
 
 def takes_fp32_nn(variant):
