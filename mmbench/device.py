@@ -341,14 +341,14 @@ class Gpu:
     def dtoh_async(self, host: np.ndarray, buf) -> None:
         self.drv.memcpy_dtoh_async(host, buf, self.stream)
 
-    def copy2d_async(self, dst, dst_cols: int, src, src_cols: int, rows: int, cols: int) -> None:
-        """Copy a rows x cols float32 block between row-major device matrices of dst_cols and src_cols
-        columns (top-left corners), on the stream."""
+    def copy2d_async(self, dst, dst_cols: int, src, src_cols: int, rows: int, cols: int, item: int = 4) -> None:
+        """Copy a rows x cols block of item-byte elements between row-major device matrices of
+        dst_cols and src_cols columns (top-left corners), on the stream."""
         copy = self.drv.Memcpy2D()
         copy.set_src_device(src)
         copy.set_dst_device(dst)
-        copy.src_pitch, copy.dst_pitch = 4 * src_cols, 4 * dst_cols
-        copy.width_in_bytes, copy.height = 4 * cols, rows
+        copy.src_pitch, copy.dst_pitch = item * src_cols, item * dst_cols
+        copy.width_in_bytes, copy.height = item * cols, rows
         copy(self.stream)
 
     def free_memory(self) -> int:

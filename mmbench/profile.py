@@ -56,6 +56,10 @@ COUNTS = {
     "smsp__sass_branch_targets_threads_divergent.sum": "divergent_branches",
     "smsp__inst_executed.sum": "warp_inst",
 }
+# The warp states a stall table reads besides the barrier (waits on memory, on a busy pipe, on an
+# mbarrier or a fixed latency, on the instruction cache).
+STALLS = ("long_scoreboard", "short_scoreboard", "math_pipe_throttle", "mio_throttle", "lg_throttle", "wait",
+          "sleeping", "no_instruction")
 # Rates and ratios, averaged over a point's kernels weighted by their time.
 MEANS = {
     "l1tex__t_sector_hit_rate.pct": "l1_hit_pct",
@@ -63,6 +67,13 @@ MEANS = {
     "smsp__inst_executed.avg.per_cycle_active": "ipc_per_smsp",
     # warps waiting at __syncthreads per issued instruction: the synchronization a tiling pays
     "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio": "barrier_stall_per_issue",
+    # the tensor cores' use, % of their peak over the SMs' active cycles: mma.sync (hmma) and Hopper's
+    # warpgroup MMAs (gmma); a tensor-core kernel loses where these fall short of 100
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": "tensor_hmma_pct",
+    "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active": "tensor_gmma_pct",
+    # why warps did not issue, per issued instruction, by reason (Nsight Compute's warp states)
+    **{f"smsp__average_warps_issue_stalled_{why}_per_issue_active.ratio": f"{why}_stall_per_issue"
+       for why in STALLS},
 }
 # The device's own peaks per cycle and its clocks during the kernel (Nsight Compute's roofline
 # ceilings: a peak is its per-cycle peak times its unit's cycles per second); the median over kernels.

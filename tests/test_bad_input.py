@@ -87,8 +87,8 @@ CASES = [
     (["run", "-v", "dbuf", "-s", "32", "--layout", "nt"], "--dtype fp32 --layout nt: dbuf takes fp32 at layout nn; "
      "none of these"),
     (["run", "-v", "transpose_naive", "-s", "32", "--dtype", "fp16"], "transpose_naive takes fp32 at layout nn"),
-    (["run", "-v", "cublas", "-s", "32", "--dtype", "bf16", "--scope", "device"],
-     "--scope/--pad: device is timed at fp32, layout nn only; not at bf16"),
+    (["run", "-v", "cublas", "-s", "32", "--dtype", "bf16", "--scope", "end_to_end"],
+     "--scope/--pad: end_to_end is timed at fp32, layout nn only; not at bf16"),
     (["tune", "-v", "shared_padded", "-s", "64", "--engine", "batched", "--strategy", "brute"],
      "shared_padded has no border checks and runs only on padded inputs, which the batched engine does not make"),
     (["run", "--config", ZOSA, "--pad"], "do not combine it with --variant, --sizes, --block, --params, --scope, --pad, "

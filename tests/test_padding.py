@@ -46,7 +46,7 @@ class NumpyGpu(FakeGpu):
         self.log.append("zero")
         buf[:count] = 0.0
 
-    def copy2d_async(self, dst, dst_cols, src, src_cols, rows, cols):
+    def copy2d_async(self, dst, dst_cols, src, src_cols, rows, cols, item=4):
         self.log.append("copy2d")
         dst.reshape(-1, dst_cols)[:rows, :cols] = src.reshape(-1, src_cols)[:rows, :cols]
 
@@ -185,3 +185,87 @@ def test_padded_buffers_beyond_free_memory_are_a_skipped_row():
     row = runner._verify_and_time(Point(REGISTRY["shared"], SHARED32, shape, "cold", "kernel", True), inputs, bufs,
                                   fake_kernel(True))
     assert row["status"] == "skipped" and "padded buffers (64x32x96) need" in row["reason"] and "MiB free" in row["reason"]
+
+
+class ByteGpu(NumpyGpu):
+    """Device buffers of raw bytes, as cudaMalloc gives them: copies and memsets in bytes, downloads
+    in the storage type asked for (bf16, FP8 and their bfloat16 output through ml_dtypes)."""
+
+    def alloc(self, nbytes):
+        return np.full(nbytes, 0x7F, np.uint8).view(DeviceArray)  # never zeros: padding must zero what it needs
+
+    def zero_async(self, buf, count):
+        self.log.append("zero")
+        buf[:4 * count] = 0
+
+    def zero_bytes_async(self, buf, nbytes):
+        self.log.append("zero")
+        buf[:nbytes] = 0
+
+    def copy2d_async(self, dst, dst_cols, src, src_cols, rows, cols, item=4):
+        self.log.append("copy2d")
+        dst.reshape(-1, item * dst_cols)[:rows, :item * cols] = src.reshape(-1, item * src_cols)[:rows, :item * cols]
+
+    def poison(self, buf, count, dtype=np.float32):
+        buf[:count * np.dtype(dtype).itemsize] = 0xFF  # every bit set: a NaN of every float type
+
+    def download(self, buf, shape, dtype=np.float32):
+        return buf[:int(np.prod(shape)) * np.dtype(dtype).itemsize].view(dtype).reshape(shape).copy()
+
+
+def typed_kernel(precision, layout):
+    """compute(shape, buffers) of a kernel that takes its operands as the layout stores them, rows of
+    its k 16-byte aligned only (a TMA kernel): C from the buffers' bytes, in float64, rounded once."""
+    from mmbench.precisions import PRECISIONS
+
+    p = PRECISIONS[precision]
+
+    def compute(shape, bufs):
+        (ar, ac), (br, bc) = (gemm.stored_dims(x, shape, layout) for x in ("A", "B"))
+
+        def launch():
+            assert (shape.k * p.a_type.itemsize) % 16 == 0, "a row of k not 16-byte aligned"
+            a = bufs.inputs[0][:ar * ac * p.a_type.itemsize].view(p.a_type).reshape(ar, ac).astype(np.float64)
+            b = bufs.inputs[1][:br * bc * p.b_type.itemsize].view(p.b_type).reshape(br, bc).astype(np.float64)
+            a, b = (a.T if layout[0] == "t" else a), (b.T if layout[1] == "t" else b)
+            c = (a @ b * bufs.scales[0] * bufs.scales[1]).astype(bufs.output_type)
+            bufs.output[:c.nbytes] = c.view(np.uint8).ravel()
+        return launch
+    return compute
+
+
+@pytest.mark.parametrize("precision,layout", [("bf16", "nt"), ("fp16", "nt"), ("fp8e4m3", "nt"), ("bf16", "nn")])
+@pytest.mark.parametrize("scope", ["kernel", "device"])
+def test_padding_takes_any_precision_and_layout_to_a_kernel_that_needs_aligned_rows(precision, layout, scope):
+    """A shape whose rows of k are not 16-byte aligned (k = 37) runs padded: A and B copied as the layout
+    stores them, byte for byte, into zeroed buffers of the padded shape, C taken out at its own type;
+    the padded product verifies, the unpadded one would have broken the kernel's requirement."""
+    shape = Shape(33, 40, 37)
+    variant = REGISTRY["tc_tiles"]
+    params = tuple((k, v[0]) for k, v in variant.axes.items())  # its defaults
+    runner = LocalPoints(Settings(runs=3, warmup=1), [])
+    runner.gpu = ByteGpu(3)
+    inputs = gemm.make_gemm_inputs(shape, np.random.default_rng(1), None, precision, layout)
+    bufs = DeviceBuffers(tuple(np.frombuffer(x.tobytes(), np.uint8).copy().view(DeviceArray) for x in (inputs.a, inputs.b)),
+                         runner.gpu.alloc(shape.m * shape.n * 4), shape.m * shape.n, precision=precision, layout=layout,
+                         scales=inputs.scales)
+    point = Point(variant, params, shape, "cold", scope, True, dtype=precision, layout=layout)
+    row = runner._verify_and_time(point, inputs, bufs, typed_kernel(precision, layout))
+    assert row["status"] == "ok", row["reason"]
+    padded = gemm.padded_shape(variant, params, shape)
+    assert row["padded_shape"] == str(padded) and padded.k % 64 == 0
+    per_launch = ["zero", "zero", "copy2d", "copy2d"] + (["copy2d"] if scope == "device" else [])
+    assert runner.gpu.log[-len(per_launch):] == per_launch
+
+
+def test_the_end_to_end_scope_stays_float32_nn():
+    shape = Shape(33, 40, 40)
+    runner = LocalPoints(Settings(runs=3, warmup=1), [])
+    runner.gpu = ByteGpu(3)
+    inputs = gemm.make_gemm_inputs(shape, np.random.default_rng(1), None, "bf16", "nt")
+    bufs = DeviceBuffers((), None, shape.m * shape.n, precision="bf16", layout="nt")
+    variant = REGISTRY["tc_tiles"]
+    params = tuple((k, v[0]) for k, v in variant.axes.items())
+    row = runner._verify_and_time(Point(variant, params, shape, "cold", "end_to_end", True, dtype="bf16", layout="nt"),
+                                  inputs, bufs, typed_kernel("bf16", "nt"))
+    assert row["status"] == "skipped" and "end_to_end is timed at fp32, layout nn only" in row["reason"]

@@ -343,6 +343,8 @@ def test_a_config_sweep_names_its_precisions_and_layouts(tmp_path):
     path.write_text(sweep + 'dtypes = "bf16"\n')
     with pytest.raises(ConfigError, match=r"dtypes: expected a list of names"):
         load_config(path)
-    path.write_text(sweep.replace('"cublas", "best"', '"cublas"') + 'dtypes = ["bf16"]\nscopes = ["kernel", "device"]\n')
-    with pytest.raises(ConfigError, match=r"scopes/pad: device is timed at fp32, layout nn only; not at bf16"):
+    path.write_text(sweep.replace('"cublas", "best"', '"cublas"') + 'dtypes = ["bf16"]\nscopes = ["kernel", "end_to_end"]\n')
+    with pytest.raises(ConfigError, match=r"scopes/pad: end_to_end is timed at fp32, layout nn only; not at bf16"):
         load_config(path)
+    path.write_text(sweep.replace('"cublas", "best"', '"cublas"') + 'dtypes = ["bf16"]\nscopes = ["kernel", "device"]\n')
+    assert load_config(path).sweeps[0].scopes == ("kernel", "device")  # the device scope takes any precision

@@ -356,8 +356,10 @@ class LocalPoints(Engine):
         broken = variant.violated(params)
         if broken:
             return schema.row(point, self.settings, "skipped", f"constraint {broken[0]} does not hold")
-        unmet = variant.unmet(params, dimensions(point.op, point.shape))
-        if unmet:  # a shape the kernel does not take: never run, so never wrong
+        # a shape the kernel does not take is never run, so never wrong; padded, the kernel runs at the padded shape
+        runs_at = point.op.padded_shape(variant, params, point.shape) if point.pad else point.shape
+        unmet = variant.unmet(params, dimensions(point.op, runs_at))
+        if unmet:
             return schema.row(point, self.settings, "skipped", unmet)
         wrong_target = source.target_problem(variant, gpu.facts.arch)
         if wrong_target:

@@ -10,7 +10,7 @@ the size classes tuning keys its entries by.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
@@ -272,51 +272,61 @@ def scoped(gpu, shape: Shape, scope: str, padded: Shape | None, bufs: DeviceBuff
 
         return Timed(launch, lambda: (hc.fill(np.nan), gpu.poison(c, m * n)), hc.copy, host_work=True)
     pm, pn, pk = padded.m, padded.n, padded.k
-    need, free = 4 * (pm * pk + pk * pn + pm * pn), gpu.free_memory()
+    item, out_item = PRECISIONS[bufs.precision].a_type.itemsize, bufs.output_type.itemsize
+    need, free = item * (pm * pk + pk * pn) + out_item * pm * pn, gpu.free_memory()
     if need > free:
         raise ScopeError(f"the padded buffers ({padded}) need {need / 2**20:.0f} MiB of GPU memory; "
                          f"{free / 2**20:.0f} MiB free")
-    pbufs = DeviceBuffers((), None, pm * pn)
+    made = []
     try:
-        pa, pb, pc = gpu.alloc(4 * pm * pk), gpu.alloc(4 * pk * pn), gpu.alloc(4 * pm * pn)
-        pbufs = DeviceBuffers((pa, pb), pc, pm * pn)
-        return _scoped_padded(gpu, shape, scope, padded, bufs, pbufs, inputs, compute(padded, pbufs))
+        for nbytes in (item * pm * pk, item * pk * pn, out_item * pm * pn):
+            made.append(gpu.alloc(nbytes))
+        # the padded shape's buffers at the point's precision and layout, FP8's scales shared with the point's
+        pbufs = replace(bufs, inputs=tuple(made[:2]), output=made[2], output_count=pm * pn)
+        timed = _scoped_padded(gpu, shape, scope, padded, bufs, pbufs, inputs, compute(padded, pbufs))
     except BaseException:
-        for buf in (*pbufs.inputs, pbufs.output):
-            if buf is not None:
-                buf.free()
+        for buf in made:
+            buf.free()
         raise
+    timed.release = lambda: [buf.free() for buf in made]  # not the scratch: the point's own buffers hold it
+    return timed
 
 
 def _scoped_padded(gpu, shape: Shape, scope: str, padded: Shape, bufs: DeviceBuffers, pbufs: DeviceBuffers,
                    inputs: GemmInputs, run: Callable[[], None]) -> Timed:
     """scoped() on padded buffers already allocated (pbufs), run being the kernel on them."""
-    m, n, k = shape.m, shape.n, shape.k
+    m, n = shape.m, shape.n
     a, b, c = bufs.all[:3]
     pm, pn, pk = padded.m, padded.n, padded.k
     (pa, pb), pc = pbufs.inputs, pbufs.output
+    item, out_type = PRECISIONS[bufs.precision].a_type.itemsize, bufs.output_type
+    # A and B as the layout stores them (rows x columns, row-major), the point's and the padded
+    stored = [(stored_dims(x, shape, bufs.layout), stored_dims(x, padded, bufs.layout)) for x in ("A", "B")]
 
     def pad_on_device() -> None:
-        gpu.zero_async(pa, pm * pk)
-        gpu.zero_async(pb, pk * pn)
-        gpu.copy2d_async(pa, pk, a, k, m, k)
-        gpu.copy2d_async(pb, pn, b, n, k, n)
+        for buf, (_, (rows, cols)) in zip((pa, pb), stored):
+            if item == 4:
+                gpu.zero_async(buf, rows * cols)
+            else:
+                gpu.zero_bytes_async(buf, item * rows * cols)
+        for dst, src, ((rows, cols), (_, padded_cols)) in zip((pa, pb), (a, b), stored):
+            gpu.copy2d_async(dst, padded_cols, src, cols, rows, cols, item)
 
     def poison() -> None:
-        gpu.poison(pc, pm * pn)
-        gpu.poison(c, m * n)
+        gpu.poison(pc, pm * pn, out_type)
+        gpu.poison(c, m * n, out_type)
 
     if scope == "kernel":
         pad_on_device()
         gpu.synchronize()
-        timed = Timed(run, poison, lambda: gpu.download(pc, (pm, pn))[:m, :n].copy())
+        timed = Timed(run, poison, lambda: gpu.download(pc, (pm, pn), out_type)[:m, :n].copy())
     elif scope == "device":
         def launch() -> None:
             pad_on_device()
             run()
-            gpu.copy2d_async(c, n, pc, pn, m, n)
+            gpu.copy2d_async(c, n, pc, pn, m, n, out_type.itemsize)
 
-        timed = Timed(launch, poison, lambda: gpu.download(c, (m, n)))
+        timed = Timed(launch, poison, lambda: gpu.download(c, (m, n), out_type))
     else:
         hpa, hpb, hpc, hc = gpu.pinned((pm, pk)), gpu.pinned((pk, pn)), gpu.pinned((pm, pn)), gpu.pinned((m, n))
 
@@ -335,7 +345,7 @@ def _scoped_padded(gpu, shape: Shape, scope: str, padded: Shape, bufs: DeviceBuf
             hc.fill(np.nan)
 
         timed = Timed(launch, poison_all, hc.copy, host_work=True)
-    timed.release, timed.padded = pbufs.free, padded
+    timed.padded = padded
     return timed
 
 
@@ -510,9 +520,9 @@ class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline):
               inputs: GemmInputs, compute) -> Timed:
         if scope not in SCOPES:
             raise ScopeError(f"scope '{scope}'; choose from: {', '.join(SCOPES)}")
-        if (scope != "kernel" or pad) and (inputs.precision, inputs.layout) != (DEFAULT, DEFAULT_LAYOUT):
-            raise ScopeError(f"scope {scope}{' padded' if pad else ''} is timed at {DEFAULT}, layout {DEFAULT_LAYOUT} "
-                             f"only; this point is {inputs.precision}, layout {inputs.layout}")
+        if scope == "end_to_end" and (inputs.precision, inputs.layout) != (DEFAULT, DEFAULT_LAYOUT):
+            raise ScopeError(f"scope {scope} is timed at {DEFAULT}, layout {DEFAULT_LAYOUT} only; this point is "
+                             f"{inputs.precision}, layout {inputs.layout}")
         return scoped(gpu, shape, scope, padded_shape(variant, params, shape) if pad else None, bufs, inputs, compute)
 
     def library(self, variant: Variant, gpu):

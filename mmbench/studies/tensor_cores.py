@@ -216,6 +216,51 @@ FIGURES = {
 }
 
 
+STALL_COLUMNS = {"long_scoreboard": "memory", "barrier": "barrier", "wait": "fixed latency",
+                 "math_pipe_throttle": "busy pipe", "mio_throttle": "shared-memory queue", "sleeping": "sleeping",
+                 "short_scoreboard": "shared memory", "lg_throttle": "global queue", "no_instruction": "no instruction"}
+
+
+def _counted(row: pd.Series, column: str) -> float:
+    """A profile's value, 0 where the GPU's Nsight Compute lacks the counter (an empty cell)."""
+    value = row.get(column)
+    return 0.0 if value is None or pd.isna(value) else float(value)
+
+
+def loss_rows(profile: pd.DataFrame | None) -> list[list[str]]:
+    """Per step and profiled shape: the tensor pipes' use (% of peak over active cycles: mma.sync's
+    and the warpgroup MMAs'), shared-memory bank conflicts per shared load, and the two warp states
+    that held the warps most (stalls per issued instruction)."""
+    if profile is None or "tensor_gmma_pct" not in profile:
+        return []
+    rows = []
+    steps = profile[profile.variant.isin([*LADDER, FP8_STEP])]
+    for (variant, m, n, k), g in steps.groupby(["variant", "m", "n", "k"], sort=False):
+        r = g.iloc[0]
+        pipe = max(_counted(r, "tensor_hmma_pct"), _counted(r, "tensor_gmma_pct"))
+        stalls = sorted(((_counted(r, f"{c}_stall_per_issue"), name) for c, name in STALL_COLUMNS.items()),
+                        reverse=True)[:2]
+        conflicts = r.get("conflicts_per_shared_ld")
+        rows.append([variant, f"{m}x{n}x{k}", f"{pipe:.1f} %", "-" if pd.isna(conflicts) else f"{conflicts:.2f}",
+                     ", ".join(f"{name} {v:.2f}" for v, name in stalls)])
+    order = {v: i for i, v in enumerate([*LADDER, FP8_STEP])}
+    return sorted(rows, key=lambda row: order[row[0]])
+
+
+def loss_lines(profile: pd.DataFrame | None, results_path: Path) -> list[str]:
+    rows = loss_rows(profile)
+    if not rows:
+        return [f"No Nsight Compute profile of the steps beside this run (or one taken before the tensor-pipe "
+                f"counters): `mmbench profile --config configs/tensor-cores.toml --points {LADDER_SIZE} --results "
+                f"{results_path.name}` takes one (each step's kernels once under ncu), and this section then gives "
+                "each step's tensor-pipe use, bank conflicts and stalls."]
+    return ["From the run's Nsight Compute profile (each kernel once, caches flushed): the tensor pipes' use as % of "
+            "their peak over the SMs' active cycles, bank conflicts per shared load (ldmatrix; wgmma reads shared "
+            "memory through descriptors, not loads), and the two warp states that held the warps most, per issued "
+            "instruction.", "",
+            *text_table(["step", "shape", "tensor pipe", "conflicts / shared load", "top stalls (per issue)"], rows)]
+
+
 def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
            profile: pd.DataFrame | None, results_path: Path) -> str:
     """REPORT.md: the targets, the ladder beside the published one, the worst sizes, awkward shapes."""
@@ -243,6 +288,10 @@ def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Pat
         "tensor-core peak, not of cuBLAS:",
         "",
         *text_table(["step", "% of cuBLASLt", "gain", "published", "parameters"], ladder_rows(pct, reference)),
+        "",
+        "## Where each step loses",
+        "",
+        *loss_lines(profile, results_path),
         "",
         f"## The worst BF16 sizes the target judges ({lo} to {hi}, multiples of 128; fastest of ours)",
         "",

@@ -1,0 +1,48 @@
+"""The tensor-cores study's judgements from the committed H100 run, and its profile section."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mmbench import analysis
+from mmbench.results import read_results
+from mmbench.studies import tensor_cores as tc
+
+RUN = Path(__file__).resolve().parent.parent / tc.REFERENCE_RUN
+
+
+def _pct():
+    return tc.compared(analysis.ok_rows(read_results(RUN)))
+
+
+def test_the_bf16_targets_are_the_fastest_of_ours_over_cublaslt_at_multiples_of_128_from_2048():
+    pct = _pct()
+    best = tc.fastest(pct, "bf16")
+    judged = tc._target_sizes(best)
+    assert len(judged) == 57 and judged.index.min() == 2048 and (judged.index % 128 == 0).all()
+    # the row's percent is the fastest step's median GFLOP/s over cuBLASLt's, same shape, same run
+    row = pct[(pct.m == 8192) & (pct.n == 8192) & (pct.k == 8192) & (pct.dtype == "bf16")]
+    assert best.percent[8192] == row.percent.max()
+    rows = {r[0][:20]: r for r in tc.target_rows(pct)}
+    assert rows["BF16, each size of t"][1:] == ["worst 85.5 % at 2560; 48 of 57 sizes", "not met"]
+    geo = float(np.exp(np.log(judged.percent / 100).mean()))
+    assert rows["BF16, geometric mean"][1:] == [f"{geo:.3f}", "not met"] and f"{geo:.3f}" == "0.977"
+    assert rows["BF16 at 8192: >= 100"][1:] == ["100.1 % (tc_tiles)", "met"]
+    assert rows["FP8 e4m3, 4096 to 16"][1:] == ["worst 97.0 % at 5120", "met"]
+
+
+def test_where_each_step_loses_reads_the_larger_tensor_pipe_and_the_two_worst_stalls():
+    profile = pd.DataFrame([
+        {"variant": "tc_tiles", "m": 8192, "n": 8192, "k": 8192, "tensor_hmma_pct": 0.0, "tensor_gmma_pct": 91.25,
+         "conflicts_per_shared_ld": np.nan, "long_scoreboard_stall_per_issue": 0.5, "wait_stall_per_issue": 2.0,
+         "sleeping_stall_per_issue": 1.0},
+        {"variant": "tc_mma", "m": 8192, "n": 8192, "k": 8192, "tensor_hmma_pct": 40.0, "tensor_gmma_pct": 0.0,
+         "conflicts_per_shared_ld": 0.125, "barrier_stall_per_issue": 3.0, "long_scoreboard_stall_per_issue": 1.5},
+        {"variant": "cublas", "m": 8192, "n": 8192, "k": 8192, "tensor_gmma_pct": 95.0},
+    ])
+    assert tc.loss_rows(profile) == [
+        ["tc_mma", "8192x8192x8192", "40.0 %", "0.12", "barrier 3.00, memory 1.50"],
+        ["tc_tiles", "8192x8192x8192", "91.2 %", "-", "fixed latency 2.00, sleeping 1.00"]]
+    assert tc.loss_rows(None) == [] and tc.loss_rows(profile.drop(columns="tensor_gmma_pct")) == []
+    assert "mmbench profile --config configs/tensor-cores.toml --points 8192" in tc.loss_lines(None, RUN)[0]
