@@ -3,8 +3,8 @@ its findings and how to check them) and the text of its REPORT.md, behind the co
 contract.py. A paper has one name everywhere: its config's `paper` (and file, configs/NAME.toml),
 its module here (hyphens as underscores) and its reference run's folder, results/NAME-GPU/.
 
-Every module of this package is a study but the two the studies share: `contract` (what a study
-provides) and `common` (what their reports share). Adding a study adds its module; nothing lists it."""
+Every module of this package is a study but the three the studies share: `contract` (what a study
+provides), `common` (what their reports share) and `rule` (the rule every verdict follows). Adding a study adds its module; nothing lists it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pkgutil import iter_modules
 
 from .contract import Study
 
-SHARED = frozenset({"contract", "common"})  # modules of this package that are not studies
+SHARED = frozenset({"contract", "common", "rule"})  # modules of this package that are not studies
 # Names a paper had before it had one: a config naming one is refused with the name it has now.
 RENAMED = {"zosa-gemm-shared-memory-ilp": "zosa2017", "lab3-2018": "lab3"}
 

@@ -8,13 +8,20 @@ from pathlib import Path
 
 import pandas as pd
 
+from .rule import OUTCOMES
+
 
 @dataclass(frozen=True)
 class Verdict:
     finding: str  # the paper's claim
     paper: str  # where and what the paper saw
-    holds: str  # "yes", "no", "partly" or "not checked"
+    holds: str  # one of rule.OUTCOMES: yes, partly, no; by construction, not testable here, not checked
     evidence: str  # our numbers
+    test: str = ""  # the paper's test as applied (scope, setting, rule.py's threshold), where it needs saying
+
+    def __post_init__(self):
+        if self.holds not in OUTCOMES:
+            raise ValueError(f"verdict '{self.finding}': holds {self.holds!r}; choose from: {', '.join(OUTCOMES)}")
 
 
 def provenance(results_path: Path, df: pd.DataFrame, meta: dict, counts: str = "", device: str = "") -> str:
@@ -39,8 +46,13 @@ def markdown_table(df: pd.DataFrame) -> str:
 
 
 def verdict_table(verdicts: list[Verdict]) -> list[str]:
-    return ["| finding | paper | holds here? | our numbers |", "|---|---|---|---|",
-            *[f"| {v.finding} | {v.paper} | **{v.holds}** | {v.evidence} |" for v in verdicts]]
+    """The verdicts as a table, the paper's test as applied beside each where one is given (a report
+    counts its claims once, under its last table: rule.claims_line)."""
+    tests = any(v.test for v in verdicts)
+    head = ["| finding | paper | holds here? |" + (" judged by |" if tests else "") + " our numbers |",
+            "|---|---|---|" + ("---|" if tests else "") + "---|"]
+    return [*head, *[f"| {v.finding} | {v.paper} | **{v.holds}** |" + (f" {v.test} |" if tests else "")
+                     + f" {v.evidence} |" for v in verdicts]]
 
 
 def text_table(columns: list[str], rows: list[list[str]]) -> list[str]:
