@@ -8,11 +8,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mmbench.analysis import ok_rows
 from mmbench.kernel_text import kernel_additions
 from mmbench.profile import read_profile
 from mmbench.results import read_metadata, read_results
-from mmbench.studies import amd_tiling as A
 from mmbench.studies import rule
+from mmbench.studies.amd_tiling.claims import (_pairs, _share, _tile_bytes, claims, naive_profile_verdicts, past_l2,
+                                               register_pairs, register_profile_verdicts, register_verdicts)
+from mmbench.studies.amd_tiling.measures import (HELD, MATTERS, REDUCES, REGISTER_DEFAULT, REGISTER_WAVEFRONT, SEVERAL,
+                                                 SIGNIFICANT, STEPS, WAVEFRONT_RUN, _config, register_over_lds,
+                                                 speedups, tile_table)
+from mmbench.studies.amd_tiling.report import hierarchy_profile, hierarchy_section
+from mmbench.studies.amd_tiling.report import report as amd_report
 from mmbench.studies.common import companion
 from mmbench.variants import REGISTRY
 
@@ -33,14 +40,14 @@ def meta():
 
 
 def _wave():
-    return companion(RUN, *A.WAVEFRONT_RUN)
+    return companion(RUN, *WAVEFRONT_RUN)
 
 
 @pytest.fixture(scope="module")
 def judged(run, meta):
     """Every verdict of the committed report, by its finding's first words."""
     wave = _wave()
-    return A.claims(run, meta, A.ok_rows(wave.df), read_profile(PROFILE), wave.profile)
+    return claims(run, meta, ok_rows(wave.df), read_profile(PROFILE), wave.profile)
 
 
 def _claim(judged, start):
@@ -57,13 +64,13 @@ def _median(df, variant, params, m, n, k, column="time_ms_median"):
 
 
 def test_the_wavefront_parameters_are_the_default_at_64():
-    assert A.REGISTER_WAVEFRONT == A.REGISTER_DEFAULT.replace("WARP=32", "WARP=64")
+    assert REGISTER_WAVEFRONT == REGISTER_DEFAULT.replace("WARP=32", "WARP=64")
 
 
 def test_register_over_lds_at_the_tutorials_wavefront(run):
-    over = A.register_over_lds(run, A.REGISTER_WAVEFRONT)
+    over = register_over_lds(run, REGISTER_WAVEFRONT)
     assert sorted(over.index) == [(2048, 2048, 2048), (2049, 2049, 2049), (8192, 512, 2048)]
-    expected = _median(run, "shared", "BLOCK=16", 8192, 512, 2048) / _median(run, "register_tiling", A.REGISTER_WAVEFRONT,
+    expected = _median(run, "shared", "BLOCK=16", 8192, 512, 2048) / _median(run, "register_tiling", REGISTER_WAVEFRONT,
                                                                            8192, 512, 2048)
     assert over[(8192, 512, 2048)] == pytest.approx(expected, rel=1e-12)
     assert (over > 1).all()
@@ -83,9 +90,9 @@ def test_every_claim_of_the_tutorial_has_one_row_in_its_order(judged):
 def test_register_adds_to_lds_is_judged_at_the_tutorials_wavefront_by_the_share_rule(run, judged):
     """13 of 30 at WARP = 64 is partly; our WARP = 32's 4 of 30 is no by the same rule, and only other evidence."""
     wave = _wave()
-    at64, at32 = A.register_over_lds(wave.df, A.REGISTER_WAVEFRONT), A.register_over_lds(run, A.REGISTER_DEFAULT)
+    at64, at32 = register_over_lds(wave.df, REGISTER_WAVEFRONT), register_over_lds(run, REGISTER_DEFAULT)
     assert len(at64) == len(at32) == 30 and int((at64 > 1).sum()) == 13 and int((at32 > 1).sum()) == 4
-    expected = _median(wave.df, "shared", "BLOCK=16", *BIG) / _median(wave.df, "register_tiling", A.REGISTER_WAVEFRONT, *BIG)
+    expected = _median(wave.df, "shared", "BLOCK=16", *BIG) / _median(wave.df, "register_tiling", REGISTER_WAVEFRONT, *BIG)
     assert at64[BIG] == pytest.approx(expected, rel=1e-12)
     adds = _claim(judged, "Register tiling adds to LDS tiling")
     assert adds.holds == rule.by_share(13, 30) == "partly" and rule.by_share(4, 30) == "no"
@@ -94,16 +101,16 @@ def test_register_adds_to_lds_is_judged_at_the_tutorials_wavefront_by_the_share_
            "30 shapes: no by the same rule" in adds.evidence
     assert adds.test == "WARP = 64 (the tutorial's), 30 shapes of the companion run; share rule"
     # without the companion, WARP = 64 is judged at the run's own three shapes, with the run for the rest
-    alone = A.register_verdicts(A.ok_rows(run))[0]
+    alone = register_verdicts(ok_rows(run))[0]
     assert alone.holds == "yes" and "faster at 3 of 3 shapes" in alone.evidence
     assert "`mmbench run -v register_tiling --params WARP=64 --sizes 256x1024x1024," in alone.evidence
 
 
 def test_register_speedup_varies_and_each_kernel_wins_somewhere(judged):
-    at64 = A.register_over_lds(_wave().df, A.REGISTER_WAVEFRONT)
+    at64 = register_over_lds(_wave().df, REGISTER_WAVEFRONT)
     varies = _claim(judged, "Register tiling's speedup varies")
-    assert varies.holds == "yes" and at64.max() / at64.min() > 1 + A.MATTERS
-    lds, reg = int((at64 < 1 - A.MATTERS).sum()), int((at64 > 1 + A.MATTERS).sum())
+    assert varies.holds == "yes" and at64.max() / at64.min() > 1 + MATTERS
+    lds, reg = int((at64 < 1 - MATTERS).sum()), int((at64 > 1 + MATTERS).sum())
     assert (lds, reg) == (7, 13)
     alone = _claim(judged, "Some workloads do better with LDS tiling alone")
     assert alone.holds == "yes" and f"at {lds} of 30 shapes, register tiling at {reg};" in alone.evidence
@@ -134,7 +141,7 @@ def test_naive_scaling_is_no_in_every_family(run, judged):
 
 
 def test_lds_speed_claims_and_amds_significant_speedups_not_testable(run, judged):
-    sp = A.speedups(A.ok_rows(run))[A.STEPS[1][2]]
+    sp = speedups(ok_rows(run))[STEPS[1][2]]
     assert (sp > 1).all() and len(sp) == 29
     assert _claim(judged, "LDS tiling improves on naive").holds == "yes"
     shape = _claim(judged, "Tiling's speedup depends on the matrix dimensions")
@@ -142,7 +149,7 @@ def test_lds_speed_claims_and_amds_significant_speedups_not_testable(run, judged
     amd = _claim(judged, "LDS tiling's speedups over naive are significant on AMD GPUs")
     assert amd.holds == "not testable here" and "HIP on an AMD GPU" in amd.evidence
     assert f"other scopes (not the verdict): this H100: naive time / LDS time {sp.min():.2f} to {sp.max():.2f}, at least " \
-           f"1.5 x (our 'significant') at {int((sp >= A.SIGNIFICANT).sum())} of 29 shapes" in amd.evidence
+           f"1.5 x (our 'significant') at {int((sp >= SIGNIFICANT).sum())} of 29 shapes" in amd.evidence
     assert _claim(judged, "The gains of tiling depend on the GPU architecture").holds == "not testable here"
 
 
@@ -153,10 +160,10 @@ def test_alignment_is_judged_on_the_tiled_kernels_own_rates_at_the_tutorials_wid
     wave = _wave()
     lds, reg = wave.df[wave.df.variant == "shared"], wave.df[wave.df.variant == "register_tiling"]
     at = lambda df, *s: float(df[(df.m == s[0]) & (df.n == s[1]) & (df.k == s[2])].gflops_median.iloc[0])  # noqa: E731
-    assert at(lds, 1024, 1024, 65) / at(lds, 1024, 1024, 64) < 1 - A.MATTERS
-    pairs = A._pairs(A.ok_rows(wave.df), ((A.STEPS[1][0], A.STEPS[1][1], "LDS tiling"),
-                                          ("register_tiling", A.REGISTER_WAVEFRONT, "register")))
-    assert len(pairs) == 32 and sum(abs(r - 1) > A.MATTERS for *_, r in pairs) == 1
+    assert at(lds, 1024, 1024, 65) / at(lds, 1024, 1024, 64) < 1 - MATTERS
+    pairs = _pairs(ok_rows(wave.df), ((STEPS[1][0], STEPS[1][1], "LDS tiling"),
+                                      ("register_tiling", REGISTER_WAVEFRONT, "register")))
+    assert len(pairs) == 32 and sum(abs(r - 1) > MATTERS for *_, r in pairs) == 1
     verdict = _claim(judged, "Effectiveness depends on alignment with the tile sizes")
     assert verdict.holds == rule.by_share(1, 32) == "no"
     assert "LDS tiling: 0.86 to 1.00, 1 of 16 pairs moved; register WARP = 64: 0.94 to 1.06, 0 of 16" in verdict.evidence
@@ -171,14 +178,14 @@ def test_larger_tiles_not_fitting_is_our_arithmetic_against_the_metadatas_limit(
     compiled = {k: v for k, v in meta["kernels"].items() if k.startswith("register_tiling[")}
     for key, record in compiled.items():
         params = {p.split("=")[0]: int(p.split("=")[1]) for p in key[len("register_tiling["):-1].split(",")}
-        assert A._tile_bytes(params) == record["ptxas_shared_bytes"], key
+        assert _tile_bytes(params) == record["ptxas_shared_bytes"], key
     assert max(r["ptxas_shared_bytes"] for r in compiled.values()) == 26624 < limit
     # the tutorial's own layout with 8 x 8 thread tiles and k-tiles of 64 would not fit
-    assert A._tile_bytes({"TM": 8, "TN": 8, "WTN": 4, "BWM": 2, "BWN": 2, "KT": 64, "APAD": 4, "WARP": 64}) > limit
+    assert _tile_bytes({"TM": 8, "TN": 8, "WTN": 4, "BWM": 2, "BWN": 2, "KT": 64, "APAD": 4, "WARP": 64}) > limit
     variant = REGISTRY["register_tiling"]
     names = sorted(variant.space)
     space = [dict(zip(names, c)) for c in itertools.product(*(variant.space[n] for n in names))]
-    over = [p for p in space if A._tile_bytes(p) > 48 * 1024 and len(variant.violated(tuple(sorted(p.items())))) == 1]
+    over = [p for p in space if _tile_bytes(p) > 48 * 1024 and len(variant.violated(tuple(sorted(p.items())))) == 1]
     verdict = _claim(judged, "Larger tiles may not fit in LDS")
     assert verdict.holds == "by construction" and len(over) == 94
     assert f"leaves out the {len(over)} tiles" in verdict.evidence and "49,152 B on this GPU" in verdict.evidence
@@ -186,10 +193,10 @@ def test_larger_tiles_not_fitting_is_our_arithmetic_against_the_metadatas_limit(
 
 
 def test_tuning_is_judged_on_our_tile_sweep_and_names_the_run_at_64(run, judged):
-    tiles = A.tile_table(A.ok_rows(run))
-    default = A._config("register_tiling", A.REGISTER_DEFAULT)
+    tiles = tile_table(ok_rows(run))
+    default = _config("register_tiling", REGISTER_DEFAULT)
     gains = tiles.max() / tiles.loc[default]
-    assert (gains > 1 + A.MATTERS).all() and len(gains) == 3
+    assert (gains > 1 + MATTERS).all() and len(gains) == 3
     verdict = _claim(judged, "Tile sizes need tuning")
     assert verdict.holds == "yes" and verdict.test.startswith("WARP = 32 (ours: the tile sweep's), 3 shapes; share rule")
     assert "`mmbench run -v register_tiling --params WARP=64,TM=2/4/8,TN=4/8,KT=8/16/32" in verdict.evidence
@@ -213,7 +220,7 @@ def _row(profile, variant, params, shape):
 def test_two_mnk_is_arithmetic_and_the_counts_agree(judged):
     p, w = read_profile(PROFILE), _wave().profile
     for prof, variant, params in ((p, "naive", "BLOCK=16"), (p, "shared", "BLOCK=16"),
-                                  (w, "register_tiling", A.REGISTER_WAVEFRONT)):
+                                  (w, "register_tiling", REGISTER_WAVEFRONT)):
         for shape in (SMALL, BIG):
             assert _row(prof, variant, params, shape).fp32_flops == 2 * np.prod(shape)
     verdict = _claim(judged, "A product is 2 x m x n x k operations")
@@ -225,16 +232,16 @@ def test_naive_reads_dram_several_times_its_inputs_only_past_the_l2(judged):
     big = _row(p, "naive", "BLOCK=16", BIG).dram_bytes_read / (4 * 2 * 4096 * 4096)
     small = _row(p, "naive", "BLOCK=16", SMALL).dram_bytes_read / (4 * 2 * 1024 * 1024)
     verdict = _claim(judged, "Profiling shows naive reading DRAM")
-    assert big >= A.SEVERAL > small
+    assert big >= SEVERAL > small
     # "several times" is a factor: yes past the square root of 3 at 4096, barely above 1 (in its direction) at 1024
-    assert rule.by_factor(big, A.SEVERAL) == "yes" and rule.by_factor(small, A.SEVERAL) == "partly"
+    assert rule.by_factor(big, SEVERAL) == "yes" and rule.by_factor(small, SEVERAL) == "partly"
     assert verdict.holds == rule.by_share(1, 2) == "partly"
     assert f"4096x4096x4096 {big:.4g} x (past the L2; yes by the factor rule)" in verdict.evidence
     assert f"1024x1024x1024 {small:.4g} x (fits in the L2; partly by the factor rule)" in verdict.evidence
     assert verdict.test.startswith("kernel scope, 2 profiled shapes; factor rule at each shape (several: a factor of 3")
     pressure = _claim(judged, "Naive's repeated reads put inordinate pressure on the caches")
     l2 = _row(p, "naive", "BLOCK=16", SMALL).l2_bytes / (4 * 2 * 1024 * 1024)
-    assert pressure.holds == "yes" and l2 >= A.SEVERAL and f"1024x1024x1024 L2 {l2:.0f} x" in pressure.evidence
+    assert pressure.holds == "yes" and l2 >= SEVERAL and f"1024x1024x1024 L2 {l2:.0f} x" in pressure.evidence
 
 
 @pytest.mark.parametrize("times, holds", [(2.0, "partly"), (1.5, "no"), (1.0, "no")])
@@ -244,9 +251,9 @@ def test_several_times_is_judged_by_the_factor_rule_not_a_line_at_three(meta, ti
     p = read_profile(PROFILE).copy()
     at = (p.variant == "naive") & (p.m == 4096)
     p.loc[at, "dram_bytes_read"] = times * 4 * 2 * 4096 * 4096
-    verdict = A.naive_profile_verdicts(p, meta)[0]
+    verdict = naive_profile_verdicts(p, meta)[0]
     assert verdict.holds == holds
-    assert f"4096x4096x4096 {times:.4g} x (past the L2; {rule.by_factor(times, A.SEVERAL)} by the factor rule)" \
+    assert f"4096x4096x4096 {times:.4g} x (past the L2; {rule.by_factor(times, SEVERAL)} by the factor rule)" \
         in verdict.evidence
 
 
@@ -254,7 +261,7 @@ def test_lds_cuts_global_memory_access_at_l1_the_l2_is_other_evidence(judged):
     p = read_profile(PROFILE)
     for shape in (SMALL, BIG):
         naive, lds = _row(p, "naive", "BLOCK=16", shape), _row(p, "shared", "BLOCK=16", shape)
-        assert naive.l1_bytes / lds.l1_bytes >= A.REDUCES and naive.global_ld_requests / lds.global_ld_requests >= 16
+        assert naive.l1_bytes / lds.l1_bytes >= REDUCES and naive.global_ld_requests / lds.global_ld_requests >= 16
     naive, lds = _row(p, "naive", "BLOCK=16", BIG), _row(p, "shared", "BLOCK=16", BIG)
     assert naive.l2_bytes / lds.l2_bytes < 1
     glob = _claim(judged, "LDS tiling dramatically reduces global memory access")
@@ -268,18 +275,18 @@ def test_lds_cuts_global_memory_access_at_l1_the_l2_is_other_evidence(judged):
 
 def test_register_against_lds_in_the_profiles_at_the_tutorials_width(judged):
     p, w = read_profile(PROFILE), _wave().profile
-    for prof, params in ((p, A.REGISTER_DEFAULT), (w, A.REGISTER_WAVEFRONT)):
+    for prof, params in ((p, REGISTER_DEFAULT), (w, REGISTER_WAVEFRONT)):
         for shape in (SMALL, BIG):
             lds, reg = _row(prof, "shared", "BLOCK=16", shape), _row(prof, "register_tiling", params, shape)
-            assert lds.shared_ld_inst / reg.shared_ld_inst >= A.REDUCES  # many shared reads gone
+            assert lds.shared_ld_inst / reg.shared_ld_inst >= REDUCES  # many shared reads gone
             assert reg.shared_ld_conflicts + reg.shared_st_conflicts > lds.shared_ld_conflicts + lds.shared_st_conflicts
-            assert reg.barrier_stall_per_issue < (1 - A.MATTERS) * lds.barrier_stall_per_issue
+            assert reg.barrier_stall_per_issue < (1 - MATTERS) * lds.barrier_stall_per_issue
     assert _claim(judged, "Register tiling eliminates many shared-memory reads").holds == "yes"
     assert _claim(judged, "Register tiling avoids bank conflicts").holds == "no"
     sync = _claim(judged, "Register tiling reduces synchronization overhead")
     assert sync.holds == "yes" and sync.evidence.startswith("WARP = 64: 1024x1024x1024 warps at a barrier")
     traffic = _claim(judged, "Register tiling further reduces memory traffic")
-    lds, reg = _row(w, "shared", "BLOCK=16", BIG), _row(w, "register_tiling", A.REGISTER_WAVEFRONT, BIG)
+    lds, reg = _row(w, "shared", "BLOCK=16", BIG), _row(w, "register_tiling", REGISTER_WAVEFRONT, BIG)
     assert traffic.holds == "yes" and f"4096x4096x4096 L1 / L2 / DRAM {lds.l1_bytes / reg.l1_bytes:.2f} / " in traffic.evidence
     assert traffic.test.startswith("WARP = 64 (the tutorial's), 2 profiled shapes; share rule")
 
@@ -288,26 +295,26 @@ def test_the_profile_verdicts_read_the_tutorials_width_not_ours(meta):
     """Barrier stalls made worse at WARP = 64 only: the verdict turns, whatever WARP = 32 shows."""
     p, w = read_profile(PROFILE), _wave().profile.copy()
     w.loc[w.variant == "register_tiling", "barrier_stall_per_issue"] = 10.0
-    sync = A.register_profile_verdicts(A.register_pairs(p, w), meta)[3]
+    sync = register_profile_verdicts(register_pairs(p, w), meta)[3]
     assert sync.holds == "no" and "WARP = 32: " in sync.evidence and "(yes by the same rule)" in sync.evidence
-    alone = A.register_profile_verdicts(A.register_pairs(p, None), meta)[3]
+    alone = register_profile_verdicts(register_pairs(p, None), meta)[3]
     assert alone.holds == "not checked" and "warp64/amd-tiling-warp64.csv" in alone.evidence
 
 
 def test_dram_is_judged_past_the_l2_only(meta):
     """Below the L2 every kernel reads its inputs once: a DRAM count there decides nothing."""
-    assert A.past_l2(BIG, meta) and not A.past_l2(SMALL, meta)
+    assert past_l2(BIG, meta) and not past_l2(SMALL, meta)
     worse = _wave().profile.copy()
     at = (worse.variant == "register_tiling") & (worse.m == 1024)
     worse.loc[at, "dram_bytes_read"] *= 10  # register tiling reading 10 x LDS's DRAM where both fit in L2
-    traffic = A.register_profile_verdicts(A.register_pairs(read_profile(PROFILE), worse), meta)[0]
+    traffic = register_profile_verdicts(register_pairs(read_profile(PROFILE), worse), meta)[0]
     assert traffic.holds == "yes"
-    assert A._share([]) == "not checked" and A._share([True, False]) == "partly" and A._share([True, False, False, False,
-                                                                                              False]) == "no"
+    assert _share([]) == "not checked" and _share([True, False]) == "partly" and _share([True, False, False, False,
+                                                                                        False]) == "no"
 
 
 def test_report_states_departures_the_judged_width_and_one_count(run, meta, judged):
-    report = A.report(run, meta, {}, {}, read_profile(PROFILE), RUN)
+    report = amd_report(run, meta, {}, {}, read_profile(PROFILE), RUN)
     assert rule.claims_line(v.holds for v in judged) + "\n" in report
     assert "Claims judged" not in report and "## Claims this run cannot test" not in report
     table = [line for line in report.splitlines() if line.startswith("| ") and " | **" in line]
@@ -331,16 +338,16 @@ def test_a_run_without_companion_or_profile_says_what_would_judge_them(run, meta
     profile claims not checked with the command that takes the profile."""
     alone = tmp_path / RUN.name
     alone.write_bytes(RUN.read_bytes())
-    report = A.report(run, meta, {}, {}, None, alone)
+    report = amd_report(run, meta, {}, {}, None, alone)
     assert "`mmbench run -v register_tiling --params WARP=64 --sizes 256x1024x1024," in report
     assert ("Claims of the paper: 34; findings: 10 (6 yes, 0 partly, 4 no); not counted with them: 6 by construction, "
             "10 not testable here, 8 not checked.") in report
 
 
 def test_hierarchy_section_from_the_profiles(meta):
-    table = A.hierarchy_profile(read_profile(PROFILE), _wave().profile)
-    text = "\n".join(A.hierarchy_section(table, meta))
+    table = hierarchy_profile(read_profile(PROFILE), _wave().profile)
+    text = "\n".join(hierarchy_section(table, meta))
     assert "register tiling (4 x 4 a thread), WARP = 64" in text and "4096: operands 201 MB, past the" in text
     naive = _row(read_profile(PROFILE), "naive", "BLOCK=16", BIG)
     assert f"naive (16 x 16) 256 to {naive.dram_intensity:.0f}" in text
-    assert f"none is held by a level's bandwidth or by the FP32 units (held: at least {A.HELD} %" in text
+    assert f"none is held by a level's bandwidth or by the FP32 units (held: at least {HELD} %" in text

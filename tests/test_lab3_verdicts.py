@@ -10,7 +10,7 @@ import pytest
 
 from mmbench.analysis import ok_rows
 from mmbench.results import read_results
-from mmbench.studies import lab3
+from mmbench.studies.lab3 import claims, measures
 from mmbench.studies.rule import claims_line
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,7 +31,7 @@ def ok() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def lab(ok, profile):
     tiles = ok_rows(read_results(LAB3.parent / "tiles" / "lab3-tiles.csv"))
-    return {v.finding: v for v in lab3.verdicts(ok, profile, REFERENCE, tiles)}
+    return {v.finding: v for v in claims.verdicts(ok, profile, REFERENCE, tiles)}
 
 
 def test_every_claim_of_the_lab_has_a_row_and_the_report_counts_them_once(lab):
@@ -45,14 +45,14 @@ def test_every_claim_of_the_lab_has_a_row_and_the_report_counts_them_once(lab):
 
 
 def test_the_matmuls_32_way_conflict_is_read_per_load_of_as_tile(lab, profile):
-    a = lab3.a_tile_loads(profile, 0)
+    a = claims.a_tile_loads(profile, 0)
     assert list(a.width) == [16, 16] and list(a.full) == [28, 28]  # 128-bit loads: 4 wavefronts ideal, 32 when serialized
     assert a.extra.tolist() == pytest.approx([28.007, 28.002], abs=1e-3)
     v = lab["A 32-way bank conflict in the shared matmul's products"]
     assert v.holds == "by construction"  # our mapping was built to have it; the counts bear it out
     assert "n=4096: 28.00 extra wavefronts of the 28 possible (536.9 M loads of 16 B a lane: 32 wavefronts where 4 would do)" in v.evidence
     assert "n=1024: 5.60; n=4096: 5.60 (not the claim's level)" in v.evidence  # the average over B's broadcasts too
-    padded = lab3.a_tile_loads(profile, 1)
+    padded = claims.a_tile_loads(profile, 1)
     assert list(padded.width) == [4, 4] and list(padded.full) == [31, 31] and (padded.extra < 0.01).all()
 
 
@@ -60,8 +60,8 @@ def test_a_half_serialized_a_load_would_not_be_by_construction(profile):
     half = profile.copy()
     at = (half.variant == "matmul_shared") & (half.params == "PAD=0")
     half.loc[at, "shared_ld_conflicts"] = half.loc[at, "shared_ld_conflicts"] / 2  # 14 of 28: a 16-way conflict
-    assert lab3.matmul_conflict(half).holds == "no"
-    assert lab3.one_conflict_site(half).holds == "no"  # A's reads no longer hold every extra wavefront
+    assert claims.matmul_conflict(half).holds == "no"
+    assert claims.one_conflict_site(half).holds == "no"  # A's reads no longer hold every extra wavefront
 
 
 def test_only_as_reads_conflict_and_padding_removes_it(lab):
@@ -119,7 +119,7 @@ def _transposes(naive: float, shmem: float) -> pd.DataFrame:
 
 def test_about_three_times_is_an_estimate_judged_at_each_size():
     def three(naive):
-        (v,) = [v for v in lab3.verdicts(_transposes(naive, 1.0), None, REFERENCE) if "3x faster" in v.finding]
+        (v,) = [v for v in claims.verdicts(_transposes(naive, 1.0), None, REFERENCE) if "3x faster" in v.finding]
         return v.holds
 
     assert three(2.0) == "yes" and three(4.5) == "yes"  # 1.5x under and over 3: within the estimate's reach
@@ -129,19 +129,19 @@ def test_about_three_times_is_an_estimate_judged_at_each_size():
 
 def _matmuls(naive: float, cache: float) -> pd.DataFrame:
     """matmul_times' frame at the lab's sizes: naive and cache times against a shared one of 1."""
-    cols = {lab3._label("matmul_shared", "PAD=0"): 1.0, lab3._label("naive"): naive, lab3._label("matmul_cache"): cache,
-            lab3._label("matmul_shared_cache"): cache}
+    cols = {measures._label("matmul_shared", "PAD=0"): 1.0, measures._label("naive"): naive, measures._label("matmul_cache"): cache,
+            measures._label("matmul_shared_cache"): cache}
     return pd.DataFrame(cols, index=pd.Index(REFERENCE["sizes"], name="n"))
 
 
 def test_on_the_order_of_ten_times_is_an_estimate_judged_at_each_size():
     def ten(naive, cache=10.0):
-        return [v.holds for v in lab3.shared_ten_times(_matmuls(naive, cache), REFERENCE, REFERENCE["sizes"])]
+        return [v.holds for v in claims.shared_ten_times(_matmuls(naive, cache), REFERENCE, REFERENCE["sizes"])]
 
     assert ten(15.0) == ["yes", "yes", "yes"] and ten(6.7) == ["yes", "yes", "yes"]  # within 1.5x of 10 either way
     assert ten(16.0)[0] == "no" and ten(6.0)[0] == "no"  # past 1.5x: partly at each size, held at none
     assert ten(34.0)[0] == "no"  # the lab's own 34x: past the estimate, though past 10x
-    (v,) = [v for v in lab3.shared_ten_times(_matmuls(34.0, 21.0), REFERENCE, REFERENCE["sizes"]) if "Cache GPU" in v.finding
+    (v,) = [v for v in claims.shared_ten_times(_matmuls(34.0, 21.0), REFERENCE, REFERENCE["sizes"]) if "Cache GPU" in v.finding
             and "Shared-Cache" not in v.finding]
     assert v.holds == "no" and "within 1.5x of 10 at 0 of 4 sizes" in v.evidence
     assert "the lab's own table: 20.4 to 21.3 (by the same rule: partly at each size)" in v.evidence
@@ -154,8 +154,8 @@ def test_the_cache_scheme_against_the_ijk_loop_read_at_each_cache(lab, profile):
     assert "other scopes (not the verdict): every L1 sector: n=1024: 49 % against 95 %" in v.evidence
     worse = profile.copy()
     worse.loc[worse.variant == "matmul_cache", "l1_hit_pct"] = 40.0  # its loads would hit 81 %, below naive's 95 %
-    assert lab3.cache_behaviour(worse).holds == "no"
-    assert lab3.cache_behaviour(None).holds == "not checked"
+    assert claims.cache_behaviour(worse).holds == "no"
+    assert claims.cache_behaviour(None).holds == "not checked"
 
 
 def test_the_atomics(lab, ok):
@@ -163,9 +163,9 @@ def test_the_atomics(lab, ok):
     assert needed.holds == "by construction" and "all 8 of their points verified" in needed.evidence
     v = lab["The atomics are a bottleneck: they serialize"]
     assert v.holds == "yes" and "Cache GPU n=1024: 1.00, n=4096: 1.00" in v.evidence
-    m = lab3.matmul_times(ok)
-    m[lab3._label("matmul_shared_cache")] = m[lab3._label("matmul_cache")] / 2  # staging B would halve the time: loads bound it
-    assert lab3.atomics_bottleneck(m, None, REFERENCE["sizes"]).holds == "no"
+    m = measures.matmul_times(ok)
+    m[measures._label("matmul_shared_cache")] = m[measures._label("matmul_cache")] / 2  # staging B would halve the time: loads bound it
+    assert claims.atomics_bottleneck(m, None, REFERENCE["sizes"]).holds == "no"
     assert lab["C in shared memory would need atomics there too and hinder performance"].holds == "not testable here"
 
 
@@ -183,13 +183,13 @@ def test_tile_32_judged_at_the_labs_strips_can_fail():
 
     tiles = pd.DataFrame([row(16, 4, n, 100) for n in (512, 1024)] + [row(32, 8, n, 80) for n in (512, 1024)]
                          + [row(32, 2, n, 100) for n in (512, 1024)])
-    v = lab3.best_tile(tiles, [512, 1024])
+    v = claims.best_tile(tiles, [512, 1024])
     assert v.holds == "no"  # 20 % behind tile 16 at the strips; level at its best ROWS counts only as extra
     assert "each tile's fastest ROWS, every size: tile 32 the fastest at 0 of 2 sizes, within 5% of the fastest at 2 of 2" in v.evidence
 
 
 def test_naive_transpose_is_the_weaker_of_its_two_halves(profile):
-    assert lab3.naive_coalescing(profile).holds == "yes"
+    assert claims.naive_coalescing(profile).holds == "yes"
     divergent = profile.copy()
     divergent.loc[divergent.variant == "transpose_naive", "divergent_branches"] = 10.0
-    assert lab3.naive_coalescing(divergent).holds == "no"  # coalescing holds, warps used well does not
+    assert claims.naive_coalescing(divergent).holds == "no"  # coalescing holds, warps used well does not

@@ -13,8 +13,13 @@ from mmbench.profile import read_profile
 from mmbench.results import ResultsError
 from mmbench.kernel_text import additions, kernel_additions
 from mmbench.results import read_metadata, read_results
-from mmbench.studies import lameski2013 as L
 from mmbench.studies import rule
+from mmbench.studies.lameski2013.claims import ahead_beyond_spread, mechanism_verdicts, padded_bytes, untested, verdicts
+from mmbench.studies.lameski2013.figures import aligned_sides, by_size, fig3, fig4, fig_hierarchy
+from mmbench.studies.lameski2013.measures import (APPROACH, BORDERS, DEPTHS, GAIN, PADDING, PAPER_KERNEL_RUN,
+                                                  PAPER_PERCENT, PROFILE_COMMAND, hierarchy_shapes, mechanism,
+                                                  normalized_speed, summary)
+from mmbench.studies.lameski2013.report import report as lameski_report
 
 REPO = Path(__file__).resolve().parent.parent
 RUN = REPO / "results" / "lameski2013-h100" / "lameski2013-h100.csv.gz"
@@ -42,11 +47,11 @@ def _ratio(df, scope, m, n, k):
 
 
 def _verdict(df, start):
-    return next(v for v in L.verdicts(df) if v.finding.startswith(start))
+    return next(v for v in verdicts(df) if v.finding.startswith(start))
 
 
 def _kernel_ratios(run, k):
-    r = L.normalized_speed(run, "kernel")
+    r = normalized_speed(run, "kernel")
     return r[r.index.get_level_values("k") == k]
 
 
@@ -60,7 +65,7 @@ def test_average_verdict_is_judged_in_the_kernel_scope_direction_and_size(run, k
     assert len(r) == 100 and int((r < 1).sum()) == faster and mean == pytest.approx(gain, abs=0.005)
     assert rule.by_share(faster, 100) == "yes" and rule.by_size(mean, paper) == "partly"
     verdict = _verdict(run, f"Padding beats border checks on average, k = {k}")
-    assert verdict.holds == "partly" and verdict.paper.startswith(f"{L.PAPER_PERCENT[k]} %")
+    assert verdict.holds == "partly" and verdict.paper.startswith(f"{PAPER_PERCENT[k]} %")
     assert verdict.evidence.startswith(f"kernel: {mean:+.1f} % (padding faster at {faster} of 100), "
                                        f"{mean / paper:.2f} of the paper's size; other scopes (not the verdict): device: -")
     assert verdict.test == (f"kernel scope, 100 shapes; the direction by the share rule ({rule.SHARE_RULE}); the size "
@@ -73,8 +78,8 @@ def test_average_size_is_partly_whether_read_as_a_percentage_or_a_factor(run, k,
     """"15.51 % improvement" is a size in %, so the size rule judges it; read as a speed factor (1.1551x) on the
     factor rule's log scale it stays "partly" too: 2.4 and 3.4 % are well under half the paper's either way,
     and strictly more than half would be needed for "yes"."""
-    gain = float(L.summary(run).query("scope == 'kernel'").loc[k, L.GAIN])
-    paper = L.PAPER_PERCENT[k]
+    gain = float(summary(run).query("scope == 'kernel'").loc[k, GAIN])
+    paper = PAPER_PERCENT[k]
     assert gain / paper == pytest.approx(fraction, abs=0.005) and rule.by_size(gain, paper) == "partly"
     assert rule.by_factor(1 + gain / 100, 1 + paper / 100) == "partly"
     assert rule.by_size(paper / 2, paper) == "partly" and rule.by_size(0.51 * paper, paper) == "yes"
@@ -86,8 +91,8 @@ def test_conclusion_holds_in_the_kernel_scope_and_the_order_of_k_is_reversed(run
     assert both.evidence.startswith("kernel: padding faster at 87 of 100 (k = 32) and 97 of 100 (k = 64); other scopes")
     assert "device: padding faster at 0 of 100 (k = 32) and 0 of 100 (k = 64)" in both.evidence
     order = _verdict(run, "Padding gains more at k = 32")
-    table = L.summary(run)
-    kernel = table[table.scope == "kernel"][L.GAIN]
+    table = summary(run)
+    kernel = table[table.scope == "kernel"][GAIN]
     assert kernel[64] > kernel[32]  # the kernel scope gains more at k = 64, against the paper
     assert order.holds == "no" and order.evidence.startswith("kernel: +2.4 % against +3.4 % (k = 64 gains more)")
     assert both.test.endswith(f"the share rule ({rule.SHARE_RULE}) at each k, the weaker")
@@ -120,10 +125,10 @@ def test_some_shapes_go_the_other_way_only_at_k_32_beyond_the_samples_spread(run
     within the spread), so "at both k" does not hold."""
     assert _ahead(run, "kernel", 32, "shared", "shared_padded") == [(4000, 4000), (4000, 4096), (4096, 4000), (4096, 4096)]
     assert _ahead(run, "kernel", 64, "shared", "shared_padded") == []
-    assert len(L.ahead_beyond_spread(run, "kernel", 64, L.PADDING, L.BORDERS)) == len(
+    assert len(ahead_beyond_spread(run, "kernel", 64, PADDING, BORDERS)) == len(
         _ahead(run, "kernel", 64, "shared_padded", "shared")) == 24
     verdict = _verdict(run, "At both k, some shapes")
-    above = [int((_kernel_ratios(run, k) > 1).sum()) for k in L.DEPTHS]
+    above = [int((_kernel_ratios(run, k) > 1).sum()) for k in DEPTHS]
     assert above == [13, 3] and verdict.holds == "no"
     assert verdict.evidence.startswith("kernel: ahead beyond the samples' spread at 4 (k = 32: 4000 x 4000, 4000 x 4096, "
                                        "4096 x 4000, 4096 x 4096) and 0 (k = 64); medians above 1 at 13 (k = 32")
@@ -144,30 +149,30 @@ def test_some_shapes_go_the_other_way_is_an_existence_judged_yes_or_no(run):
 
 
 def test_padded_bytes_counts_a_b_and_c_padded_over_as_given():
-    assert L.padded_bytes(33, 4096, 32, "64x4096x32") == (64 * 32 + 32 * 4096 + 64 * 4096) / (33 * 32 + 32 * 4096 + 33 * 4096)
-    assert L.padded_bytes(32, 32, 32, "32") == 1.0  # a cube's padded shape is written as one number
+    assert padded_bytes(33, 4096, 32, "64x4096x32") == (64 * 32 + 32 * 4096 + 64 * 4096) / (33 * 32 + 32 * 4096 + 33 * 4096)
+    assert padded_bytes(32, 32, 32, "32") == 1.0  # a cube's padded shape is written as one number
 
 
 def test_transfer_verdict_from_the_padded_shapes(run):
     verdict = _verdict(run, "Border checks save transfer bytes")
     rows = run[(run.variant == "shared_padded") & (run.status == "ok")].drop_duplicates(["m", "n", "k"])
-    ratio = np.array([L.padded_bytes(m, n, k, p) for m, n, k, p in zip(rows.m, rows.n, rows.k, rows.padded_shape)])
+    ratio = np.array([padded_bytes(m, n, k, p) for m, n, k, p in zip(rows.m, rows.n, rows.k, rows.padded_shape)])
     assert verdict.holds == rule.BY_CONSTRUCTION  # the padded shapes' arithmetic, not a measurement
     assert f"{100 * (ratio.mean() - 1):.1f} % more bytes on average over {len(ratio)}" in verdict.evidence
     assert f"none at the {int((ratio == 1).sum())} aligned ones" in verdict.evidence
 
 
 def test_by_size_puts_shapes_of_equal_size_on_one_point(run):
-    r = L.normalized_speed(run, "kernel")
+    r = normalized_speed(run, "kernel")
     r = r[r.index.get_level_values("k") == 32]
-    table = L.by_size(r)
+    table = by_size(r)
     same = [r[(32, 4096, 32)], r[(4096, 32, 32)], r[(128, 1024, 32)], r[(1024, 128, 32)]]  # all 131072
     assert table.loc[32 * 4096, "shapes"] == 4
     assert table.loc[32 * 4096, "geomean"] == pytest.approx(np.prod(same) ** 0.25, rel=1e-12)
-    assert list(L.aligned_sides(r[[(32, 33, 32)]])) == [1]
+    assert list(aligned_sides(r[[(32, 33, 32)]])) == [1]
 
 
-@pytest.mark.parametrize("draw", [L.fig3, L.fig4])
+@pytest.mark.parametrize("draw", [fig3, fig4])
 def test_fig3_and_4_each_scope_on_its_own_axis_no_zigzag_no_repeated_legend(run, draw):
     fig = draw(run, read_metadata(RUN))
     limits = [ax.get_ylim() for ax in fig.axes]
@@ -204,11 +209,11 @@ def test_kernel_additions_read_the_code_not_its_comments():
 
 
 def test_construction_verdicts_are_marked_so_with_their_numbers(run, profile):
-    judged = L.verdicts(run, profile)
+    judged = verdicts(run, profile)
     built = [v for v in judged if v.holds == rule.BY_CONSTRUCTION]
     assert [v.finding.split(" ")[0] for v in built] == ["Each", "Border", "Padding", "Both"]
     same = _verdict_with(run, profile, "Both approaches give formula (1)'s C")
-    grid = run[(run.status == "ok") & run.k.isin(L.DEPTHS) & (run.params == "BLOCK=32")]
+    grid = run[(run.status == "ok") & run.k.isin(DEPTHS) & (run.params == "BLOCK=32")]
     pad = grid[grid.variant == "shared_padded"]
     assert same.evidence.startswith(f"{len(pad)} padding and 600 border-check points verified against float64, "
                                     f"relative error at most {pad.rel_err.max():.1e}")
@@ -217,20 +222,20 @@ def test_construction_verdicts_are_marked_so_with_their_numbers(run, profile):
 
 def test_every_claim_of_the_paper_is_counted_once(run, profile):
     """24 claims: 10 findings judged, 4 by construction, 10 no run here can test (each saying what would)."""
-    left = L.untested()
+    left = untested()
     assert all(v.holds == rule.NOT_TESTABLE and v.evidence.startswith("what would test it: ") and v.test for v in left)
     assert any("GTX 680 is the latest Kepler" in v.finding for v in left)
-    outcomes = [v.holds for v in [*L.verdicts(run, profile), *left]]
+    outcomes = [v.holds for v in [*verdicts(run, profile), *left]]
     assert rule.claims_line(outcomes) == ("Claims of the paper: 24; findings: 10 (4 yes, 2 partly, 4 no); not counted "
                                           "with them: 4 by construction, 10 not testable here.")
-    report = L.report(run, read_metadata(RUN), {"device": "a GTX 680"}, {}, profile, RUN)
+    report = lameski_report(run, read_metadata(RUN), {"device": "a GTX 680"}, {}, profile, RUN)
     assert report.count("Claims of the paper:") == 1 and "Claims judged" not in report
     assert report.index("## Claims this run cannot test") < report.index("Claims of the paper: 24;")
 
 
 def test_report_states_departures_and_untested_claims(run, tmp_path):
-    report = L.report(run, read_metadata(RUN), {"device": "a GTX 680"}, {}, None, RUN)
-    outcomes = [v.holds for v in [*L.verdicts(run), *L.untested()]]
+    report = lameski_report(run, read_metadata(RUN), {"device": "a GTX 680"}, {}, None, RUN)
+    outcomes = [v.holds for v in [*verdicts(run), *untested()]]
     assert outcomes.count(rule.NOT_CHECKED) == 3  # the profile's three claims, without a profile
     assert rule.claims_line(outcomes) in report and "3 not checked" in rule.claims_line(outcomes)
     assert "No profile of shared_padded and shared" in report  # without a profile the mechanism stays untested
@@ -249,7 +254,7 @@ def _prof(profile, variant, m, n, k):
 
 
 def test_mechanism_table_recomputes_the_profiles_counts(run, profile):
-    table = L.mechanism(profile, run)
+    table = mechanism(profile, run)
     assert len(table) == 8 and list(table.aligned) == [False] * 6 + [True] * 2
     pad, chk = _prof(profile, "shared_padded", 1000, 1000, 32), _prof(profile, "shared", 1000, 1000, 32)
     row = table.loc[(1000, 1000, 32)]
@@ -274,19 +279,19 @@ def test_the_checks_add_no_branch_and_the_trade_is_instructions_against_bytes(ru
     assert "divergent branches: 0 in approach 2, 0 in approach 1" in branching.evidence
     assert "judged on ours (checks predicated in every block), not the paper's border-block branch" in branching.test
     trade = _verdict_with(run, profile, "The difference comes from branching")
-    table = L.mechanism(profile, run)
+    table = mechanism(profile, run)
     faster = int((table["run time ratio"] < 1).sum())
     assert faster == 7 and trade.holds == "no" and f"approach 1's kernel faster at {faster} of 8" in trade.evidence
     assert "at the 6 unaligned shapes (+0.0 % at the 2 aligned)" in trade.evidence and "not branching" in trade.evidence
     assert "judged on ours" in trade.test and "the weakest" in trade.test
     for verdict in (branching, trade):
-        assert verdict.evidence.endswith(f"was not measured: {L.PAPER_KERNEL_RUN} would test it")
-    assert "border blocks only" in L.PAPER_KERNEL_RUN and "kernel scope at the study's shapes" in L.PAPER_KERNEL_RUN
+        assert verdict.evidence.endswith(f"was not measured: {PAPER_KERNEL_RUN} would test it")
+    assert "border blocks only" in PAPER_KERNEL_RUN and "kernel scope at the study's shapes" in PAPER_KERNEL_RUN
 
 
 def test_the_approaches_differ_in_transfers_and_operations(run, profile):
     differ = _verdict_with(run, profile, "The approaches differ in global-to-shared transfers")
-    table = L.mechanism(profile, run)
+    table = mechanism(profile, run)
     unaligned = table[~table.aligned]
     assert (unaligned["sectors padding %"] > 1).sum() == 6 and (table["instructions checks %"] > 1).sum() == 8
     assert differ.holds == "yes" and "at 6 of the 6 unaligned shapes" in differ.evidence
@@ -294,7 +299,7 @@ def test_the_approaches_differ_in_transfers_and_operations(run, profile):
 
 
 def _verdict_with(df, profile, start):
-    return next(v for v in L.verdicts(df, profile) if v.finding.startswith(start))
+    return next(v for v in verdicts(df, profile) if v.finding.startswith(start))
 
 
 def _made_up(branches=0, divergent=0, sectors=0, instructions=0):
@@ -316,34 +321,34 @@ def _made_up(branches=0, divergent=0, sectors=0, instructions=0):
     (dict(branches=0.5, sectors=0.5), "no", "no", "no"),  # under 1 %: the same counts
 ])
 def test_mechanism_verdicts_on_made_up_counts(extras, differ, branching, trade):
-    verdicts = L.mechanism_verdicts(_made_up(**extras))
+    verdicts = mechanism_verdicts(_made_up(**extras))
     assert [v.holds for v in verdicts] == [differ, branching, trade]
     slower = _made_up(**extras).assign(**{"run time ratio": [0.9, 1.05]})  # padding faster at 1 of 2: partly
-    assert L.mechanism_verdicts(slower)[2].holds == rule.weakest(trade, "partly")
+    assert mechanism_verdicts(slower)[2].holds == rule.weakest(trade, "partly")
 
 
 def test_mechanism_without_a_profile_is_not_checked_and_names_the_command():
     import pandas as pd
-    verdicts = L.mechanism_verdicts(pd.DataFrame())
+    verdicts = mechanism_verdicts(pd.DataFrame())
     assert [v.holds for v in verdicts] == [rule.NOT_CHECKED] * 3
-    assert all(L.PROFILE_COMMAND in v.evidence for v in verdicts)
+    assert all(PROFILE_COMMAND in v.evidence for v in verdicts)
 
 
 def test_report_with_the_profile_judges_the_mechanism_and_shows_the_hierarchy(run, profile):
-    report = L.report(run, read_metadata(RUN), {"device": "a GTX 680"}, {}, profile, RUN)
+    report = lameski_report(run, read_metadata(RUN), {"device": "a GTX 680"}, {}, profile, RUN)
     assert "Claims of the paper: 24; findings: 10 (4 yes, 2 partly, 4 no)" in report
-    assert len(L.verdicts(run, profile)) == len(L.verdicts(run))  # without a profile its claims read "not checked"
+    assert len(verdicts(run, profile)) == len(verdicts(run))  # without a profile its claims read "not checked"
     assert "## Memory hierarchy (Nsight Compute)" in report and "caches flushed before each kernel" in report
     assert "| 1000x1000x32 | no | 65,536 / 65,536 | 0 / 0 |" in report
     assert "at 16 of 16 profiled kernels the closest roof is shared memory" in report
 
 
 def test_hierarchy_figure_shows_both_approaches_in_and_past_l2(run, profile):
-    assert L.hierarchy_shapes(profile) == [(1000, 1000, 32), (4000, 4000, 64)]
-    fig = L.fig_hierarchy(run, read_metadata(RUN), profile)
+    assert hierarchy_shapes(profile) == [(1000, 1000, 32), (4000, 4000, 64)]
+    fig = fig_hierarchy(run, read_metadata(RUN), profile)
     assert len(fig.axes) == 2 and "past the 52 MB L2" in fig.axes[1].get_title()
     texts = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
-    assert set(L.APPROACH.values()) <= set(texts) and not any("CUDA-1" in t for t in texts)
+    assert set(APPROACH.values()) <= set(texts) and not any("CUDA-1" in t for t in texts)
     plt.close(fig)
     with pytest.raises(ResultsError, match="needs a profile"):
-        L.fig_hierarchy(run, read_metadata(RUN), None)
+        fig_hierarchy(run, read_metadata(RUN), None)

@@ -12,7 +12,10 @@ from click.testing import CliRunner
 
 from mmbench import analysis, plots
 from mmbench.studies import papers, study
-from mmbench.studies import zosa2017 as report
+from mmbench.studies.zosa2017 import claims
+from mmbench.studies.zosa2017.figures import fig_block_sizes, fig_gflops, fig_roofline, fig_speedup
+from mmbench.studies.zosa2017.measures import table1
+from mmbench.studies.zosa2017.paper import TABLE1_SIZES
 from mmbench.cli import main
 from mmbench.results import read_metadata, read_results
 
@@ -53,7 +56,7 @@ def test_a_curve_refuses_two_rows_at_one_size_rather_than_pick_one(df):
 
 
 def test_figure1_bars_per_block_and_size(df, meta):
-    fig = report.fig_block_sizes(df, meta)
+    fig = fig_block_sizes(df, meta)
     ax = fig.axes[0]
     assert len(ax.patches) == 3 * 4
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["CUDA-Best (8x8)", "CUDA-Best (16x16)", "CUDA-Best (32x32)"]
@@ -65,7 +68,7 @@ def test_figure1_bars_per_block_and_size(df, meta):
 
 
 def test_figure2_one_line_per_series_over_every_size(df, meta):
-    fig = report.fig_gflops(df, meta)
+    fig = fig_gflops(df, meta)
     ax = fig.axes[0]
     assert [line.get_label() for line in ax.get_lines()] == SERIES
     assert all(len(line.get_xdata()) == 12 for line in ax.get_lines())
@@ -78,7 +81,7 @@ def test_figure2_one_line_per_series_over_every_size(df, meta):
 
 
 def test_same_colour_for_a_series_in_every_figure(df, meta):
-    f2, f5 = report.fig_gflops(df, meta), report.fig_speedup(df, meta)
+    f2, f5 = fig_gflops(df, meta), fig_speedup(df, meta)
     best_colour = {line.get_label(): line.get_color() for line in f2.axes[0].get_lines()}["CUDA-Best (32x32)"]
     assert f5.axes[0].get_lines()[0].get_color() == best_colour
     plt.close("all")
@@ -109,7 +112,7 @@ def test_roofline_without_profile_uses_algorithmic_intensity(df, meta):
 
 
 def test_speedup_panels(df, meta):
-    fig = report.fig_speedup(df, meta)
+    fig = fig_speedup(df, meta)
     top, bottom = fig.axes
     assert top.get_lines()[0].get_label() == "CUDA-Best (32x32) / BLAS (multicore)"
     assert bottom.get_lines()[0].get_label() == "cuBLAS / CUDA-Best (32x32)"
@@ -119,17 +122,17 @@ def test_speedup_panels(df, meta):
 
 
 def test_table1_matches_rows(df):
-    t = report.table1(df, report.TABLE1_SIZES)
-    assert list(t.index) == report.TABLE1_SIZES
+    t = table1(df, TABLE1_SIZES)
+    assert list(t.index) == TABLE1_SIZES
     best = df[(df.variant == "best") & (df.params == "BLOCK=32") & (df.n == 1024)].gflops_mean.iloc[0]
     assert t.loc[1024, "CUDA-Best (32x32)"] == best
     assert t.loc[1024, "CUDA-Best (32x32) / cuBLAS"] == pytest.approx(best / t.loc[1024, "cuBLAS"])
 
 
 def test_findings_all_checked(df):
-    verdicts = report.verdicts(df)
-    assert len(verdicts) == len(report.FINDINGS) + len(report.ERA_FINDINGS) == 16
-    assert all(v.holds in ("yes", "no", "partly") and v.evidence for v in verdicts[:len(report.FINDINGS)])
+    verdicts = claims.verdicts(df)
+    assert len(verdicts) == len(claims.FINDINGS) + len(claims.ERA_FINDINGS) == 16
+    assert all(v.holds in ("yes", "no", "partly") and v.evidence for v in verdicts[:len(claims.FINDINGS)])
     by = {v.finding: v for v in verdicts}
     assert by["CUDA-C_Unroll adds little over CUDA-1"].holds == "yes"  # +7.7 % here, 1.30x under the paper's about +10 %
     assert by["CUDA-1u is slower than CUDA-Naive"].holds == "yes"  # faster at 1 of these 12 sizes: the share rule's yes
@@ -173,7 +176,7 @@ def test_report_lists_every_finding_and_figure(results_copy):
     result = invoke("report", "--config", ZOSA, results_copy)
     assert result.exit_code == 0, result.output
     text = (results_copy.with_suffix("") / "REPORT.md").read_text()
-    for v in report.verdicts(read_results(results_copy)):
+    for v in claims.verdicts(read_results(results_copy)):
         assert v.finding in text
     for stem in ("fig1-block-sizes", "fig2-gflops", "fig3-4-roofline", "fig5-speedup"):
         assert f"]({stem}.png)" in text and (results_copy.with_suffix("") / f"{stem}.png").exists()
@@ -407,7 +410,7 @@ def test_every_studys_figures_are_plot_commands_and_titles_stay_the_papers(df, m
     assert {"gflops", "roofline", "speedup", "vs-cublas", "transpose-bandwidth", "matmul-time"} <= set(families)
     result = invoke("plot", "--help")
     assert all(name in result.output for name in families)
-    fig = report.fig_roofline(df, meta, profile, None)  # the study's default size: the largest profiled
+    fig = fig_roofline(df, meta, profile, None)  # the study's default size: the largest profiled
     assert fig.axes[0].get_title().startswith("Figures 3-4: roofline at n = 2048\n")
     plt.close(fig)
 
@@ -442,24 +445,24 @@ def test_limits_report_gives_the_targets_and_the_spread_over_the_paper_sizes(tmp
 
 def test_lab3_padding_verdict_reads_bank_conflicts_from_the_profile():
     """Made-up profile counts: the verdict follows the measured conflicts, not the timing."""
-    from mmbench.studies import lab3
+    from mmbench.studies.lab3.claims import verdicts
 
     ok = read_results(LAB3)
     ok = ok[ok.status == "ok"]
     prof = pd.DataFrame([{"variant": v, "params": "", "n": 4096, "conflicts_per_shared_ld": ld, "conflicts_per_shared_st": 0.0}
                          for v, ld in (("transpose_shmem_unpadded", 31.0), ("transpose_shmem", 0.0))])
-    (pad,) = [v for v in lab3.verdicts(ok, prof) if v.finding.startswith("Padding the tile")]
+    (pad,) = [v for v in verdicts(ok, prof) if v.finding.startswith("Padding the tile")]
     assert pad.holds == "yes" and "n=4096: 31.0 / 0.0" in pad.evidence
     prof.loc[prof.variant == "transpose_shmem", "conflicts_per_shared_ld"] = 15.0  # padding did not help
-    (pad,) = [v for v in lab3.verdicts(ok, prof) if v.finding.startswith("Padding the tile")]
+    (pad,) = [v for v in verdicts(ok, prof) if v.finding.startswith("Padding the tile")]
     assert pad.holds == "no"
-    (pad,) = [v for v in lab3.verdicts(ok) if v.finding.startswith("Padding the tile")]
+    (pad,) = [v for v in verdicts(ok) if v.finding.startswith("Padding the tile")]
     assert pad.holds == "not checked" and "no Nsight Compute profile" in pad.evidence
     twice = pd.concat([prof, prof.assign(conflicts_per_shared_ld=[30.0, 0.0])])  # a size profiled twice: the worst
-    (pad,) = [v for v in lab3.verdicts(ok, twice) if v.finding.startswith("Padding the tile")]
+    (pad,) = [v for v in verdicts(ok, twice) if v.finding.startswith("Padding the tile")]
     assert "n=4096: 31.0 / 15.0" in pad.evidence
     other = prof.assign(variant="transpose_vec")
-    (pad,) = [v for v in lab3.verdicts(ok, other) if v.finding.startswith("Padding the tile")]
+    (pad,) = [v for v in verdicts(ok, other) if v.finding.startswith("Padding the tile")]
     assert pad.holds == "not checked" and "has no rows of transpose_shmem_unpadded and transpose_shmem" in pad.evidence
 
 

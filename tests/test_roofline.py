@@ -13,7 +13,7 @@ import pytest
 
 from mmbench import analysis, plots
 from mmbench.results import read_metadata, read_results
-from mmbench.studies import zosa2017
+from mmbench.studies.zosa2017 import figures
 
 REPO = Path(__file__).resolve().parent.parent
 LAB3 = REPO / "results" / "lab3-h200" / "lab3-h200.csv"
@@ -34,7 +34,7 @@ def points_of(ax) -> dict[str, tuple[float, float]]:
 
 def test_transposes_and_the_copy_stand_against_the_dram_roofs_beside_the_gemms(lab3):
     df, meta, profile = lab3
-    fig = zosa2017.fig_roofline(df, meta, profile, None)
+    fig = figures.fig_roofline(df, meta, profile, None)
     strip, roof = fig.axes
     assert roof.get_title().startswith("Figures 3-4: roofline at n = 4096\n")  # the largest size of every op, profiled
     at = df[(df.n == 4096) & (df.status == "ok")]

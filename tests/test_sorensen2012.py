@@ -15,9 +15,15 @@ import pytest
 from click.testing import CliRunner
 
 from mmbench.cli import main
-from mmbench.ops.gemv import cell_points
-from mmbench.results import read_metadata, read_results
-from mmbench.studies import sorensen2012 as study
+from mmbench.ops.gemv import MESH_CELLS, cell_points, parse_cell
+from mmbench.results import ResultsError, read_metadata, read_results
+from mmbench.studies.sorensen2012.claims import (claim_columns_region, claim_cublas, claim_rows, claims, claims_threads,
+                                                 cublas_launches, rows_numbers, rows_verdict, target_design,
+                                                 tuning_best)
+from mmbench.studies.sorensen2012.figures import fig_best_kernel, fig_hierarchy
+from mmbench.studies.sorensen2012.measures import (CLASSES, cell_designs, families, family_shapes, hierarchy_shapes,
+                                                   mesh_params, mesh_values, occupancy_rows, shape_design, tuning_rows)
+from mmbench.studies.sorensen2012.report import hierarchy_lines, setting_rows, targets
 from mmbench.tuning.cache import YOURS, CacheFile
 
 DATA = Path(__file__).parent / "data"
@@ -42,7 +48,7 @@ def meta():
 
 
 def test_a_cell_is_the_mean_of_its_shapes_and_unmeasured_cells_are_empty(ok):
-    values = study.mesh_values(ok, "gemv_tuned", "gflops_mean")
+    values = mesh_values(ok, "gemv_tuned", "gflops_mean")
     rows = ok[ok.variant == "gemv_tuned"].set_index(["m", "n"]).gflops_mean
     expect = np.mean([rows[(p.m, p.n)] for p in cell_points(10, 10)])
     assert values.iloc[10, 10] == pytest.approx(expect)
@@ -50,20 +56,20 @@ def test_a_cell_is_the_mean_of_its_shapes_and_unmeasured_cells_are_empty(ok):
 
 
 def test_the_tuned_configuration_per_cell_is_what_the_run_used(ok):
-    params = study.mesh_params(ok)
+    params = mesh_params(ok)
     row = ok[(ok.variant == "gemv_tuned") & (ok.m == cell_points(2, 20)[0].m) & (ok.n == cell_points(2, 20)[0].n)]
     used = dict(p.split("=") for p in row.params.iloc[0].split(","))
     assert params["KERNEL"].iloc[2, 20] == int(used["KERNEL"]) and params["BLOCKSIZE"].iloc[2, 20] == int(used["BLOCKSIZE"])
 
 
 def test_the_occupancy_line_is_sms_times_resident_threads(meta):
-    assert study.occupancy_rows(meta) == 132 * 2048
+    assert occupancy_rows(meta) == 132 * 2048
     legacy = {"gpu": {"sm_count": 14, "arch": "sm_20"}}  # no max_threads_per_sm recorded: CUDA's table
-    assert study.occupancy_rows(legacy) == 21504  # the paper's line on a C2050
+    assert occupancy_rows(legacy) == 21504  # the paper's line on a C2050
 
 
 def test_families_against_the_copy_at_the_same_footprint(ok, meta):
-    fam = study.families(ok, study.family_shapes(meta))
+    fam = families(ok, family_shapes(meta))
     assert sorted(fam.family.unique()) == ["square", "tall", "wide"] and len(fam) == 3 * 14
     row = fam[(fam.family == "square") & (fam.N == 1638)].iloc[0]
     tuned = ok[(ok.variant == "gemv_tuned") & (ok.m == 16380) & (ok.n == 16380)].gbytes_per_s.iloc[0]
@@ -72,7 +78,7 @@ def test_families_against_the_copy_at_the_same_footprint(ok, meta):
 
 
 def test_targets_report_the_worst_family_and_the_cells(ok, meta):
-    rows = study.targets(ok, study.family_shapes(meta))
+    rows = targets(ok, family_shapes(meta))
     assert [r[2] in ("yes", "no") for r in rows] == [True] * 3
     assert rows[0][1].startswith("square ") and "tall " in rows[0][1] and "wide " in rows[0][1]
     assert "(2 cells)" in rows[1][0] and "5 measured cells" in rows[2][0]  # cells (2, 20) and (20, 2) are >= 1 MiB
@@ -88,17 +94,17 @@ def test_the_designs_races_read_the_tuning_rows(ok, meta, tmp_path):
     path = tmp_path / "cache.json"
     path.write_text(json.dumps({"k": tuning_entry(meta["gpu"]["name"], tune)}))
     cache = (CacheFile.read(path, YOURS),)
-    rows, tmeta = study.tuning_rows(meta, cache)
+    rows, tmeta = tuning_rows(meta, cache)
     assert sorted(rows.size_class.unique()) == ["cell02x20", "cell04x14", "cell10x10"]
-    best = study.tuning_best(rows)
-    assert list(best.index) == ["cell02x20", "cell04x14", "cell10x10"] and list(best.columns) == list(study.CLASSES)
+    best = tuning_best(rows)
+    assert list(best.index) == ["cell02x20", "cell04x14", "cell10x10"] and list(best.columns) == list(CLASSES)
     assert best.loc["cell10x10", "d"] == rows[rows.size_class == "cell10x10"].gflops.max()  # 2d is that cell's best
-    _, atomics, thumb = study.claims_threads(study.cell_designs(ok), study.occupancy_rows(meta), best)
+    _, atomics, thumb = claims_threads(cell_designs(ok), occupancy_rows(meta), best)
     assert atomics.holds == "not testable here" and "in 0 of 2 (0 %) wide cells" in atomics.evidence
     assert thumb.holds == "yes" and "in the 1 of the 1 cells" in thumb.evidence
-    _, none, thumb = study.claims_threads(study.cell_designs(ok), study.occupancy_rows(meta), study.tuning_best(None))
+    _, none, thumb = claims_threads(cell_designs(ok), occupancy_rows(meta), tuning_best(None))
     assert thumb.holds == "not checked" and none.evidence.startswith("no tuning file; testing needs")
-    assert study.tuning_rows({"gpu": {"name": "another GPU"}}, cache) == (None, {})
+    assert tuning_rows({"gpu": {"name": "another GPU"}}, cache) == (None, {})
 
 
 def test_the_tuning_of_another_kernel_source_is_not_this_runs(meta, tmp_path):
@@ -114,8 +120,8 @@ def test_the_tuning_of_another_kernel_source_is_not_this_runs(meta, tmp_path):
     (tmp_path / "a" / "tune.meta.json").write_text(json.dumps({"name": "a"}))
     (tmp_path / "b" / "tune.meta.json").write_text(json.dumps({"name": "b"}))
     run = {**meta, "kernels": {"gemv_tuned[BLOCKSIZE=32,KERNEL=0,WORKSIZE_M=1,WORKSIZE_N=1]": {"source_hash": "measured"}}}
-    assert study.tuning_rows(run, cache)[1]["name"] == "a"
-    assert study.tuning_rows({**meta, "kernels": {}}, cache)[1]["name"] == "b"  # no hash recorded: the newest file
+    assert tuning_rows(run, cache)[1]["name"] == "a"
+    assert tuning_rows({**meta, "kernels": {}}, cache)[1]["name"] == "b"  # no hash recorded: the newest file
 
 
 @pytest.mark.parametrize("name", ["gemv-kernels", "gemv-families", "gemv-mesh"])
@@ -146,23 +152,23 @@ REFERENCE = Path(__file__).resolve().parent.parent / "results" / "sorensen2012-h
 
 def test_a_configuration_is_classed_by_the_design_it_runs_at_a_shape():
     p = "BLOCKSIZE=32,KERNEL={k},WORKSIZE_M={wm},WORKSIZE_N=2"
-    assert study.shape_design(1000, 64, p.format(k=0, wm=1)) == "a"  # one column of blocks (n <= 64)
-    assert study.shape_design(1000, 64, p.format(k=2, wm=3)) == "c"  # ours on one column is 2c's code
-    assert study.shape_design(1000, 65, p.format(k=0, wm=1)) == "b"
-    assert study.shape_design(1000, 65, p.format(k=0, wm=2)) == "d"
-    assert study.shape_design(1000, 65, p.format(k=2, wm=1)) == "w"
-    assert study.shape_design(10, 65, p.format(k=1, wm=1)) == "e"
+    assert shape_design(1000, 64, p.format(k=0, wm=1)) == "a"  # one column of blocks (n <= 64)
+    assert shape_design(1000, 64, p.format(k=2, wm=3)) == "c"  # ours on one column is 2c's code
+    assert shape_design(1000, 65, p.format(k=0, wm=1)) == "b"
+    assert shape_design(1000, 65, p.format(k=0, wm=2)) == "d"
+    assert shape_design(1000, 65, p.format(k=2, wm=1)) == "w"
+    assert shape_design(10, 65, p.format(k=1, wm=1)) == "e"
 
 
 def test_the_target_regions_follow_the_papers_text():
-    assert study.target_design(10, 1e5, 21504) == "e" and study.target_design(1e6, 1e3, 21504) == "c"
-    assert study.target_design(1e3, 50, 21504) == "a" and study.target_design(1e3, 1e3, 21504) == "b"
+    assert target_design(10, 1e5, 21504) == "e" and target_design(1e6, 1e3, 21504) == "c"
+    assert target_design(1e3, 50, 21504) == "a" and target_design(1e3, 1e3, 21504) == "b"
 
 
 def test_the_cells_designs_from_the_cut(ok):
-    designs = study.cell_designs(ok)
+    designs = cell_designs(ok)
     assert int((designs != "").sum()) == 5 and designs[0, 0] == ""
-    assert designs[10, 10] in study.CLASSES
+    assert designs[10, 10] in CLASSES
 
 
 @pytest.fixture(scope="module")
@@ -172,11 +178,11 @@ def reference():
 
     df = read_results(REFERENCE)
     meta = read_metadata(REFERENCE)
-    tuning, tmeta = study.tuning_rows(meta, beside=REFERENCE.parent)
+    tuning, tmeta = tuning_rows(meta, beside=REFERENCE.parent)
     ok = df[df.status == "ok"]
     profile = read_profile(profile_path(REFERENCE))
     rows = companion(REFERENCE, "rows", "gemv-rows")
-    return {v.finding: v for v in study.claims(ok, meta, tuning, tmeta, study.family_shapes(meta), profile, rows)}
+    return {v.finding: v for v in claims(ok, meta, tuning, tmeta, family_shapes(meta), profile, rows)}
 
 
 def test_every_claim_of_the_reference_run_has_its_verdict(reference):
@@ -282,9 +288,9 @@ def test_2e_under_about_50_rows_is_a_region_and_an_estimate(reference):
     # made-up maps: 2e best in every wide cell up to a row edge of 57 rows (within 1.5 x of ~50), then of 32 (1.6 x)
     for rows, holds, said in ((7, "yes", "a median of 57: 1.1 x over"), (6, "partly", "a median of 32: 1.6 x under"),
                               (5, "no", "a median of 18: 2.8 x under")):
-        designs = np.full((study.MESH_CELLS, study.MESH_CELLS), "d", dtype=object)
+        designs = np.full((MESH_CELLS, MESH_CELLS), "d", dtype=object)
         designs[:rows] = "e"
-        made_up = study.claim_columns_region(designs)
+        made_up = claim_columns_region(designs)
         share = "yes" if rows >= 6 else "partly"  # the region is the 7 rows under 50: 2e wins rows / 7 of its cells
         assert made_up.holds == holds and said in made_up.evidence and f"{share} by the share rule" in made_up.evidence, rows
 
@@ -308,12 +314,12 @@ def test_tuning_rows_are_classed_as_the_runs_fig1_classes_a_cell():
     """tuning_best classes each configuration by the design it runs at most of a cell's shapes, as
     cell_designs does the run's (shape_design at each shape, the most common; a tie one column)."""
     meta = read_metadata(REFERENCE)
-    tuning, _ = study.tuning_rows(meta, beside=REFERENCE.parent)
-    best = study.tuning_best(tuning)
+    tuning, _ = tuning_rows(meta, beside=REFERENCE.parent)
+    best = tuning_best(tuning)
     for cell in ("cell04x14", "cell10x10", "cell16x05", "cell12x12"):
         rows = tuning[(tuning.size_class == cell) & tuning.status.isin(["ok", "pruned"])]
-        points = cell_points(*study.parse_cell(cell))
-        design = [pd.Series([study.shape_design(p.m, p.n, q) for p in points]).mode().iloc[0] for q in rows.params]
+        points = cell_points(*parse_cell(cell))
+        design = [pd.Series([shape_design(p.m, p.n, q) for p in points]).mode().iloc[0] for q in rows.params]
         expect = rows.gflops.groupby(design).max()
         assert best.loc[cell].dropna().to_dict() == pytest.approx(expect.to_dict()), cell
 
@@ -330,7 +336,7 @@ def test_claims_about_2011s_libraries_are_not_testable_with_todays_cublas_beside
 
 
 def test_the_setting_is_a_table_beside_the_verdicts(reference):
-    rows = {r[0]: r[1:] for r in study.setting_rows(read_results(REFERENCE).query("status == 'ok'"), read_metadata(REFERENCE))}
+    rows = {r[0]: r[1:] for r in setting_rows(read_results(REFERENCE).query("status == 'ok'"), read_metadata(REFERENCE))}
     assert rows["full occupancy of one thread a row (1, 3.1; Figs. 1, 5's dashed line)"] == [
         "14 SMs x 1536 resident threads = 21504 rows", "132 x 2048 = 270336 rows"]
     assert rows["resident blocks (3.2, 3.3)"][1] == "32 an SM: 4224 blocks, at under 64 threads a block"
@@ -346,10 +352,10 @@ def test_untestable_claims_say_what_would_test_them(reference):
 
 
 def test_fig1_legend_is_off_the_data_and_names_each_class_once(meta):
-    fig = study.fig_best_kernel(read_results(REFERENCE), read_metadata(REFERENCE))
+    fig = fig_best_kernel(read_results(REFERENCE), read_metadata(REFERENCE))
     (legend,) = fig.legends
     labels = [t.get_text() for t in legend.get_texts()]
-    assert len(labels) == len(set(labels)) == len(study.CLASSES) + 2 and not fig.axes[0].get_legend()
+    assert len(labels) == len(set(labels)) == len(CLASSES) + 2 and not fig.axes[0].get_legend()
     assert any("1024 MiB cap" in t for t in labels) and any("Fig. 2b): 0 cells" in t for t in labels)
     plt.close(fig)
 
@@ -367,7 +373,7 @@ def test_the_rows_mechanism_from_the_rows_companion():
     from mmbench.studies.common import companion
 
     rows = companion(REFERENCE, "rows", "gemv-rows")
-    n = study.rows_numbers(rows.df, rows.profile)
+    n = rows_numbers(rows.df, rows.profile)
     t1, t4 = (rows.df[rows.df.params.str.endswith(f"WORKSIZE_M={w}")].time_ms_mean.iloc[0] for w in (1, 4))
     assert n["gain"] == pytest.approx(t1 / t4) and n["gain"] == pytest.approx(1.34, abs=0.01)
     p1, p4 = (rows.profile[rows.profile.params.str.endswith(f"WORKSIZE_M={w}")].iloc[0] for w in (1, 4))
@@ -375,28 +381,28 @@ def test_the_rows_mechanism_from_the_rows_companion():
     assert n["saved_share"] == pytest.approx((p1.shared_ld_inst - p4.shared_ld_inst) / (p1.warp_inst - p4.warp_inst))
     assert round(100 * n["saved_share"]) == 8 and n["shared_pct"] < 1
     # a gain, with fewer shared reads, but they are 8 % of what was saved: not mainly by them
-    assert study.claim_rows(n).holds == "no" and "16 x fewer shared-load instructions" in study.claim_rows(n).evidence
-    assert study.claim_rows(None).holds == "not testable here"  # a user's run without the companion
+    assert claim_rows(n).holds == "no" and "16 x fewer shared-load instructions" in claim_rows(n).evidence
+    assert claim_rows(None).holds == "not testable here"  # a user's run without the companion
 
 
 def test_the_rows_verdicts_formula():
-    assert study.rows_verdict(1.34, True, 0.08) == "no"  # the gain, fewer shared reads, a small part of the saving
-    assert study.rows_verdict(1.34, True, 0.6) == "yes"
-    assert study.rows_verdict(1.05, True, 0.9) == "no"  # under the 10 % a gain needs
-    assert study.rows_verdict(1.5, False, 0.9) == "no"  # no fewer shared reads
+    assert rows_verdict(1.34, True, 0.08) == "no"  # the gain, fewer shared reads, a small part of the saving
+    assert rows_verdict(1.34, True, 0.6) == "yes"
+    assert rows_verdict(1.05, True, 0.9) == "no"  # under the 10 % a gain needs
+    assert rows_verdict(1.5, False, 0.9) == "no"  # no fewer shared reads
 
 
 def test_cublas_kernels_split_the_columns_at_wide_shapes():
     from mmbench.profile import profile_path, read_profile
 
-    launches = study.cublas_launches(read_profile(profile_path(REFERENCE)))
+    launches = cublas_launches(read_profile(profile_path(REFERENCE)))
     assert set(launches[launches.split].family) == {"wide"} and len(launches) == 6
     assert "cublasLt::splitKreduce_kernel" in launches[launches.split].names.iloc[0]
     made_up = pd.DataFrame([{"variant": "cublas_gemv", "m": 100, "n": 1, "kernels": "void gemv2N_kernel<int>(float*)"}])
-    one = study.cublas_launches(made_up)
+    one = cublas_launches(made_up)
     assert one.names.iloc[0] == ["gemv2N_kernel"] and not one.split.iloc[0] and one.family.iloc[0] == "tall"
-    assert study.claim_cublas(one, {}).holds == "not testable here"  # one kernel: the names cannot say
-    today = study.claim_cublas(launches, {"cublas_gemv": {"version": 130100}})
+    assert claim_cublas(one, {}).holds == "not testable here"  # one kernel: the names cannot say
+    today = claim_cublas(launches, {"cublas_gemv": {"version": 130100}})
     assert today.holds == "not testable here"  # CUBLAS 4.0's claim: today's split-K is extra evidence
     assert "today's cuBLAS 13.1 (not the verdict)" in today.evidence and "(split-K): several threads a row" in today.evidence
 
@@ -405,15 +411,15 @@ def test_the_hierarchy_section_and_figure_from_the_reference_profile():
     from mmbench.profile import profile_path, read_profile
 
     profile, meta = read_profile(profile_path(REFERENCE)), read_metadata(REFERENCE)
-    past, inside = study.hierarchy_shapes(profile, meta)
+    past, inside = hierarchy_shapes(profile, meta)
     assert past == [(1448, 144800, 0), (14480, 14480, 0), (144800, 1448, 0)] and inside == [(1280, 1280, 0)]
-    text = "\n".join(study.hierarchy_lines(profile, meta, {}, True))
+    text = "\n".join(hierarchy_lines(profile, meta, {}, True))
     assert "closest roof is DRAM: the tuned kernel reaches 88 to 91 % of DRAM's peak" in text and "cuBLAS 75 to 89 %" in text
     assert "sits closer under the DRAM roof than cuBLAS at every one" in text and "DRAM moved 99 to 100 %" in text
-    fig = study.fig_hierarchy(read_results(REFERENCE), meta, profile)
+    fig = fig_hierarchy(read_results(REFERENCE), meta, profile)
     titles = [ax.get_title() for ax in fig.axes[:4]]
     assert titles[0].startswith("square 1280 x 1280") and "flushed" in titles[0] and titles[3].startswith("tall 144800")
     plt.close(fig)
-    assert study.hierarchy_lines(None, meta, {}, False)[0].startswith("No hierarchy: no Nsight Compute profile")
-    with pytest.raises(study.ResultsError):
-        study.fig_hierarchy(read_results(REFERENCE), meta, None)
+    assert hierarchy_lines(None, meta, {}, False)[0].startswith("No hierarchy: no Nsight Compute profile")
+    with pytest.raises(ResultsError):
+        fig_hierarchy(read_results(REFERENCE), meta, None)

@@ -8,7 +8,8 @@ import pytest
 
 from mmbench.analysis import ok_rows
 from mmbench.results import read_metadata, read_results
-from mmbench.studies import lab3, zosa2017
+from mmbench.studies.zosa2017 import claims as zosa_claims, measures as zosa_measures, paper as zosa_paper
+from mmbench.studies.lab3 import claims as lab3_claims, measures as lab3_measures
 
 REPO = Path(__file__).resolve().parent.parent
 ZOSA = REPO / "results" / "zosa2017-h200" / "zosa2017-h200.csv.gz"
@@ -25,7 +26,7 @@ def _reference(name: str) -> dict:
 
 @pytest.fixture(scope="module")
 def zosa():
-    vs = zosa2017.verdicts(read_results(ZOSA), read_metadata(ZOSA), _profile(ZOSA), _reference("zosa2017"))
+    vs = zosa_claims.verdicts(read_results(ZOSA), read_metadata(ZOSA), _profile(ZOSA), _reference("zosa2017"))
     return {v.finding: v for v in vs}
 
 
@@ -35,13 +36,13 @@ def _lab3_tiles() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def lab():
-    vs = lab3.verdicts(ok_rows(read_results(LAB3)), _profile(LAB3), _reference("lab3"), _lab3_tiles())
+    vs = lab3_claims.verdicts(ok_rows(read_results(LAB3)), _profile(LAB3), _reference("lab3"), _lab3_tiles())
     return {v.finding: v for v in vs}
 
 
 def test_zosa_every_claim_has_a_row(zosa):
-    groups = (zosa2017.FINDINGS, zosa2017.ERA_FINDINGS, zosa2017.CONTEXT_FINDINGS, zosa2017.PROFILE_FINDINGS,
-              zosa2017.SOURCE_FINDINGS)
+    groups = (zosa_claims.FINDINGS, zosa_claims.ERA_FINDINGS, zosa_claims.CONTEXT_FINDINGS, zosa_claims.PROFILE_FINDINGS,
+              zosa_claims.SOURCE_FINDINGS)
     assert len(zosa) == sum(map(len, groups)) == 36
     assert not [v.finding for v in zosa.values() if v.holds == "not checked" or not v.test]
 
@@ -77,7 +78,7 @@ def test_zosa_roofline_read_off_is_not_the_measured_intensity(zosa):
 
 def test_zosa_roofline_without_profile_is_not_checked():
     df, meta = read_results(ZOSA), read_metadata(ZOSA)
-    v = zosa2017.roofline_read_off(ok_rows(df), meta, None, _reference("zosa2017"), "measured")
+    v = zosa_claims.roofline_read_off(ok_rows(df), meta, None, _reference("zosa2017"), "measured")
     assert v.holds == "not checked" and "mmbench profile" in v.evidence
 
 
@@ -97,7 +98,7 @@ def test_zosa_plateau_constant_block_occupancy_and_shared_limit(zosa):
 
 
 def test_zosa_table1_has_best_and_best_const():
-    t = zosa2017.table1(ok_rows(read_results(ZOSA)), zosa2017.TABLE1_SIZES)
+    t = zosa_measures.table1(ok_rows(read_results(ZOSA)), zosa_paper.TABLE1_SIZES)
     assert {"CUDA-Best (32x32)", "CUDA-Best const (32x32)", "CUDA-Best const (32x32) / BLAS"} <= set(t.columns)
     assert (t["CUDA-Best const (32x32)"] > t["CUDA-Best (32x32)"]).all()
 
@@ -131,7 +132,7 @@ def test_lab3_other_new_claims(lab):
 
 
 def test_lab3_conflict_verdict_without_profile():
-    v = lab3.matmul_conflict(None)
+    v = lab3_claims.matmul_conflict(None)
     assert v.holds == "not checked" and "mmbench profile" in v.evidence
 
 
@@ -161,11 +162,11 @@ def test_lab3_tile_32_share_on_made_up_numbers():
 
     tiles = pd.DataFrame([row(16, 4, 512, 100), row(32, 8, 512, 96), row(32, 2, 512, 90), row(64, 16, 512, 50),
                           row(64, 2, 512, 120)])
-    share = lab3.tile_32_share(lab3.tile_sweep(tiles)).set_index("view")
+    share = lab3_claims.tile_32_share(lab3_measures.tile_sweep(tiles)).set_index("view")
     assert share.loc["strips", "fastest"] == 16 and share.loc["strips", "share"] == pytest.approx(0.96)
     assert share.loc["best", "fastest"] == 64 and share.loc["best", "fastest_rows"] == 2
     assert share.loc["best", "share"] == pytest.approx(96 / 120)
-    assert lab3.best_tile(tiles).holds == "yes"  # within 5 % at the strips (the lab's); 20 % behind at the best ROWS is extra
+    assert lab3_claims.best_tile(tiles).holds == "yes"  # within 5 % at the strips (the lab's); 20 % behind at the best ROWS is extra
 
 
 def test_lab3_naive_transpose_stores_do_not_coalesce(lab):
@@ -182,7 +183,7 @@ def test_lab3_a_shared_conflict_costs_less_than_an_uncoalesced_store(lab):
 
 
 def test_lab3_new_claims_without_their_data_are_not_checked():
-    for v in (lab3.best_tile(None), lab3.naive_coalescing(None), lab3.conflicts_vs_global(None)):
+    for v in (lab3_claims.best_tile(None), lab3_claims.naive_coalescing(None), lab3_claims.conflicts_vs_global(None)):
         assert v.holds == "not checked" and "what would check it" in v.evidence
 
 

@@ -7,11 +7,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from mmbench import analysis
 from mmbench.analysis import ok_rows
 from mmbench.profile import read_profile
 from mmbench.results import read_metadata, read_results
-from mmbench.studies import zosa2017
 from mmbench.studies.common import companion
+from mmbench.studies.zosa2017 import claims
+from mmbench.studies.zosa2017.figures import FIGURES
+from mmbench.studies.zosa2017.measures import _timed_and_profiled, best_series
+from mmbench.studies.zosa2017.report import HOT, hot_vs_cold
 
 REPO = Path(__file__).resolve().parent.parent
 ZOSA = REPO / "results" / "zosa2017-h200" / "zosa2017-h200.csv.gz"
@@ -30,22 +34,22 @@ def _fake(**columns) -> pd.DataFrame:
 
 
 def test_shared_reads_have_no_bank_conflicts(profile):
-    v = zosa2017.shared_reads_conflict_free(profile)
+    v = claims.shared_reads_conflict_free(profile)
     assert v.holds == "yes" and "under our 0.01 at 8 of 8 profiled points" in v.evidence
     assert "31 a store in CUDA-1u" in v.evidence
     made_up = _fake(conflicts_per_shared_ld={"shared": 0.0, "best": 0.5}, conflicts_per_shared_st={})
-    assert zosa2017.shared_reads_conflict_free(made_up).holds == "partly"
+    assert claims.shared_reads_conflict_free(made_up).holds == "partly"
 
 
 def test_coalesced_loads_take_four_sectors_uncoalesced_thirty_two(profile):
-    v = zosa2017.coalesced_loads(profile)
+    v = claims.coalesced_loads(profile)
     assert v.holds == "yes" and "CUDA-1 4.0 (max 4.0" in v.evidence and "CUDA-1u 32.0" in v.evidence
-    assert zosa2017.coalesced_loads(_fake(sectors_per_global_ld={"shared": 8, "shared_uncoalesced": 32})).holds == "no"
-    assert zosa2017.coalesced_loads(_fake(sectors_per_global_ld={"shared": 4, "shared_uncoalesced": 6})).holds == "no"
+    assert claims.coalesced_loads(_fake(sectors_per_global_ld={"shared": 8, "shared_uncoalesced": 32})).holds == "no"
+    assert claims.coalesced_loads(_fake(sectors_per_global_ld={"shared": 4, "shared_uncoalesced": 6})).holds == "no"
 
 
 def test_four_outputs_halve_the_shared_loads_per_flop(profile):
-    v = zosa2017.four_outputs_halve_loads(profile)
+    v = claims.four_outputs_halve_loads(profile)
     assert v.holds == "yes" and "CUDA-Best 0.625, CUDA-1 1.250" in v.evidence and "0.500 to 0.500" in v.evidence
     assert "factor rule on the median" in v.test and "(paper: x0.5)" in v.test
     # 2n -> n, a factor: half of shared's loads a multiply-add holds, and past its square root (0.707); 0.72 and
@@ -54,54 +58,54 @@ def test_four_outputs_halve_the_shared_loads_per_flop(profile):
 
     def fake(best, shared):
         return _fake(shared_ld_inst={"best": best, "shared": shared}, m=shape, k=shape)
-    assert zosa2017.four_outputs_halve_loads(fake(1e7, 2e7)).holds == "yes"
-    assert zosa2017.four_outputs_halve_loads(fake(1.4e7, 2e7)).holds == "yes"
-    assert zosa2017.four_outputs_halve_loads(fake(1.44e7, 2e7)).holds == "partly"
-    assert zosa2017.four_outputs_halve_loads(fake(1.6e7, 2e7)).holds == "partly"
-    assert zosa2017.four_outputs_halve_loads(fake(2e7, 2e7)).holds == "no"
+    assert claims.four_outputs_halve_loads(fake(1e7, 2e7)).holds == "yes"
+    assert claims.four_outputs_halve_loads(fake(1.4e7, 2e7)).holds == "yes"
+    assert claims.four_outputs_halve_loads(fake(1.44e7, 2e7)).holds == "partly"
+    assert claims.four_outputs_halve_loads(fake(1.6e7, 2e7)).holds == "partly"
+    assert claims.four_outputs_halve_loads(fake(2e7, 2e7)).holds == "no"
 
 
 def test_interleaving_halves_the_barriers_by_construction(profile):
     # barriers a k tile: C_Unroll's two a trip cover two tiles
-    assert {v: zosa2017.barriers_per_tile(f"gemm/{v}.cu") for v in ("shared", "interleaved", "best", "unroll_k2")} == \
+    assert {v: claims.barriers_per_tile(f"gemm/{v}.cu") for v in ("shared", "interleaved", "best", "unroll_k2")} == \
         {"shared": 2, "interleaved": 1, "best": 2, "unroll_k2": 1}
     meta = read_metadata(ZOSA)
-    v = zosa2017.interleaving_halves_barriers(meta, profile)
+    v = claims.interleaving_halves_barriers(meta, profile)
     assert v.holds == "by construction" and "CUDA-1IL 1, CUDA-1 2 (ratio 0.50" in v.evidence and "2.5 at 4096" in v.evidence
     assert "16 KB of shared memory a block against CUDA-1's 8 KB" in v.evidence
-    assert "a stall, not a count" not in zosa2017.interleaving_halves_barriers(meta, None).evidence
+    assert "a stall, not a count" not in claims.interleaving_halves_barriers(meta, None).evidence
 
 
 def test_naive_cache_hits_are_the_k80s_the_h200s_beside(profile):
-    v = zosa2017.naive_hits_caches(profile)
+    v = claims.naive_hits_caches(profile)
     assert v.holds == "not testable here" and "nvprof" in v.evidence and "Tesla K80" in v.evidence
     assert "(not the verdict): L1 hit rate" in v.evidence and "Naive 95 % at 256" in v.evidence and "1u 87 % at 256" in v.evidence
-    assert zosa2017.naive_hits_caches(None).evidence.startswith("what would test it") and "H200" not in \
-        zosa2017.naive_hits_caches(None).evidence
+    assert claims.naive_hits_caches(None).evidence.startswith("what would test it") and "H200" not in \
+        claims.naive_hits_caches(None).evidence
 
 
 def test_without_a_profile_the_profile_claims_name_the_command():
-    for f in (zosa2017.shared_reads_conflict_free, zosa2017.coalesced_loads, zosa2017.four_outputs_halve_loads,
-              zosa2017.four_outputs_quarter_global_loads, zosa2017.unroll_halves_global_loads,
-              zosa2017.uncoalesced_piecewise):
+    for f in (claims.shared_reads_conflict_free, claims.coalesced_loads, claims.four_outputs_halve_loads,
+              claims.four_outputs_quarter_global_loads, claims.unroll_halves_global_loads,
+              claims.uncoalesced_piecewise):
         v = f(None)
         assert v.holds == "not checked" and "mmbench profile --config configs/zosa2017.toml" in v.evidence
 
 
 def test_hot_l2_verdicts_differ_only_on_unroll_adds_little():
     cold = ok_rows(read_results(ZOSA))
-    hot = ok_rows(companion(ZOSA, *zosa2017.HOT).df)
-    pairs = zosa2017.hot_verdicts(cold, hot)
-    assert len(pairs) == len(zosa2017.FINDINGS) == 10
+    hot = ok_rows(companion(ZOSA, *HOT).df)
+    pairs = claims.hot_verdicts(cold, hot)
+    assert len(pairs) == len(claims.FINDINGS) == 10
     assert [(c.finding, c.holds, h.holds) for c, h in pairs if c.holds != h.holds] == \
         [("CUDA-C_Unroll adds little over CUDA-1", "partly", "no")]  # hot: +2.7 %, 3.75x under the paper's +10 %
-    rows = {r[0]: r for r in zosa2017.hot_vs_cold(cold, hot, [1024])}
+    rows = {r[0]: r for r in hot_vs_cold(cold, hot, [1024])}
     assert rows["CUDA-Best (32x32)"][1:] == ["15859 / 16544", "1.04 (1.00 to 1.18)"]
 
 
 def test_the_roofline_stays_at_the_largest_size_the_run_timed(profile):
-    curve = zosa2017.analysis.curve(ok_rows(read_results(ZOSA)), zosa2017.best_series(ok_rows(read_results(ZOSA))))
-    assert int(profile.n.max()) == 4096 and zosa2017._timed_and_profiled(curve, profile) == 2048
+    curve = analysis.curve(ok_rows(read_results(ZOSA)), best_series(ok_rows(read_results(ZOSA))))
+    assert int(profile.n.max()) == 4096 and _timed_and_profiled(curve, profile) == 2048
 
 
 def test_report_has_the_hierarchy_and_hot_sections_and_their_departures():
@@ -110,4 +114,4 @@ def test_report_has_the_hierarchy_and_hot_sections_and_their_departures():
                    "Closest roof at n = 4096: shared memory for 7", "## With a hot L2", "they agree on 9 of 10",
                    "cache control `all`", "clock control `none`", "was never timed in the run", "**Hot-L2 run**"):
         assert needle in text, needle
-    assert "zosa-hierarchy" in zosa2017.FIGURES
+    assert "zosa-hierarchy" in FIGURES

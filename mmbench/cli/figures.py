@@ -273,11 +273,12 @@ def _refused_option(name: str, option: str):
 @click.option("--sizes", "sizes_spec", metavar="SPEC",
               help="Rows of the table (a size spec; default: the paper's Table 1 sizes, 256 to 2049).")
 def table(results, out_dir, sizes_spec):
-    from ..studies import zosa2017
     from ..studies.common import markdown_table
+    from ..studies.zosa2017.paper import TABLE1_SIZES
+    from ..studies.zosa2017.report import REFERENCE_RUN
 
-    sizes = _table_sizes(sizes_spec) if sizes_spec is not None else zosa2017.TABLE1_SIZES
-    run, t = _chosen(results, None, lambda loaded: _table1(loaded, sizes), "table", zosa2017.REFERENCE_RUN,
+    sizes = _table_sizes(sizes_spec) if sizes_spec is not None else TABLE1_SIZES
+    run, t = _chosen(results, None, lambda loaded: _table1(loaded, sizes), "table", REFERENCE_RUN,
                      out_dir)
     out = _out_dir(run.path, out_dir)
     md = markdown_table(t)
@@ -302,7 +303,7 @@ def _table_sizes(spec: str) -> list[int]:
 
 def _table1(run: Loaded, sizes: list[int]):
     from .. import analysis
-    from ..studies.zosa2017 import table1
+    from ..studies.zosa2017.measures import table1
 
     try:
         return table1(analysis.ok_rows(run.df), sizes)

@@ -3,7 +3,8 @@ its findings and how to check them) and the text of its REPORT.md, behind the co
 contract.py. A paper has one name everywhere: its config's `paper` (and file, configs/NAME.toml),
 its module here (hyphens as underscores) and its reference run's folder, results/NAME-GPU/.
 
-Every module of this package is a study but the three the studies share: `contract` (what a study
+Every module or package of this package is a study (a paper's is a package: claims, figures,
+report) but the three modules the studies share: `contract` (what a study
 provides), `common` (what their reports share) and `rule` (the rule every verdict follows). Adding a study adds its module; nothing lists it."""
 
 from __future__ import annotations

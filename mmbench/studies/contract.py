@@ -37,7 +37,8 @@ class FigureFamily:
 
 class Study(Protocol):
     """A study: one paper (or mmbench's own question) checked on today's GPU. Its module is
-    mmbench/studies/<paper>.py, hyphens as underscores, where <paper> is the one name of the paper
+    mmbench/studies/<paper>.py, or for a paper its package mmbench/studies/<paper>/ (claims, figures,
+    report: one job a module), hyphens as underscores, where <paper> is the one name of the paper
     (its config's `paper`, its config file and its reference run's folder, `results/<paper>-<gpu>/`).
 
     FIGURES: its figure families by name (`mmbench plot NAME`; names unique across studies).

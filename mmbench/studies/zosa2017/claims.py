@@ -1,156 +1,26 @@
-"""The Zosa 2017 study: REPORT.md with its figures, Table 1 beside the paper's, findings checked.
-
-Each claim of the paper is a function that reads our results and says whether it still holds on
+"""Zosa 2017's claims, each a function that reads our results and says whether it still holds on
 this GPU, with the numbers that decide it, or, by rule.py, that it holds by how we wrote the
-kernels or cannot be judged here (and what would judge it).
+kernels or cannot be judged here (and what would judge it); `verdicts` gives them all, in the
+report's order, and `hot_verdicts` the timing ones on a hot-L2 run beside the cold one.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import pandas as pd
 
-from .. import analysis, hierarchy, plots
-from ..analysis import Series
-from ..profile import profile_path, read_profile
-from ..results import ResultsError
-from . import rule
-from .common import Verdict, companion, markdown_table, provenance, text_table, verdict_table
-from .contract import Figure, FigureFamily
+from ... import analysis, hierarchy
+from ...kernel_text import code_of
+from ...source import kernels_dir
+from .. import rule
+from ..common import Verdict
+from .measures import _span, _timed_and_profiled, best_series
+from .paper import FIG1_SIZES, GK210, PAPER
 
-plt = plots.plt  # pyplot as plots loaded it, after choosing the Agg backend
-
-TABLE1_SIZES = [256, 512, 768, 1023, 1024, 1025, 2047, 2048, 2049]
 ONE_OUTPUT = ("interleaved", "unroll_k2", "shared", "naive", "shared_uncoalesced")  # one output per thread
-FIG1_SIZES = (256, 512, 1024, 2048)  # the paper's block-size comparison (section 2.10)
-
-
-# -- the paper's series and Table 1 ------------------------------------------------------------------
-def best_series(df: pd.DataFrame) -> Series:
-    """CUDA-Best at its largest block (the paper's headline version)."""
-    candidates = [s for s in analysis.series_list(df) if s.variant == "best"]
-    if not candidates:
-        raise ResultsError("the results have no CUDA-Best ('best') rows")
-    return max(candidates, key=lambda s: s.block or 0)
-
-
-def table1(df: pd.DataFrame, sizes: list[int]) -> pd.DataFrame:
-    """Table 1 of the paper (BLAS vs CUDA-Best GFLOP/s at chosen sizes) with cuBLAS added; the
-    columns the results hold (a CPU-only run gives the BLAS column alone)."""
-    best = next((s for s in sorted(analysis.series_list(df), key=lambda s: -(s.block or 0)) if s.variant == "best"), None)
-    const = analysis.find(df, "best_const")  # the paper's final version (section 2.5), beside the robust one
-    cols = {"BLAS (multicore)": analysis.find(df, "blas"), best.label if best else "": best,
-            const.label if const else " ": const, "cuBLAS": analysis.find(df, "cublas")}
-    out = pd.DataFrame(index=pd.Index(sizes, name="n"))
-    for name, s in cols.items():
-        if s is not None:
-            out[name] = analysis.curve(df, s).reindex(sizes)
-    if out.columns.empty:
-        raise ResultsError("Table 1 needs BLAS, CUDA-Best ('best') or cuBLAS rows")
-    if out.isna().all().all():  # a table of '-' says nothing
-        shown = ", ".join(map(str, sizes[:12])) + (f", ... ({len(sizes)} sizes)" if len(sizes) > 12 else "")
-        raise ResultsError(f"Table 1 needs {', '.join(out.columns)} rows at its sizes (n = {shown}); "
-                           "the results have none there")
-    if best and "BLAS (multicore)" in out:
-        out[f"{best.label} / BLAS"] = out[best.label] / out["BLAS (multicore)"]
-    if const and "BLAS (multicore)" in out:
-        out[f"{const.label} / BLAS"] = out[const.label] / out["BLAS (multicore)"]
-    if best and "cuBLAS" in out:
-        out[f"{best.label} / cuBLAS"] = out[best.label] / out["cuBLAS"]
-    return out
-
-
-
-# -- its figures -------------------------------------------------------------------------------------
-def fig_block_sizes(df: pd.DataFrame, meta: dict) -> plt.Figure:
-    """Figure 1: CUDA-Best GFLOP/s at 256, 512, 1024, 2048 for each block size."""
-    ok = analysis.ok_rows(df)
-    series = sorted((s for s in analysis.series_list(ok) if s.variant == "best"), key=lambda s: s.block or 0)
-    if not series:
-        raise ResultsError("Figure 1 needs CUDA-Best ('best') rows")
-    fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
-    x = np.arange(len(FIG1_SIZES))
-    width = 0.8 / len(series)
-    for i, s in enumerate(series):
-        values = analysis.curve(ok, s).reindex(FIG1_SIZES)
-        bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, values, width, label=s.label,
-                      color=plots.style(s)["color"], alpha=0.35 + 0.65 * (i + 1) / len(series), edgecolor="black", linewidth=0.5)
-        ax.bar_label(bars, fmt="%.0f", fontsize=7, padding=2)
-    ax.set_xticks(x, [str(n) for n in FIG1_SIZES])
-    ax.set_xlabel("matrix size n (n x n x n)")
-    ax.set_ylabel("GFLOP/s (mean of samples)")
-    ax.legend(title="block size")
-    ax.grid(True, axis="y", alpha=0.3)
-    plots._title(ax, "Figure 1: CUDA-Best by thread-block size", meta)
-    return fig
-
-
-def fig_gflops(df: pd.DataFrame, meta: dict) -> plt.Figure:
-    """Figure 2: GFLOP/s of every variant and baseline over all square sizes."""
-    sizes = analysis.square(analysis.ok_rows(df)).n.nunique()
-    fig = plots.fig_curves(df, meta, f"Figure 2: SGEMM performance over {sizes} sizes")
-    # Log GFLOP/s: multicore BLAS (hundreds) and CUDA-1u would lie flat under cuBLAS's 50000 on a
-    # linear axis, and their crossing is one of the paper's findings.
-    fig.axes[0].set_yscale("log")
-    fig.axes[0].set_ylabel("GFLOP/s (mean of samples), log scale")
-    return fig
-
-
-def fig_speedup(df: pd.DataFrame, meta: dict) -> plt.Figure:
-    """Figure 5: CUDA-Best over multicore BLAS, and cuBLAS over CUDA-Best, by size."""
-    ok = analysis.ok_rows(df)
-    best = best_series(ok)
-    blas, cublas = analysis.find(ok, "blas"), analysis.find(ok, "cublas")
-    panels = [(best, blas, f"{best.label} / BLAS (multicore)"), (cublas, best, f"cuBLAS / {best.label}")]
-    panels = [p for p in panels if p[0] is not None and p[1] is not None]
-    if not panels:
-        raise ResultsError("Figure 5 needs CUDA-Best with BLAS or cuBLAS rows")
-    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 3.4 * len(panels) + 0.6), layout="constrained", squeeze=False)
-    for ax, (top, bottom, label) in zip(axes[:, 0], panels):
-        r = analysis.ratio(ok, top, bottom)
-        ax.plot(r.index, r.values, marker=".", markersize=3, color=plots.style(top)["color"], label=label)
-        ax.axhline(1.0, color="black", linewidth=0.8)
-        plots._log2_sizes(ax)
-        ax.set_ylabel("speed-up (ratio of GFLOP/s)")
-        ax.legend(loc="upper left")
-    plots._title(axes[0, 0], "Figure 5: speed-up ratios", meta)
-    return fig
-
-
-def fig_roofline(df: pd.DataFrame, meta: dict, profile: pd.DataFrame | None, size: int | None) -> plt.Figure:
-    """Figures 3 and 4 in one, at n = size (default: analysis.roofline_size, the largest profiled
-    size where the most series ran), with every operation of the run."""
-    return plots.fig_roofline(df, meta, profile, size, title="Figures 3-4: roofline")
-
-
-def fig_hierarchy(meta: dict, profile: pd.DataFrame | None) -> plt.Figure:
-    """Every version at its intensity against each memory level, at the two largest profiled sizes:
-    the run's largest, whose operands fit in the L2, and one past the L2."""
-    return hierarchy.fig_hierarchical_roofline(profile, meta, "Zosa 2017's versions on the memory hierarchy "
-                                               "(Nsight Compute, caches flushed before each kernel)", most=2)
-
-
-# Its reference run in the repository: what a command suggests when no run of the user's will do.
-REFERENCE_RUN = "results/zosa2017-h200/zosa2017-h200.csv.gz"
-
-FIGURES = {  # `mmbench plot NAME`; the report embeds them all
-    "gflops": FigureFamily("Zosa Figs. 1-2: GFLOP/s by block size, by size", "Figures 1 and 2: GFLOP/s by block size and over all sizes",
-                           (Figure("fig1-block-sizes", lambda df, meta, profile, size: fig_block_sizes(df, meta)),
-                            Figure("fig2-gflops", lambda df, meta, profile, size: fig_gflops(df, meta)))),
-    "roofline": FigureFamily("Zosa Figs. 3-4: roofline, datasheet and measured", "Figures 3 and 4: roofline with datasheet and measured ceilings",
-                             (Figure("fig3-4-roofline", fig_roofline),), options=("size",)),
-    "zosa-hierarchy": FigureFamily("Zosa: hierarchical roofline, in and past the L2", "Hierarchical roofline from Nsight "
-                                   "Compute's byte counts: every version at shared memory, L1, L2 and DRAM, at n = 2048 "
-                                   "(operands in the L2) and 4096 (past it)",
-                                   (Figure("fig-hierarchical-roofline", lambda df, meta, profile, size: fig_hierarchy(meta, profile)),)),
-    "speedup": FigureFamily("Zosa Fig. 5: CUDA-Best over BLAS, cuBLAS over it", "Figure 5: CUDA-Best over BLAS, and cuBLAS over CUDA-Best",
-                            (Figure("fig5-speedup", lambda df, meta, profile, size: fig_speedup(df, meta)),)),
-}
 
 
 # -- its findings ------------------------------------------------------------------------------------
@@ -191,17 +61,6 @@ DIRECTION_AND_FACTOR = f"share rule on the direction, factor rule on the median 
 DIRECTION_AND_ABOUT = f"share rule on the direction, estimate rule on the median ({rule.ABOUT_RULE})"
 
 
-# What the paper says in numbers that are not in its Table 1 (the config's [reference] holds those).
-PAPER = {"peak_gflops": 480, "target_gflops": 360,  # abstract
-         "shared_over_naive": 2.0, "shared_gflops": 200,  # section 3.3.1: "more than double the naive version"
-         "unroll_gain_gflops": 20,  # sections 3 and 3.3.4: C_Unroll "about 20 Gflops/s" over CUDA-1
-         "best_over_interleaved": 2.0,  # section 3.3.6: "another doubling of performance (about 480)"
-         "uncoalesced_crossover_n": 512,  # section 3: 1u "overtaken by multi-core BLAS for matrices greater than 512"
-         "unroll_global_loads": 0.5, "four_output_global_loads": 0.25,  # sections 2.7.1, 2.7.2: "halve", "quarter"
-         "four_output_shared_loads": 0.5,  # section 2.7.2: each output's loads "from 2n to n"
-         "registers": 55, "occupancy": 1.0, "shared_bytes_per_thread": 32,  # section 2.9, ptxas on the K80
-         "default_shared_per_block": 48 * 1024}  # section 3.2's "maximum default shared memory limit" (CUDA's 48 KB)
-GK210 = {"registers": 128 * 1024, "registers_per_block": 64 * 1024, "shared": 112 * 1024, "threads": 2048}  # section 2.9
 # What would test a claim about the paper's machine (rule 2): the run again on it.
 K80 = "the config run on a Tesla K80 (one GK210), built with CUDA 11 (the last CUDA to compile for its sm_37)"
 K80_HOST = f"{K80}, BLAS on the paper's two 8-core Xeon E5-2640 v3"
@@ -323,10 +182,6 @@ def peak_from_four_outputs(df) -> Verdict:
                    "abstract and section 3.3.6: the peak from four outputs a thread", rule.by_order(top.startswith("CUDA-Best")),
                    f"our peak of the paper's versions: {top}, {curve.max():.0f} GFLOP/s at n = {curve.idxmax()}",
                    test=_fig2(len(curve), "order rule"))
-
-
-def _span(r: pd.Series) -> str:
-    return f"{r.min():.2f} to {r.max():.2f}" if len(r) else "-"
 
 
 def _log_share(ours: float, paper: float) -> str:
@@ -468,14 +323,6 @@ def roofline_read_off(df, meta: dict, profile: pd.DataFrame | None, reference: d
                    test="the paper's kernel (its tiling, which ours reproduces): FLOP per byte it asks of global memory, a floor under its "
                         "DRAM intensity on any GPU; estimate rule on the nearest intensity the kernel can have (the floor, or "
                         f"the paper's value where the floor is under it): {rule.ABOUT_RULE}")
-
-
-def _timed_and_profiled(curve: pd.Series, mine: pd.DataFrame) -> int:
-    """The largest size both timed in the run and profiled (the profile may go past the run's sizes)."""
-    both = sorted(set(curve.index) & set(mine.n))
-    if not both:
-        raise ResultsError("the profile holds no size the run timed")
-    return int(both[-1])
 
 
 def occupancy_full(df, meta: dict, profile, reference) -> Verdict:
@@ -705,9 +552,6 @@ PROFILE_FINDINGS = (shared_reads_conflict_free, coalesced_loads, four_outputs_ha
 def _tile_loop(relative: str) -> tuple[str, str]:
     """The header and body of a kernel's tile loop: the first for loop whose body holds a barrier,
     its braces matched, comments left out."""
-    from ..kernel_text import code_of
-    from ..source import kernels_dir
-
     code = code_of((kernels_dir() / relative).read_text())
     at = 0
     while (at := code.find("for (", at)) >= 0:
@@ -733,9 +577,6 @@ def barriers_per_tile(relative: str) -> float:
 
 def accumulators(relative: str) -> int:
     """Float accumulators a thread keeps (`name = 0.0f` declarations): its independent FMA chains."""
-    from ..kernel_text import code_of
-    from ..source import kernels_dir
-
     return len(re.findall(r"\b\w+ = 0\.0f\s*[,;]", code_of((kernels_dir() / relative).read_text())))
 
 
@@ -863,255 +704,7 @@ def verdicts(df: pd.DataFrame, meta: dict | None = None, profile: pd.DataFrame |
 
 
 # -- the same findings with a hot L2 (the paper does not say it flushed any cache) -------------------------
-HOT = ("hot", "zosa2017-hot")  # the companion run: folder and name beside the reference run
-
-
 def hot_verdicts(cold: pd.DataFrame, hot: pd.DataFrame) -> list[tuple[Verdict, Verdict]]:
     """Each timing finding judged on the cold-L2 run and on the hot-L2 run (verified rows of both)."""
     have = set(cold.variant) & set(hot.variant)
     return [(f(cold), f(hot)) for f in FINDINGS if set(f.needs) <= have]
-
-
-def hot_vs_cold(cold: pd.DataFrame, hot: pd.DataFrame, sizes: list[int]) -> list[list[str]]:
-    """Per series of the cold run: its GFLOP/s cold / hot at the sizes, and the median hot / cold ratio
-    over every size both ran."""
-    rows = []
-    for s in analysis.series_list(cold):
-        c, h = analysis.curve(cold, s), analysis.curve(hot, s)
-        r = (h / c).dropna()
-        rows.append([s.label, *[f"{c.get(n, np.nan):.0f} / {h.get(n, np.nan):.0f}" for n in sizes],
-                     f"{r.median():.2f} ({_span(r)})" if len(r) else "-"])
-    return rows
-
-
-def _hot_section(cold: pd.DataFrame, meta: dict, results_path: Path, sizes: list[int]) -> list[str]:
-    found = companion(results_path, *HOT)
-    if found is None:
-        return ["## With a hot L2", "", "No hot-L2 run beside this one (`mmbench run --config configs/zosa2017.toml "
-                "--cache hot`, kept as hot/zosa2017-hot.csv.gz).", ""]
-    hot = analysis.ok_rows(found.df)
-    pairs = hot_verdicts(cold, hot)
-    differ = [f"\"{c.finding}\" ({c.holds} cold, {h.holds} hot)" for c, h in pairs if c.holds != h.holds]
-    board = ("; it ran on another H200 than the reference run, so a difference is the L2's or the board's"
-             if (found.meta.get("gpu") or {}).get("uuid") != (meta.get("gpu") or {}).get("uuid") else "")
-    return [
-        "## With a hot L2",
-        "",
-        "The paper says only that each value is \"the average of 10 tests\"; it mentions no cache flush. Our "
-        f"reference run starts every sample from a cold L2; `{found.path.parent.name}/{found.path.name}` is the whole "
-        f"config again with `--cache {found.meta.get('settings', {}).get('cache')}`: nothing is flushed between samples, "
-        f"so up to n = 2048 (50 MB of operands) they stay in the L2{board}. The verdicts that rest on timing, both "
-        f"ways: they agree on {len(pairs) - len(differ)} of {len(pairs)}"
-        + (f"; they differ on {'; '.join(differ)}." if differ else "."),
-        "",
-        "| finding | cold L2 (reference) | hot L2 | hot-L2 numbers |",
-        "|---|---|---|---|",
-        *[f"| {c.finding} | **{c.holds}** | **{h.holds}** | {h.evidence} |" for c, h in pairs],
-        "",
-        "GFLOP/s at the sizes of Table 1, cold L2 / hot L2, and hot over cold (median and range over every size):",
-        "",
-        *text_table(["version", *map(str, sizes), "hot / cold, all sizes"], hot_vs_cold(cold, hot, sizes)),
-        "",
-        "BLAS runs on the CPU, which no L2 setting touches: its two columns differ by run-to-run variation alone.",
-        "",
-    ]
-
-
-# -- the memory hierarchy (Nsight Compute) ------------------------------------------------------------------
-def _hierarchy_section(df: pd.DataFrame, profile: pd.DataFrame | None, meta: dict, reference: dict,
-                       figures: dict[str, Path]) -> list[str]:
-    """The hierarchical roofline, the level table at the largest profiled size, and what they show
-    of CUDA-Best against the next size down (the run's largest, its operands in the L2)."""
-    head = ["## Memory hierarchy (Nsight Compute)", ""]
-    try:
-        table = hierarchy.levels(profile)
-    except ResultsError as exc:
-        return [*head, f"Not drawn: {exc}.", ""]
-    fits, past = (sorted(table.n.unique()) * 2)[-2:]  # one profiled size: both are it
-    at = {n: table[table.n == n].set_index(["variant", "params"]) for n in (fits, past)}
-    timed = past in set(analysis.square(df).n)
-    closest = at[past].bound.map(lambda b: "FP32" if b == "fp32" else hierarchy.NAMES[b]).value_counts()
-    lines = [*head, *[f"![hierarchical roofline]({path.name})" for stem, path in figures.items()
-                      if stem == "fig-hierarchical-roofline"], "",
-             f"Each version at n = {past} ({hierarchy.panel_title(table[table.n == past].iloc[0], meta).split(': ', 1)[1]}"
-             + ("" if timed else "; profiled, not timed in the run: its rate is Nsight Compute's kernel time") + "):",
-             "", *text_table(hierarchy.LEVEL_COLUMNS, hierarchy.level_rows(profile, (past, past, past))), "",
-             f"Closest roof at n = {past}: {', '.join(f'{name} for {count}' for name, count in closest.items())} of the "
-             f"{len(at[past])} kernels; none uses more than {at[past].dram_pct.max():.0f} % of DRAM's bandwidth."]
-    key = ("best", "BLOCK=32")
-    if key not in at[past].index or key not in at[fits].index:
-        return [*lines, ""]
-    best, before = at[past].loc[key], at[fits].loc[key]
-    one_output = at[past][at[past].index.get_level_values(0).isin(["interleaved", "unroll_k2", "shared"])]
-    # the paper's intensities read off its roofs (its peak over each bandwidth), and the level whose
-    # intensity is nearest them (by ratio, from their geometric middle)
-    read = [PAPER["peak_gflops"] / reference.get(k, bw) for k, bw in (("dram_datasheet_gbytes_per_s", 240),
-                                                                        ("dram_measured_gbytes_per_s", 154))]
-    nearest = min(hierarchy.LEVELS, key=lambda lv: abs(np.log(best[f"{lv}_intensity"] / np.sqrt(read[0] * read[1]))))
-    lines[-1] += (
-        f" CUDA-Best (32x32) moves {best.shared_intensity:.1f} FLOP per shared-memory byte at {best.shared_pct:.0f} % of "
-        f"shared memory's bandwidth, against {best.fp32_pct:.0f} % of the FP32 peak"
-        + (f"; CUDA-1, C_Unroll and 1IL reach {one_output.shared_pct.min():.0f} to {one_output.shared_pct.max():.0f} % of "
-           f"it at {one_output.shared_intensity.median():.1f} FLOP/B" if len(one_output) else "")
-        + f". From n = {fits} to {past} its DRAM intensity goes from {before.dram_intensity:.0f} to "
-        f"{best.dram_intensity:.0f} FLOP/B ({best.dram_pct:.0f} % of DRAM's bandwidth) and its rate changes by "
-        f"{best.gflops / before.gflops - 1:+.0%}. Of its four intensities, the one nearest the paper's {read[0]:.0f} to "
-        f"{read[1]:.0f} FLOP/B read off the DRAM roof is {hierarchy.NAMES[nearest]}'s ({best[f'{nearest}_intensity']:.1f} FLOP/B).")
-    return [*lines, ""]
-
-
-def table1_side_by_side(df: pd.DataFrame, reference: dict) -> pd.DataFrame:
-    """Our Table 1 (with cuBLAS) next to the paper's K80 numbers."""
-    sizes = list(reference.get("table_sizes") or TABLE1_SIZES)
-    ours = table1(analysis.ok_rows(df), sizes)
-    out = pd.DataFrame(index=ours.index)
-    if "blas_gflops" in reference:
-        out["paper BLAS"] = reference["blas_gflops"]
-        out["paper CUDA-Best"] = reference["best_gflops"]
-        out["paper Best/BLAS"] = out["paper CUDA-Best"] / out["paper BLAS"]
-    for col in ours.columns:
-        out[f"ours {col}"] = ours[col]
-    return out
-
-
-def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
-           profile: pd.DataFrame | None, results_path: Path) -> str:
-    gpu = meta.get("gpu") or {}
-    ceilings = meta.get("ceilings") or {}
-    vs = verdicts(df, meta, profile, reference)
-    table = table1_side_by_side(df, reference)
-    best = analysis.find(analysis.ok_rows(df), "best") and best_series(analysis.ok_rows(df))
-    lines = [
-        "# Zosa 2017 on today's GPU: paper vs ours",
-        "",
-        provenance(results_path, df, meta, device=f" ({gpu.get('sm_count', '?')} SMs, driver "
-                                                  f"{gpu.get('driver_version', '?')})")
-        + f". The paper ran on a {reference.get('device', 'Tesla K80')}.",
-        "",
-        "## The paper's findings, checked",
-        "",
-        *verdict_table(vs),
-        "",
-        rule.claims_line(v.holds for v in vs) + " These are the reference run's (cold L2); the timing verdicts with a "
-        "hot L2 are under \"With a hot L2\" below.",
-        "",
-        "## What we ran differently from the paper",
-        "",
-        *_departures(meta, results_path),
-        "",
-        "## Table 1: multicore BLAS vs CUDA-Best (GFLOP/s), with cuBLAS",
-        "",
-        markdown_table(table),
-        "",
-        f"Our CUDA-Best is {best.label if best else 'not in these results'}, the robust version that keeps the tile "
-        "bound's min() (section 2.5); the paper's final version drops it, and CUDA-Best const is that one, its column "
-        f"beside. BLAS is {_blas_name(meta)}; cuBLAS runs in pedantic pure-FP32 mode.",
-        "",
-        *_hot_section(analysis.ok_rows(df), meta, results_path, list(table.index)),
-        "## Figures",
-        "",
-        *[f"![{name}]({path.name})\n" for name, path in figures.items() if name != "fig-hierarchical-roofline"],
-        "## Roofline",
-        "",
-        _roofline_text(df, meta, ceilings, reference, profile),
-        "",
-        *_hierarchy_section(df, profile, meta, reference, figures),
-    ]
-    return "\n".join(lines)
-
-
-def _departures(meta: dict, results_path: Path) -> list[str]:
-    """Where our run and kernels are not the paper's text, each said once."""
-    settings = meta.get("settings") or {}
-    l2 = ((meta.get("gpu") or {}).get("l2_bytes") or 0) / 2**20
-    return [
-        f"- **Timing.** The paper took \"the average of 10 tests\" and says nothing of warm-up or caches. Each of our "
-        f"points is {settings.get('runs', 10)} timed runs (the mean is what the figures show) after "
-        f"{settings.get('warmup', 3)} untimed warm-ups, with a **{settings.get('cache', 'cold')} L2** (a buffer twice the "
-        f"{l2:.0f} MB L2 written before each run), so every run starts from DRAM. The timing verdicts with a hot L2 are in their own section below.",
-        *_companion_departures(meta, results_path),
-        "- **Table 1 and Figure 5 use `best`**, the robust CUDA-Best that keeps min(blockDim.x, BLOCK) as its tile bound; "
-        "the paper's final version (section 2.5) drops the min, which is our `best_const`. Table 1 gives both; the "
-        "constant-block finding above gives their ratio, the most Figure 5 moves with the other one.",
-        "- **The kernels add to the paper's text.** Every kernel takes its pointers `__restrict__` and carries "
-        "`__launch_bounds__(BLOCK*BLOCK)` (ptxas then keeps them to 32 registers a thread here; the paper's best used 55 on "
-        "the K80); only the inner k loop over a tile carries `#pragma unroll` (the paper unrolled all loops); the tile "
-        "loads zero-fill past the matrix edges and the stores are guarded, so any n works (the paper's final version "
-        "assumes blocks the size of the tile); indexes are recomputed from the tile number each trip rather than "
-        "incremented by an offset (the compiler strength-reduces them); CUDA-Naive returns early for threads past the "
-        "edge. See kernels/gemm/best.cu, interleaved.cu, unroll_k2.cu, shared.cu, naive.cu.",
-        "- **CUDA-1IL** loads the next tile into registers before the current tile's products and stores it into the "
-        "other buffer after them, one barrier a tile (Algorithm 2 shows two). **CUDA-C_Unroll** keeps two accumulators "
-        "over two tiles loaded at once. **CUDA-1u** is our reconstruction: the paper gives no code for it; ours swaps "
-        "threadIdx.x and y in the tile loads, so a warp's global loads are a matrix row apart, and its shared-memory "
-        "stores also fall on one bank (a 32-way conflict the paper's 1u may not have had).",
-        "- **Baselines the paper did not have**: cuBLAS (pedantic FP32) beside multicore BLAS; our BLAS is "
-        f"{_blas_name(meta)} on this host, not the paper's two 8-core Xeon E5-2640 v3.",
-    ]
-
-
-def _companion_departures(meta: dict, results_path: Path) -> list[str]:
-    """The profile's and the hot-L2 run's settings, read from their metadata: what they did that the
-    reference run (and the paper) did not."""
-    out = []
-    path = profile_path(results_path)
-    meta_path = path.with_name(path.name.removesuffix(".csv") + ".meta.json")
-    if meta_path.exists():
-        pm = json.loads(meta_path.read_text())
-        ncu = pm.get("ncu") or {}
-        other = (pm.get("gpu") or {}).get("uuid") != (meta.get("gpu") or {}).get("uuid")
-        out.append(
-            f"- **Nsight Compute profile** (`{path.name}`, {ncu.get('version', 'ncu').split(' (')[0]}): taken "
-            f"{str(pm.get('profiled_at', ''))[:10]} at commit `{(pm.get('git') or {}).get('commit')}` on "
-            f"{'another' if other else 'the same'} {(pm.get('gpu') or {}).get('name', 'GPU')}"
-            f"{' than the run' if other else ''}, one launch a kernel with every cache flushed before it "
-            f"(cache control `{ncu.get('cache_control')}`) and the clocks not locked (clock control "
-            f"`{ncu.get('clock_control')}`), at n = {', '.join(map(str, sorted(set(read_profile(path).n))))}. n = 4096 "
-            "(201 MB of operands, past the L2) was never timed in the run: its GFLOP/s in the hierarchy section is "
-            "Nsight Compute's kernel time. The GEMM kernels' source is the run's (moved to kernels/gemm/ since; "
-            "shared.cu gained a template flag whose default is the run's code). The paper profiled nothing.")
-    hot = companion(results_path, *HOT)
-    if hot is not None:
-        hs = hot.meta.get("settings") or {}
-        other = (hot.meta.get("gpu") or {}).get("uuid") != (meta.get("gpu") or {}).get("uuid")
-        out.append(
-            f"- **Hot-L2 run** (`{HOT[0]}/{hot.path.name}`): the same config with `--cache {hs.get('cache')}`, "
-            f"{hs.get('runs')} timed runs after {hs.get('warmup')} warm-ups, nothing flushed between them; run "
-            f"{str(hot.meta.get('started_at', ''))[:10]} at commit `{(hot.meta.get('git') or {}).get('commit')}` on "
-            f"{'another' if other else 'the same'} {(hot.meta.get('gpu') or {}).get('name', 'GPU')}"
-            f"{' (the profile' + chr(39) + 's)' if other else ''}, {len(hot.df)} points, "
-            f"{int((hot.df.status == 'ok').sum())} verified.")
-    return out
-
-
-def _blas_name(meta: dict) -> str:
-    blas = ((meta.get("software") or {}).get("blas") or [{}])[0]
-    return f"{blas.get('internal_api', 'unknown')} {blas.get('version', '')} with {blas.get('num_threads')} threads"
-
-
-def _roofline_text(df, meta, ceilings, reference, profile) -> str:
-    if not ceilings:
-        return "Ceilings were not measured for this run (`mmbench ceilings`)."
-    if analysis.find(analysis.ok_rows(df), "best") is None:
-        return "The results have no CUDA-Best rows to place under the roofs."
-    best = best_series(analysis.ok_rows(df))
-    top = analysis.curve(analysis.ok_rows(df), best)
-    mine = None if profile is None else profile[(profile.variant == best.variant) & (profile.params == best.params)]
-    # The largest size both run and profiled, else the largest size run.
-    n = _timed_and_profiled(top, mine) if mine is not None and len(mine) else int(top.index.max())
-    perf = float(top[n])
-    bw = ceilings["dram_copy_gbytes_per_s"]
-    measured = float(mine[mine.n == n].dram_intensity.iloc[0]) if mine is not None and len(mine) else None
-    text = (f"Measured ceilings: FP32 {ceilings['fp32_fma_tflops']:.1f} TFLOP/s, DRAM {bw:.0f} GB/s "
-            f"(datasheet {ceilings['datasheet']['fp32_tflops']:.1f} TFLOP/s, {ceilings['datasheet']['dram_gbytes_per_s']:.0f} GB/s). "
-            f"The paper read its kernel's intensity off the bandwidth roof (performance / bandwidth: 2 FLOP/B at "
-            f"{reference.get('dram_datasheet_gbytes_per_s', 240)} GB/s, 3 at {reference.get('dram_measured_gbytes_per_s', 154)}). "
-            f"Done that way here, {best.label} at n = {n} ({perf:.0f} GFLOP/s) would sit at {perf / bw:.1f} FLOP/B. ")
-    if measured:
-        text += (f"Nsight Compute measures {measured:.0f} FLOP per DRAM byte for the same launch: the kernel sits far "
-                 f"right of the ridge point ({ceilings['fp32_fma_tflops'] * 1e3 / bw:.0f} FLOP/B), so it is bound by "
-                 f"on-chip work (shared-memory traffic and instruction issue), not by DRAM, and reaches "
-                 f"{perf / (ceilings['fp32_fma_tflops'] * 1e3):.0%} of the FP32 peak.")
-    else:
-        text += "Run `mmbench profile` to place the kernels at their measured DRAM intensity."
-    return text

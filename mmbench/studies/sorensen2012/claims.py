@@ -1,194 +1,48 @@
-"""Sørensen 2012, "Auto-tuning Dense Matrix-Vector Multiplication for Graphics Processing Units":
-the auto-tuned kernel against cuBLAS SGEMV over the 24 x 24 mesh and the tall, square and wide
-families, the device copy as the yardstick.
-
-Figures: Fig. 1 right (the best kernel design per mesh cell, with the occupancy line: the rows a
-thread-per-row kernel needs to fill this GPU), Fig. 3 (the best BLOCKSIZE, WORKSIZE_M, WORKSIZE_N per
-cell), Fig. 4 (GFLOP/s against footprint for the families) and Fig. 5 (cuBLAS and the tuned kernel as
-% of the device copy bandwidth over the mesh, on one scale, and their ratio), and fig6-hierarchy (the
-GEMV kernels at every memory level from the run's Nsight Compute profile). The tuned kernel's
-configuration per cell is what the run used (its params column); the tuning rows (the designs raced
-cell by cell: the rule of thumb, 2e against the designs that idle threads, several rows a thread, and
-the tuner's wall time) come from the file the tuning cache names for this GPU; the rows companion
-(rows/gemv-rows, gemv_rows at WORKSIZE_M 1 and 4 with its profile) answers 3.3's mechanism. Every
-verdict follows rule.py: the paper's kernels and scope; claims about 2011's libraries or the C2050 are
-not testable here, today's cuBLAS beside them extra evidence.
-"""
+"""Every claim of Sørensen 2012, in the paper's order (the abstract, sections 1 to 5 with their
+figures), each a Verdict; the paper's numbers (PAPER), quoted once. The tuning rows race the designs
+cell by cell (the rule of thumb, 2e against the designs that idle threads, several rows a thread, and
+the tuner's wall time); the rows companion (rows/gemv-rows, gemv_rows at WORKSIZE_M 1 and 4 with its
+profile) answers 3.3's mechanism. Every verdict follows rule.py: the paper's kernels and scope; claims
+about 2011's libraries or the C2050 are not testable here, today's cuBLAS beside them extra evidence."""
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
-from typing import Iterable, Sequence
+import re
+from typing import Iterable
 
 import numpy as np
 import pandas as pd
 
-from .. import plots
-from ..analysis import ok_rows
-from ..ops.gemv import FAMILIES, MESH_CAP_MIB, MESH_CELLS, MESH_MAX, cell_name, cell_points, mesh_cell, parse_cell
-from ..results import ResultsError
-from ..variants import get_variant, parse_params
-from ..variants.gemv import GEMV_SPACE
-from .common import Verdict, markdown_table, provenance, report_text, text_table, verdict_table
-from .rule import (ABOUT_RULE, BY_CONSTRUCTION, NOT_CHECKED, NOT_TESTABLE, ORDER_RULE, SHARE_RULE, by_about, by_order,
-                   by_share, claims_line, other_scopes, weakest)
-from .contract import Figure, FigureFamily
-
-plt = plots.plt
-
-TUNED, LIBRARY, COPY = "gemv_tuned", "cublas_gemv", "memcpy"
-PARAMS = ("BLOCKSIZE", "WORKSIZE_M", "WORKSIZE_N")
-# Resident threads per SM where the metadata predates recording it (CUDA's occupancy tables)
-RESIDENT_THREADS = {"sm_20": 1536, "sm_70": 2048, "sm_80": 2048, "sm_86": 1536, "sm_89": 1536, "sm_90": 2048}
-BIG = 256 * 2**20  # the target's footprint: the tuned kernel >= 90 % of the copy from here up
-LIBRARY_CELL_BYTES = 2**20  # the cuBLAS target counts cells whose matrices are all at least this large
+from ...hierarchy import levels
+from ...ops.gemv import FAMILIES, MESH_CELLS, MESH_MAX, cell_name, cell_points, parse_cell
+from ...variants import get_variant, parse_params
+from ...variants.gemv import GEMV_SPACE
+from ..common import Verdict
+from ..rule import BY_CONSTRUCTION, NOT_CHECKED, NOT_TESTABLE, by_about, by_order, by_share, other_scopes, weakest
+from .measures import (BIG, CLASSES, LIBRARY, LIBRARY_CELL_BYTES, PARAMS, TUNED, big_matrix, cell_designs,
+                       copy_bandwidth, cublas_version, families, family_of, mesh_params, mesh_values, occupancy_rows,
+                       run_cells, shape_design, variant_rows)
 
 
-# -- the data ----------------------------------------------------------------------------------------
-def occupancy_rows(meta: dict) -> int | None:
-    """Rows a one-thread-per-row kernel needs to fill the GPU: SMs x resident threads per SM (the
-    paper's dashed line, 14 x 1536 = 21504 on a C2050)."""
-    gpu = meta.get("gpu") or {}
-    threads = gpu.get("max_threads_per_sm") or RESIDENT_THREADS.get(gpu.get("arch"))
-    return gpu["sm_count"] * threads if gpu.get("sm_count") and threads else None
+# -- every claim of the paper, section by section ---------------------------------------------------------
+# The paper's numbers, quoted once (Sørensen 2012, sections named in each claim)
+PAPER = {"occupancy_rows": 21504, "sms": 14, "threads_per_sm": 1536, "blocks_per_sm": 8, "skinny_n": 100,
+         "columns_rows": 50, "kernels": 1536, "mesh": 24, "tuning_hours": 1.8, "bandwidth_gbs": 144,
+         "fujimoto": (36, 86), "magma": (66, 141), "magma_t": 43, "first_n": 10}
 
 
-def _gemv(ok: pd.DataFrame, variant: str) -> pd.DataFrame:
-    return ok[(ok.op == "gemv") & (ok.variant == variant)]
+NAMES = {"a": "2a", "b": "2b", "c": "2c", "d": "2d", "e": "2e", "w": "ours"}  # a design as the verdicts name it
+FOUR = ("a", "b", "c", "e")  # Fig. 1's four kernels: its verdict; 2d and ours are extra evidence
+ATOMIC_GRID, ONE_COLUMN = ("b", "d"), ("a", "c")  # several columns of blocks adding into y by atomicAdd; one column
+WIDE = 8  # a wide cell lies 8 cells right of its mirror: n >= 2^6.7 m, the paper's wide A (N x 100N)
+NEAR = 1.25  # 'the same' performance: within 25 % (a cell and its anti-diagonal, a cell and its mirror, the families)
+FIXED_LOSS = 0.9  # a single configuration loses a cell where it runs under 90 % of the cell's best
+SPAN = max(GEMV_SPACE["BLOCKSIZE"]) * max(GEMV_SPACE["WORKSIZE_N"])  # the most columns one column of blocks covers
 
 
-def mesh_values(ok: pd.DataFrame, variant: str, column: str) -> pd.DataFrame:
-    """A MESH_CELLS x MESH_CELLS table (rows: m's cell, columns: n's cell) of the mean of a column
-    over each cell's 3 x 3 shapes, as the paper scores a cell; NaN where a shape of the cell was
-    not measured (beyond the memory cap: the paper's black cells)."""
-    rows = _gemv(ok, variant).drop_duplicates(["m", "n"], keep="last").set_index(["m", "n"])[column]
-    out = np.full((MESH_CELLS, MESH_CELLS), np.nan)
-    for i in range(MESH_CELLS):
-        for j in range(MESH_CELLS):
-            keys = [(p.m, p.n) for p in cell_points(i, j)]
-            if all(k in rows.index for k in keys):
-                out[i, j] = float(np.mean([rows[k] for k in keys]))
-    return pd.DataFrame(out, index=pd.Index(range(MESH_CELLS), name="m cell"), columns=range(MESH_CELLS))
-
-
-def mesh_params(ok: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The tuned kernel's configuration per cell (KERNEL and the three sizes), as the run used it."""
-    rows = _gemv(ok, TUNED)
-    # numpy arrays filled, then framed: a DataFrame's cell assignment is a thousand times slower
-    out = {name: np.full((MESH_CELLS, MESH_CELLS), np.nan) for name in ("KERNEL", *PARAMS)}
-    for m, n, params in zip(rows.m, rows.n, rows.params):
-        i, j = mesh_cell(int(m), int(n))
-        if any((p.m, p.n) == (m, n) for p in cell_points(i, j)):
-            for name, value in parse_params(params):
-                if name in out:
-                    out[name][i, j] = value
-    return {name: pd.DataFrame(values) for name, values in out.items()}
-
-
-def run_cells(ok: pd.DataFrame) -> set[str]:
-    """The mesh cells whose 3 x 3 shapes the run measured for the tuned kernel."""
-    values = mesh_values(ok, TUNED, "gflops_mean").to_numpy()
-    return {cell_name(i, j) for (i, j), v in np.ndenumerate(values) if not np.isnan(v)}
-
-
-def copy_bandwidth(ok: pd.DataFrame) -> float:
-    """The device copy's bandwidth in the run: its best GB/s (bytes read and written)."""
-    rows = ok[(ok.op == "copy") & (ok.variant == COPY)]
-    if rows.empty:
-        raise ResultsError("the GEMV study needs memcpy rows in the same run (the yardstick)")
-    return float(rows.gbytes_per_s.max())
-
-
-def family_shapes(meta: dict) -> set[tuple[int, int]] | None:
-    """The shapes of the run's "families" sweep, read from the config its metadata names (a mesh
-    shape may also be of the form 10N x 10N); None where the metadata names no such config."""
-    from ..config import ConfigError, load_config
-    from ..ops import get_op
-
-    try:
-        sweeps = load_config(meta["config"]).sweeps if meta.get("config") else ()
-    except (ConfigError, OSError):
-        return None
-    specs = [sw.sizes for sw in sweeps if sw.name == "families"]
-    return {(sh.m, sh.n) for spec in specs for sh in get_op("gemv").parse_sizes(spec)} or None
-
-
-def families(ok: pd.DataFrame, shapes: set[tuple[int, int]] | None = None) -> pd.DataFrame:
-    """Rows of the tall, square and wide families (among shapes, when given): family, N, footprint
-    (bytes of A), the GFLOP/s and GB/s of the tuned kernel and of cuBLAS, and the copy's GB/s at that
-    footprint."""
-    copies = ok[(ok.op == "copy") & (ok.variant == COPY)]
-    copy_by_bytes = copies.assign(footprint=4 * copies.m * copies.n).groupby("footprint").gbytes_per_s.max()
-    out = []
-    for family, (fm, fn) in FAMILIES.items():
-        for variant in (TUNED, LIBRARY):
-            rows = _gemv(ok, variant)
-            rows = rows[(rows.m * fn == rows.n * fm) & (rows.m % fm == 0) & (rows.n % fn == 0)]
-            for m, n, gflops, gbps in zip(rows.m, rows.n, rows.gflops_mean, rows.gbytes_per_s):
-                if shapes and (int(m), int(n)) not in shapes:
-                    continue
-                out.append({"family": family, "N": int(m) // fm, "footprint": 4 * int(m) * int(n), "variant": variant,
-                            "gflops": gflops, "gbytes_per_s": gbps})
-    if not out:
-        raise ResultsError("the GEMV study needs the tall, square and wide families' rows")
-    df = pd.DataFrame(out).pivot_table(index=["family", "N", "footprint"], columns="variant",
-                                       values=["gflops", "gbytes_per_s"]).reset_index()
-    df.columns = ["_".join(c for c in col if c) for col in df.columns]
-    df["copy_gbytes_per_s"] = df.footprint.map(copy_by_bytes)
-    return df.sort_values(["family", "N"]).reset_index(drop=True)
-
-
-def tuning_rows(meta: dict, caches: Sequence | None = None, beside: Path | None = None) -> tuple[pd.DataFrame | None, dict]:
-    """The batched tuning rows of gemv_tuned on this run's GPU and kernel source (the file its
-    tuning-cache entries name: in the user's cache or the shipped one, tuning.cache.read_caches() unless
-    `caches` are given) and that file's metadata; (None, {}) where there are none. A copy in the
-    run's own folder (`beside`/tuning/, as a reference run keeps it) comes first."""
-    from ..engine.batched_local import read_rows
-    from ..results import read_metadata
-    from ..tuning.cache import TuneError, read_caches
-
-    try:
-        caches = read_caches() if caches is None else caches
-    except TuneError as exc:  # a user cache that is not one: the report says so in one line
-        raise ResultsError(str(exc)) from None
-    gpu = (meta.get("gpu") or {}).get("name")
-    # the source the run measured: a tuning of another version of the kernel is not this run's
-    hashes = {k.get("source_hash") for name, k in (meta.get("kernels") or {}).items() if name.startswith(f"{TUNED}[")}
-    entries = [e for c in caches for e in c.entries.values()
-               if e.get("variant") == TUNED and e.get("device") == gpu
-               and (not hashes or {e.get("source_hash"), e.get("rehashed_from")} & hashes)]
-    files = sorted({e["results"] for e in entries if str(e.get("results", "")).endswith(".csv.gz")})
-    for name in reversed(files):
-        for path in ([beside / "tuning" / Path(name).name] if beside else []) + [Path(name)]:
-            plain = path.with_name(path.name[:-3])
-            if path.exists():
-                return read_rows(plain), read_metadata(plain)
-    return None, {}
-
-
-# -- the targets --------------------------------------------------------------------------------------
-def targets(ok: pd.DataFrame, shapes: set[tuple[int, int]] | None = None) -> list[list[str]]:
-    """The issue's targets as (target, measured, met) rows."""
-    fam = families(ok, shapes)
-    big = fam[fam.footprint >= BIG].copy()
-    big["pct"] = 100 * big[f"gbytes_per_s_{TUNED}"] / big.copy_gbytes_per_s
-    worst = big.groupby("family").pct.min()
-    t1 = bool(len(worst) == 3 and (worst >= 90).all())
-    tuned, lib = mesh_values(ok, TUNED, "gflops_mean"), mesh_values(ok, LIBRARY, "gflops_mean")
-    ratio = (tuned / lib).to_numpy()
-    big_cells = big_matrix(list(range(MESH_CELLS)))
-    measured = ~np.isnan(ratio)
-    share = float((ratio[measured & big_cells] >= 1.0).mean()) if (measured & big_cells).any() else float("nan")
-    geo = float(np.exp(np.log(ratio[measured]).mean())) if measured.any() else float("nan")
-    return [
-        ["tuned >= 90 % of the copy at footprints >= 256 MiB (worst of tall, square, wide)",
-         ", ".join(f"{f} {v:.1f} %" for f, v in worst.items()), "yes" if t1 else "no"],
-        [f"tuned >= cuBLAS in >= 90 % of the cells with matrices >= 1 MiB ({int((measured & big_cells).sum())} cells)",
-         f"{100 * share:.1f} %", "yes" if share >= 0.9 else "no"],
-        [f"geometric mean over all {int(measured.sum())} measured cells >= 1.0 x cuBLAS", f"{geo:.3f} x",
-         "yes" if geo >= 1.0 else "no"],
-    ]
+LIBRARIES_2011 = ("testing needs the libraries of the paper's time on its GPU, CUBLAS 4.0 (CUDA 4.0) and MAGMA 1.0.0 "
+                  "on a Fermi C2050, over the same mesh and families")
 
 
 def _anti_diagonal_r2(values: np.ndarray) -> float:
@@ -199,57 +53,6 @@ def _anti_diagonal_r2(values: np.ndarray) -> float:
     total = ((logs["log"] - logs["log"].mean()) ** 2).sum()
     within = ((logs["log"] - logs.groupby("diag")["log"].transform("mean")) ** 2).sum()
     return float(1 - within / total) if total else float("nan")
-
-
-# -- every claim of the paper, section by section ---------------------------------------------------------
-# The paper's numbers, quoted once (Sørensen 2012, sections named in each claim)
-PAPER = {"occupancy_rows": 21504, "sms": 14, "threads_per_sm": 1536, "blocks_per_sm": 8, "skinny_n": 100,
-         "columns_rows": 50, "kernels": 1536, "mesh": 24, "tuning_hours": 1.8, "bandwidth_gbs": 144,
-         "fujimoto": (36, 86), "magma": (66, 141), "magma_t": 43, "first_n": 10}
-# The designs a cell's tuned configuration is, at its shapes: the paper's four kernels of Fig. 1 (a, b, c, e),
-# the versatile kernel's combination of b and c (d: Fig. 2d, which Fig. 1 does not class) and ours (w)
-CLASSES = {"a": "one thread per row (Fig. 2a)", "b": "several threads per row (Fig. 2b)",
-           "c": "several rows per thread (Fig. 2c)", "e": "several threads, several columns (Fig. 2e)",
-           "d": "2b and 2c at once (Fig. 2d; not one of Fig. 1's four)",
-           "w": "ours: columns of blocks, no atomics (not in the paper)"}
-NAMES = {"a": "2a", "b": "2b", "c": "2c", "d": "2d", "e": "2e", "w": "ours"}  # a design as the verdicts name it
-FOUR = ("a", "b", "c", "e")  # Fig. 1's four kernels: its verdict; 2d and ours are extra evidence
-ATOMIC_GRID, ONE_COLUMN = ("b", "d"), ("a", "c")  # several columns of blocks adding into y by atomicAdd; one column
-WIDE = 8  # a wide cell lies 8 cells right of its mirror: n >= 2^6.7 m, the paper's wide A (N x 100N)
-NEAR = 1.25  # 'the same' performance: within 25 % (a cell and its anti-diagonal, a cell and its mirror, the families)
-FIXED_LOSS = 0.9  # a single configuration loses a cell where it runs under 90 % of the cell's best
-SPAN = max(GEMV_SPACE["BLOCKSIZE"]) * max(GEMV_SPACE["WORKSIZE_N"])  # the most columns one column of blocks covers
-# Resident blocks per SM (CUDA's occupancy tables): the setting's 112 blocks of the C2050 beside this GPU's
-RESIDENT_BLOCKS = {"sm_20": 8, "sm_70": 32, "sm_80": 32, "sm_86": 16, "sm_89": 24, "sm_90": 32}
-LIBRARIES_2011 = ("testing needs the libraries of the paper's time on its GPU, CUBLAS 4.0 (CUDA 4.0) and MAGMA 1.0.0 "
-                  "on a Fermi C2050, over the same mesh and families")
-
-
-def shape_design(m: int, n: int, params: str) -> str:
-    """The design (a CLASSES key) that a gemv_tuned configuration runs at shape m x n: KERNEL 1 is Fig. 2e;
-    KERNEL 0 and 2 with one column of blocks (n <= BLOCKSIZE WORKSIZE_N) are 2a or 2c (one row or
-    WORKSIZE_M rows a thread); with more, KERNEL 0 is 2b (or 2d, WORKSIZE_M > 1) and KERNEL 2 is ours."""
-    p = dict(parse_params(params))
-    if p["KERNEL"] == 1:
-        return "e"
-    if -(-n // (p["BLOCKSIZE"] * p["WORKSIZE_N"])) == 1:
-        return "a" if p["WORKSIZE_M"] == 1 else "c"
-    if p["KERNEL"] == 2:
-        return "w"
-    return "b" if p["WORKSIZE_M"] == 1 else "d"
-
-
-def cell_designs(ok: pd.DataFrame) -> np.ndarray:
-    """Each mesh cell's design (a CLASSES key; "" where not measured): the one most of its 3 x 3 shapes
-    run, as the run configured them."""
-    rows = _gemv(ok, TUNED).drop_duplicates(["m", "n"], keep="last").set_index(["m", "n"]).params
-    out = np.full((MESH_CELLS, MESH_CELLS), "", dtype=object)
-    for i in range(MESH_CELLS):
-        for j in range(MESH_CELLS):
-            keys = [(p.m, p.n) for p in cell_points(i, j)]
-            if all(k in rows.index for k in keys):
-                out[i, j] = pd.Series([shape_design(m, n, rows[(m, n)]) for m, n in keys]).mode().iloc[0]
-    return out
 
 
 def _centre(k: int) -> float:
@@ -604,7 +407,7 @@ def claims_families(fam: pd.DataFrame, ok: pd.DataFrame, meta: dict) -> list[Ver
     spread = by.max(axis=1) / by.min(axis=1)
     theirs, small = spread[spread.index >= PAPER["first_n"]], spread[spread.index < PAPER["first_n"]]
     same = _share(theirs <= NEAR)
-    rows = _gemv(ok, TUNED).drop_duplicates(["m", "n"], keep="last").set_index(["m", "n"]).params
+    rows = variant_rows(ok, TUNED).drop_duplicates(["m", "n"], keep="last").set_index(["m", "n"]).params
     drops = {}
     for family, f in fam.groupby("family"):
         f = f.sort_values("N")
@@ -625,7 +428,7 @@ def claims_families(fam: pd.DataFrame, ok: pd.DataFrame, meta: dict) -> list[Ver
                 f"the families at the paper's N >= {PAPER['first_n']}; share rule, 'the same' within 25 %"),
         Verdict("Fig. 4 left: CUBLAS 4.0's curves depend on the shape; the tuned kernel a significant improvement (4.2)",
                 "CUBLAS 4.0's tall, square and wide curves apart", NOT_TESTABLE,
-                f"today's {_cublas_version(meta)} (not the verdict): fastest family over slowest "
+                f"today's {cublas_version(meta)} (not the verdict): fastest family over slowest "
                 f"{_spread(fam, LIBRARY):.2f}, the tuned kernel's {_spread(fam, TUNED):.2f} (footprints >= 1 MiB, median "
                 f"over N); {LIBRARIES_2011}", "CUBLAS 4.0: another library"),
         Verdict("Fig. 4: several drops in the tall curve (4.2)", "drops in the tall curve only", NOT_TESTABLE,
@@ -692,7 +495,7 @@ def claims_mesh(ok: pd.DataFrame, meta: dict, profile: pd.DataFrame | None) -> l
     wide_lib = np.nanmedian([ratio[i, j] for i in range(MESH_CELLS) for j in range(i + WIDE, MESH_CELLS)])
     tall_lib = np.nanmedian([ratio[j, i] for i in range(MESH_CELLS) for j in range(i + WIDE, MESH_CELLS)])
     tuned, lib = (mesh_values(ok, v, "gflops_mean").to_numpy() for v in (TUNED, LIBRARY))
-    today = f"today's {_cublas_version(meta)} (not the verdict)"
+    today = f"today's {cublas_version(meta)} (not the verdict)"
     near, near_lib = _near_diagonal(tuned), _near_diagonal(lib)
     pairs = [tuned[i, j] / tuned[j, i] for i in range(MESH_CELLS) for j in range(i + 1, MESH_CELLS)]
     pairs = [r for r in pairs if not np.isnan(r)]
@@ -745,7 +548,7 @@ def claim_libraries_rectangular(fam: pd.DataFrame, meta: dict) -> Verdict:
     pct = (100 * big[f"gbytes_per_s_{LIBRARY}"] / big.copy_gbytes_per_s).groupby(big.family).median()
     return Verdict("CUBLAS and MAGMA under-use the GPU for rectangular A: they reach its potential for tall A only (1, 5)",
                    "rectangular (wide) well below tall", NOT_TESTABLE,
-                   f"today's {_cublas_version(meta)} (not the verdict), median % of the copy at footprints >= 256 MiB: "
+                   f"today's {cublas_version(meta)} (not the verdict), median % of the copy at footprints >= 256 MiB: "
                    + ", ".join(f"{k} {v:.0f} %" for k, v in pct.items()) + f"; {LIBRARIES_2011}",
                    "CUBLAS 4.0, MAGMA 1.0.0: other libraries")
 
@@ -753,7 +556,7 @@ def claim_libraries_rectangular(fam: pd.DataFrame, meta: dict) -> Verdict:
 def claims_related(ok: pd.DataFrame) -> list[Verdict]:
     """Section 2's cited results, as fractions of their bandwidth bound: other GPUs and libraries."""
     copy = copy_bandwidth(ok)
-    peak = float(_gemv(ok, TUNED).gflops_mean.max())
+    peak = float(variant_rows(ok, TUNED).gflops_mean.max())
     ours = (f"ours (not the verdict): the tuned kernel's best {peak:.0f} GFLOP/s, {100 * peak / (copy / 2):.0f} % of the "
             f"copy's bound ({copy:.0f} GB/s / 2)")
     bound = {k: 100 * PAPER[k][0] / (PAPER[k][1] / 2) for k in ("fujimoto", "magma")}
@@ -770,34 +573,6 @@ def claims_related(ok: pd.DataFrame) -> list[Verdict]:
     ]
 
 
-def setting_rows(ok: pd.DataFrame, meta: dict) -> list[list[str]]:
-    """The paper's setting beside this run's (what, the paper, this run): facts the claims stand on, not claims;
-    the occupancy line and the blocks move with the GPU."""
-    gpu = meta.get("gpu") or {}
-    sms, arch = gpu.get("sm_count"), gpu.get("arch")
-    threads, blocks = gpu.get("max_threads_per_sm") or RESIDENT_THREADS.get(arch), RESIDENT_BLOCKS.get(arch)
-    memory, settings = gpu.get("memory_bytes"), meta.get("settings") or {}
-    return [
-        ["GPU (1, 4)", "Tesla C2050 (Fermi: up to 16 SMs of 32 cores): 14 SMs, 448 cores, 3 GB, ECC on",
-         f"{gpu.get('name')}: {sms} SMs" + (f", {memory / 2**30:.0f} GiB" if memory else "")],
-        ["full occupancy of one thread a row (1, 3.1; Figs. 1, 5's dashed line)",
-         f"{PAPER['sms']} SMs x {PAPER['threads_per_sm']} resident threads = {PAPER['occupancy_rows']} rows",
-         f"{sms} x {threads} = {occupancy_rows(meta)} rows"],
-        ["resident blocks (3.2, 3.3)", f"{PAPER['blocks_per_sm']} an SM: {PAPER['blocks_per_sm'] * PAPER['sms']} blocks, "
-         f"filled by one thread a row at under {PAPER['threads_per_sm'] // PAPER['blocks_per_sm']} threads a block",
-         f"{blocks} an SM: {blocks * sms} blocks, at under {threads // blocks} threads a block" if blocks and sms and threads
-         else "?"],
-        ["peaks (4)", f"1.03 TFLOP/s ('GFlops' in the paper), {PAPER['bandwidth_gbs']} GB/s",
-         f"the device copy: {copy_bandwidth(ok):.0f} GB/s (bytes read and written)"],
-        ["timing (4, 4.2, 4.3)", "kernels only (no host transfers), the average of ten subsequent calls, matrices not padded",
-         f"kernels only, {settings.get('cache', '?')} L2, {settings.get('runs', '?')} runs after "
-         f"{settings.get('warmup', '?')} warm-ups (GFLOP/s from their mean), matrices not padded"],
-        ["libraries (4.2, 4.3)", "CUBLAS 4.0, MAGMA 1.0.0", f"{_cublas_version(meta)}; MAGMA not run"],
-        ["cells not run (4.1)", "black: matrices over the card's 3 GB",
-         f"grey: over the study's {mesh_cap_mib(meta) or '?'} MiB cap; black: over the GPU's memory"],
-    ]
-
-
 # -- what the profiles answer (issue 32) -------------------------------------------------------------------
 ROWS_GAIN = 1.1  # WORKSIZE_M = 4 at least 10 % faster than 1: a gain ('no' under it)
 ROWS_MAINLY = 0.5  # 'mainly': the shared loads are at least half the warp instructions the rows saved
@@ -807,8 +582,6 @@ def rows_numbers(df: pd.DataFrame, profile: pd.DataFrame | None) -> dict | None:
     """gemv_rows at WORKSIZE_M = 1 and 4 (the rows companion): the time gain, each one's shared-load
     instructions and shared bytes per row of A, the warp instructions saved, and shared memory's share
     of its peak at WORKSIZE_M = 1; None where the run or its profile lacks either."""
-    from ..hierarchy import levels
-
     ok = df[(df.status == "ok") & (df.variant == "gemv_rows")]
     if profile is None or ok.empty:
         return None
@@ -876,16 +649,9 @@ def cublas_launches(profile: pd.DataFrame | None) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["family", "m", "n", "names", "split"])
 
 
-def family_of(m: int, n: int) -> str:
-    """The family (tall, square, wide) whose proportions a shape has; "" for none."""
-    return next((f for f, (fm, fn) in FAMILIES.items() if m * fn == n * fm), "")
-
-
 def _short_kernel(name: str) -> str:
     """A demangled kernel name without its return type, namespaces' template arguments and parameters;
     cuBLAS's GEMV template keeps its integer arguments (which instance ran)."""
-    import re
-
     numbers = re.search(r"float, ((?:\d+, )+\d+), cublasGemvParams", name)
     bare = name
     while re.search(r"<[^<>]*>", bare):
@@ -900,7 +666,7 @@ def claim_cublas(launches: pd.DataFrame, meta: dict) -> Verdict:
     the profile has no grid sizes)."""
     finding, paper, test = ("CUBLAS 4.0 looks like a one-thread-per-row kernel (4.3)", "inferred from Fig. 5",
                             "CUBLAS 4.0: another library")
-    version = _cublas_version(meta)
+    version = cublas_version(meta)
     if launches.empty:
         return Verdict(finding, paper, NOT_TESTABLE, f"{LIBRARIES_2011}; a profile of today's cublas_gemv (mmbench "
                        "profile -v cublas_gemv --points tall:1448,square:1448,wide:1448) would add its kernels' names", test)
@@ -918,12 +684,6 @@ def claim_cublas(launches: pd.DataFrame, meta: dict) -> Verdict:
                       "say how threads map to rows, and the profile has no grid sizes (Nsight Compute's "
                       "launch__grid_size and launch__block_size would tell). " if len(whole) else "")
                    + f"CUBLAS 4.0 itself is not run: {LIBRARIES_2011}", test)
-
-
-def _cublas_version(meta: dict) -> str:
-    """cuBLAS's version as the run recorded it (CUBLAS_VERSION: major 10000 + minor 100 + patch)."""
-    v = (meta.get(LIBRARY) or {}).get("version")
-    return f"cuBLAS {int(v) // 10000}.{int(v) // 100 % 100}" if v else "cuBLAS"
 
 
 def claims_abstract(ok: pd.DataFrame, grid: Verdict) -> list[Verdict]:
@@ -958,429 +718,3 @@ def claims(ok: pd.DataFrame, meta: dict, tuning: pd.DataFrame | None, tuning_met
             *claims_columns(designs, best), claim_versatile(),
             *claims_tuning(tuning, tuning_meta, ok, designs, line, best), *claims_families(fam, ok, meta),
             *claims_mesh(ok, meta, profile), claim_rises(fam)]
-
-
-def big_matrix(rows: list[int]) -> np.ndarray:
-    """Which cells of the given mesh rows have matrices of at least 1 MiB (all their shapes)."""
-    return np.array([[min(4 * p.m * p.n for p in cell_points(i, j)) >= LIBRARY_CELL_BYTES for j in range(MESH_CELLS)]
-                     for i in rows], dtype=bool)
-
-
-
-# -- the figures ------------------------------------------------------------------------------------------
-def _mesh_axes(ax, meta: dict, line: bool = True) -> None:
-    """Log m (up) and n (right) over the mesh; the occupancy line dashed."""
-    ticks = [0, 4, 8, 12, 16, 20, 24]
-    ax.set_xticks([t - 0.5 for t in ticks], [f"$2^{{{round(t * 20 / 24)}}}$" for t in ticks])
-    ax.set_yticks([t - 0.5 for t in ticks], [f"$2^{{{round(t * 20 / 24)}}}$" for t in ticks])
-    ax.set_xlabel("columns n")
-    ax.set_ylabel("rows m")
-    ax.set_facecolor("black")  # cells beyond the memory cap, as the paper draws them
-    rows = occupancy_rows(meta)
-    if line and rows:
-        at = math.log(rows) / math.log(MESH_MAX) * MESH_CELLS - 0.5
-        ax.axhline(at, color="white", linestyle="--", linewidth=1.5)
-        ax.text(MESH_CELLS - 0.6, at + 0.2, f"{rows} rows", color="white", ha="right", va="bottom", fontsize=8)
-
-
-def mesh_cap_mib(meta: dict) -> int | None:
-    """The mesh's cap in MiB from the run's config (its `mesh:MIB` sweep); None where it names none."""
-    from ..config import ConfigError, load_config
-
-    try:
-        sweeps = load_config(meta["config"]).sweeps if meta.get("config") else ()
-    except (ConfigError, OSError):
-        return None
-    caps = [item.partition(":")[2] for sw in sweeps for item in sw.sizes.split(",") if item.startswith("mesh")]
-    return int(caps[0] or MESH_CAP_MIB) if caps else None
-
-
-def fig_best_kernel(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
-    designs = cell_designs(ok_rows(df))
-    if not designs.any():
-        raise ResultsError("Fig. 1 needs gemv_tuned rows at the mesh's shapes")
-    from matplotlib.colors import ListedColormap
-    from matplotlib.patches import Patch
-
-    order = list(CLASSES)
-    memory = (meta.get("gpu") or {}).get("memory_bytes")
-    values = np.full(designs.shape, np.nan)
-    for (i, j), d in np.ndenumerate(designs):
-        smallest = min(4 * p.m * p.n for p in cell_points(i, j))
-        values[i, j] = order.index(d) if d else len(order) if not memory or smallest <= memory else np.nan
-    colours = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:olive", "lightgrey"]
-    fig, ax = plt.subplots(figsize=(11, 6), layout="constrained")
-    ax.imshow(np.ma.masked_invalid(values), origin="lower", cmap=ListedColormap(colours),
-              vmin=-0.5, vmax=len(colours) - 0.5)
-    _mesh_axes(ax, meta)
-    cap = mesh_cap_mib(meta)
-    handles = [Patch(color=c, label=f"{CLASSES[k]}: {int((designs == k).sum())} cells") for k, c in zip(order, colours)]
-    handles += [Patch(color="lightgrey", label=f"not run: a matrix over the study's {cap or '?'} MiB cap"),
-                Patch(color="black", label="not run: larger than the GPU's memory")]
-    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False,
-              title="design the tuned configuration runs\n(most of a cell's 3 x 3 shapes)", title_fontsize=8)
-    plots._title(ax, "Sørensen Fig. 1 (right): the best kernel per mesh cell", meta)
-    return fig
-
-
-def fig_best_params(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
-    params = mesh_params(ok_rows(df))
-    if params["BLOCKSIZE"].isna().all().all():
-        raise ResultsError("Fig. 3 needs gemv_tuned rows at the mesh's shapes")
-    fig, axes = plt.subplots(1, 3, figsize=(16, 5.2), layout="constrained")
-    for ax, name in zip(axes, PARAMS):
-        image = ax.imshow(np.ma.masked_invalid(params[name].to_numpy()), origin="lower", cmap="viridis")
-        _mesh_axes(ax, meta, line=False)
-        ax.set_title(name)
-        fig.colorbar(image, ax=ax, shrink=0.8)
-    fig.suptitle(f"Sørensen Fig. 3: the best parameters per mesh cell\n{(meta.get('gpu') or {}).get('name', '')}")
-    return fig
-
-
-def fig_families(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
-    fam = families(ok_rows(df), family_shapes(meta))
-    fig, ax = plt.subplots(figsize=(9, 5.5), layout="constrained")
-    for (family, rows), colour in zip(fam.groupby("family", sort=False), ("tab:blue", "tab:orange", "tab:green")):
-        mb = rows.footprint / 1e6
-        ax.plot(mb, rows[f"gflops_{TUNED}"], "-o", color=colour, markersize=3, label=f"{family}: auto-tuned")
-        ax.plot(mb, rows[f"gflops_{LIBRARY}"], "--", color=colour, label=f"{family}: cuBLAS")
-    ax.set_xscale("log")
-    ax.set_xlabel("memory footprint of A (MB), log scale")
-    ax.set_ylabel("GFLOP/s (2 m n / mean time)")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    plots._title(ax, "Sørensen Fig. 4: tall (100N x N), square (10N x 10N), wide (N x 100N)", meta)
-    return fig
-
-
-def fig_heatmaps(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
-    ok = ok_rows(df)
-    copy = copy_bandwidth(ok)
-    lib = 100 * mesh_values(ok, LIBRARY, "gbytes_per_s") / copy
-    tuned = 100 * mesh_values(ok, TUNED, "gbytes_per_s") / copy
-    if lib.isna().all().all() or tuned.isna().all().all():
-        raise ResultsError("Fig. 5 needs gemv_tuned and cublas_gemv rows at the mesh's shapes")
-    from matplotlib.colors import LogNorm, TwoSlopeNorm
-
-    fig, axes = plt.subplots(1, 3, figsize=(17, 5.4), layout="constrained")
-    top = float(np.nanmax([lib.max().max(), tuned.max().max()]))
-    norm = LogNorm(vmin=max(0.01, float(np.nanmin([lib.min().min(), tuned.min().min()]))), vmax=top)
-    for ax, values, title in ((axes[0], lib, "cuBLAS SGEMV"), (axes[1], tuned, "auto-tuned")):
-        image = ax.imshow(np.ma.masked_invalid(values.to_numpy()), origin="lower", cmap="jet", norm=norm)
-        _mesh_axes(ax, meta)
-        ax.set_title(f"{title}: % of the copy's {copy:.0f} GB/s")
-    fig.colorbar(image, ax=axes[:2], shrink=0.8, label="% of device copy bandwidth (log scale)")
-    ratio = np.log2((tuned / lib).to_numpy())
-    span = float(np.nanmax(np.abs(ratio))) or 1.0
-    image = axes[2].imshow(np.ma.masked_invalid(ratio), origin="lower", cmap="RdBu_r",
-                           norm=TwoSlopeNorm(0.0, -span, span))
-    _mesh_axes(axes[2], meta)
-    axes[2].set_title("auto-tuned / cuBLAS (log2: red faster)")
-    fig.colorbar(image, ax=axes[2], shrink=0.8, label="log2 ratio")
-    fig.suptitle(f"Sørensen Fig. 5 over the 24 x 24 mesh\n{(meta.get('gpu') or {}).get('name', '')}, "
-                 f"{str(meta.get('started_at', ''))[:10]}")
-    return fig
-
-
-def hierarchy_shapes(profile: pd.DataFrame | None, meta: dict) -> tuple[list[tuple], list[tuple]]:
-    """The profiled GEMV shapes past the L2 (every one) and the one that fits in it that the report
-    and figure show (the square one where there is one, else the largest), as (m, n, k)."""
-    from ..hierarchy import levels, working_set_mb
-
-    table = levels(profile)
-    table = table[table.variant.isin([TUNED, LIBRARY])]
-    l2 = (meta.get("gpu") or {}).get("l2_bytes") or float("inf")
-    shapes = sorted({(int(m), int(n), int(k)) for m, n, k in zip(table.m, table.n, table.k)}, key=lambda s: (s[0] * s[1], s))
-    past = [sh for sh in shapes if working_set_mb("gemv", *sh) * 1e6 > l2]
-    fits = [sh for sh in shapes if sh not in past]
-    inside = [sh for sh in fits if sh[0] == sh[1]] or fits[-1:]
-    return past, inside[-1:]
-
-
-def shown_profile(profile: pd.DataFrame | None, meta: dict) -> tuple[pd.DataFrame, set[tuple[int, int]]]:
-    """The profile's rows at the shapes the figure shows (hierarchy_shapes), and those shapes as (m, n):
-    the figure's roofs are their medians, and the report quotes the same."""
-    past, inside = hierarchy_shapes(profile, meta)
-    shapes = {(m, n) for m, n, _ in inside + past}
-    return profile[[(int(m), int(n)) in shapes for m, n in zip(profile.m, profile.n)]], shapes
-
-
-def fig_hierarchy(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
-    """The GEMV kernels' hierarchical roofline: the shape that fits in the L2, then those past it."""
-    from .. import hierarchy
-
-    sub, shapes = shown_profile(profile, meta)
-    fig = hierarchy.fig_hierarchical_roofline(
-        sub, meta, "Sørensen: GEMV at every memory level, Nsight Compute (caches flushed before each kernel: A "
-        "comes from DRAM even where it would fit in L2)", variants=(TUNED, LIBRARY), most=len(shapes))
-    # the panels in the helper's order (hierarchy.shapes_in), titled as GEMV shapes: m x n and the family
-    table = hierarchy.levels(sub)
-    for ax, (m, n, k) in zip(fig.axes, hierarchy.shapes_in(table[table.variant.isin([TUNED, LIBRARY])], {"gemv"},
-                                                            len(shapes))):
-        place = ax.get_title().partition(": ")[2]
-        flushed = " (flushed: read from DRAM)" if "fits in" in place else ""
-        ax.set_title(f"{family_of(m, n)} {m} x {n}: {place}{flushed}", fontsize=10)
-    return fig
-
-
-
-
-# Its reference run in the repository: what a command suggests when no run of the user's will do.
-REFERENCE_RUN = "results/sorensen2012-h100/sorensen2012-h100.csv.gz"
-
-FIGURES = {  # `mmbench plot NAME`; the report embeds them
-    "gemv-kernels": FigureFamily("Sørensen Figs. 1, 3: tuned design per mesh cell", "Sørensen Fig. 1 right and Fig. 3: the tuned kernel's design and parameters per mesh cell",
-                                 (Figure("fig1-best-kernel", fig_best_kernel), Figure("fig3-best-params", fig_best_params))),
-    "gemv-families": FigureFamily("Sørensen Fig. 4: GFLOP/s by footprint, vs cuBLAS", "Sørensen Fig. 4: GFLOP/s against footprint, tall, square and wide, cuBLAS dashed",
-                                  (Figure("fig4-families", fig_families),)),
-    "gemv-mesh": FigureFamily("Sørensen Fig. 5: mesh as % of the copy, vs cuBLAS", "Sørensen Fig. 5: cuBLAS and the tuned kernel over the mesh as % of the copy, and their ratio",
-                              (Figure("fig5-mesh", fig_heatmaps),)),
-    "sorensen-hierarchy": FigureFamily("Sørensen: GEMV's hierarchical roofline (Nsight Compute)",
-                                       "Sørensen: the tuned kernel and cuBLAS at every memory level (shared, L1, L2, "
-                                       "DRAM) from the run's Nsight Compute profile, in L2 and past it",
-                                       (Figure("fig6-hierarchy", fig_hierarchy),)),
-}
-ALT_TEXT = {"fig1-best-kernel": "best kernel per cell", "fig3-best-params": "best parameters per cell",
-            "fig4-families": "GFLOP/s against footprint", "fig5-mesh": "heatmaps over the mesh",
-            "fig6-hierarchy": "hierarchical roofline of the GEMV kernels"}
-
-
-def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],
-           profile: pd.DataFrame | None, results_path: Path) -> str:
-    from .common import companion
-
-    ok = ok_rows(df)
-    tuning, tuning_meta = tuning_rows(meta, beside=results_path.parent)
-    shapes = family_shapes(meta)
-    rows = companion(results_path, "rows", "gemv-rows")
-    profile_meta = _profile_meta(results_path)
-    fam = families(ok, shapes)
-    fam_table = fam.assign(MB=(fam.footprint / 1e6).round(3),
-                           pct_copy=100 * fam[f"gbytes_per_s_{TUNED}"] / fam.copy_gbytes_per_s,
-                           vs_cublas=fam[f"gflops_{TUNED}"] / fam[f"gflops_{LIBRARY}"])
-    fam_table["N"] = fam_table.N.astype(int).astype(str)
-    fam_table = fam_table[["family", "N", "MB", f"gflops_{TUNED}", f"gflops_{LIBRARY}", "vs_cublas",
-                           f"gbytes_per_s_{TUNED}", "copy_gbytes_per_s", "pct_copy"]].set_index("family")
-    awkward = df[(df.op == "gemv") & (df.variant.isin([TUNED, LIBRARY]))]
-    lines = [
-        "# Sørensen 2012 on today's GPU: auto-tuned SGEMV against cuBLAS",
-        "",
-        provenance(results_path, df, meta, counts=f", {int((awkward.status != 'ok').sum())} GEMV points not ok")
-        + f", {(meta.get('settings') or {}).get('cache', '?')} L2. GFLOP/s are 2 m n over the mean time; GB/s are "
-        "4 (m n + m + n) bytes over the median time; a mesh cell is the mean over its 3 x 3 shapes, as the paper "
-        "scores it. The copy is cuMemcpyDtoD (bytes read and written).",
-        "",
-        "## Targets",
-        "",
-        *text_table(["target", "measured", "met"], targets(ok, shapes)),
-        "",
-        "## The paper's setting beside this run's",
-        "",
-        *text_table(["", "the paper", "this run"], setting_rows(ok, meta)),
-        "",
-        "## Every claim of the paper, checked",
-        "",
-        *_claim_lines(claims(ok, meta, tuning, tuning_meta, shapes, profile, rows)),
-        "",
-        "## Where we depart from the paper",
-        "",
-        *departures(meta, profile_meta, rows),
-        "",
-        "## Memory hierarchy (Nsight Compute)",
-        "",
-        *hierarchy_lines(profile, meta, profile_meta, "fig6-hierarchy" in figures),
-        "",
-        "## The mesh tuning",
-        "",
-        *(_tuning_lines(tuning, tuning_meta, run_cells(ok)) if tuning is not None
-          else ["No tuning file for this GPU in the cache."]),
-        "",
-        "## Fig. 4's families: the tuned kernel, cuBLAS and the copy",
-        "",
-        markdown_table(fam_table),
-        "",
-    ]
-    return report_text(lines, figures, ALT_TEXT)
-
-
-def _claim_lines(rows: list[Verdict]) -> list[str]:
-    """The claims' table, then their count (rule.claims_line)."""
-    return ["In the paper's order (the abstract, sections 1 to 5 with their figures). 'Judged by' names the scope and "
-            "the rule (mmbench/studies/rule.py); today's cuBLAS for a claim about CUBLAS 4.0, or our own design beside "
-            "the paper's, is extra evidence in the numbers, never the verdict. The rules: the share rule, over cells, pairs "
-            f"or steps, \"{SHARE_RULE}\"; the estimate rule (\"~50 rows\"), \"{ABOUT_RULE}\"; the order rule, "
-            f"\"{ORDER_RULE}\".", "",
-            *verdict_table(rows), "", claims_line(v.holds for v in rows)]
-
-
-DEPARTURES = [  # those the run's settings do not change; departures() adds the rest
-    "- **The third design is ours.** The paper's tuner picks among \"3 implementations\" without naming the third "
-    "beside 2d and 2e; ours is KERNEL 2 (`wide_onepass` in kernels/common/gemv.cuh): with several columns of blocks, "
-    "each writes its partial sums to a workspace and the last block of each row of blocks adds them in a fixed order, "
-    "no atomics. Against 2b and 2d it is extra evidence on their atomics (3.2), never a verdict, and where it runs one "
-    "column of blocks it is the same code as 2a or 2c, so Fig. 1 classes it so.",
-    "- **Fig. 1 is classed by what each configuration runs**, not by the kernel the tuner picked: the versatile kernel "
-    "(KERNEL 0) is 2a, 2b or 2c at the cell's shapes, or 2d, both at once (several rows a thread and several columns "
-    "of blocks), which the paper's Fig. 1 does not class and which takes most of the cells the paper gives 2b. Fig. 1's "
-    "verdicts count the paper's four kernels; the cells 2d and ours win are extra evidence.",
-    "- **The mesh is capped at 1 GiB matrices** (`mesh:1024` in configs/sorensen2012.toml): 456 of the 576 cells; "
-    "the grey cells of Fig. 1 were not run, the black ones would not fit the GPU. The paper's black cells are its "
-    "3 GB card's. Every mesh verdict (Figs. 1, 3, 5, the targets) is over the 456 cells.",
-    "- **MAGMA is not run**: Fig. 5 has no MAGMA panel and every library verdict is cuBLAS's ({cublas}, not 4.0). "
-    "Comparing needs MAGMA built for sm_90, a `magma_gemv` baseline beside `cublas_gemv` in mmbench/ops/gemv.py "
-    "calling magmablas_sgemv on the same buffers, and `mmbench run --config configs/sorensen2012.toml` with it in "
-    "the mesh and families sweeps.",
-    "- **Our kernels add to the paper's text** (kernels/gemv/, kernels/common/gemv.cuh): `__restrict__` on every "
-    "pointer; `__launch_bounds__(BLOCKSIZE)`; `#pragma unroll 8` over a chunk's columns and a full unroll over a "
-    "thread's WORKSIZE_M rows (fmaf, each row guarded rather than left by a break); 2e adds a row's partial sums in "
-    "shared memory (atomicAdd on shared), then once a block into y, and falls back to a thread per row where "
-    "m > BLOCKSIZE; early returns: rows past m in `reduce_parts`, and in `wide_onepass` a one-column grid and every "
-    "block but a row's last. Where more than one column of blocks adds into y, the harness zeroes y inside the timed "
-    "launch.",
-    "- **The tuner**: brute force over the 1536 configurations, each the mean of one timed launch at each of the "
-    "cell's shapes; configurations that spill registers are skipped, and those under half the best's speed at a "
-    "cell's pivot shape are not timed at its other shapes (pruned). The paper searches exhaustively (4.1; its "
-    "conclusion says heuristic).",
-    "- **Timing**: cold L2 (emptied by a read), 3 warm-ups, then 10 timed runs; GFLOP/s from the mean time, as the "
-    "paper's \"ten subsequent calls\", GB/s from the median. The occupancy line is this GPU's (132 x 2048 = "
-    "270336 rows), not 21504.",
-]
-
-
-def departures(meta: dict, profile_meta: dict, rows) -> list[str]:
-    """DEPARTURES with the library's version from the run, then the profiles' and the rows companion's
-    settings where the run has them."""
-    out = [line.replace("{cublas}", _cublas_version(meta).removeprefix("cuBLAS ")) for line in DEPARTURES]
-    ncu = profile_meta.get("ncu") or {}
-    if ncu:
-        ours = (meta.get("software") or {}).get("kernel_sources") or {}
-        theirs = (profile_meta.get("software") or {}).get("kernel_sources") or {}
-        gemv = [k for k in theirs if k.startswith("gemv/") or k == "common/gemv.cuh"]
-        same = all(ours.get(k) == theirs[k] for k in gemv) if ours and gemv else None
-        out.append(
-            f"- **Profiles** (Nsight Compute {ncu.get('version', '?').split(' (')[0].removeprefix('Version ')}, "
-            f"{str(profile_meta.get('profiled_at', ''))[:10]}, commit `{str((profile_meta.get('git') or {}).get('commit'))[:7]}`): "
-            f"each kernel launched once, caches flushed before it (`--cache-control {ncu.get('cache_control')}`), clocks "
-            f"not locked (`--clock-control {ncu.get('clock_control')}`); times there are Nsight Compute's, not the run's "
-            "events. The paper profiles nothing. "
-            + ("The GEMV kernels' sources are the run's (same hashes)." if same else
-               "The GEMV kernels' sources differ from the run's (their hashes)." if same is False else ""))
-    if rows is not None:
-        settings = rows.meta.get("settings") or {}
-        out.append(
-            f"- **The rows companion** (`rows/{rows.path.name}`, {str(rows.meta.get('started_at', ''))[:10]}): "
-            f"`gemv_rows` (Fig. 2c alone, not the tuned kernel) at {' and '.join(f'`{p}`' for p in sorted(set(rows.df.params)))}, one shape "
-            f"({', '.join(sorted({f'{m} x {n}' for m, n in zip(rows.df.m, rows.df.n)}))}), {settings.get('runs')} runs "
-            f"after {settings.get('warmup')} warm-ups, {settings.get('cache')} L2, and its profile: the paper's 3.3 "
-            "states the mechanism for very tall A in general; we test one very tall shape.")
-    return out
-
-
-def _profile_meta(results_path: Path) -> dict:
-    """The profile's metadata beside a run (NAME.profile.meta.json), {} where there is none."""
-    import json
-
-    from ..results import sibling
-
-    path = sibling(results_path, ".profile.meta.json")
-    return json.loads(path.read_text()) if path.exists() else {}
-
-
-def _level_block(profile: pd.DataFrame, shapes: list[tuple], head: str) -> list[str]:
-    """A level table of the GEMV kernels at these shapes, a row a shape and kernel, under a head."""
-    from .. import hierarchy
-
-    cells = []
-    for sh in shapes:
-        for r in hierarchy.level_rows(profile, sh, variants=[TUNED, LIBRARY]):
-            cells.append([f"{family_of(sh[0], sh[1])} {sh[0]} x {sh[1]}: {r[0]}", *r[1:]])
-    return [head, "", *text_table(["shape: kernel", *hierarchy.LEVEL_COLUMNS[1:]], cells), ""]
-
-
-def _span(rows: pd.DataFrame, column: str) -> str:
-    lo, hi = rows[column].min(), rows[column].max()
-    return f"{lo:.0f} %" if round(lo) == round(hi) else f"{lo:.0f} to {hi:.0f} %"
-
-
-def _inside_lines(profile: pd.DataFrame, table: pd.DataFrame, inside: list[tuple], l2) -> list[str]:
-    """The hierarchy section's part on the shapes whose operands would fit in the L2."""
-    from .. import hierarchy
-
-    small = table[[hierarchy.working_set_mb("gemv", m, n, k) * 1e6 <= (l2 or 0) for m, n, k in
-                   zip(table.m, table.n, table.k)]]
-    ws = hierarchy.working_set_mb("gemv", *inside[0])
-    read = 100 * small.dram_bytes / [hierarchy.working_set_mb("gemv", m, n, k) * 1e6 for m, n, k in
-                                     zip(small.m, small.n, small.k)]
-    return [*_level_block(profile, inside, f"A shape that fits in the L2 (operands {ws:.1f} MB):"),
-            f"At the {len(set(zip(small.m, small.n)))} shapes whose operands ({ws:.1f} MB) would fit in the L2, the "
-            f"flushed caches send A to DRAM all the same (DRAM moved {read.min():.0f} to {read.max():.0f} % of the "
-            f"operands' bytes), as in the run's cold-L2 timing. The kernels last {small.time_us.min():.0f} to "
-            f"{small.time_us.max():.0f} us and reach {_span(small[small.variant == TUNED], 'dram_pct')} of DRAM's peak "
-            f"(tuned), {_span(small[small.variant == LIBRARY], 'dram_pct')} (cuBLAS), L2 at most "
-            f"{small.l2_pct.max():.0f} %: "
-            + ("no level reaches half its roof, so no bandwidth limits them (a kernel this short does not fill the "
-               "memory system)." if small[[f"{lv}_pct" for lv in hierarchy.LEVELS]].max().max() < 50 else
-               f"the closest roof is {', '.join(sorted(set(small.bound)))}."), ""]
-
-
-def hierarchy_lines(profile: pd.DataFrame | None, meta: dict, profile_meta: dict, drawn: bool) -> list[str]:
-    """The report's memory-hierarchy section: what was profiled, the level tables past the L2 and in
-    it, and what they show, from the profile."""
-    from .. import hierarchy
-
-    try:
-        past, inside = hierarchy_shapes(profile, meta)
-        table = hierarchy.levels(profile)
-    except ResultsError as exc:
-        return [f"No hierarchy: {exc}. It takes `mmbench profile -v {TUNED},{LIBRARY} --results RUN --points "
-                "tall:128,square:128,wide:128,tall:1448,square:1448,wide:1448`."]
-    table = table[table.variant.isin([TUNED, LIBRARY])]
-    l2 = (meta.get("gpu") or {}).get("l2_bytes")
-    command = profile_meta.get("command") or ["mmbench", "profile"]
-    out = [f"`{' '.join([Path(command[0]).name, *command[1:]])}`: "
-           f"Nsight Compute's counts for the tuned kernel (the configuration the run used at each shape) and cuBLAS, "
-           "caches flushed before each kernel (the Profiles departure above). Every level's bytes are Nsight Compute's; "
-           "the intensity is the kernel's FP32 operations over them"
-           + (". The figure: fig6-hierarchy.png (below)." if drawn else "."), ""]
-
-    if past:
-        rows = table[[(m, n) in {(a, b) for a, b, _ in past} for m, n in zip(table.m, table.n)]]
-        tuned, lib = rows[rows.variant == TUNED], rows[rows.variant == LIBRARY]
-        ws = hierarchy.working_set_mb("gemv", *past[0])
-        out += _level_block(profile, past, f"Past the L2 (operands {ws:.0f} MB{f', the L2 {l2 / 1e6:.0f} MB' if l2 else ''}):")
-        peak = hierarchy.ceilings(hierarchy.checked(shown_profile(profile, meta)[0]))["dram"]  # the figure's roof
-        key = ["m", "n"]
-        closer = (tuned.set_index(key).dram_pct > lib.set_index(key).dram_pct.reindex(tuned.set_index(key).index)).all()
-        out += [f"Past the L2 every kernel's closest roof is "
-                f"{' and '.join(hierarchy.NAMES.get(b, b) for b in sorted(set(rows.bound)))}: the tuned kernel reaches "
-                f"{_span(tuned, 'dram_pct')} of DRAM's peak ({peak / 1e9:.0f} GB/s), cuBLAS {_span(lib, 'dram_pct')}, at "
-                f"{rows.dram_intensity.min():.2f} to {rows.dram_intensity.max():.2f} FLOP per DRAM byte (2 FLOP per "
-                f"4-byte element of A); L2 is at {_span(rows, 'l2_pct')} of its peak, shared memory and L1 at most "
-                f"{rows.shared_pct.max():.1f} % and {rows.l1_pct.max():.0f} %, FP32 at most {rows.fp32_pct.max():.1f} %. "
-                + ("The tuned kernel sits closer under the DRAM roof than cuBLAS at every one of these shapes."
-                   if closer else "The tuned kernel is not closer under the DRAM roof than cuBLAS at every one of "
-                   "these shapes."), ""]
-    if inside:
-        out += _inside_lines(profile, table, inside, l2)
-    return out[:-1]
-
-
-def _tuning_lines(tuning: pd.DataFrame, meta: dict, run_cells: set[str]) -> list[str]:
-    runs = meta.get("invocations") or []
-    wall = sum(float(r.get("wall_s") or 0) for r in runs)
-    compiling = sum(float(r.get("compile_s") or 0) for r in runs)
-    counts = tuning.status.value_counts().to_dict()
-    prune = (meta.get("settings") or {}).get("prune")
-    tuned = set(tuning.size_class)
-    lines = [f"{len(tuned)} cells x {tuning.params.nunique()} configurations = {len(tuning)} rows "
-             f"({', '.join(f'{n} {s}' for s, n in counts.items())}), each the mean of one timed launch at each of the "
-             f"cell's shapes, checked on the GPU; {len(runs)} device call(s), {wall:.0f} s in all, of which "
-             f"{compiling:.0f} s compiling and loading the kernels (the paper's tuner: 1.8 h on a C2050). Skipped "
-             "configurations spill registers (the tuner's rule) or are a design not meant for the shape (threads along "
-             "columns where m > BLOCKSIZE)" + (f"; pruned ones were under {prune:g} of the best's speed at the cell's "
-                                                "pivot shape and were not timed at its other shapes." if prune else ".")]
-    untuned = sorted(run_cells - tuned)
-    if untuned:
-        lines.append(f"{len(untuned)} of the run's {len(run_cells)} cells were not tuned (the tuning was not finished: "
-                     f"{untuned[0]} to {untuned[-1]}); there the run took the nearest tuned cell's configuration.")
-    return lines
