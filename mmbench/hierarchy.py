@@ -114,6 +114,23 @@ def _labels(rows: pd.DataFrame) -> list[str]:
     return [f"{s.label} {s.params}" if twice[i] and s.params else s.label for i, s in enumerate(series)]
 
 
+PARAM_DASHES = ("-", "--", ":", "-.")  # one variant at several parameter points: a dash each
+
+
+def _dashes(rows: pd.DataFrame) -> list[str]:
+    """Each kernel's line style: its block size's, as elsewhere; where one variant comes at several
+    parameter points that style does not tell apart (PAD = 0 and 1 at one block), one dash each, so
+    that its points differ by more than the legend (their colour is the variant's)."""
+    from .plots import LINESTYLE
+
+    block = [LINESTYLE.get(analysis.series_of(v, p).block, "-") for v, p in zip(rows.variant, rows.params)]
+    points: dict[tuple, list] = {}
+    for v, p, b in zip(rows.variant, rows.params, block):
+        points.setdefault((v, b), []).append(p)
+    return [PARAM_DASHES[sorted(set(points[v, b])).index(p) % len(PARAM_DASHES)] if len(set(points[v, b])) > 1 else b
+            for v, p, b in zip(rows.variant, rows.params, block)]
+
+
 def shapes_in(table: pd.DataFrame, ops: set[str], most: int = 3) -> list[tuple]:
     """The profiled shapes of these operations, smallest first, at most `most` (the largest kept:
     the interesting ones are those past L2)."""
@@ -142,7 +159,7 @@ def fig_hierarchical_roofline(profile: pd.DataFrame | None, meta: dict, title: s
     """A panel per profiled shape of the operations with FLOPs: the FP32 roof and the four
     bandwidth roofs, and every kernel at its intensity at each level (colour: the kernel;
     marker: the level), joined at its achieved FLOP/s."""
-    from .plots import LINESTYLE, colour_of
+    from .plots import colour_of
 
     table, shapes, peak, fig, axes = _panels(profile, lambda t: t.gflops > 0, variants, most,
                                              "with FLOPs for a hierarchical roofline", (6.2, 6.4))
@@ -162,9 +179,8 @@ def fig_hierarchical_roofline(profile: pd.DataFrame | None, meta: dict, title: s
         h = ax.axhline(peak["fp32"] / 1e9, color="black", linewidth=1.3, linestyle="--",
                        label=f"FP32 roof: {peak['fp32'] / 1e12:.1f} TFLOP/s")
         handles.setdefault("roof fp32", h)
-        for row, label in zip(rows.itertuples(), _labels(rows)):
+        for row, label, dash in zip(rows.itertuples(), _labels(rows), _dashes(rows)):
             colour = colour_of(row.variant)
-            dash = LINESTYLE.get(analysis.series_of(row.variant, row.params).block, "-")  # a block size's, as elsewhere
             xs = [getattr(row, f"{level}_intensity") for level in LEVELS]
             ax.plot([v for v in xs if np.isfinite(v)], [row.gflops] * sum(np.isfinite(xs)), color=colour, linewidth=1.2,
                     linestyle=dash, alpha=0.7)

@@ -58,3 +58,15 @@ def test_the_figures_draw_a_panel_per_shape():
     fig = hierarchy.fig_hierarchical_roofline(prof, meta, "t")
     assert len(fig.axes) == 2 and "past the 63 MB L2" in fig.axes[1].get_title()
     assert len(hierarchy.fig_memory_levels(prof, meta, "t").axes) == 1
+
+
+def test_one_variant_at_two_parameter_points_of_one_block_gets_a_dash_each():
+    """Lab 3's shared matmul at PAD = 0 and 1 share a colour and a block size: a dash each tells them
+    apart; block sizes keep their own styles (Zosa's CUDA-Best at 8, 16 and 32)."""
+    from mmbench.plots import LINESTYLE
+
+    rows = pd.DataFrame({"variant": ["matmul_shared", "matmul_shared", "naive"], "params": ["PAD=0", "PAD=1", ""]})
+    dashes = hierarchy._dashes(rows)
+    assert dashes[0] != dashes[1] and dashes[:2] == list(hierarchy.PARAM_DASHES[:2])
+    best = pd.DataFrame({"variant": ["best"] * 3, "params": ["BLOCK=8", "BLOCK=16", "BLOCK=32"]})
+    assert hierarchy._dashes(best) == [LINESTYLE.get(b, "-") for b in (8, 16, 32)]
