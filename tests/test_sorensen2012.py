@@ -20,7 +20,7 @@ from mmbench.results import ResultsError, read_metadata, read_results
 from mmbench.studies.sorensen2012.claims import (claim_columns_region, claim_cublas, claim_rows, claims, claims_threads,
                                                  cublas_launches, rows_numbers, rows_verdict, target_design,
                                                  tuning_best)
-from mmbench.studies.sorensen2012.figures import fig_best_kernel, fig_hierarchy
+from mmbench.studies.sorensen2012.figures import ZOOM_MB, fig_best_kernel, fig_families, fig_hierarchy, target_regions
 from mmbench.studies.sorensen2012.measures import (CLASSES, cell_designs, families, family_shapes, hierarchy_shapes,
                                                    mesh_params, mesh_values, occupancy_rows, shape_design, tuning_rows)
 from mmbench.studies.sorensen2012.report import hierarchy_lines, setting_rows, targets
@@ -355,8 +355,58 @@ def test_fig1_legend_is_off_the_data_and_names_each_class_once(meta):
     fig = fig_best_kernel(read_results(REFERENCE), read_metadata(REFERENCE))
     (legend,) = fig.legends
     labels = [t.get_text() for t in legend.get_texts()]
-    assert len(labels) == len(set(labels)) == len(CLASSES) + 2 and not fig.axes[0].get_legend()
+    assert len(labels) == len(set(labels)) == len(CLASSES) + 3 and not any(ax.get_legend() for ax in fig.axes)
     assert any("1024 MiB cap" in t for t in labels) and any("Fig. 2b): 0 cells" in t for t in labels)
+    assert legend.get_bbox_to_anchor().y0 <= min(ax.get_position().y0 for ax in fig.axes)  # below the panels
+    plt.close(fig)
+
+
+def test_fig1_draws_the_target_regions_beside_the_winners_as_the_verdict_counts_them(reference):
+    """Fig. 1 left: the paper's four kernels' target regions (claims.target_design at each cell's centre),
+    named in their panel; Fig. 1 right: the winners with the regions' edges, and the verdict's count."""
+    meta = read_metadata(REFERENCE)
+    regions = target_regions(occupancy_rows(meta))
+    assert set(regions.flat) == {"a", "b", "c", "e"} and regions[0, 23] == "e" and regions[23, 0] == "c"
+    assert regions[12, 0] == "a" and regions[12, 23] == "b"
+    fig = fig_best_kernel(read_results(REFERENCE), meta)
+    left, right = fig.axes
+    assert left.get_title().startswith("Fig. 1 left: the target regions") and right.get_title().startswith("Fig. 1 right")
+    assert {t.get_text().replace("\n", " ") for t in left.texts} >= {CLASSES[k] for k in "abce"}
+    assert len(right.collections) == 1 and len(right.collections[0].get_segments()) > 0  # the regions' edges
+    (fig1,) = [v for k, v in reference.items() if k.startswith("Fig. 1 right")]
+    assert "138 of 456 (30 %)" in fig1.evidence and "138 of 456 cells (30 %)" in right.get_title()
+    plt.close(fig)
+
+
+def test_fig4_is_the_papers_two_panels_on_a_log_axis_with_the_sampled_n():
+    """cuBLAS left, the tuned kernel right (the paper's Fig. 4), each with tall, square and wide; GFLOP/s on
+    a log axis over every footprint, a linear one from ZOOM_MB up; the N sampled written on the figure."""
+    fig = fig_families(read_results(REFERENCE), read_metadata(REFERENCE))
+    (top_lib, top_tuned), (low_lib, low_tuned) = np.array(fig.axes).reshape(2, 2)
+    assert "cuBLAS" in top_lib.get_title() and "auto-tuned" in top_tuned.get_title()
+    for ax in fig.axes:
+        assert ax.get_xscale() == "log" and [line.get_label() for line in ax.get_lines()] == ["square", "tall", "wide"]
+    assert top_lib.get_yscale() == top_tuned.get_yscale() == "log"
+    assert low_lib.get_yscale() == low_tuned.get_yscale() == "linear"
+    for line in top_tuned.get_lines():  # every sampled footprint: 14 N, from 400 bytes
+        assert len(line.get_xdata()) == 14 and min(line.get_xdata()) == pytest.approx(4e-4)
+    assert min(min(line.get_xdata()) for line in low_tuned.get_lines()) >= ZOOM_MB
+    note = fig._supxlabel.get_text()
+    assert "N = 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 820, 1024, 1448, 1638 (14 N a family" in note
+    assert "steps N by 10" in note
+    plt.close(fig)
+
+
+def test_the_hierarchy_figure_is_a_grid_of_readable_panels():
+    from mmbench.profile import profile_path, read_profile
+
+    fig = fig_hierarchy(read_results(REFERENCE), read_metadata(REFERENCE), read_profile(profile_path(REFERENCE)))
+    rows = {round(ax.get_position().y0, 3) for ax in fig.axes}
+    columns = {round(ax.get_position().x0, 3) for ax in fig.axes}
+    assert len(fig.axes) == 4 and len(rows) == len(columns) == 2
+    assert fig.get_size_inches()[0] * 150 <= 2400  # saved at 150 dpi (plots.save): under 2400 px wide
+    assert min(t.get_fontsize() for t in fig.legends[0].get_texts()) >= 10
+    assert all(label.get_fontsize() >= 11 for ax in fig.axes for label in ax.get_yticklabels())
     plt.close(fig)
 
 

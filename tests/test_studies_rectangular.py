@@ -96,11 +96,12 @@ def test_amd_figures_and_report_from_the_cut(amd, tmp_path):
                     f.draw(amd, meta, None, None)
                 continue
             figures[f.stem] = save(f.draw(amd, meta, None, None), tmp_path, f.stem)[0]
-    assert len(figures) == 3 and len(fig_speedup(amd, meta).axes) == 4
+    assert len(figures) == 4 and len(fig_speedup(amd, meta).axes) == 4
     report = module.report(amd, meta, {}, figures, None, AMD)
     assert "NVIDIA H100 80GB HBM3" in report and "| Register tiling adds to LDS tiling | " in report
     assert "| WARP = 64 (the tutorial's), the 1 shape this run timed it at; share rule |" in report
     assert "![speedup over naive](fig-amd-speedup.png)" in report
+    assert "![register over LDS tiling at both widths](fig-amd-register-lds.png)" in report
 
 
 LAMESKI = DATA / "lameski2013-h100-cut.csv"

@@ -124,6 +124,15 @@ KERNEL_NAMES = {(STEPS[0][0], STEPS[0][1]): "naive (16 x 16)", (STEPS[1][0], STE
                 CUBLAS[:2]: CUBLAS[2]}
 
 
+def hierarchy_profile(profile: pd.DataFrame | None, wave_profile: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The reference run's profile with the companion's register tiling at WARP = 64 added (its LDS
+    rows are the reference's kernel again)."""
+    if profile is None:
+        return None
+    extra = [] if wave_profile is None else [wave_profile[wave_profile.variant == "register_tiling"]]
+    return pd.concat([profile, *extra], ignore_index=True)
+
+
 # Its reference run in the repository: what a command suggests when no run of the user's will do.
 REFERENCE_RUN = "results/amd-tiling-h100/amd-tiling-h100.csv"
 

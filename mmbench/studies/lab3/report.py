@@ -137,7 +137,8 @@ DEPARTURES = (
 # Its reference run in the repository: what a command suggests when no run of the user's will do.
 REFERENCE_RUN = "results/lab3-h200/lab3-h200.csv"
 
-ALT_TEXT = {"fig-transpose-bandwidth": "transpose bandwidth", "fig-matmul-time": "matmul time",
+ALT_TEXT = {"fig-transpose-bandwidth": "each GPU transpose's bandwidth as % of memcpy's by size, and every "
+                                       "transpose's GB/s on a log axis", "fig-matmul-time": "matmul time",
             "fig-matmul-hierarchy": "hierarchical roofline of the matrix multiplications",
             "fig-transpose-levels": "the transposes' share of each memory level's peak"}
 

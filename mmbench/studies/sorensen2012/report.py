@@ -78,8 +78,10 @@ def setting_rows(ok: pd.DataFrame, meta: dict) -> list[list[str]]:
     ]
 
 
-ALT_TEXT = {"fig1-best-kernel": "best kernel per cell", "fig3-best-params": "best parameters per cell",
-            "fig4-families": "GFLOP/s against footprint", "fig5-mesh": "heatmaps over the mesh",
+ALT_TEXT = {"fig1-best-kernel": "each kernel's target region (left) and the best kernel per cell (right)",
+            "fig3-best-params": "best parameters per cell",
+            "fig4-families": "GFLOP/s against footprint, cuBLAS left and the auto-tuned kernel right, the sampled N below",
+            "fig5-mesh": "heatmaps over the mesh",
             "fig6-hierarchy": "hierarchical roofline of the GEMV kernels"}
 
 

@@ -15,6 +15,7 @@ from ...profile import profile_path, read_profile
 from ...results import ResultsError
 from .. import rule
 from ..common import companion, markdown_table, provenance, text_table, verdict_table
+from . import figures
 from .claims import hot_verdicts, verdicts
 from .measures import _span, _timed_and_profiled, best_series, table1
 from .paper import PAPER, TABLE1_SIZES
@@ -267,4 +268,29 @@ def _roofline_text(df, meta, ceilings, reference, profile) -> str:
                  f"{perf / (ceilings['fp32_fma_tflops'] * 1e3):.0%} of the FP32 peak.")
     else:
         text += "Run `mmbench profile` to place the kernels at their measured DRAM intensity."
-    return text
+    return text + _roofline_figure_text(df, meta, reference, profile)
+
+
+def _roofline_figure_text(df, meta, reference, profile) -> str:
+    """What the roofline figure draws where the profile goes past the L2: each version there, the
+    size inside the L2 where they all measure one intensity, and the paper's read-off points left of
+    the fewest DRAM bytes CUDA-Best can move."""
+    past = figures._past_l2_size(df, meta, profile)
+    if past is None:
+        return ""
+    at = figures._profiled_points(df, profile, past)
+    lib = at.series.map(lambda s: s.variant == "cublas")
+    ours, theirs = at[~lib].intensity, at[lib].intensity
+    inside = figures.in_l2(df, meta, profile)
+    floor = figures._floor(df, profile)
+    read = " and ".join(str(r[2]) for r in figures.PAPER_READ_OFF)
+    roofs = " and ".join(str(reference.get(k, r[1])) for k, r in zip(("dram_datasheet_gbytes_per_s",
+                                                                       "dram_measured_gbytes_per_s"), figures.PAPER_READ_OFF))
+    return (f" The roofline figure draws every version at n = {past} ({figures._where(meta, past).removesuffix('; ')}; "
+            f"profiled, not timed), where each moves its own DRAM bytes: {ours.min():.0f} to {ours.max():.0f} FLOP per "
+            f"DRAM byte" + (f" (cuBLAS {theirs.iloc[0]:.0f})" if len(theirs) else "")
+            + (f"; at n = {inside[0]}, inside the L2, every version measures {inside[1].min():.0f} to "
+               f"{inside[1].max():.0f}" if inside and len(inside[1]) else "")
+            + f". Its stars are the paper's own read-off, {read} FLOP/B at {PAPER['peak_gflops']} GFLOP/s on the K80's "
+            f"{roofs} GB/s roofs" + (f", left of the {floor[1]:.1f} FLOP per DRAM byte that {floor[0]}'s global-memory "
+                                     "sectors allow on any GPU: the paper's intensities are not the kernel's." if floor else "."))
