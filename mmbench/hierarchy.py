@@ -155,10 +155,11 @@ def _panels(profile, keep, variants, most: int, what: str, size: tuple[float, fl
 
 
 def fig_hierarchical_roofline(profile: pd.DataFrame | None, meta: dict, title: str, variants=None,
-                              most: int = 3) -> plt.Figure:
+                              most: int = 3, styles: dict | None = None) -> plt.Figure:
     """A panel per profiled shape of the operations with FLOPs: the FP32 roof and the four
     bandwidth roofs, and every kernel at its intensity at each level (colour: the kernel;
-    marker: the level), joined at its achieved FLOP/s."""
+    marker: the level), joined at its achieved FLOP/s. `styles`: (variant, params) -> (line style,
+    alpha) for kernels a study draws its own way (by default _dashes' style, opaque)."""
     from .plots import colour_of
 
     table, shapes, peak, fig, axes = _panels(profile, lambda t: t.gflops > 0, variants, most,
@@ -181,14 +182,16 @@ def fig_hierarchical_roofline(profile: pd.DataFrame | None, meta: dict, title: s
         handles.setdefault("roof fp32", h)
         for row, label, dash in zip(rows.itertuples(), _labels(rows), _dashes(rows)):
             colour = colour_of(row.variant)
+            dash, alpha = (styles or {}).get((row.variant, row.params), (dash, None))
             xs = [getattr(row, f"{level}_intensity") for level in LEVELS]
             ax.plot([v for v in xs if np.isfinite(v)], [row.gflops] * sum(np.isfinite(xs)), color=colour, linewidth=1.2,
-                    linestyle=dash, alpha=0.7)
+                    linestyle=dash, alpha=0.7 * (alpha or 1.0))
             for level, xv in zip(LEVELS, xs):
                 if np.isfinite(xv):
                     ax.scatter(xv, row.gflops, marker=MARKERS[level], s=42, color=colour, edgecolors="black",
-                               linewidths=0.4, zorder=3)
-            handles.setdefault(f"kernel {label}", plt.Line2D([], [], color=colour, linewidth=2, linestyle=dash, label=label))
+                               linewidths=0.4, zorder=3, alpha=alpha)
+            handles.setdefault(f"kernel {label}", plt.Line2D([], [], color=colour, linewidth=2, linestyle=dash,
+                                                             alpha=alpha, label=label))
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("FLOP per byte moved at each level, log scale")

@@ -17,7 +17,7 @@ from matplotlib.ticker import NullLocator
 from ... import plots
 from ...analysis import by_shape, ok_rows, series_of, shape_ratio, with_clock
 from ...environment import REPO
-from ...hierarchy import fig_hierarchical_roofline, levels
+from ...hierarchy import fig_hierarchical_roofline
 from ...results import ResultsError, read_metadata
 from ..common import Companion, companion
 from ..contract import Figure, FigureFamily
@@ -231,31 +231,6 @@ def fig_tiles(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figu
     return fig
 
 
-def _tutorial_width_first(fig: plt.Figure, profile: pd.DataFrame) -> None:
-    """In the shared roofline (which dashes a variant's second parameter point): register tiling at
-    the tutorial's WARP = 64 solid, at WARP = 32 dashed and lighter, as in the study's other figures;
-    each kernel's line and points are told apart by the FLOP/s they were drawn at."""
-    table = levels(profile)
-    reg = table[table.variant == "register_tiling"]
-    styles = {W64: ("-", 1.0, set(reg.gflops[reg.params == REGISTER_WAVEFRONT])),
-              W32: ("--", STYLES[W32]["alpha"], set(reg.gflops[reg.params == REGISTER_DEFAULT]))}
-    for ax in fig.axes:
-        for dash, alpha, at in styles.values():
-            for line in ax.lines:
-                if len(set(line.get_ydata())) == 1 and set(line.get_ydata()) <= at:
-                    line.set_linestyle(dash)
-                    line.set_alpha((line.get_alpha() or 1.0) * alpha)
-            for points in ax.collections:
-                if len(points.get_offsets()) and set(np.asarray(points.get_offsets())[:, 1]) <= at:
-                    points.set_alpha(alpha)
-    legend = fig.legends[0]
-    for text, handle in zip(legend.get_texts(), legend.legend_handles):
-        named = next((s for s in styles if s.startswith(text.get_text())), None)
-        if named and text.get_text():
-            handle.set_linestyle(styles[named][0])
-            handle.set_alpha(styles[named][1])
-
-
 def fig_hierarchy(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
     """The shared hierarchical roofline of the run's profile, with register tiling at the tutorial's
     WARP = 64 from the companion's profile where there is one (WARP = 32 beside it, lighter)."""
@@ -265,8 +240,11 @@ def fig_hierarchy(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.
     named = {REGISTER_WAVEFRONT: " at the tutorial's WARP = 64", REGISTER_DEFAULT: " at WARP = 32"}
     named = " at the tutorial's WARP = 64 (and 32, lighter)" if len(widths) > 1 else "".join(
         named.get(p, "") for p in widths)
+    # register tiling at the tutorial's WARP = 64 solid, at WARP = 32 dashed and lighter, as in the other figures
+    styles = {("register_tiling", REGISTER_WAVEFRONT): ("-", 1.0),
+              ("register_tiling", REGISTER_DEFAULT): ("--", STYLES[W32]["alpha"])} if len(widths) > 1 else None
     fig = fig_hierarchical_roofline(both, meta, f"AMD tiling tutorial: naive, LDS tiling, register tiling{named} "
-                                    "and cuBLAS at every memory level (Nsight Compute)", most=2)
+                                    "and cuBLAS at every memory level (Nsight Compute)", most=2, styles=styles)
     # the shared figure names kernels by mmbench's series labels (with their parameters where two share one);
     # a reader of this study knows the tutorial's names
     drawn = set(zip(both.variant, both.params.fillna("")))
@@ -276,8 +254,6 @@ def fig_hierarchy(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.
             names[series_of(v, p).label] = names[f"{series_of(v, p).label} {p}"] = name
     for text in fig.legends[0].get_texts():
         text.set_text(names.get(text.get_text(), text.get_text()))
-    if len(widths) > 1:
-        _tutorial_width_first(fig, both)
     return fig
 
 

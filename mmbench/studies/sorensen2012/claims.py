@@ -55,14 +55,14 @@ def _anti_diagonal_r2(values: np.ndarray) -> float:
     return float(1 - within / total) if total else float("nan")
 
 
-def _centre(k: int) -> float:
+def centre(k: int) -> float:
     """The geometric centre of mesh row or column k (rows or columns)."""
     return MESH_MAX ** ((k + 0.5) / MESH_CELLS)
 
 
 def _cells(designs: np.ndarray, keep) -> list[tuple[int, int]]:
     """The measured cells whose centre (m, n) passes keep(m, n)."""
-    return [(i, j) for (i, j), d in np.ndenumerate(designs) if d and keep(_centre(i), _centre(j))]
+    return [(i, j) for (i, j), d in np.ndenumerate(designs) if d and keep(centre(i), centre(j))]
 
 
 def target_design(m: float, n: float, line: int) -> str:
@@ -115,7 +115,7 @@ def tuning_best(tuning: pd.DataFrame | None) -> pd.DataFrame:
 def claims_one_thread(designs: np.ndarray, line: int) -> list[Verdict]:
     """3.1: x in shared memory, and where one thread per row (2a) wins the run's Fig. 1."""
     a = [c for c in _cells(designs, lambda m, n: True) if designs[c] == "a"]
-    skinny = _share(_centre(j) < PAPER["skinny_n"] for _, j in a)
+    skinny = _share(centre(j) < PAPER["skinny_n"] for _, j in a)
     region = _cells(designs, lambda m, n: PAPER["columns_rows"] <= m < line and n < PAPER["skinny_n"])
     won = _share(designs[c] == "a" for c in region)
     return [
@@ -217,7 +217,7 @@ def columns_reach(designs: np.ndarray) -> tuple[float, list[float]]:
     """Up to how many rows 2e is best on wide A: in each mesh column with n > 100 where 2e wins a cell, the
     top edge (rows) of the highest cell it wins; their median, and the list (the paper's "~ 50 rows")."""
     reach = [MESH_MAX ** ((max(i for i in range(MESH_CELLS) if designs[i, j] == "e") + 1) / MESH_CELLS)
-             for j in range(MESH_CELLS) if _centre(j) > PAPER["skinny_n"] and (designs[:, j] == "e").any()]
+             for j in range(MESH_CELLS) if centre(j) > PAPER["skinny_n"] and (designs[:, j] == "e").any()]
     return (float(np.median(reach)) if reach else float("nan")), reach
 
 
@@ -331,7 +331,7 @@ def claim_fig1(designs: np.ndarray, line: int, best: pd.DataFrame) -> Verdict:
     """Fig. 1 right against Fig. 1 left: the cells the paper's four kernels win in their own regions; 2d and
     ours win others (credited, they are extra evidence, as is the race of the four alone in the tuning rows)."""
     cells = _cells(designs, lambda m, n: True)
-    target = {c: target_design(_centre(c[0]), _centre(c[1]), line) for c in cells}
+    target = {c: target_design(centre(c[0]), centre(c[1]), line) for c in cells}
     credit = {"a": {"a"}, "b": {"b", "d", "w"}, "c": {"c", "d"}, "e": {"e"}}  # d has both 2b and 2c in it
     exact = _share(designs[c] == target[c] for c in cells)
     extra = {"2d counted for 2b and 2c, ours for 2b": _of(*_share(designs[c] in credit[target[c]] for c in cells))}

@@ -25,7 +25,7 @@ from ...analysis import ok_rows
 from ...ops.gemv import FAMILIES, MESH_CELLS, MESH_MAX, cell_points
 from ...results import ResultsError
 from ..contract import Figure, FigureFamily
-from .claims import FOUR, PAPER, target_design
+from .claims import FOUR, PAPER, centre, target_design
 from .measures import (CLASSES, LIBRARY, PARAMS, TUNED, cell_designs, copy_bandwidth, cublas_version, families,
                        family_of, family_shapes, mesh_cap_mib, mesh_params, mesh_values, occupancy_rows, shown_profile)
 
@@ -55,16 +55,11 @@ DESIGN_COLOURS = {"a": "tab:blue", "b": "tab:orange", "c": "tab:green", "e": "ta
 NOT_RUN = "lightgrey"  # cells over the study's cap (black: over the GPU's memory)
 
 
-def _centre(k: int) -> float:
-    """The geometric centre of mesh row or column k, where the claims place a cell (claims._centre)."""
-    return MESH_MAX ** ((k + 0.5) / MESH_CELLS)
-
-
 def target_regions(line: int) -> np.ndarray:
     """Fig. 1 left on the mesh: each cell's target kernel (a CLASSES key) at its centre, by the paper's
     text as the Fig. 1 verdict reads it (claims.target_design): 2e under ~50 rows, 2c above the
     occupancy line, 2a at n < 100, 2b elsewhere."""
-    return np.array([[target_design(_centre(i), _centre(j), line) for j in range(MESH_CELLS)]
+    return np.array([[target_design(centre(i), centre(j), line) for j in range(MESH_CELLS)]
                      for i in range(MESH_CELLS)], dtype=object)
 
 
