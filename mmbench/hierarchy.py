@@ -73,7 +73,8 @@ def op_of(variant: str, k: int) -> str:
 def levels(profile: pd.DataFrame | None) -> pd.DataFrame:
     """Per profiled kernel: its FLOP/s, GB/s, and at each level its bytes, intensity (FLOP per
     byte; NaN without FLOPs or bytes), bandwidth and the share of that level's peak it reached;
-    `bound` is the level (or "fp32") whose roof the kernel came closest to."""
+    `bound` is the level (or "fp32") whose roof the kernel came closest to, `bound_pct` the share
+    of that roof it reached."""
     df = checked(profile)
     peak = ceilings(df)
     seconds = df.gpu_time_ns * 1e-9
@@ -88,9 +89,20 @@ def levels(profile: pd.DataFrame | None) -> pd.DataFrame:
         out[f"{level}_intensity"] = (df.fp32_flops / bytes_).where((bytes_ > 0) & (df.fp32_flops > 0))
         out[f"{level}_gbytes_per_s"] = bytes_ / seconds / 1e9
         out[f"{level}_pct"] = 100 * bytes_ / seconds / peak[level]
-    share = out[["fp32_pct", *(f"{level}_pct" for level in LEVELS)]].fillna(-1)
-    out["bound"] = share.idxmax(axis=1).str.removesuffix("_pct")
+    shares = out[["fp32_pct", *(f"{level}_pct" for level in LEVELS)]]
+    out["bound"] = shares.fillna(-1).idxmax(axis=1).str.removesuffix("_pct")
+    out["bound_pct"] = shares.max(axis=1)
     return out.reset_index(drop=True)
+
+
+def roof_name(bound: str) -> str:
+    """A `bound` of levels() in words: FP32, or the level's name."""
+    return "FP32" if bound == "fp32" else NAMES[bound]
+
+
+def at_shape(table: pd.DataFrame, shape: tuple) -> pd.DataFrame:
+    """The rows of levels() at one shape (m, n, k), numbered from 0."""
+    return table[(table.m == shape[0]) & (table.n == shape[1]) & (table.k == shape[2])].reset_index(drop=True)
 
 
 def working_set_mb(op: str, m: int, n: int, k: int) -> float:
@@ -166,7 +178,7 @@ def fig_hierarchical_roofline(profile: pd.DataFrame | None, meta: dict, title: s
                                              "with FLOPs for a hierarchical roofline", (6.2, 6.4))
     handles = {}
     for ax, shape in zip(axes[0], shapes):
-        rows = table[(table.m == shape[0]) & (table.n == shape[1]) & (table.k == shape[2])].reset_index(drop=True)
+        rows = at_shape(table, shape)
         intensities = rows[[f"{level}_intensity" for level in LEVELS]].to_numpy(dtype=float)
         finite = intensities[np.isfinite(intensities)]
         lo, hi = max(finite.min() / 4, 1e-3), finite.max() * 4
@@ -214,7 +226,7 @@ def fig_memory_levels(profile: pd.DataFrame | None, meta: dict, title: str, vari
         profile, lambda t: t.op.map(lambda op: get_op(op).flops(Shape(1, 1, 1)) == 0), variants, most,
         "without FLOPs for a memory-levels figure", (7, 5.6))
     for ax, shape in zip(axes[0], shapes):
-        rows = table[(table.m == shape[0]) & (table.n == shape[1]) & (table.k == shape[2])].reset_index(drop=True)
+        rows = at_shape(table, shape)
         width = 0.8 / len(rows)
         for i, (row, label) in enumerate(zip(rows.itertuples(), _labels(rows))):
             values = [getattr(row, f"{level}_pct") for level in LEVELS]
@@ -233,23 +245,23 @@ def fig_memory_levels(profile: pd.DataFrame | None, meta: dict, title: str, vari
     return fig
 
 
-def level_rows(profile: pd.DataFrame | None, shape: tuple, variants=None) -> list[list[str]]:
+def level_rows(profile: pd.DataFrame | None, shape: tuple, variants=None, name=None) -> list[list[str]]:
     """A report's table at one shape: a kernel a row, its GFLOP/s and at each level its
-    intensity (or GB/s without FLOPs) and share of the level's peak, then the level it is bound by."""
-    table = levels(profile)
-    table = table[(table.m == shape[0]) & (table.n == shape[1]) & (table.k == shape[2])].reset_index(drop=True)
+    intensity (or GB/s without FLOPs) and share of the level's peak, then the level it is bound by.
+    The kernel is named by its series' label, or by name(row of levels(), that label) where given."""
+    table = at_shape(levels(profile), shape)
     if variants is not None:
         table = table[table.variant.isin(variants)].reset_index(drop=True)
     out = []
     for row, label in zip(table.itertuples(), _labels(table)):
-        cells = [label, f"{row.gflops:,.0f}" if row.gflops > 0 else "-"]
+        cells = [name(row, label) if name else label, f"{row.gflops:,.0f}" if row.gflops > 0 else "-"]
         for level in LEVELS:
             intensity = getattr(row, f"{level}_intensity")
             pct = getattr(row, f"{level}_pct")
             amount = (f"{intensity:.1f} FLOP/B" if np.isfinite(intensity) else
                       f"{getattr(row, f'{level}_gbytes_per_s'):,.0f} GB/s" if np.isfinite(pct) and pct > 0 else "-")
             cells.append(f"{amount}, {pct:.0f} %" if np.isfinite(pct) and pct > 0 else amount)
-        cells.append("FP32" if row.bound == "fp32" else NAMES[row.bound])
+        cells.append(roof_name(row.bound))
         out.append(cells)
     return out
 

@@ -27,7 +27,8 @@ def test_each_levels_intensity_and_share_of_its_peak():
     assert row.shared_intensity == pytest.approx(4) and row.l1_intensity == pytest.approx(8)
     assert row.l2_intensity == pytest.approx(2) and row.dram_intensity == pytest.approx(32)
     assert row.l2_pct == pytest.approx(100) and row.dram_pct == pytest.approx(25)  # 1 GB in 1 ms of 4 TB/s
-    assert row.bound == "l2"  # the roof it came closest to
+    assert row.bound == "l2" and row.bound_pct == pytest.approx(100)  # the roof it came closest to, and how close
+    assert hierarchy.roof_name(row.bound) == "L2" and hierarchy.roof_name("fp32") == "FP32"
 
 
 def test_a_transpose_has_bandwidths_but_no_intensity():

@@ -238,7 +238,7 @@ def test_report_states_departures_and_untested_claims(run, tmp_path):
     outcomes = [v.holds for v in [*verdicts(run), *untested()]]
     assert outcomes.count(rule.NOT_CHECKED) == 3  # the profile's three claims, without a profile
     assert rule.claims_line(outcomes) in report and "3 not checked" in rule.claims_line(outcomes)
-    assert "No profile of shared_padded and shared" in report  # without a profile the mechanism stays untested
+    assert "No hierarchy: no Nsight Compute profile" in report  # without a profile the mechanism stays untested
     assert "judged in the kernel scope; the device and end_to_end scopes (ours) are extra evidence" in report
     assert "32, 33, 100, 128, 500, 512, 1000, 1024, 4000, 4096 (200 shapes" in report
     assert all(a in report for a in kernel_additions("gemm/shared.cu"))

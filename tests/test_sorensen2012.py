@@ -470,6 +470,6 @@ def test_the_hierarchy_section_and_figure_from_the_reference_profile():
     titles = [ax.get_title() for ax in fig.axes[:4]]
     assert titles[0].startswith("square 1280 x 1280") and "flushed" in titles[0] and titles[3].startswith("tall 144800")
     plt.close(fig)
-    assert hierarchy_lines(None, meta, {}, False)[0].startswith("No hierarchy: no Nsight Compute profile")
+    assert hierarchy_lines(None, meta, {}, False)[2].startswith("No hierarchy: no Nsight Compute profile")
     with pytest.raises(ResultsError):
         fig_hierarchy(read_results(REFERENCE), meta, None)

@@ -1,13 +1,16 @@
 """What the studies' reports share: a checked finding, the report's opening, tables as Markdown,
-and the runs kept beside a reference run (its companions)."""
+the memory-hierarchy section's mechanics, and the runs kept beside a reference run (its companions)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Collection, Iterable, Sequence
 
 import pandas as pd
 
+from .. import hierarchy
+from ..results import ResultsError
 from .rule import OUTCOMES
 
 
@@ -64,6 +67,45 @@ def report_text(lines: list[str], figures: dict[str, Path], alt: dict[str, str] 
     """REPORT.md's text: the lines, then a Figures section linking each figure drawn (alt text by stem)."""
     lines = [*lines, "## Figures", "", *[f"![{(alt or {}).get(stem, stem)}]({path.name})\n" for stem, path in figures.items()]]
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class LevelTable:
+    """A table of a report's memory-hierarchy section (hierarchy.level_rows), under the line `head`:
+    the kernels (every one profiled, where None) at each of the shapes in turn. `name(row, label)`
+    names a kernel in the study's words from its row of hierarchy.levels and mmbench's label for
+    it (that label, where None); `column` heads the names."""
+
+    head: str
+    shapes: Sequence[tuple]
+    kernels: Collection[str] | None = None
+    name: Callable | None = None
+    column: str = "kernel"
+
+
+HIERARCHY_HEADING = "## Memory hierarchy (Nsight Compute)"
+
+
+def hierarchy_section(profile: pd.DataFrame | None, parts: Callable[[pd.DataFrame], Iterable],
+                      command: str) -> list[str]:
+    """A report's memory-hierarchy section: its heading, then what the study says of the profile,
+    parts(its level table, hierarchy.levels): a string is a paragraph, a LevelTable its head line
+    and table, a list of strings lines as they stand (another table); a blank line after each.
+    Where the profile cannot give that table, or the parts find it lacks what they need
+    (ResultsError), the one line "No hierarchy: WHY. It takes COMMAND." (the profile that would)."""
+    lines = [HIERARCHY_HEADING, ""]
+    try:
+        said = list(parts(hierarchy.levels(profile)))
+    except ResultsError as exc:
+        return [*lines, f"No hierarchy: {exc}. It takes {command}.", ""]
+    for part in said:
+        if isinstance(part, LevelTable):
+            rows = [r for shape in part.shapes for r in hierarchy.level_rows(profile, shape, part.kernels, part.name)]
+            lines += [part.head, "", *text_table([part.column, *hierarchy.LEVEL_COLUMNS[1:]], rows)]
+        else:
+            lines += [part] if isinstance(part, str) else part
+        lines.append("")
+    return lines
 
 
 @dataclass(frozen=True)

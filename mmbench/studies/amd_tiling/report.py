@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 
 from ...analysis import by_shape, ok_rows, shape_ratio
-from ...hierarchy import LEVEL_COLUMNS, NAMES, level_rows, levels, panel_title
+from ...hierarchy import at_shape, panel_title, roof_name, shapes_in
 from ...kernel_text import kernel_additions
 from ...results import ResultsError, sibling
-from .. import rule
-from ..common import companion, markdown_table, provenance, report_text, text_table, verdict_table
+from .. import common, rule
+from ..common import LevelTable, companion, markdown_table, provenance, report_text, text_table, verdict_table
 from .claims import claims
 from .measures import (ALIGN, BASE, CUBLAS, FAMILIES, HELD, KERNEL_NAMES, MATTERS, PROFILE, REDUCES, REGISTER_DEFAULT,
                        REGISTER_WAVEFRONT, SEVERAL, SIGNIFICANT, STEPS, WAVEFRONT_RUN, _plain, _shape, _span, aligned,
@@ -144,48 +144,48 @@ def departures(df: pd.DataFrame, meta: dict, wave=None, profile_meta: dict | Non
     return out
 
 
-def hierarchy_section(profile: pd.DataFrame | None, meta: dict) -> list[str]:
-    """The report's memory-hierarchy section: a level table at the largest profiled shape and at
-    the smallest, each kernel's closest roof there, and how its DRAM intensity moved between them."""
-    try:
-        table = levels(profile)
-    except ResultsError as exc:
-        return [f"{exc}; this study's: {PROFILE}.", ""]
-    shapes = sorted({(m, n, k) for m, n, k in zip(table.m, table.n, table.k)}, key=lambda s: s[0] * s[1] * s[2])
+def _kernel(row) -> str:
+    """A profiled kernel by the tutorial's name for it."""
+    return KERNEL_NAMES.get((row.variant, row.params), f"{row.variant} {row.params}".strip())
+
+
+def _hierarchy_parts(table: pd.DataFrame, meta: dict) -> list:
+    """The hierarchy section's parts (common.hierarchy_section) from the profile's level table."""
+    shapes = shapes_in(table, set(table.op), len(table))
     small, large = shapes[0], shapes[-1]
-    out = ["Each kernel's FLOP per byte moved at shared memory, L1, L2 and DRAM, and the share of each level's peak "
-           "it reached (Nsight Compute's byte counts and ceilings; register tiling at WARP = 64 comes from the "
-           "companion's profile; the figure `fig-amd-hierarchy.png` draws every kernel here, WARP = 32 lighter).", ""]
-    at = lambda s: table[(table.m == s[0]) & (table.n == s[1]) & (table.k == s[2])].reset_index(drop=True)  # noqa: E731
-    name = lambda r: KERNEL_NAMES.get((r.variant, r.params), f"{r.variant} {r.params}".strip())  # noqa: E731
-    for shape in ([large, small] if large != small else [large]):
-        rows = [[name(r), *cells[1:]] for r, cells in zip(at(shape).itertuples(), level_rows(profile, shape))]
-        out += [f"**{panel_title(at(shape).iloc[0], meta)}**", "", *text_table(LEVEL_COLUMNS, rows), ""]
-        out.append(f"At {_shape(shape)}, the roof each kernel comes closest to: " + "; ".join(
-            f"{name(r)}: FP32, {r.fp32_pct:.0f} % of its peak" if r.bound == "fp32" else
-            f"{name(r)}: {NAMES[r.bound]}, {getattr(r, f'{r.bound}_pct'):.0f} % of its peak"
-            for r in at(shape).itertuples()) + ".")
-        out.append("")
-    lo, hi = at(small), at(large)
+    parts = ["Each kernel's FLOP per byte moved at shared memory, L1, L2 and DRAM, and the share of each level's peak "
+             "it reached (Nsight Compute's byte counts and ceilings; register tiling at WARP = 64 comes from the "
+             "companion's profile; the figure `fig-amd-hierarchy.png` draws every kernel here, WARP = 32 lighter)."]
+    for shape in dict.fromkeys([large, small]):
+        at = at_shape(table, shape)
+        parts += [LevelTable(f"**{panel_title(at.iloc[0], meta)}**", [shape], name=lambda r, _: _kernel(r)),
+                  f"At {_shape(shape)}, the roof each kernel comes closest to: " + "; ".join(
+                      f"{_kernel(r)}: {roof_name(r.bound)}, {r.bound_pct:.0f} % of its peak" for r in at.itertuples())
+                  + "."]
+    lo, hi = at_shape(table, small), at_shape(table, large)
     tutorial = hi[hi.variant != CUBLAS[0]]
-    closest = tutorial[["fp32_pct", *(f"{level}_pct" for level in NAMES)]].max(axis=1)
-    held = closest >= HELD
-    out.append(f"At {_shape(large)} the tutorial's kernels reach at most {closest.max():.0f} % of any roof (cuBLAS "
-               f"{hi[hi.variant == CUBLAS[0]].fp32_pct.max():.0f} % of the FP32 peak): " +
-               ("none is held by a level's bandwidth or by the FP32 units (held: at least "
-                f"{HELD} % of a roof, our line); Nsight Compute's stall reasons, not collected, would say what holds them."
-                if not held.any() else f"held by a roof (at least {HELD} % of it, our line): " +
-                ", ".join(name(r) for r in tutorial[held].itertuples()) + "."))
-    out.append("")
+    held = tutorial.bound_pct >= HELD
+    parts.append(f"At {_shape(large)} the tutorial's kernels reach at most {tutorial.bound_pct.max():.0f} % of any roof "
+                 f"(cuBLAS {hi[hi.variant == CUBLAS[0]].fp32_pct.max():.0f} % of the FP32 peak): " +
+                 ("none is held by a level's bandwidth or by the FP32 units (held: at least "
+                  f"{HELD} % of a roof, our line); Nsight Compute's stall reasons, not collected, would say what holds "
+                  "them." if not held.any() else f"held by a roof (at least {HELD} % of it, our line): " +
+                  ", ".join(_kernel(r) for r in tutorial[held].itertuples()) + "."))
     if large != small:
         moved = []
         for r in hi.itertuples():
             before = lo[(lo.variant == r.variant) & (lo.params == r.params)].dram_intensity
             if len(before):
-                moved.append(f"{name(r)} {before.iloc[0]:.0f} to {r.dram_intensity:.0f}")
-        out += [f"DRAM intensity (FLOP per DRAM byte) from {_shape(small)} to {_shape(large)}: " + "; ".join(moved)
-                + ". Where it falls, the kernel's reuse no longer stays in the L2.", ""]
-    return out
+                moved.append(f"{_kernel(r)} {before.iloc[0]:.0f} to {r.dram_intensity:.0f}")
+        parts.append(f"DRAM intensity (FLOP per DRAM byte) from {_shape(small)} to {_shape(large)}: "
+                     + "; ".join(moved) + ". Where it falls, the kernel's reuse no longer stays in the L2.")
+    return parts
+
+
+def hierarchy_section(profile: pd.DataFrame | None, meta: dict) -> list[str]:
+    """The report's memory-hierarchy section: a level table at the largest profiled shape and at
+    the smallest, each kernel's closest roof there, and how its DRAM intensity moved between them."""
+    return common.hierarchy_section(profile, lambda table: _hierarchy_parts(table, meta), PROFILE)
 
 
 def timing_sections(ok: pd.DataFrame, wave) -> list[str]:
@@ -260,8 +260,6 @@ def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Pat
         *departures(ok, meta, wave, profile_meta),
         "",
         *timing_sections(ok, wave),
-        "## Memory hierarchy (Nsight Compute)",
-        "",
         *hierarchy_section(hierarchy_profile(profile, wave_profile), meta),
     ]
     return report_text(lines, figures, ALT_TEXT)

@@ -371,6 +371,8 @@ def matmul_verdicts(ok: pd.DataFrame, m: pd.DataFrame, profile: pd.DataFrame | N
     return out + shared_ten_times(m, reference, sizes)
 
 
+# The profile the reference run has beside it (a user's run gives its own --results)
+PROFILE_COMMAND = "`mmbench profile --config configs/lab3.toml --points 1024,4096`"
 # What would check each of the claims below when its data is missing (a user's own run has no
 # profile or tile sweep beside it).
 UNTESTED = (
@@ -378,12 +380,11 @@ UNTESTED = (
      "the tile sweep beside the reference run: `mmbench run --config configs/companions/lab3-tiles.toml "
      "-o results/lab3-h200/tiles/lab3-tiles.csv`"),
     ("The naive transpose uses the warps well but does not coalesce", "\"uses the warps well, but does not coalesce memory\"",
-     "sectors per global request and divergent branches of transpose_naive: "
-     "`mmbench profile --config configs/lab3.toml --points 1024,4096`"),
+     "sectors per global request and divergent branches of transpose_naive: " + PROFILE_COMMAND),
     ("Shared-memory conflicts cost less than global ones would", "\"since the bank conflicts are on shared memory, the "
      "impact isn't nearly as great as it would be for global reads and writes\"",
      "the unpadded shared transpose's conflicts against the naive one's uncoalesced stores, in time and counts: "
-     "`mmbench profile --config configs/lab3.toml --points 1024,4096`"),
+     + PROFILE_COMMAND),
 )
 
 

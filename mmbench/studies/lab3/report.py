@@ -12,9 +12,10 @@ from ... import hierarchy
 from ...analysis import ok_rows
 from ...results import ResultsError
 from ...sizes import row_shape
-from ..common import Verdict, companion, markdown_table, provenance, report_text, text_table, verdict_table
+from ..common import (LevelTable, Verdict, companion, hierarchy_section, markdown_table, provenance, report_text,
+                      text_table, verdict_table)
 from ..rule import claims_line
-from .claims import UNTESTED, verdicts
+from .claims import PROFILE_COMMAND, UNTESTED, verdicts
 from .measures import (LAB_MATMUL, LAB_OWN, LAB_TRANSPOSE, LAB_TRANSPOSE_KERNELS, MATMUL_KERNELS, _by_size, _label,
                        _span, _square, matmul_times, tile_sweep, transpose_bandwidth, transpose_times)
 
@@ -32,60 +33,60 @@ def side_by_side(ours: pd.DataFrame, lab: dict, names: dict, sizes: list[int]) -
 TILES_COMPANION = ("tiles", "lab3-tiles")  # the tile sweep beside the reference run: folder, name
 
 
-def _largest(table: pd.DataFrame) -> tuple:
-    return hierarchy.shapes_in(table, set(table.op), 1)[-1]
+def _matmul_parts(table: pd.DataFrame, meta: dict) -> list:
+    """The hierarchy section's matmul table at the largest profiled size and what it says."""
+    shape = hierarchy.shapes_in(table, set(table.op), 1)[-1]
+    at = hierarchy.at_shape(table, shape).set_index(["variant", "params"])
+    lab = at.loc[[i for i in at.index if i[0] in LAB_OWN]]
+    worst = lab.bound_pct.idxmax()
+    text = (f"The lab's own kernels reach at most {lab.bound_pct.max():.0f} % of a roof ({_label(*worst)}, "
+            f"{hierarchy.roof_name(lab.loc[worst, 'bound'])}).")
+    if {("matmul_shared", "PAD=0"), ("matmul_shared", "PAD=1"), ("matmul_cache", "")} <= set(at.index):
+        pad0, pad1, cache = at.loc[("matmul_shared", "PAD=0")], at.loc[("matmul_shared", "PAD=1")], at.loc[("matmul_cache", "")]
+        text += (f" The shared one with A's tile [32][32] reaches {pad0.shared_pct:.0f} % of shared memory's peak and "
+                 f"{pad0.fp32_pct:.1f} % of FP32's, with [32][33] {pad1.shared_pct:.0f} % and {pad1.fp32_pct:.1f} %, "
+                 f"at the same {pad0.shared_intensity:.2f} and {pad1.shared_intensity:.2f} FLOP per shared byte: "
+                 "the padding changes how fast shared memory serves the kernel, not how much it asks of it. The "
+                 f"cache versions move {2 / cache.l2_intensity:.0f} bytes through L2 a multiply-add "
+                 f"({cache.l2_intensity:.3f} FLOP per L2 byte, {cache.l2_pct:.0f} % of L2's peak): each "
+                 "multiply-add is an atomicAdd into C, which global memory performs in L2.")
+    if ("cublas", "") in at.index:
+        text += f" cuBLAS reaches {at.loc[('cublas', '')].fp32_pct:.0f} % of FP32's peak."
+    return [LevelTable(f"Matrix multiplications at {hierarchy.panel_title(at.reset_index().iloc[0], meta)}:",
+                       [shape], MATMUL_KERNELS), text]
+
+
+def _transpose_parts(profile: pd.DataFrame, table: pd.DataFrame, meta: dict) -> list:
+    """The hierarchy section's transpose table at the largest profiled size and what it says."""
+    shape, *smaller = hierarchy.shapes_in(table, set(table.op), 2)[::-1]
+    rows = hierarchy.at_shape(table, shape).set_index("variant")
+    parts = [LevelTable(f"The lab's transposes at {hierarchy.panel_title(rows.reset_index().iloc[0], meta)}"
+                        + "".join(f" (the figure has {row_shape(*s)} too)" for s in smaller) + ":",
+                        [shape], LAB_TRANSPOSE_KERNELS)]
+    if {"transpose_naive", "transpose_shmem", "transpose_shmem_unpadded"} <= set(rows.index):
+        naive, pad, unpad = rows.loc["transpose_naive"], rows.loc["transpose_shmem"], rows.loc["transpose_shmem_unpadded"]
+        sectors = {v: _square(profile, v).global_st_sectors.get(shape[1], float("nan"))
+                   for v in ("transpose_naive", "transpose_shmem")}
+        parts.append(f"shmem GPU moves DRAM at {pad.dram_pct:.0f} % of its peak, the unpadded one at {unpad.dram_pct:.0f} % "
+                     f"and naive at {naive.dram_pct:.0f} %, whose closest roof is {hierarchy.roof_name(naive.bound)} "
+                     f"({naive.bound_pct:.0f} %): its L2 moves {naive.l2_bytes / naive.dram_bytes:.1f}x the "
+                     f"bytes DRAM does (shmem GPU's {pad.l2_bytes / pad.dram_bytes:.1f}x), and its stores take "
+                     f"{sectors['transpose_naive'] / sectors['transpose_shmem']:.0f}x the sectors of shmem GPU's.")
+    return parts
 
 
 def hierarchy_lines(profile: pd.DataFrame | None, meta: dict) -> list[str]:
     """The report's memory-hierarchy section: a level table at the largest profiled size of the
     matmuls and of the lab's transposes, and what the tables say, from the numbers."""
-    try:
-        table = hierarchy.levels(profile)
-    except ResultsError as e:
-        return [f"Not drawn: {e}."]
-    mm = table[table.variant.isin(MATMUL_KERNELS)]
-    tr = table[table.variant.isin(LAB_TRANSPOSE_KERNELS)]
-    lines = ["Nsight Compute's byte counts at each level over its kernel time, against the level's peak (one launch "
-             "each, caches flushed, clocks not locked); the figures below draw them.", ""]
-    if not mm.empty:
-        shape = _largest(mm)
-        at = mm[(mm.m == shape[0]) & (mm.n == shape[1]) & (mm.k == shape[2])].set_index(["variant", "params"])
-        lines += [f"Matrix multiplications at {hierarchy.panel_title(at.reset_index().iloc[0], meta)}:", "",
-                  *text_table(hierarchy.LEVEL_COLUMNS, hierarchy.level_rows(profile, shape, MATMUL_KERNELS)), ""]
-        lab = at.loc[[i for i in at.index if i[0] in LAB_OWN]]
-        top = lab[["fp32_pct", *(f"{level}_pct" for level in hierarchy.LEVELS)]].max(axis=1)
-        worst = top.idxmax()
-        roof = lab.loc[worst, "bound"]
-        lines += [f"The lab's own kernels reach at most {top.max():.0f} % of a roof ({_label(*worst)}, "
-                  f"{'FP32' if roof == 'fp32' else hierarchy.NAMES[roof]})."]
-        if {("matmul_shared", "PAD=0"), ("matmul_shared", "PAD=1"), ("matmul_cache", "")} <= set(at.index):
-            pad0, pad1, cache = at.loc[("matmul_shared", "PAD=0")], at.loc[("matmul_shared", "PAD=1")], at.loc[("matmul_cache", "")]
-            lines[-1] += (f" The shared one with A's tile [32][32] reaches {pad0.shared_pct:.0f} % of shared memory's peak and "
-                          f"{pad0.fp32_pct:.1f} % of FP32's, with [32][33] {pad1.shared_pct:.0f} % and {pad1.fp32_pct:.1f} %, "
-                          f"at the same {pad0.shared_intensity:.2f} and {pad1.shared_intensity:.2f} FLOP per shared byte: "
-                          "the padding changes how fast shared memory serves the kernel, not how much it asks of it. The "
-                          f"cache versions move {2 / cache.l2_intensity:.0f} bytes through L2 a multiply-add "
-                          f"({cache.l2_intensity:.3f} FLOP per L2 byte, {cache.l2_pct:.0f} % of L2's peak): each "
-                          "multiply-add is an atomicAdd into C, which global memory performs in L2.")
-        if ("cublas", "") in at.index:
-            lines[-1] += f" cuBLAS reaches {at.loc[('cublas', '')].fp32_pct:.0f} % of FP32's peak."
-        lines.append("")
-    if not tr.empty:
-        shape, *smaller = hierarchy.shapes_in(tr, set(tr.op), 2)[::-1]
-        rows = tr[(tr.m == shape[0]) & (tr.n == shape[1]) & (tr.k == shape[2])].set_index("variant")
-        lines += [f"The lab's transposes at {hierarchy.panel_title(rows.reset_index().iloc[0], meta)}"
-                  + "".join(f" (the figure has {row_shape(*s)} too)" for s in smaller) + ":", "",
-                  *text_table(hierarchy.LEVEL_COLUMNS, hierarchy.level_rows(profile, shape, LAB_TRANSPOSE_KERNELS)), ""]
-        if {"transpose_naive", "transpose_shmem", "transpose_shmem_unpadded"} <= set(rows.index):
-            naive, pad, unpad = rows.loc["transpose_naive"], rows.loc["transpose_shmem"], rows.loc["transpose_shmem_unpadded"]
-            sectors = {v: _square(profile, v).global_st_sectors.get(shape[1], float("nan"))
-                       for v in ("transpose_naive", "transpose_shmem")}
-            lines += [f"shmem GPU moves DRAM at {pad.dram_pct:.0f} % of its peak, the unpadded one at {unpad.dram_pct:.0f} % "
-                      f"and naive at {naive.dram_pct:.0f} %, whose closest roof is {hierarchy.NAMES[naive.bound]} "
-                      f"({naive[naive.bound + '_pct']:.0f} %): its L2 moves {naive.l2_bytes / naive.dram_bytes:.1f}x the "
-                      f"bytes DRAM does (shmem GPU's {pad.l2_bytes / pad.dram_bytes:.1f}x), and its stores take "
-                      f"{sectors['transpose_naive'] / sectors['transpose_shmem']:.0f}x the sectors of shmem GPU's.", ""]
-    return lines
+    def parts(table: pd.DataFrame) -> list:
+        mm = table[table.variant.isin(MATMUL_KERNELS)]
+        tr = table[table.variant.isin(LAB_TRANSPOSE_KERNELS)]
+        return ["Nsight Compute's byte counts at each level over its kernel time, against the level's peak (one "
+                "launch each, caches flushed, clocks not locked); the figures below draw them.",
+                *([] if mm.empty else _matmul_parts(mm, meta)),
+                *([] if tr.empty else _transpose_parts(profile, tr, meta))]
+
+    return hierarchy_section(profile, parts, PROFILE_COMMAND)
 
 
 DEPARTURES = (
@@ -252,8 +253,6 @@ def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Pat
         "## Tile sweep: the lab's shared transpose at tiles of 8 to 64",
         "",
         *tile_text,
-        "## Memory hierarchy (Nsight Compute)",
-        "",
         *hierarchy_lines(profile, meta),
     ]
     return report_text(lines, figures, ALT_TEXT)

@@ -16,7 +16,7 @@ from ...profile import profile_path
 from ...results import ResultsError
 from ...sizes import row_shape
 from .. import rule
-from ..common import markdown_table, provenance, report_text, text_table, verdict_table
+from ..common import LevelTable, hierarchy_section, markdown_table, provenance, report_text, text_table, verdict_table
 from .claims import untested, verdicts
 from .measures import (APPROACH, BORDERS, DEPTHS, MODERN, PADDING, PAPER_KERNEL_RUN, PROFILE_COMMAND, _name, _span,
                        hierarchy_shapes, mechanism, summary)
@@ -171,40 +171,38 @@ def mechanism_rows(table: pd.DataFrame) -> list[list[str]]:
             for (m, n, k), r in table.iterrows()]
 
 
-def hierarchy_lines(profile: pd.DataFrame | None, df: pd.DataFrame, meta: dict) -> list[str]:
-    """The report's memory-hierarchy section: what bounds the one kernel both approaches share,
-    the level table at the two shapes drawn, and the branch and traffic counts at every shape."""
+def _hierarchy_parts(profile: pd.DataFrame, lv: pd.DataFrame, df: pd.DataFrame, meta: dict) -> list:
+    """The hierarchy section's parts (common.hierarchy_section) from the profile and its level table `lv`."""
     table = mechanism(profile, df)
     if table.empty:
-        return ["## Memory hierarchy (Nsight Compute)", "", "No profile of shared_padded and shared (BLOCK = 32) "
-                "beside this run: " + PROFILE_COMMAND + ".", ""]
+        raise ResultsError("the profile beside this run has no shared_padded and shared (BLOCK = 32) at one shape")
     variants = list(APPROACH)
-    lv = hierarchy.levels(profile)
     lv = lv[lv.variant.isin(variants) & (lv.params == "BLOCK=32")]
     bound = lv.bound.value_counts()
     top = bound.index[0]
-    name = "FP32" if top == "fp32" else hierarchy.NAMES[top]
     pct = lv[f"{top}_pct"]
-    lines = ["## Memory hierarchy (Nsight Compute)", "",
-             f"Both approaches are one kernel, so they sit together at every level: at {int(bound.iloc[0])} of "
-             f"{len(lv)} profiled kernels the closest roof is {name} ({pct.min():.0f} to {pct.max():.0f} % of its peak, "
-             f"at {_span(lv.shared_intensity, '{:.2f}')} FLOP per shared-memory byte), while L2 reaches at most "
-             f"{lv.l2_pct.max():.0f} % and DRAM {lv.dram_pct.max():.0f} % of theirs"
-             + (": the bytes padding adds go to levels far from their limits (ours: under half their peak)"
-                if max(lv.l2_pct.max(), lv.dram_pct.max()) < 50 else "") + ". Approach 1's GFLOP/s count its padded product's FMAs; so do approach 2's, whose "
-             "border tiles multiply zeros too. The hierarchical roofline (figure `fig-lameski-hierarchy.png`) draws "
-             "both at the smallest profiled shape and the largest.", ""]
-    for shape in hierarchy_shapes(profile):
-        lines += [f"At {row_shape(*shape)} (operands {hierarchy.working_set_mb('gemm', *shape):.0f} MB; "
-                  f"L2 {(meta.get('gpu') or {}).get('l2_bytes', 0) / 1e6:.0f} MB):", "",
-                  *text_table(hierarchy.LEVEL_COLUMNS, [[_name(r[0]), *r[1:]] for r in
-                                                        hierarchy.level_rows(profile, shape, variants)]), ""]
-    lines += ["Branches, instructions and traffic at every profiled shape (1: padding, at its padded shape; 2: border "
-              "checks). Sectors are the global loads and stores the kernel asked of L1 (32 B each), exact counts; "
-              "L2 bytes also hold traffic besides the kernel's and move a few % between identical kernels (see the "
-              "aligned shapes, where the two request the same sectors); DRAM writes are left out, as C stays in L2, "
-              "wholly or in part, when the kernel ends.", "", *text_table(MECHANISM_COLUMNS, mechanism_rows(table)), ""]
-    return lines
+    return [f"Both approaches are one kernel, so they sit together at every level: at {int(bound.iloc[0])} of "
+            f"{len(lv)} profiled kernels the closest roof is {hierarchy.roof_name(top)} ({pct.min():.0f} to "
+            f"{pct.max():.0f} % of its peak, at {_span(lv.shared_intensity, '{:.2f}')} FLOP per shared-memory byte), "
+            f"while L2 reaches at most {lv.l2_pct.max():.0f} % and DRAM {lv.dram_pct.max():.0f} % of theirs"
+            + (": the bytes padding adds go to levels far from their limits (ours: under half their peak)"
+               if max(lv.l2_pct.max(), lv.dram_pct.max()) < 50 else "") + ". Approach 1's GFLOP/s count its padded "
+            "product's FMAs; so do approach 2's, whose border tiles multiply zeros too. The hierarchical roofline "
+            "(figure `fig-lameski-hierarchy.png`) draws both at the smallest profiled shape and the largest.",
+            *[LevelTable(f"At {row_shape(*shape)} (operands {hierarchy.working_set_mb('gemm', *shape):.0f} MB; "
+                         f"L2 {(meta.get('gpu') or {}).get('l2_bytes', 0) / 1e6:.0f} MB):", [shape], variants,
+                         name=lambda r, label: _name(label)) for shape in hierarchy_shapes(profile)],
+            "Branches, instructions and traffic at every profiled shape (1: padding, at its padded shape; 2: border "
+            "checks). Sectors are the global loads and stores the kernel asked of L1 (32 B each), exact counts; "
+            "L2 bytes also hold traffic besides the kernel's and move a few % between identical kernels (see the "
+            "aligned shapes, where the two request the same sectors); DRAM writes are left out, as C stays in L2, "
+            "wholly or in part, when the kernel ends.", text_table(MECHANISM_COLUMNS, mechanism_rows(table))]
+
+
+def hierarchy_lines(profile: pd.DataFrame | None, df: pd.DataFrame, meta: dict) -> list[str]:
+    """The report's memory-hierarchy section: what bounds the one kernel both approaches share,
+    the level table at the two shapes drawn, and the branch and traffic counts at every shape."""
+    return hierarchy_section(profile, lambda lv: _hierarchy_parts(profile, lv, df, meta), PROFILE_COMMAND)
 
 
 def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Path],

@@ -13,8 +13,9 @@ import pandas as pd
 from ... import hierarchy
 from ...analysis import ok_rows
 from ...ops.gemv import MESH_CELLS
-from ...results import ResultsError, sibling
-from ..common import Verdict, companion, markdown_table, provenance, report_text, text_table, verdict_table
+from ...results import sibling
+from ..common import (LevelTable, Verdict, companion, hierarchy_section, markdown_table, provenance, report_text,
+                      text_table, verdict_table)
 from ..rule import ABOUT_RULE, ORDER_RULE, SHARE_RULE, claims_line
 from .claims import PAPER, claims
 from .measures import (BIG, LIBRARY, RESIDENT_THREADS, TUNED, big_matrix, copy_bandwidth, cublas_version, families,
@@ -124,10 +125,7 @@ def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Pat
         "",
         *departures(meta, profile_meta, rows),
         "",
-        "## Memory hierarchy (Nsight Compute)",
-        "",
         *hierarchy_lines(profile, meta, profile_meta, "fig6-hierarchy" in figures),
-        "",
         "## The mesh tuning",
         "",
         *(_tuning_lines(tuning, tuning_meta, run_cells(ok)) if tuning is not None
@@ -220,13 +218,10 @@ def _profile_meta(results_path: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-def _level_block(profile: pd.DataFrame, shapes: list[tuple], head: str) -> list[str]:
+def _level_table(shapes: list[tuple], head: str) -> LevelTable:
     """A level table of the GEMV kernels at these shapes, a row a shape and kernel, under a head."""
-    cells = []
-    for sh in shapes:
-        for r in hierarchy.level_rows(profile, sh, variants=[TUNED, LIBRARY]):
-            cells.append([f"{family_of(sh[0], sh[1])} {sh[0]} x {sh[1]}: {r[0]}", *r[1:]])
-    return [head, "", *text_table(["shape: kernel", *hierarchy.LEVEL_COLUMNS[1:]], cells), ""]
+    return LevelTable(head, shapes, [TUNED, LIBRARY], name=lambda r, label: f"{family_of(r.m, r.n)} {r.m} x {r.n}: {label}",
+                      column="shape: kernel")
 
 
 def _span(rows: pd.DataFrame, column: str) -> str:
@@ -234,14 +229,14 @@ def _span(rows: pd.DataFrame, column: str) -> str:
     return f"{lo:.0f} %" if round(lo) == round(hi) else f"{lo:.0f} to {hi:.0f} %"
 
 
-def _inside_lines(profile: pd.DataFrame, table: pd.DataFrame, inside: list[tuple], l2) -> list[str]:
+def _inside_parts(table: pd.DataFrame, inside: list[tuple], l2) -> list:
     """The hierarchy section's part on the shapes whose operands would fit in the L2."""
     small = table[[hierarchy.working_set_mb("gemv", m, n, k) * 1e6 <= (l2 or 0) for m, n, k in
                    zip(table.m, table.n, table.k)]]
     ws = hierarchy.working_set_mb("gemv", *inside[0])
     read = 100 * small.dram_bytes / [hierarchy.working_set_mb("gemv", m, n, k) * 1e6 for m, n, k in
                                      zip(small.m, small.n, small.k)]
-    return [*_level_block(profile, inside, f"A shape that fits in the L2 (operands {ws:.1f} MB):"),
+    return [_level_table(inside, f"A shape that fits in the L2 (operands {ws:.1f} MB):"),
             f"At the {len(set(zip(small.m, small.n)))} shapes whose operands ({ws:.1f} MB) would fit in the L2, the "
             f"flushed caches send A to DRAM all the same (DRAM moved {read.min():.0f} to {read.max():.0f} % of the "
             f"operands' bytes), as in the run's cold-L2 timing. The kernels last {small.time_us.min():.0f} to "
@@ -250,47 +245,51 @@ def _inside_lines(profile: pd.DataFrame, table: pd.DataFrame, inside: list[tuple
             f"{small.l2_pct.max():.0f} %: "
             + ("no level reaches half its roof, so no bandwidth limits them (a kernel this short does not fill the "
                "memory system)." if small[[f"{lv}_pct" for lv in hierarchy.LEVELS]].max().max() < 50 else
-               f"the closest roof is {', '.join(sorted(set(small.bound)))}."), ""]
+               f"the closest roof is {', '.join(hierarchy.roof_name(b) for b in sorted(set(small.bound)))}.")]
+
+
+PROFILE_COMMAND = (f"`mmbench profile -v {TUNED},{LIBRARY} --results RUN --points "
+                   "tall:128,square:128,wide:128,tall:1448,square:1448,wide:1448`")
+
+
+def _hierarchy_parts(profile: pd.DataFrame, table: pd.DataFrame, meta: dict, profile_meta: dict, drawn: bool) -> list:
+    """The hierarchy section's parts (common.hierarchy_section) from the profile and its level table."""
+    past, inside = hierarchy_shapes(profile, meta)
+    table = table[table.variant.isin([TUNED, LIBRARY])]
+    l2 = (meta.get("gpu") or {}).get("l2_bytes")
+    command = profile_meta.get("command") or ["mmbench", "profile"]
+    parts = [f"`{' '.join([Path(command[0]).name, *command[1:]])}`: "
+             f"Nsight Compute's counts for the tuned kernel (the configuration the run used at each shape) and cuBLAS, "
+             "caches flushed before each kernel (the Profiles departure above). Every level's bytes are Nsight Compute's; "
+             "the intensity is the kernel's FP32 operations over them"
+             + (". The figure: fig6-hierarchy.png (below)." if drawn else ".")]
+    if past:
+        rows = table[[(m, n) in {(a, b) for a, b, _ in past} for m, n in zip(table.m, table.n)]]
+        tuned, lib = rows[rows.variant == TUNED], rows[rows.variant == LIBRARY]
+        ws = hierarchy.working_set_mb("gemv", *past[0])
+        peak = hierarchy.ceilings(hierarchy.checked(shown_profile(profile, meta)[0]))["dram"]  # the figure's roof
+        key = ["m", "n"]
+        closer = (tuned.set_index(key).dram_pct > lib.set_index(key).dram_pct.reindex(tuned.set_index(key).index)).all()
+        parts += [_level_table(past, f"Past the L2 (operands {ws:.0f} MB{f', the L2 {l2 / 1e6:.0f} MB' if l2 else ''}):"),
+                  f"Past the L2 every kernel's closest roof is "
+                  f"{' and '.join(hierarchy.roof_name(b) for b in sorted(set(rows.bound)))}: the tuned kernel reaches "
+                  f"{_span(tuned, 'dram_pct')} of DRAM's peak ({peak / 1e9:.0f} GB/s), cuBLAS {_span(lib, 'dram_pct')}, at "
+                  f"{rows.dram_intensity.min():.2f} to {rows.dram_intensity.max():.2f} FLOP per DRAM byte (2 FLOP per "
+                  f"4-byte element of A); L2 is at {_span(rows, 'l2_pct')} of its peak, shared memory and L1 at most "
+                  f"{rows.shared_pct.max():.1f} % and {rows.l1_pct.max():.0f} %, FP32 at most {rows.fp32_pct.max():.1f} %. "
+                  + ("The tuned kernel sits closer under the DRAM roof than cuBLAS at every one of these shapes."
+                     if closer else "The tuned kernel is not closer under the DRAM roof than cuBLAS at every one of "
+                     "these shapes.")]
+    if inside:
+        parts += _inside_parts(table, inside, l2)
+    return parts
 
 
 def hierarchy_lines(profile: pd.DataFrame | None, meta: dict, profile_meta: dict, drawn: bool) -> list[str]:
     """The report's memory-hierarchy section: what was profiled, the level tables past the L2 and in
     it, and what they show, from the profile."""
-    try:
-        past, inside = hierarchy_shapes(profile, meta)
-        table = hierarchy.levels(profile)
-    except ResultsError as exc:
-        return [f"No hierarchy: {exc}. It takes `mmbench profile -v {TUNED},{LIBRARY} --results RUN --points "
-                "tall:128,square:128,wide:128,tall:1448,square:1448,wide:1448`."]
-    table = table[table.variant.isin([TUNED, LIBRARY])]
-    l2 = (meta.get("gpu") or {}).get("l2_bytes")
-    command = profile_meta.get("command") or ["mmbench", "profile"]
-    out = [f"`{' '.join([Path(command[0]).name, *command[1:]])}`: "
-           f"Nsight Compute's counts for the tuned kernel (the configuration the run used at each shape) and cuBLAS, "
-           "caches flushed before each kernel (the Profiles departure above). Every level's bytes are Nsight Compute's; "
-           "the intensity is the kernel's FP32 operations over them"
-           + (". The figure: fig6-hierarchy.png (below)." if drawn else "."), ""]
-
-    if past:
-        rows = table[[(m, n) in {(a, b) for a, b, _ in past} for m, n in zip(table.m, table.n)]]
-        tuned, lib = rows[rows.variant == TUNED], rows[rows.variant == LIBRARY]
-        ws = hierarchy.working_set_mb("gemv", *past[0])
-        out += _level_block(profile, past, f"Past the L2 (operands {ws:.0f} MB{f', the L2 {l2 / 1e6:.0f} MB' if l2 else ''}):")
-        peak = hierarchy.ceilings(hierarchy.checked(shown_profile(profile, meta)[0]))["dram"]  # the figure's roof
-        key = ["m", "n"]
-        closer = (tuned.set_index(key).dram_pct > lib.set_index(key).dram_pct.reindex(tuned.set_index(key).index)).all()
-        out += [f"Past the L2 every kernel's closest roof is "
-                f"{' and '.join(hierarchy.NAMES.get(b, b) for b in sorted(set(rows.bound)))}: the tuned kernel reaches "
-                f"{_span(tuned, 'dram_pct')} of DRAM's peak ({peak / 1e9:.0f} GB/s), cuBLAS {_span(lib, 'dram_pct')}, at "
-                f"{rows.dram_intensity.min():.2f} to {rows.dram_intensity.max():.2f} FLOP per DRAM byte (2 FLOP per "
-                f"4-byte element of A); L2 is at {_span(rows, 'l2_pct')} of its peak, shared memory and L1 at most "
-                f"{rows.shared_pct.max():.1f} % and {rows.l1_pct.max():.0f} %, FP32 at most {rows.fp32_pct.max():.1f} %. "
-                + ("The tuned kernel sits closer under the DRAM roof than cuBLAS at every one of these shapes."
-                   if closer else "The tuned kernel is not closer under the DRAM roof than cuBLAS at every one of "
-                   "these shapes."), ""]
-    if inside:
-        out += _inside_lines(profile, table, inside, l2)
-    return out[:-1]
+    return hierarchy_section(profile, lambda table: _hierarchy_parts(profile, table, meta, profile_meta, drawn),
+                             PROFILE_COMMAND)
 
 
 def _tuning_lines(tuning: pd.DataFrame, meta: dict, run_cells: set[str]) -> list[str]:

@@ -12,11 +12,10 @@ import pandas as pd
 
 from ... import analysis, hierarchy
 from ...profile import profile_path, read_profile
-from ...results import ResultsError
 from .. import rule
-from ..common import companion, markdown_table, provenance, text_table, verdict_table
+from ..common import LevelTable, companion, hierarchy_section, markdown_table, provenance, text_table, verdict_table
 from . import figures
-from .claims import hot_verdicts, verdicts
+from .claims import PROFILE_COMMAND, hot_verdicts, verdicts
 from .measures import _span, _timed_and_profiled, best_series, table1
 from .paper import PAPER, TABLE1_SIZES
 
@@ -72,37 +71,40 @@ def _hot_section(cold: pd.DataFrame, meta: dict, results_path: Path, sizes: list
 
 
 # -- the memory hierarchy (Nsight Compute) ------------------------------------------------------------------
-def _hierarchy_section(df: pd.DataFrame, profile: pd.DataFrame | None, meta: dict, reference: dict,
-                       figures: dict[str, Path]) -> list[str]:
-    """The hierarchical roofline, the level table at the largest profiled size, and what they show
-    of CUDA-Best against the next size down (the run's largest, its operands in the L2)."""
-    head = ["## Memory hierarchy (Nsight Compute)", ""]
-    try:
-        table = hierarchy.levels(profile)
-    except ResultsError as exc:
-        return [*head, f"Not drawn: {exc}.", ""]
+def _hierarchy_parts(df: pd.DataFrame, table: pd.DataFrame, meta: dict, reference: dict,
+                     figures: dict[str, Path]) -> list:
+    """The hierarchy section's parts (common.hierarchy_section) from the profile's level table: the
+    hierarchical roofline, the level table at the largest profiled size, and what they show of
+    CUDA-Best against the next size down (the run's largest, its operands in the L2)."""
     fits, past = (sorted(table.n.unique()) * 2)[-2:]  # one profiled size: both are it
     at = {n: table[table.n == n].set_index(["variant", "params"]) for n in (fits, past)}
     timed = past in set(analysis.square(df).n)
-    closest = at[past].bound.map(lambda b: "FP32" if b == "fp32" else hierarchy.NAMES[b]).value_counts()
-    lines = [*head, *[f"![hierarchical roofline]({path.name})" for stem, path in figures.items()
-                      if stem == "fig-hierarchical-roofline"], "",
-             f"Each version at n = {past} ({hierarchy.panel_title(table[table.n == past].iloc[0], meta).split(': ', 1)[1]}"
-             + ("" if timed else "; profiled, not timed in the run: its rate is Nsight Compute's kernel time") + "):",
-             "", *text_table(hierarchy.LEVEL_COLUMNS, hierarchy.level_rows(profile, (past, past, past))), "",
-             f"Closest roof at n = {past}: {', '.join(f'{name} for {count}' for name, count in closest.items())} of the "
-             f"{len(at[past])} kernels; none uses more than {at[past].dram_pct.max():.0f} % of DRAM's bandwidth."]
+    closest = at[past].bound.map(hierarchy.roof_name).value_counts()
+    drawn = [f"![hierarchical roofline]({path.name})" for stem, path in figures.items()
+             if stem == "fig-hierarchical-roofline"]
+    table_at = LevelTable(f"Each version at n = {past} "
+                          f"({hierarchy.panel_title(table[table.n == past].iloc[0], meta).split(': ', 1)[1]}"
+                          + ("" if timed else "; profiled, not timed in the run: its rate is Nsight Compute's kernel "
+                             "time") + "):", [(past, past, past)])
+    text = (f"Closest roof at n = {past}: {', '.join(f'{name} for {count}' for name, count in closest.items())} of the "
+            f"{len(at[past])} kernels; none uses more than {at[past].dram_pct.max():.0f} % of DRAM's bandwidth.")
     key = ("best", "BLOCK=32")
-    if key not in at[past].index or key not in at[fits].index:
-        return [*lines, ""]
-    best, before = at[past].loc[key], at[fits].loc[key]
-    one_output = at[past][at[past].index.get_level_values(0).isin(["interleaved", "unroll_k2", "shared"])]
+    if key in at[past].index and key in at[fits].index:
+        text += _best_text(at[past], at[fits].loc[key], fits, past, reference)
+    return [*([drawn] if drawn else []), table_at, text]
+
+
+def _best_text(at: pd.DataFrame, before: pd.Series, fits: int, past: int, reference: dict) -> str:
+    """What the level table says of CUDA-Best (32x32) past the L2 (its rows `at`), against `before`
+    at n = fits, and the level whose intensity is nearest the paper's read off the DRAM roof."""
+    best = at.loc[("best", "BLOCK=32")]
+    one_output = at[at.index.get_level_values(0).isin(["interleaved", "unroll_k2", "shared"])]
     # the paper's intensities read off its roofs (its peak over each bandwidth), and the level whose
     # intensity is nearest them (by ratio, from their geometric middle)
     read = [PAPER["peak_gflops"] / reference.get(k, bw) for k, bw in (("dram_datasheet_gbytes_per_s", 240),
                                                                         ("dram_measured_gbytes_per_s", 154))]
     nearest = min(hierarchy.LEVELS, key=lambda lv: abs(np.log(best[f"{lv}_intensity"] / np.sqrt(read[0] * read[1]))))
-    lines[-1] += (
+    return (
         f" CUDA-Best (32x32) moves {best.shared_intensity:.1f} FLOP per shared-memory byte at {best.shared_pct:.0f} % of "
         f"shared memory's bandwidth, against {best.fp32_pct:.0f} % of the FP32 peak"
         + (f"; CUDA-1, C_Unroll and 1IL reach {one_output.shared_pct.min():.0f} to {one_output.shared_pct.max():.0f} % of "
@@ -111,7 +113,6 @@ def _hierarchy_section(df: pd.DataFrame, profile: pd.DataFrame | None, meta: dic
         f"{best.dram_intensity:.0f} FLOP/B ({best.dram_pct:.0f} % of DRAM's bandwidth) and its rate changes by "
         f"{best.gflops / before.gflops - 1:+.0%}. Of its four intensities, the one nearest the paper's {read[0]:.0f} to "
         f"{read[1]:.0f} FLOP/B read off the DRAM roof is {hierarchy.NAMES[nearest]}'s ({best[f'{nearest}_intensity']:.1f} FLOP/B).")
-    return [*lines, ""]
 
 
 def table1_side_by_side(df: pd.DataFrame, reference: dict) -> pd.DataFrame:
@@ -169,7 +170,7 @@ def report(df: pd.DataFrame, meta: dict, reference: dict, figures: dict[str, Pat
         "",
         _roofline_text(df, meta, ceilings, reference, profile),
         "",
-        *_hierarchy_section(df, profile, meta, reference, figures),
+        *hierarchy_section(profile, lambda table: _hierarchy_parts(df, table, meta, reference, figures), PROFILE_COMMAND),
     ]
     return "\n".join(lines)
 
