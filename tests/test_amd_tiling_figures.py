@@ -62,7 +62,7 @@ def _widths_styled(fig) -> None:
 
 
 def test_the_speedup_figure_draws_the_tutorials_width_beside_lds_tiling_and_naive(run, meta):
-    fig = fig_speedup(run, meta)
+    fig = fig_speedup(run, meta, results_path=RUN)
     assert len(fig.axes) == 4 and all(ax.get_yscale() == "log" for ax in fig.axes)
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["naive (= 1)", LDS, W64, W32, "cuBLAS"]
     _widths_styled(fig)
@@ -70,7 +70,7 @@ def test_the_speedup_figure_draws_the_tutorials_width_beside_lds_tiling_and_naiv
 
 
 def test_the_speedup_at_warp_64_is_this_runs_naive_over_the_companions_register_time(run, meta, wave):
-    series, source = speedup_series(run, meta)
+    series, source = speedup_series(run, meta, RUN)
     assert COMPANION.removeprefix("companion run ") in source
     assert len(series[W64]) == len(series[W32]) == 29  # the 30 shapes less 8192x512x2048, where naive was not timed
     naive = by_shape(ok_rows(run), variant="naive", params="BLOCK=16")
@@ -80,8 +80,8 @@ def test_the_speedup_at_warp_64_is_this_runs_naive_over_the_companions_register_
 
 
 def test_register_over_lds_is_the_ratio_and_the_count_the_verdicts_judge(run, meta, wave):
-    fig = fig_register_lds(run, meta)
-    series, _ = register_lds_series(run, meta)
+    fig = fig_register_lds(run, meta, results_path=RUN)
+    series, _ = register_lds_series(run, meta, RUN)
     pd.testing.assert_series_equal(series[W64], register_over_lds(wave, REGISTER_WAVEFRONT))
     pd.testing.assert_series_equal(series[W32], register_over_lds(ok_rows(run), REGISTER_DEFAULT))
     faster = int((series[W64] > 1).sum())
@@ -102,16 +102,16 @@ def test_register_over_lds_is_the_ratio_and_the_count_the_verdicts_judge(run, me
 
 
 def test_percent_of_cublas_draws_warp_64_against_the_cublas_timed_with_it(run, meta, wave):
-    fig = fig_percent_cublas(run, meta)
+    fig = fig_percent_cublas(run, meta, results_path=RUN)
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["naive", LDS, W64, W32, "cuBLAS (= 100 %)"]
     _widths_styled(fig)
-    series, _ = percent_series(run, meta)
+    series, _ = percent_series(run, meta, RUN)
     expected = percent_of_cublas_at(wave, (("register_tiling", REGISTER_WAVEFRONT, W64),))[W64]
     pd.testing.assert_series_equal(series[W64], expected)
 
 
 def test_the_hierarchy_draws_both_widths_warp_64_solid_and_32_lighter(run, meta):
-    fig = fig_hierarchy(run, meta, read_profile(RUN.with_name("amd-tiling-h100.profile.csv")))
+    fig = fig_hierarchy(run, meta, read_profile(RUN.with_name("amd-tiling-h100.profile.csv")), results_path=RUN)
     assert "register tiling at the tutorial's WARP = 64 (and 32, lighter)" in fig._suptitle.get_text()
     legend = fig.legends[0]
     handles = {t.get_text(): h for t, h in zip(legend.get_texts(), legend.legend_handles)}
@@ -124,12 +124,17 @@ def test_the_hierarchy_draws_both_widths_warp_64_solid_and_32_lighter(run, meta)
         assert sorted(line.get_linestyle() for line in register) == ["-", "--"]
 
 
-def test_a_run_other_than_the_whole_reference_draws_its_own_warp_64_rows(run, meta):
-    """A figure is given no path: only the whole reference run finds the companion (a cut of it, or
-    another run, draws WARP = 64 where it timed it, as its report judges it)."""
-    other = {**meta, "started_at": "2030-01-01T00:00:00+00:00"}
-    series, source = register_lds_series(run, other)
-    assert source == "this run" and sorted(series[W64].index) == [(2048, 2048, 2048), (2049, 2049, 2049),
-                                                                   (8192, 512, 2048)]
-    series, source = register_lds_series(read_results(CUT), read_metadata(CUT))
+def test_a_run_with_no_companion_beside_it_draws_its_own_warp_64_rows(run, meta, tmp_path):
+    """A figure finds the companion beside the results file it draws: a run with none there (the
+    reference run copied elsewhere, a cut of it, rows from no file) draws WARP = 64 where it timed it,
+    as its report judges it."""
+    alone = tmp_path / RUN.name
+    alone.write_bytes(RUN.read_bytes())
+    for path in (alone, None):
+        series, source = register_lds_series(run, meta, path)
+        assert source == "this run" and sorted(series[W64].index) == [(2048, 2048, 2048), (2049, 2049, 2049),
+                                                                       (8192, 512, 2048)]
+    series, source = register_lds_series(read_results(CUT), read_metadata(CUT), CUT)
     assert source == "this run" and len(series[W64]) == 1
+    fig = fig_speedup(run, meta, results_path=alone)
+    assert "timed in this run" in fig._suptitle.get_text() and len(fig.axes) == 4

@@ -129,7 +129,7 @@ def test_each_figure_draws_from_the_cut(ok, meta, name):
     from mmbench.studies import figure_families
 
     for figure in figure_families()[name].figures:
-        fig = figure.draw(read_results(CUT), meta)
+        fig = figure.draw(read_results(CUT), meta, None, None, CUT)
         assert fig.axes and "Sørensen" in (fig._suptitle.get_text() if fig._suptitle else fig.axes[0].get_title())
         plt.close(fig)
 

@@ -34,6 +34,9 @@ def test_each_study_keeps_the_contract(paper):
                                   for name, family in module.FIGURES.items())
     contract = list(inspect.signature(Study.report).parameters)[1:]  # less self
     assert list(inspect.signature(module.report).parameters) == contract
+    for family in module.FIGURES.values():  # each figure takes the results path after df, meta, profile, size
+        for figure in family.figures:
+            inspect.signature(figure.draw).bind("df", "meta", None, None, Path("results.csv"))
     assert isinstance(module.REFERENCE_RUN, str) and (REPO / module.REFERENCE_RUN).is_file()
 
 

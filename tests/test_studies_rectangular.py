@@ -93,9 +93,9 @@ def test_amd_figures_and_report_from_the_cut(amd, tmp_path):
         for f in family.figures:
             if f.stem == "fig-amd-hierarchy":  # drawn from a profile, which the cut has none of
                 with pytest.raises(ResultsError, match="no Nsight Compute profile"):
-                    f.draw(amd, meta, None, None)
+                    f.draw(amd, meta, None, None, AMD)
                 continue
-            figures[f.stem] = save(f.draw(amd, meta, None, None), tmp_path, f.stem)[0]
+            figures[f.stem] = save(f.draw(amd, meta, None, None, AMD), tmp_path, f.stem)[0]
     assert len(figures) == 4 and len(fig_speedup(amd, meta).axes) == 4
     report = module.report(amd, meta, {}, figures, None, AMD)
     assert "NVIDIA H100 80GB HBM3" in report and "| Register tiling adds to LDS tiling | " in report
@@ -153,13 +153,13 @@ def test_lameski_figures_and_report_from_the_cut(lameski, tmp_path):
         for f in family.figures:
             if f.stem == "fig-lameski-fig4":  # k = 64 is not in the cut
                 with pytest.raises(Exception, match="k = 64"):
-                    f.draw(lameski, meta, None, None)
+                    f.draw(lameski, meta, None, None, LAMESKI)
                 continue
             if f.stem == "fig-lameski-hierarchy":  # the cut has no profile beside it
                 with pytest.raises(Exception, match="needs a profile"):
-                    f.draw(lameski, meta, None, None)
+                    f.draw(lameski, meta, None, None, LAMESKI)
                 continue
-            figures[f.stem] = save(f.draw(lameski, meta, None, None), tmp_path, f.stem)[0]
+            figures[f.stem] = save(f.draw(lameski, meta, None, None, LAMESKI), tmp_path, f.stem)[0]
     assert len(fig_heatmap(lameski, meta).axes) >= 3
     report = module.report(lameski, meta, {"device": "a GTX 680"}, figures, None, LAMESKI)
     assert "| Padding beats border checks on average, k = 32 | 15.51 % average improvement (GTX 680) |" in report

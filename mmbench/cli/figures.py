@@ -145,7 +145,7 @@ def _draw(family, run: Loaded, size: int | None) -> Drawn:
     figures, missing = {}, []
     for figure in family.figures:
         try:
-            figures[figure.stem] = plots.made(lambda: figure.draw(run.df, run.meta, run.profile, size))
+            figures[figure.stem] = plots.made(lambda: figure.draw(run.df, run.meta, run.profile, size, run.path))
         except ResultsError as exc:
             missing.append(f"{figure.stem} not drawn: {exc} (the results hold {_holdings(run.df)})")
     if not figures:

@@ -119,12 +119,14 @@ class Companion:
     profile: pd.DataFrame | None
 
 
-def companion(results_path: Path, folder: str, name: str) -> Companion | None:
+def companion(results_path: Path | None, folder: str, name: str) -> Companion | None:
     """The companion run FOLDER/NAME beside the reference run at results_path, or None when that
-    folder holds no such run (a user's own run of the study has none)."""
+    folder holds no such run (a user's own run of the study has none) or no path is given."""
     from ..profile import profile_path, read_profile
     from ..results import read_metadata, read_results
 
+    if results_path is None:
+        return None
     base = Path(results_path).parent / folder
     path = next((p for p in (base / f"{name}.csv", base / f"{name}.csv.gz") if p.exists()), None)
     if path is None:

@@ -13,8 +13,10 @@ import pandas as pd
 
 @dataclass(frozen=True)
 class Figure:
-    """One file a study draws: draw(df, meta, profile or None, size or None) -> matplotlib Figure,
-    raising ResultsError (with what it lacks) when the results cannot make it."""
+    """One file a study draws: draw(df, meta, profile or None, size or None, results_path) ->
+    matplotlib Figure, raising ResultsError (with what it lacks) when the results cannot make it.
+    results_path is the results file drawn (None where the rows come from no file): a figure finds
+    the runs kept beside it there (common.companion), drawing without them where there are none."""
 
     stem: str
     draw: Callable

@@ -91,11 +91,11 @@ def _clusters(sizes: list[int], apart: float = 0.05) -> list[list[int]]:
 
 FIGURES = {
     "vs-cublas": FigureFamily("Limits: % of cuBLAS per size per variant", "Percent of cuBLAS per size per variant, with the targets' ratios printed",
-                              (Figure("vs-cublas", lambda df, meta, profile, size: plots.fig_vs_cublas(df, meta)),),
+                              (Figure("vs-cublas", lambda df, meta, *_: plots.fig_vs_cublas(df, meta)),),
                               summary),
     "fastest": FigureFamily("Limits: the fastest of ours per size, % of cuBLAS", "The fastest series of ours beyond "
                             "the paper's kernel at every size, as % of cuBLAS, with the sizes under 95 % named",
-                            (Figure("fastest-vs-cublas", lambda df, meta, profile, size: fig_fastest(df, meta)),)),
+                            (Figure("fastest-vs-cublas", lambda df, meta, *_: fig_fastest(df, meta)),)),
 }
 
 

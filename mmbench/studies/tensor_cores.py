@@ -206,13 +206,13 @@ def fig_fastest(df: pd.DataFrame, meta: dict) -> plt.Figure:
 FIGURES = {
     "tc-ladder": FigureFamily("Tensor cores: each step of the ladder, % of cuBLASLt",
                               "Each step of the tensor-core ladder as % of cuBLASLt per square size, at BF16 and at FP8",
-                              (Figure("ladder-bf16", lambda df, meta, profile, size: fig_ladder(df, meta, "bf16")),
-                               Figure("ladder-fp8", lambda df, meta, profile, size: fig_ladder(df, meta, "fp8e4m3"))),
+                              (Figure("ladder-bf16", lambda df, meta, *_: fig_ladder(df, meta, "bf16")),
+                               Figure("ladder-fp8", lambda df, meta, *_: fig_ladder(df, meta, "fp8e4m3"))),
                               summary),
     "tc-fastest": FigureFamily("Tensor cores: the fastest of ours, % of cuBLASLt",
                                "The fastest step of ours at every square size as % of cuBLASLt, BF16 and FP8, with "
                                "the targets and the sizes under them named",
-                               (Figure("fastest-vs-cublaslt", lambda df, meta, profile, size: fig_fastest(df, meta)),)),
+                               (Figure("fastest-vs-cublaslt", lambda df, meta, *_: fig_fastest(df, meta)),)),
 }
 
 

@@ -4,10 +4,13 @@ sweep's GFLOP/s and the hierarchical roofline; and their families (FIGURES).
 
 Register tiling is drawn at the tutorial's WARP = 64 (solid) beside LDS tiling and naive, as the
 verdicts judge it, with NVIDIA's WARP = 32 (the study's default) dashed and lighter as other
-evidence. WARP = 64 comes from the companion run beside the reference run (register tiling, LDS
-tiling and cuBLAS timed together at every shape), else from the run's own WARP = 64 rows."""
+evidence. WARP = 64 comes from the companion run beside the results drawn (the reference run's:
+register tiling, LDS tiling and cuBLAS timed together at every shape), else from the run's own
+WARP = 64 rows."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,14 +19,13 @@ from matplotlib.ticker import NullLocator
 
 from ... import plots
 from ...analysis import by_shape, ok_rows, series_of, shape_ratio, with_clock
-from ...environment import REPO
 from ...hierarchy import fig_hierarchical_roofline
-from ...results import ResultsError, read_metadata
-from ..common import Companion, companion
+from ...results import ResultsError
+from ..common import companion
 from ..contract import Figure, FigureFamily
-from .measures import (ALIGN, BASE, FAMILIES, KERNEL_NAMES, MATTERS, REFERENCE_RUN, REGISTER_DEFAULT,
-                       REGISTER_WAVEFRONT, STEPS, WAVEFRONT_RUN, _plain, aligned, family, hierarchy_profile,
-                       percent_of_cublas, percent_of_cublas_at, register_over_lds, speedups, step_values, tile_table)
+from .measures import (ALIGN, BASE, FAMILIES, KERNEL_NAMES, MATTERS, REGISTER_DEFAULT, REGISTER_WAVEFRONT, STEPS,
+                       WAVEFRONT_RUN, _plain, aligned, family, hierarchy_profile, percent_of_cublas,
+                       percent_of_cublas_at, register_over_lds, speedups, step_values, tile_table)
 
 plt = plots.plt
 
@@ -36,64 +38,48 @@ STYLES = {NAIVE: {"color": "tab:brown"}, LDS: {"color": "tab:purple"}, W64: {"co
           W32: {"color": "tab:red", "linestyle": "--", "alpha": 0.45}, CUBLAS_NAME: {"color": "tab:olive"}}
 
 
-def _same_run(df: pd.DataFrame, meta: dict, other: dict) -> bool:
-    """Whether rows and their metadata are the whole of the run another metadata record is of: its
-    start, end and GPU, and as many rows as it recorded (a cut of it holds fewer)."""
-    keys = ("started_at", "finished_at")
-    return (all(meta.get(k) and meta.get(k) == other.get(k) for k in keys)
-            and (meta.get("gpu") or {}).get("uuid") == (other.get("gpu") or {}).get("uuid")
-            and len(df) == sum((other.get("status_counts") or {}).values()))
-
-
-def wavefront_companion(df: pd.DataFrame, meta: dict) -> Companion | None:
-    """The WARP = 64 companion of the run these rows and metadata are. A figure is given no path, so
-    it is the one beside the study's reference run in this checkout, when they are that whole run;
-    None for any other run (and where mmbench is installed without its results)."""
-    reference = REPO / REFERENCE_RUN
-    if not reference.exists() or not _same_run(df, meta, read_metadata(reference)):
-        return None
-    return companion(reference, *WAVEFRONT_RUN)
-
-
-def tutorial_rows(df: pd.DataFrame, meta: dict) -> tuple[pd.DataFrame, str]:
+def tutorial_rows(df: pd.DataFrame, meta: dict, results_path: Path | None = None) -> tuple[pd.DataFrame, str]:
     """The verified rows register tiling at WARP = 64 is drawn from, and where they were timed: the
-    companion's (with its own LDS tiling and cuBLAS), in the figures' clock; else this run's own
-    (its WARP = 64 rows, if any)."""
-    wave = wavefront_companion(df, meta)
+    companion's beside the run at results_path (with its own LDS tiling and cuBLAS), in the figures'
+    clock; else this run's own (its WARP = 64 rows, if any)."""
+    wave = companion(results_path, *WAVEFRONT_RUN)
     rows = None if wave is None else with_clock(wave.df, meta.get("figure_clock") or "events")
     if rows is None or not ((rows.status == "ok") & rows.time_ms_median.notna()).any():
         return ok_rows(df), "this run"
     return ok_rows(rows), f"the companion run {WAVEFRONT_RUN[0]}/{wave.path.name}"
 
 
-def speedup_series(df: pd.DataFrame, meta: dict) -> tuple[dict[str, pd.Series], str]:
+def speedup_series(df: pd.DataFrame, meta: dict,
+                   results_path: Path | None = None) -> tuple[dict[str, pd.Series], str]:
     """Each step's speedup over naive by shape (naive time / its time), register tiling at both
     widths (WARP = 64 over this run's naive), and where WARP = 64 was timed."""
     ok = ok_rows(df)
     over = speedups(ok)
-    rows, source = tutorial_rows(df, meta)
+    rows, source = tutorial_rows(df, meta, results_path)
     at64 = by_shape(_plain(rows), variant="register_tiling", params=REGISTER_WAVEFRONT)
     series = {LDS: over.get(LDS), W64: shape_ratio(step_values(ok)[NAIVE], at64), W32: over.get(STEPS[2][2]),
               CUBLAS_NAME: over.get(CUBLAS_NAME)}
     return {k: v for k, v in series.items() if v is not None and len(v)}, source
 
 
-def percent_series(df: pd.DataFrame, meta: dict) -> tuple[dict[str, pd.Series], str]:
+def percent_series(df: pd.DataFrame, meta: dict,
+                   results_path: Path | None = None) -> tuple[dict[str, pd.Series], str]:
     """Each step's GFLOP/s as % of cuBLAS's by shape, register tiling at both widths (WARP = 64 of
     the cuBLAS timed with it), and where WARP = 64 was timed."""
     ok = ok_rows(df)
     pct = percent_of_cublas(ok)
-    rows, source = tutorial_rows(df, meta)
+    rows, source = tutorial_rows(df, meta, results_path)
     at64 = percent_of_cublas_at(rows, (("register_tiling", REGISTER_WAVEFRONT, W64),)).get(W64)
     series = {NAIVE: pct.get(NAIVE), LDS: pct.get(LDS), W64: at64, W32: pct.get(STEPS[2][2])}
     return {k: v for k, v in series.items() if v is not None and len(v)}, source
 
 
-def register_lds_series(df: pd.DataFrame, meta: dict) -> tuple[dict[str, pd.Series], str]:
+def register_lds_series(df: pd.DataFrame, meta: dict,
+                        results_path: Path | None = None) -> tuple[dict[str, pd.Series], str]:
     """Register over LDS tiling by shape (LDS time / register time, each width against the LDS
     tiling timed in its own run), and where WARP = 64 was timed."""
     ok = ok_rows(df)
-    rows, source = tutorial_rows(df, meta)
+    rows, source = tutorial_rows(df, meta, results_path)
     series = {W64: register_over_lds(rows, REGISTER_WAVEFRONT), W32: register_over_lds(ok, REGISTER_DEFAULT)}
     series = {k: v for k, v in series.items() if len(v)}
     if not series:
@@ -164,8 +150,8 @@ def _timed(source: str) -> str:
     return f"register tiling at WARP = 64 timed in {source}"
 
 
-def fig_speedup(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
-    series, source = speedup_series(df, meta)
+def fig_speedup(df: pd.DataFrame, meta: dict, profile=None, size=None, results_path=None) -> plt.Figure:
+    series, source = speedup_series(df, meta, results_path)
     return _family_panels(series, meta, "AMD tiling tutorial: speedup of each step over naive\n"
                           f"({_timed(source)}, over this run's naive)",
                           "speedup over naive (naive time / time), log2 scale", (1.0, "naive (= 1)", NAIVE),
@@ -197,10 +183,10 @@ def _apart(at64: pd.Series, at32: pd.Series) -> str:
                    for s in shapes)
 
 
-def fig_register_lds(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+def fig_register_lds(df: pd.DataFrame, meta: dict, profile=None, size=None, results_path=None) -> plt.Figure:
     """Register over LDS tiling, the ratio the register-tiling verdicts judge: at the tutorial's
     WARP = 64 with the counts they rest on, WARP = 32 dashed beside it."""
-    series, source = register_lds_series(df, meta)
+    series, source = register_lds_series(df, meta, results_path)
     at64, at32 = series.get(W64, pd.Series(dtype=float)), series.get(W32, pd.Series(dtype=float))
     cuts = {name: family(at64, name) if len(at64) else at64 for name, _, _ in FAMILIES}
     titles = {name: f"{label}: WARP = 64 " + (f"register faster at {_counts(cuts[name])[0]} of {len(cuts[name])}"
@@ -214,14 +200,14 @@ def fig_register_lds(df: pd.DataFrame, meta: dict, profile=None, size=None) -> p
         titles=titles, yticks=(0.25, 0.5, 0.75, 1, 1.25, 1.5))
 
 
-def fig_percent_cublas(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
-    series, source = percent_series(df, meta)
+def fig_percent_cublas(df: pd.DataFrame, meta: dict, profile=None, size=None, results_path=None) -> plt.Figure:
+    series, source = percent_series(df, meta, results_path)
     return _family_panels(series, meta, "AMD tiling tutorial: GFLOP/s as % of cuBLAS\n"
                           f"({_timed(source)}, against the cuBLAS timed there)",
                           "% of cuBLAS GFLOP/s (same shape)", (100.0, "cuBLAS (= 100 %)", CUBLAS_NAME))
 
 
-def fig_tiles(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+def fig_tiles(df: pd.DataFrame, meta: dict, profile=None, size=None, results_path=None) -> plt.Figure:
     table = tile_table(df)
     fig, ax = plt.subplots(figsize=(8, max(5, 0.32 * len(table) + 2)), layout="constrained")
     plots.heatmap(ax, table, "GFLOP/s (median)", fmt="{:.0f}")
@@ -231,10 +217,10 @@ def fig_tiles(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figu
     return fig
 
 
-def fig_hierarchy(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+def fig_hierarchy(df: pd.DataFrame, meta: dict, profile=None, size=None, results_path=None) -> plt.Figure:
     """The shared hierarchical roofline of the run's profile, with register tiling at the tutorial's
     WARP = 64 from the companion's profile where there is one (WARP = 32 beside it, lighter)."""
-    wave = wavefront_companion(df, meta)
+    wave = companion(results_path, *WAVEFRONT_RUN)
     both = hierarchy_profile(profile, None if wave is None else wave.profile)
     widths = set() if both is None else set(both.params[both.variant == "register_tiling"])
     named = {REGISTER_WAVEFRONT: " at the tutorial's WARP = 64", REGISTER_DEFAULT: " at WARP = 32"}

@@ -63,7 +63,7 @@ def _transpose_lines(ax, table: pd.DataFrame, variants) -> None:
             ax.plot(series.index, series.values, label=name, **{"linestyle": "-", **TRANSPOSE_STYLE[v]})
 
 
-def fig_transpose_bandwidth(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+def fig_transpose_bandwidth(df: pd.DataFrame, meta: dict, profile=None, size=None, results_path=None) -> plt.Figure:
     """The lab's comparison, its transposes against the device copy: on top each GPU transpose's GB/s as
     % of memcpy's at the same size in the same run, on a linear axis (the lab's "about the same or
     better than GPU memcpy", and naive about 3x slower); below every series' GB/s on a log axis, the
@@ -115,7 +115,7 @@ def fig_transpose_bandwidth(df: pd.DataFrame, meta: dict, profile=None, size=Non
     return fig
 
 
-def fig_matmul_time(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+def fig_matmul_time(df: pd.DataFrame, meta: dict, profile=None, size=None, results_path=None) -> plt.Figure:
     m = matmul_times(ok_rows(df))
     if not set(m.columns) & {_label(v, p) for v, p in MATMULS if v in LAB_OWN}:  # naive and cuBLAS alone: not the lab's
         raise ResultsError(f"the time figure needs the lab's matmul rows ({', '.join(sorted(LAB_OWN))})")
@@ -124,7 +124,7 @@ def fig_matmul_time(df: pd.DataFrame, meta: dict, profile=None, size=None) -> pl
     return fig
 
 
-def fig_matmul_hierarchy(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+def fig_matmul_hierarchy(df: pd.DataFrame, meta: dict, profile=None, size=None, results_path=None) -> plt.Figure:
     """The shared hierarchical roofline, each kernel named at the right end of its line: the figure
     colours by variant, so the two paddings of the shared matmul would be one colour, and the two
     cache versions' lines lie on each other."""
@@ -145,7 +145,7 @@ def fig_matmul_hierarchy(df: pd.DataFrame, meta: dict, profile=None, size=None) 
     return fig
 
 
-def fig_transpose_levels(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+def fig_transpose_levels(df: pd.DataFrame, meta: dict, profile=None, size=None, results_path=None) -> plt.Figure:
     return hierarchy.fig_memory_levels(profile, meta, "Lab 3: the lab's transposes at each memory level "
                                        "(Nsight Compute, caches flushed)", variants=LAB_TRANSPOSE_KERNELS)
 

@@ -74,15 +74,15 @@ def _normalized_figure(df: pd.DataFrame, meta: dict, k: int, figure: int) -> plt
     return fig
 
 
-def fig3(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+def fig3(df: pd.DataFrame, meta: dict, profile=None, size=None, results_path=None) -> plt.Figure:
     return _normalized_figure(df, meta, 32, 3)
 
 
-def fig4(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+def fig4(df: pd.DataFrame, meta: dict, profile=None, size=None, results_path=None) -> plt.Figure:
     return _normalized_figure(df, meta, 64, 4)
 
 
-def fig_heatmap(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+def fig_heatmap(df: pd.DataFrame, meta: dict, profile=None, size=None, results_path=None) -> plt.Figure:
     fig, axes = plt.subplots(len(DEPTHS), len(SCOPES), figsize=(17, 10), layout="constrained")
     drawn = 0
     for i, k in enumerate(DEPTHS):
@@ -104,7 +104,7 @@ def fig_heatmap(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Fi
     return fig
 
 
-def fig_hierarchy(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+def fig_hierarchy(df: pd.DataFrame, meta: dict, profile=None, size=None, results_path=None) -> plt.Figure:
     """The hierarchical roofline of both approaches at the smallest profiled shape and the largest
     (past L2), its legend in this study's words."""
     shapes = hierarchy_shapes(profile)

@@ -106,7 +106,7 @@ def _draw_targets(ax, regions: np.ndarray, run: np.ndarray, meta: dict) -> None:
                     path_effects=[withStroke(linewidth=2.5, foreground="black")])
 
 
-def fig_best_kernel(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+def fig_best_kernel(df: pd.DataFrame, meta: dict, profile=None, size=None, results_path=None) -> plt.Figure:
     """Fig. 1 left (the target regions, from the paper's text) beside Fig. 1 right (the design the tuned
     configuration runs per cell), the left's region edges drawn over the right, one legend below both."""
     designs = cell_designs(ok_rows(df))
@@ -143,7 +143,7 @@ def fig_best_kernel(df: pd.DataFrame, meta: dict, profile=None, size=None) -> pl
     return fig
 
 
-def fig_best_params(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+def fig_best_params(df: pd.DataFrame, meta: dict, profile=None, size=None, results_path=None) -> plt.Figure:
     params = mesh_params(ok_rows(df))
     if params["BLOCKSIZE"].isna().all().all():
         raise ResultsError("Fig. 3 needs gemv_tuned rows at the mesh's shapes")
@@ -191,7 +191,7 @@ def _family_panel(ax, fam: pd.DataFrame, variant: str, zoom: bool) -> None:
         ax.set_yscale("log")
 
 
-def fig_families(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+def fig_families(df: pd.DataFrame, meta: dict, profile=None, size=None, results_path=None) -> plt.Figure:
     """Fig. 4 as the paper draws it: cuBLAS left, the auto-tuned kernel right, tall, square and wide in
     each; GFLOP/s on a log axis over every footprint (upper row) and on a linear one from ZOOM_MB up
     (lower row), where the curves' plateaus and drops are; the sampled N stated below."""
@@ -219,7 +219,7 @@ def fig_families(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.F
     return fig
 
 
-def fig_heatmaps(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+def fig_heatmaps(df: pd.DataFrame, meta: dict, profile=None, size=None, results_path=None) -> plt.Figure:
     ok = ok_rows(df)
     copy = copy_bandwidth(ok)
     lib = 100 * mesh_values(ok, LIBRARY, "gbytes_per_s") / copy
@@ -246,7 +246,7 @@ def fig_heatmaps(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.F
     return fig
 
 
-def fig_hierarchy(df: pd.DataFrame, meta: dict, profile=None, size=None) -> plt.Figure:
+def fig_hierarchy(df: pd.DataFrame, meta: dict, profile=None, size=None, results_path=None) -> plt.Figure:
     """The GEMV kernels' hierarchical roofline: the shape that fits in the L2, then those past it, in a
     grid of two panels a row (the shared helper draws one row) with text a reader can read."""
     sub, shapes = shown_profile(profile, meta)

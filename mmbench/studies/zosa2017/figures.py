@@ -82,7 +82,8 @@ KERNEL_GID = "kernel"  # the versions' points (tests find them by it), beside th
 X_RANGE = (0.3, 2000)  # FLOP per DRAM byte: the paper's 2 to cuBLAS's 347
 
 
-def fig_roofline(df: pd.DataFrame, meta: dict, profile: pd.DataFrame | None, size: int | None) -> plt.Figure:
+def fig_roofline(df: pd.DataFrame, meta: dict, profile: pd.DataFrame | None, size: int | None,
+                 results_path=None) -> plt.Figure:
     """Figures 3 and 4 in one: the datasheet and measured roofs, every GPU version at its measured
     DRAM intensity at n = size (default: the largest profiled size past the L2, where the versions'
     DRAM intensities differ; inside the L2 they all measure about the algorithmic minimum), and the
@@ -319,15 +320,15 @@ def fig_hierarchy(meta: dict, profile: pd.DataFrame | None) -> plt.Figure:
 
 FIGURES = {  # `mmbench plot NAME`; the report embeds them all
     "gflops": FigureFamily("Zosa Figs. 1-2: GFLOP/s by block size, by size", "Figures 1 and 2: GFLOP/s by block size and over all sizes",
-                           (Figure("fig1-block-sizes", lambda df, meta, profile, size: fig_block_sizes(df, meta)),
-                            Figure("fig2-gflops", lambda df, meta, profile, size: fig_gflops(df, meta)))),
+                           (Figure("fig1-block-sizes", lambda df, meta, *_: fig_block_sizes(df, meta)),
+                            Figure("fig2-gflops", lambda df, meta, *_: fig_gflops(df, meta)))),
     "roofline": FigureFamily("Zosa Figs. 3-4: roofline, datasheet and measured", "Figures 3 and 4: roofline with datasheet and "
                              "measured ceilings, each version at its DRAM intensity past the L2, the paper's read-off points",
                              (Figure("fig3-4-roofline", fig_roofline),), options=("size",)),
     "zosa-hierarchy": FigureFamily("Zosa: hierarchical roofline, in and past the L2", "Hierarchical roofline from Nsight "
                                    "Compute's byte counts: every version at shared memory, L1, L2 and DRAM, at n = 2048 "
                                    "(operands in the L2) and 4096 (past it)",
-                                   (Figure("fig-hierarchical-roofline", lambda df, meta, profile, size: fig_hierarchy(meta, profile)),)),
+                                   (Figure("fig-hierarchical-roofline", lambda df, meta, profile, *_: fig_hierarchy(meta, profile)),)),
     "speedup": FigureFamily("Zosa Fig. 5: CUDA-Best over BLAS, cuBLAS over it", "Figure 5: CUDA-Best over BLAS, and cuBLAS over CUDA-Best",
-                            (Figure("fig5-speedup", lambda df, meta, profile, size: fig_speedup(df, meta)),)),
+                            (Figure("fig5-speedup", lambda df, meta, *_: fig_speedup(df, meta)),)),
 }
