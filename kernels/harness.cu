@@ -87,11 +87,14 @@ extern "C" __global__ void check_sums(const float* __restrict__ out, const doubl
     }
 }
 
-// draw_inputs: n values of a shape's draw `stream` in its storage type (elem_t, DTYPE), the GPU twin of
-// mmbench/draws.py's host_values, bit for bit: value i hashes key + stream * STREAM_STEP + i with
-// splitmix64; kind 0 is uniform in (-1, 1) and never 0, (2u + 1 - 2^24) / 2^24 (float64: 53 bits), kind 1
-// in [1, 2), 1 + u / 2^23 (float64: 52 bits); a narrower type gets the float32 value divided by scale
-// (FP8's) and rounded to nearest. Integers and powers of two only: every step is exact but the last.
+// draw_matrix: a shape's draw `stream` in its storage type (elem_t, DTYPE), the GPU twin of
+// mmbench/draws.py's host_values, bit for bit, written as a rows x cols row-major matrix: value i of the
+// draw hashes key + stream * STREAM_STEP + i with splitmix64, i being the element's place in the matrix
+// as drawn, or, with `transposed`, in the matrix this one is the transpose of (cols x rows: a K-major
+// operand holds the values its row-major twin holds). Kind 0 is uniform in (-1, 1) and never 0,
+// (2u + 1 - 2^24) / 2^24 (float64: 53 bits), kind 1 in [1, 2), 1 + u / 2^23 (float64: 52 bits); a
+// narrower type gets the float32 value divided by scale (FP8's) and rounded to nearest. Integers and
+// powers of two only: every step is exact but the last.
 __device__ __forceinline__ unsigned long long splitmix64(unsigned long long z)
 {
     z += 0x9E3779B97F4A7C15ULL;
@@ -100,13 +103,15 @@ __device__ __forceinline__ unsigned long long splitmix64(unsigned long long z)
     return z ^ (z >> 31);
 }
 
-extern "C" __global__ void draw_inputs(elem_t* __restrict__ out, unsigned long long n, unsigned long long key,
-                                       unsigned long long stream, int kind, float scale)
+extern "C" __global__ void draw_matrix(elem_t* __restrict__ out, unsigned long long rows, unsigned long long cols,
+                                       int transposed, unsigned long long key, unsigned long long stream, int kind,
+                                       float scale)
 {
-    const unsigned long long start = key + stream * 0x632BE59BD9B4E019ULL;
+    const unsigned long long start = key + stream * 0x632BE59BD9B4E019ULL, n = rows * cols;
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
          i += (unsigned long long)gridDim.x * blockDim.x) {
-        const unsigned long long bits = splitmix64(start + i);
+        const unsigned long long drawn = transposed ? (i % cols) * rows + i / cols : i;
+        const unsigned long long bits = splitmix64(start + drawn);
 #if DTYPE == MMB_FP64
         out[i] = kind == 0 ? (double)((long long)(2 * (bits >> 11) + 1) - (1LL << 53)) * 0x1p-53
                            : 1.0 + (double)(bits >> 12) * 0x1p-52;
@@ -116,5 +121,109 @@ extern "C" __global__ void draw_inputs(elem_t* __restrict__ out, unsigned long l
         if (scale != 1.0f) v = __fdiv_rn(v, scale);
         out[i] = from_acc<elem_t>(v);
 #endif
+    }
+}
+
+// widen: n stored values (elem_t) as float64 times scale (FP8's): what a reference multiplies
+// (mmbench/precisions.py's as_float64, on the GPU).
+extern "C" __global__ void widen(const elem_t* __restrict__ in, double* __restrict__ out, unsigned long long n,
+                                 double scale)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const double v = (double)to_acc(in[i]);
+        out[i] = scale != 1.0 ? v * scale : v;
+    }
+}
+
+// check_outputs: the measures of mmbench/ops/base.py's check_sums on the GPU, for a rows x cols output
+// (elem_t, row pitch ld elements: a padded result is checked in place) against its float64 reference
+// and elementwise bound (rows x cols, contiguous). Each block writes its partial measures to its own
+// slot of CHECK_WORDS words, which the host adds up in block order (a fixed grid and a fixed order of
+// sums within a block: the same output gives the same measures, bit for bit):
+//   [0] outputs not finite  [1] the first not finite (its index; ~0 none)  [2] outputs over the bound
+//   [3] where the worst ratio is (the first of equals)  [4] the worst |out - ref| / bound (0 if none)
+//   [5] sum of (out - ref)^2 over finite outputs  [6] sum of ref^2  [7] sum of bound^2
+#define CHECK_WORDS 8
+#define CHECK_THREADS 256
+
+struct Measures {
+    unsigned long long bad, first, over, worst_at;
+    double worst, sq, ref_sq, bound_sq;
+};
+
+__device__ __forceinline__ void merge(Measures& a, const Measures& b)
+{
+    a.bad += b.bad;
+    a.first = min(a.first, b.first);
+    a.over += b.over;
+    if (b.worst > a.worst || (b.worst == a.worst && b.worst_at < a.worst_at)) {
+        a.worst = b.worst;
+        a.worst_at = b.worst_at;
+    }
+    a.sq += b.sq;
+    a.ref_sq += b.ref_sq;
+    a.bound_sq += b.bound_sq;
+}
+
+__device__ __forceinline__ Measures shuffled(const Measures& m, int s)
+{
+    Measures o;
+    o.bad = __shfl_down_sync(0xffffffffu, m.bad, s);
+    o.first = __shfl_down_sync(0xffffffffu, m.first, s);
+    o.over = __shfl_down_sync(0xffffffffu, m.over, s);
+    o.worst_at = __shfl_down_sync(0xffffffffu, m.worst_at, s);
+    o.worst = __shfl_down_sync(0xffffffffu, m.worst, s);
+    o.sq = __shfl_down_sync(0xffffffffu, m.sq, s);
+    o.ref_sq = __shfl_down_sync(0xffffffffu, m.ref_sq, s);
+    o.bound_sq = __shfl_down_sync(0xffffffffu, m.bound_sq, s);
+    return o;
+}
+
+extern "C" __global__ void __launch_bounds__(CHECK_THREADS) check_outputs(
+    const elem_t* __restrict__ out, unsigned long long ld, const double* __restrict__ ref,
+    const double* __restrict__ bound, unsigned long long rows, unsigned long long cols,
+    unsigned long long* __restrict__ slots)
+{
+    Measures m = {0ULL, ~0ULL, 0ULL, ~0ULL, 0.0, 0.0, 0.0, 0.0};
+    // a block a row at a time, its threads along the row: no division (a 64-bit one is a call)
+    for (unsigned long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        for (unsigned long long c = threadIdx.x; c < cols; c += blockDim.x) {
+            const unsigned long long i = r * cols + c;
+            const double o = (double)to_acc(out[r * ld + c]), ref_i = ref[i], b = bound[i];
+            if (!isfinite(o)) {
+                m.bad += 1;
+                m.first = min(m.first, i);
+                continue;
+            }
+            const double d = fabs(o - ref_i), ratio = d / fmax(b, 2.2250738585072014e-308);
+            m.sq += d * d;
+            m.ref_sq += ref_i * ref_i;
+            m.bound_sq += b * b;
+            m.over += ratio > 1.0;
+            if (ratio > m.worst || m.worst_at == ~0ULL) {  // a thread's indices rise: the first of equals stays
+                m.worst = ratio;
+                m.worst_at = i;
+            }
+        }
+    }
+    for (int s = 16; s > 0; s >>= 1) {
+        const Measures o = shuffled(m, s);
+        merge(m, o);
+    }
+    __shared__ Measures warps[CHECK_THREADS / 32];
+    if ((threadIdx.x & 31) == 0) warps[threadIdx.x >> 5] = m;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < CHECK_THREADS / 32; ++w) merge(m, warps[w]);
+        unsigned long long* slot = slots + (unsigned long long)blockIdx.x * CHECK_WORDS;
+        slot[0] = m.bad;
+        slot[1] = m.first;
+        slot[2] = m.over;
+        slot[3] = m.worst_at;
+        slot[4] = __double_as_longlong(m.worst);
+        slot[5] = __double_as_longlong(m.sq);
+        slot[6] = __double_as_longlong(m.ref_sq);
+        slot[7] = __double_as_longlong(m.bound_sq);
     }
 }

@@ -42,7 +42,8 @@ def run(variants: Any = None, sizes: Any = None, *, variant_files: Sequence[str 
     best. A file's variants may be named once it is given (or loaded before). sizes: a size
     spec ("256,512", "64:4096:x2"), a size or a list of them (default: the paper's 63:2049).
     params: {"BM": 128, "BK": [8, 16]} or "BM=128,BK=8/16". settings: the run options as keywords
-    (runs, warmup, cache, threads, seed, max_noise, noise_clock, time_budget, cpu_budget,
+    (runs, warmup, cache, threads, seed, max_noise, max_interval ("off": exactly runs), noise_clock, time_budget,
+    cpu_budget,
     tuning_cache (a path or "none"), config, blocks, scope, pad, dtype and layout ("bf16", "fp32,bf16"
     or a list), cluster, scheduler, workers).
     output=None: the rows are written as they finish into a temporary folder, removed once read

@@ -129,7 +129,7 @@ class Cublas:
         self.lib.destroy(self.handle)
 
 
-GPU_PRODUCTS = "on the GPU: cuBLAS DGEMM through CuPy (float64 A.B and |A|.|B|, from the float32 inputs)"
+GPU_PRODUCTS = "on the GPU: cuBLAS DGEMM through CuPy (float64 A.B and |A|.|B|, from the inputs as stored)"
 
 
 def float64_products(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

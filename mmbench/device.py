@@ -120,6 +120,7 @@ class SmClock:
     def __init__(self, pci_bus_id: str):
         self.handle = None
         self.error = ""
+        self._max_mhz: tuple[int | None] | None = None  # read once: (the value,)
         try:
             import pynvml
 
@@ -146,7 +147,10 @@ class SmClock:
         return (found.decode() if isinstance(found, bytes) else found) or ""
 
     def max_mhz(self) -> int | None:
-        return self._read("nvmlDeviceGetMaxClockInfo", self.nvml.NVML_CLOCK_SM) if self.handle else None
+        """The SM clock's maximum: read once (1.4 ms an NVML call on an H100, asked before every batch)."""
+        if self._max_mhz is None:
+            self._max_mhz = (self._read("nvmlDeviceGetMaxClockInfo", self.nvml.NVML_CLOCK_SM) if self.handle else None,)
+        return self._max_mhz[0]
 
     def conditions(self, when: str) -> dict:
         """Temperature (C) and board power (W) now, as gpu_temp_c_WHEN and power_w_WHEN."""
@@ -355,20 +359,35 @@ class Gpu:
         """Bytes of device memory free now."""
         return self.drv.mem_get_info()[0]
 
-    def draw(self, key: int, stream: int, count: int, kind: str, storage: np.dtype, scale: float = 1.0) -> np.ndarray:
-        """A shape's draw made on this GPU in its storage type (harness.cu's draw_inputs; draws.py's
-        host_values makes the same values) and brought to the host, where the reference is made."""
-        from .draws import KINDS, STORED_BY
+    def harness(self, entry: str, storage=np.float32):
+        """A kernel of kernels/harness.cu compiled for a storage type (its DTYPE: the precision that
+        stores its A in that type)."""
+        from .draws import STORED_BY
         from .precisions import DTYPE_CODES
 
         code = DTYPE_CODES[STORED_BY[np.dtype(storage)]]
-        fn = self.function(Variant(name="draw_inputs", backend="cuda", label="", description="", family="harness"),
-                           (("DTYPE", code),) if code != DTYPE_CODES["fp32"] else ())
+        return self.function(Variant(name=entry, backend="cuda", label="", description="", family="harness"),
+                             (("DTYPE", code),) if code != DTYPE_CODES["fp32"] else ())
+
+    def draw_into(self, buf, rows: int, cols: int, transposed: bool, key: int, stream: int, kind: str, storage,
+                  scale: float = 1.0) -> None:
+        """A shape's draw made on this GPU in its storage type into a rows x cols device matrix, as drawn
+        or, transposed, as the transpose of the cols x rows matrix drawn (harness.cu's draw_matrix;
+        draws.py's host_values makes the same values), on the stream."""
+        from .draws import KINDS
+
+        count = rows * cols
+        blocks = max(1, min(-(-count // 256), 32 * self.facts.sm_count))
+        self.harness("draw_matrix", storage)(buf, np.uint64(rows), np.uint64(cols), np.int32(transposed),
+                                             np.uint64(key), np.uint64(stream), np.int32(KINDS[kind]),
+                                             np.float32(scale), block=(256, 1, 1), grid=(blocks, 1),
+                                             stream=self.stream)
+
+    def draw(self, key: int, stream: int, count: int, kind: str, storage: np.dtype, scale: float = 1.0) -> np.ndarray:
+        """A shape's draw made on this GPU in its storage type and brought to the host (draw_into)."""
         out = self.alloc(count * np.dtype(storage).itemsize)
         try:
-            blocks = max(1, min(-(-count // 256), 32 * self.facts.sm_count))
-            fn(out, np.uint64(count), np.uint64(key), np.uint64(stream), np.int32(KINDS[kind]), np.float32(scale),
-               block=(256, 1, 1), grid=(blocks, 1), stream=self.stream)
+            self.draw_into(out, 1, count, False, key, stream, kind, storage, scale)
             self.stream.synchronize()
             return self.download(out, (count,), storage)
         finally:

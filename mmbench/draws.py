@@ -1,6 +1,6 @@
 """Inputs drawn from the seed by a counter-based generator: value i of a draw is a hash of the
 run's key, the draw's number and i, so the GPU makes a shape's inputs in their own precision
-(kernels/harness.cu's draw_inputs) and the host makes the same values, bit for bit, where there is
+(kernels/harness.cu's draw_matrix, straight into a run's device buffers) and the host makes the same values, bit for bit, where there is
 no GPU (CounterDraws' host twin), each element independently of the others.
 
 Two distributions, each exact in its type:
@@ -22,7 +22,7 @@ from .precisions import PRECISIONS, STORAGE
 KINDS = {"symmetric": 0, "one_two": 1}
 # How a run's points' inputs are made: what its metadata's `inputs` says
 INPUTS_DRAWN = ("counter-based draws from the seed and the shape (mmbench/draws.py): made on the GPU in each "
-                "precision's type (kernels/harness.cu draw_inputs), or the same values on the host without one")
+                "precision's type (kernels/harness.cu draw_matrix), or the same values on the host without one")
 LEGACY_RANGES = {"symmetric": (-1.0, 1.0), "one_two": (1.0, 2.0)}  # numpy's uniform draws of the same kinds
 STREAM_STEP = 0x632BE59BD9B4E019  # draw d's values start at key + d * STREAM_STEP (kernels/harness.cu too)
 _MASK = (1 << 64) - 1
@@ -44,7 +44,7 @@ def splitmix64(z: np.ndarray) -> np.ndarray:
 
 
 def host_values(key: int, stream: int, count: int, kind: str, storage: np.dtype, scale: float = 1.0) -> np.ndarray:
-    """The values draw_inputs makes on the GPU, made on the host: `count` of them, in `storage`."""
+    """The values draw_matrix makes on the GPU, made on the host: `count` of them, in `storage`."""
     start = np.uint64((key + stream * STREAM_STEP) & _MASK)
     with np.errstate(over="ignore"):
         bits = splitmix64(start + np.arange(count, dtype=np.uint64))

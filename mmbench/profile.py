@@ -22,6 +22,7 @@ from typing import Sequence
 import pandas as pd
 
 from .engine.plan import Point
+from .precisions import DEFAULT, DEFAULT_LAYOUT
 from .sizes import Shape
 from .variants import files, format_params
 
@@ -233,7 +234,8 @@ def _args(point: Point) -> list[str]:
 
     padded = padded_shape(point)
     s = Shape(*map(int, padded.split("x"))) if padded else point.shape
-    return [point.variant.name, format_params(point.params) or "-", f"{s.m}x{s.n}x{s.k}"]
+    form = f"@{point.dtype}/{point.layout}" if (point.dtype, point.layout) != (DEFAULT, DEFAULT_LAYOUT) else ""
+    return [point.variant.name, format_params(point.params) or "-", f"{s.m}x{s.n}x{s.k}{form}"]
 
 
 def profile_points(points: Sequence[Point]) -> pd.DataFrame:

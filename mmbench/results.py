@@ -526,7 +526,8 @@ def _count(value, least: int | None) -> bool:
 INVOCATION_KEYS = ("command", "started_at", "finished_at", "state", "wall_s", "points_planned", "status_counts",
                    "git", "repaired")
 # Settings every row of one file must share: a resume may not change them.
-MEASUREMENT_SETTINGS = ("runs", "warmup", "cache", "threads", "seed", "l2_flush", "max_noise", "noise_clock")
+MEASUREMENT_SETTINGS = ("runs", "warmup", "cache", "threads", "seed", "l2_flush", "max_noise", "max_interval",
+                        "noise_clock")
 # Files whose settings do not say how the L2 was flushed were flushed by a write (before 2026-11-24).
 L2_FLUSH_BEFORE = "write"
 
@@ -549,7 +550,7 @@ def recorded_settings(csv_path: Path, meta: Mapping | None = None) -> dict:
     settings = (read_metadata(csv_path) if meta is None else meta).get("settings")
     if settings:
         # a file from before a setting existed was measured the way that setting's absence means
-        return ({"l2_flush": L2_FLUSH_BEFORE, "max_noise": None, "noise_clock": "events"}
+        return ({"l2_flush": L2_FLUSH_BEFORE, "max_noise": None, "max_interval": None, "noise_clock": "events"}
                 | {k: settings[k] for k in MEASUREMENT_SETTINGS if k in settings})
     if not csv_path.exists() or csv_path.stat().st_size == 0:
         return {}

@@ -52,6 +52,8 @@ _TABLE = (
     # adaptive sampling: reached noise (of which clock's samples: the kernel clock's can be missing
     # at a point, and then the events' judge), why it stopped
     ("noise", _FLOAT, ""), ("noise_clock", _TEXT, ""), ("stopped", _TEXT, ""), ("samples_sagged", _FLOAT, ""),
+    # and the relative half-width of the median's 95 % interval reached (timing.median_interval)
+    ("interval", _FLOAT, ""),
 )
 COLUMNS = tuple(name for name, _, _ in _TABLE)
 KEY = ("op", "variant", "params", "m", "n", "k", "cache", "scope", "pad", "dtype", "layout")  # one row per point; --resume skips these

@@ -31,7 +31,13 @@ from .variants import REGISTRY, VariantError, get_variant
 
 PAPER_SWEEP = "63:2049"  # the default sizes: Zosa's 189
 NO_CACHE = "none"  # tuning_cache "none": no tuned parameters, the variants' defaults
-MEASURED = ("runs", "warmup", "cache", "threads", "seed", "max_noise", "noise_clock")  # resolved with a resume's file
+MEASURED = ("runs", "warmup", "cache", "threads", "seed", "max_noise", "max_interval", "noise_clock")  # resolved with a resume's file
+# New runs on the GPU sample each point until the median's 95 % interval is within +- INTERVAL of it
+# (Settings.max_interval): narrow enough that `mmbench compare`'s default 2 % threshold can tell a change
+# on either side from noise; within INTERVAL_BUDGET_S of sampling a point unless --time-budget says.
+INTERVAL = 0.005
+INTERVAL_BUDGET_S = 1.0
+OFF = "off"  # max_interval: exactly --runs samples
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,7 @@ class RunRequest:
     threads: int | None = None
     seed: int | None = None
     max_noise: float | None = None
+    max_interval: float | str | None = None  # a fraction, or OFF; default INTERVAL for a new run on the GPU
     noise_clock: str | None = None
     time_budget: float | None = None
     cpu_budget: float | None = None
@@ -119,7 +126,29 @@ def perform(request: RunRequest, *, say: Say = print, dry_run: bool = False, com
         on_output(output)
     asked = {k: getattr(request, k) for k in MEASURED}
     given = {**cfg, **{k: v for k, v in asked.items() if v is not None}}  # cfg: what the config's [run] sets
+    if given.get("max_interval") == OFF:
+        given["max_interval"] = None  # given as none: a resume of a file sampled to an interval is refused
+    elif "max_interval" not in given and "max_noise" not in given and not request.resume \
+            and any(v.on_gpu for v in chosen):
+        given["max_interval"] = INTERVAL
     budgets = {k: v for k, v in (("cpu_budget_s", request.cpu_budget), ("budget_s", request.time_budget)) if v is not None}
+    if not dry_run and isolation.mode == "process" and spec is None and any(v.on_gpu for v in chosen):
+        from .engine.points_isolated import prestart
+
+        prestart(isolation.runner)  # the GPU's worker starts while the run is planned
+    try:
+        return _planned_and_run(request, name, selections, caches, output, given, budgets, chosen, spec, isolation,
+                                say, dry_run, command, progress)
+    finally:
+        from .engine.points_isolated import discard_prestarted
+
+        discard_prestarted()  # a child the run did not take (refused, nothing to do, a dry run)
+
+
+def _planned_and_run(request: RunRequest, name: str, selections, caches, output: Path, given: dict, budgets: dict,
+                     chosen, spec, isolation, say: Say, dry_run: bool, command: Sequence[str],
+                     progress: Progress | None) -> Performed:
+    """perform()'s plan and run, once the request is read."""
     ran = plan_run(selections, caches, output, given, resume=request.resume, say=say,
                    refuse_unused=lambda s: refuse_unused_settings(request, given, s, chosen), **budgets)
     if ran.found and ran.found.torn:
@@ -149,7 +178,14 @@ def plan_run(selections: Sequence[Selection], caches: Sequence, output: Path, gi
     if not resume:
         check_new_output(output, "pass --resume to continue it or choose another --output")
     previous = previous_metadata(output, found, say) if resume else {}
-    chosen = Settings(**resolve_settings(given, output, previous if resume else None), **settings)
+    resolved = resolve_settings(given, output, previous if resume else None)
+    if resolved.get("max_interval") is not None and "budget_s" not in settings:
+        settings = {**settings, "budget_s": INTERVAL_BUDGET_S}
+    try:
+        chosen = Settings(**resolved, **settings)
+    except ValueError as exc:  # a noise target and an interval target
+        raise RunRefused(f"--max-noise {resolved.get('max_noise')} and --max-interval {resolved.get('max_interval')}: "
+                         f"{exc}") from None
     if refuse_unused is not None:
         refuse_unused(chosen)
     selections = [for_runs.with_tuned(sel, caches, say) for sel in selections]
@@ -167,7 +203,8 @@ def plan_run(selections: Sequence[Selection], caches: Sequence, output: Path, gi
 # did not come through them: (field, kind, least, most); None: no bound.
 LIMITS = (("runs", int, 1, Settings().max_runs), ("warmup", int, 0, Settings().max_runs),
           ("threads", int, 1, None), ("seed", int, 0, 2**32 - 1), ("workers", int, 1, None),
-          ("max_noise", float, 0, 1), ("time_budget", float, 0, None), ("cpu_budget", float, 0, None),
+          ("max_noise", float, 0, 1), ("max_interval", float, 0, 1), ("time_budget", float, 0, None),
+          ("cpu_budget", float, 0, None),
           ("point_timeout", float, 0, None))
 CHOICES = (("cache", CACHE_MODES), ("noise_clock", ("events", "kernel")), ("cluster", ("local",)),
            ("isolation", ("process", "none")))
@@ -179,7 +216,7 @@ def check_values(request: RunRequest) -> None:
     (open: a fraction or budget of 0 means nothing), known choices. Named as keyword arguments."""
     for key, kind, least, most in LIMITS:
         value = getattr(request, key)
-        if value is None:
+        if value is None or (key == "max_interval" and value == OFF):
             continue
         if kind is int:
             fits = isinstance(value, int) and not isinstance(value, bool) and least <= value <= (most or value)
@@ -255,9 +292,12 @@ def refuse_unused_settings(request: RunRequest, given: dict, settings: Settings,
     if given.get("threads", 0) > cores and not request.scheduler:  # a running cluster's workers are elsewhere
         raise RunRefused(f"{named('threads')}: this process may use {cores} cores; more BLAS threads than cores "
                          f"would measure their contention (and the rows, settings and BLAS would disagree)")
-    if settings.max_noise is None:
-        _refuse_given(request, ("noise_clock", "time_budget"), "it applies to a noise target (--max-noise), which "
-                                                               "this run does not set")
+    if "max_interval" in given and given["max_interval"] is not None and not on_gpu:
+        raise RunRefused(f"{named('max_interval')}: no variant of this run runs on the GPU (a CPU point takes exactly "
+                         f"--runs samples)")
+    if settings.target is None:
+        _refuse_given(request, ("noise_clock", "time_budget"), "it applies to a sampling target (--max-noise or "
+                                                               "--max-interval), which this run does not set")
     if not any(v.backend == "cpu" for v in variants):
         _refuse_given(request, ("cpu_budget",), "no variant of this run is a compiled CPU loop (backend cpu), the "
                                                 "points it budgets")

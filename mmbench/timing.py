@@ -10,6 +10,7 @@ the same, cached buffers.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import dataclass
@@ -117,14 +118,44 @@ def noise(samples: Sequence[float], sagged: Sequence[bool] | None = None) -> flo
     return statistics.stdev(kept) / mean if mean > 0 else float("nan")
 
 
-def stop_reason(samples: Sequence[float], sagged: Sequence[bool], min_runs: int, max_noise: float, elapsed_s: float,
-                budget_s: float, max_runs: int) -> str | None:
-    """Why sampling stops now, or None to take more: "noise" once at least min_runs samples (not
-    counting those taken while the clock sagged) are under max_noise; else "budget" when the time
-    is spent, or "max" at max_runs samples."""
+def median_interval(samples: Sequence[float], sagged: Sequence[bool] | None = None) -> float:
+    """Relative half-width of the 95 % interval of the median of the samples (those not taken while
+    the SM clock sagged): (x_(u) - x_(l)) / (2 x median), x_(l) and x_(u) the order statistics
+    l = floor(n/2 - 0.98 sqrt(n)) and u = ceil(1 + n/2 + 0.98 sqrt(n)), counted from 1 (the binomial's
+    normal approximation, distribution-free as a median needs, Conover's); up to 10 samples the
+    interval is their whole range. nan with fewer than two left."""
+    kept = sorted(t for t, bad in zip(samples, sagged or [False] * len(samples)) if not bad)
+    n = len(kept)
+    if n < 2:
+        return float("nan")
+    spread = 0.98 * math.sqrt(n)
+    low, high = max(0, math.floor(n / 2 - spread) - 1), min(n - 1, math.ceil(1 + n / 2 + spread) - 1)
+    middle = statistics.median(kept)
+    return (kept[high] - kept[low]) / (2 * middle) if middle > 0 else float("nan")
+
+
+# What a sampling target judges (Settings.max_noise, max_interval): its measure of the samples kept
+TARGETS = {"noise": noise, "interval": median_interval}
+
+
+MIN_BATCH = 8  # the fewest samples a batch adds: each batch costs a hold, a synchronize and the kernel clock's read
+
+
+def next_batch(reached: float, target: float, taken: int, max_runs: int) -> int:
+    """How many samples the next batch of an interval target takes: as many as would bring the median's
+    interval reached (~ 1 / sqrt(samples)) to the target, from MIN_BATCH to MAX_BATCH, never past max_runs."""
+    wanted = taken * ((reached / target) ** 2 - 1) if math.isfinite(reached) and target > 0 else MAX_BATCH
+    return max(0, min(max_runs - taken, MAX_BATCH, max(MIN_BATCH, math.ceil(wanted))))
+
+
+def stop_reason(samples: Sequence[float], sagged: Sequence[bool], min_runs: int, target: float, elapsed_s: float,
+                budget_s: float, max_runs: int, rule: str = "noise") -> str | None:
+    """Why sampling stops now, or None to take more: the rule's name ("noise", "interval") once at
+    least min_runs samples (not counting those taken while the clock sagged) measure under the
+    target by the rule (TARGETS); else "budget" when the time is spent, or "max" at max_runs samples."""
     kept = sum(1 for bad in sagged if not bad)
-    if kept >= min_runs and noise(samples, sagged) <= max_noise:
-        return "noise"
+    if kept >= min_runs and TARGETS[rule](samples, sagged) <= target:
+        return rule
     if elapsed_s >= budget_s:
         return "budget"
     if len(samples) >= max_runs:

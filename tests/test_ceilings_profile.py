@@ -95,6 +95,9 @@ def test_the_profiler_target_gets_a_transpose_shape_whole():
     point = Point(REGISTRY["transpose_shmem"], (), Shape(4096, 4096, 0), "cold")
     assert profile._args(point) == ["transpose_shmem", "-", "4096x4096x0"]
     assert profile._args(Point(REGISTRY["best"], (("BLOCK", 32),), Shape(63, 63, 63), "cold"))[2] == "63x63x63"
+    # a typed point names its precision and layout: the target draws its inputs and compiles its kernel so
+    typed = Point(REGISTRY["tc_tiles"], (("BN", 128),), Shape(8192, 8192, 8192), "cold", dtype="bf16", layout="nt")
+    assert profile._args(typed)[2] == "8192x8192x8192@bf16/nt"
 
 
 def test_ncus_reference_is_the_median_of_the_calls_summed_kernels():

@@ -393,3 +393,25 @@ def test_the_test_session_leaves_nothing_in_tmpdir(tmp_path):
                           env={**os.environ, "TMPDIR": str(tmp_path)})
     assert done.returncode == 0, done.stdout + done.stderr
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("mmbench-test-")]
+
+
+def test_a_new_gpu_run_samples_to_the_interval_and_a_resume_keeps_the_files_sampling(tmp_path):
+    """New runs on the GPU take --max-interval 0.005 within 1 s a point unless told otherwise; off,
+    a noise target or a CPU-only run take none; a resume samples as its file was sampled (a file from
+    before the interval target: exactly --runs)."""
+    from mmbench import sweep
+
+    def settings(**asked):
+        return sweep.perform(sweep.RunRequest(**{"variants": ("best",), "sizes": "64", "output": tmp_path / "p.csv",
+                                                 **asked}), say=lambda _: None, dry_run=True).plan.settings
+
+    new = settings()
+    assert (new.max_interval, new.budget_s, new.target) == (sweep.INTERVAL, sweep.INTERVAL_BUDGET_S, ("interval", 0.005))
+    assert (settings(max_interval="off").target, settings(max_interval="off").budget_s) == (None, 15.0)
+    assert settings(max_noise=0.01).target == ("noise", 0.01) and settings(max_interval=0.02, time_budget=3).budget_s == 3
+    assert settings(variants=("blas",)).target is None
+    out = tmp_path / "r.csv"
+    assert invoke("run", "-v", "blas", "-s", "32", "--runs", "2", "-o", out).exit_code == 0
+    assert settings(output=out, resume=True).target is None
+    clash = invoke("run", "-v", "best", "-s", "64", "--max-interval", "0.01", "-o", out, "--resume")
+    assert clash.exit_code == 2 and "measured with max_interval=None; this resume asks for max_interval=0.01" in clash.output

@@ -439,6 +439,7 @@ def test_the_kernel_clock_reads_every_sample_beside_the_events(tmp_path):
     pytest.importorskip("cupti")
     out = tmp_path / "k.csv"
     result = CliRunner().invoke(main, ["run", "-v", "best,cublas,dbuf,transpose_vec", "-s", "63,512", "--runs", "5",
+                                       "--max-interval", "off",
                                        "-o", str(out)])
     assert result.exit_code == 0, result.output
     df = read_results(out)

@@ -11,7 +11,7 @@ from mmbench.schema import samples_of
 from mmbench.sizes import Shape
 from mmbench.engine.plan import Point, Settings
 from mmbench.engine.points_local import LocalPoints
-from mmbench.timing import noise, stop_reason
+from mmbench.timing import MIN_BATCH, median_interval, next_batch, noise, stop_reason
 from mmbench.variants import REGISTRY
 
 from test_derived_columns import FakeGpu
@@ -110,8 +110,36 @@ def test_noise_leaves_out_the_samples_taken_while_the_clock_sagged():
     ([1.0, 2.0] * 50, [False] * 100, 0.1, "max"),
 ])
 def test_sampling_stops_when_the_noise_is_known_or_the_budget_is_spent(samples, sagged, elapsed, expected):
-    assert stop_reason(samples, sagged, min_runs=10, max_noise=0.005, elapsed_s=elapsed, budget_s=15.0,
+    assert stop_reason(samples, sagged, min_runs=10, target=0.005, elapsed_s=elapsed, budget_s=15.0,
                        max_runs=100) == expected
+
+
+def test_the_medians_interval_is_the_order_statistics_around_it_relative_to_it():
+    """floor(n/2 - 0.98 sqrt(n)) to ceil(1 + n/2 + 0.98 sqrt(n)), from 1: with 10 samples the whole
+    range, with 100 the 40th to the 61st of the sorted samples; sagged samples left out."""
+    ten = [1.0, 1.1, 0.9, 1.0, 1.0, 1.2, 1.0, 1.0, 0.95, 1.0]
+    assert median_interval(ten) == pytest.approx((1.2 - 0.9) / (2 * 1.0))
+    hundred = list(np.linspace(1.0, 2.0, 100))
+    assert median_interval(hundred[::-1]) == pytest.approx((hundred[60] - hundred[39]) / (2 * np.median(hundred)))
+    assert median_interval([1.0, 1.0, 9.0], [False, False, True]) == 0.0
+    assert np.isnan(median_interval([1.0, 9.0], [False, True]))
+
+
+def test_an_interval_target_takes_batches_until_the_median_is_pinned():
+    spread = [1.0, 1.04, 0.96, 1.02, 0.98, 1.0, 1.01, 0.99, 1.03, 0.97]  # 10 samples: +- 4 % around the median
+    runner = LocalPoints(Settings(runs=10, warmup=0, max_interval=0.01, max_runs=500), [])
+    runner.gpu = FakeGpu(spread + [1.0] * 200, [1980] * 1000)
+    row = time_naive_8(runner)
+    # +- 4 % at 10 samples: 16 times as many wanted, one batch of MAX_BATCH; then it holds
+    assert row["stopped"] == "interval" and row["interval"] <= 0.01 and row["runs"] == 10 + 64
+    assert row["noise"] == pytest.approx(noise(samples_of(row["time_ms_samples"])))
+
+
+def test_an_interval_target_asks_a_batch_the_size_its_interval_needs():
+    assert next_batch(0.006, 0.005, 10, 1000) == MIN_BATCH  # 4.4 more wanted: the fewest a batch takes
+    assert next_batch(0.01, 0.005, 10, 1000) == 30  # twice too wide: four times the samples
+    assert next_batch(0.05, 0.005, 10, 1000) == 64 and next_batch(0.05, 0.005, 990, 1000) == 10
+    assert next_batch(float("nan"), 0.005, 10, 1000) == 64
 
 
 def test_adaptive_sampling_takes_batches_until_the_noise_target():

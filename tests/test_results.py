@@ -208,7 +208,7 @@ def test_recorded_settings_from_metadata_else_from_rows(tmp_path):
                                        "clock_sag": 0.9}})
     # nor its sampling: from before adaptive sampling, every point took exactly `runs` samples
     assert recorded_settings(path) == {"runs": 5, "warmup": 0, "cache": "hot", "threads": None, "seed": 1,
-                                       "l2_flush": "write", "max_noise": None, "noise_clock": "events"}
+                                       "l2_flush": "write", "max_noise": None, "max_interval": None, "noise_clock": "events"}
     write_metadata(path, {"settings": {"runs": 5, "warmup": 0, "cache": "cold", "threads": None, "seed": 1,
                                        "l2_flush": "read"}})
     assert recorded_settings(path)["l2_flush"] == "read"

@@ -98,6 +98,20 @@ class Finite(click.FloatRange):
         return number
 
 
+class IntervalOrOff(Finite):
+    """--max-interval: a fraction in (0, 1), or "off" (sweep.OFF: exactly --runs samples)."""
+
+    name = "fraction or off"
+
+    def __init__(self):
+        super().__init__(0, 1, min_open=True, max_open=True)
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.strip().lower() == "off":
+            return "off"
+        return super().convert(value, param, ctx)
+
+
 class GivenPath(click.Path):
     """A click.Path that refuses an empty value: Path("") is the current folder, which nobody means
     by typing nothing."""

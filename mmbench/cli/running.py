@@ -24,7 +24,7 @@ from ..engine.refusals import DEFAULTS
 from ..sweep import PAPER_SWEEP
 from ..timing import CACHE_MODES
 from ..variants import format_params
-from .common import ARGV, FILE, SEED, Finite, Interrupted, RunFailed, command, console, given, interrupts_count
+from .common import ARGV, FILE, SEED, Finite, Interrupted, IntervalOrOff, RunFailed, command, console, given, interrupts_count
 
 COMMANDS = ("run",)
 # Samples and warm-up launches a point may take: a noise target stops at this many samples too.
@@ -217,11 +217,17 @@ def _summary_table(df, csv_path) -> Table:
               help="Sample until the relative noise (std / mean, samples taken while the SM clock sagged left out) is "
                    "under FRACTION, e.g. 0.005, with --runs as the least number, within --time-budget; the row says "
                    "the noise reached and why sampling stopped. Default: exactly --runs samples.")
+@click.option("--max-interval", type=IntervalOrOff(), metavar="FRACTION|off",
+              help=f"Sample until the 95% interval of the median is within +- FRACTION of it (samples taken while the "
+                   f"SM clock sagged left out), with --runs as the least number, within --time-budget; the row says "
+                   f"the interval reached and why sampling stopped. Default for a new run on the GPU: "
+                   f"{sweep.INTERVAL:g} (what `mmbench compare`'s 2% threshold needs); off: exactly --runs samples.")
 @click.option("--noise-clock", type=click.Choice(["events", "kernel"]),
-              help="With --max-noise: whose samples the target judges, the events' (default) or the kernel clock's "
-                   "(CUPTI; far less noisy at small sizes).")
-@click.option("--time-budget", type=Finite(min=0, min_open=True), default=Settings().budget_s,
-              show_default=True, metavar="SECONDS", help="With --max-noise: the most sampling time a point may take.")
+              help="With a target (--max-noise, --max-interval): whose samples it judges, the events' (default) or "
+                   "the kernel clock's (CUPTI; far less noisy at small sizes).")
+@click.option("--time-budget", type=Finite(min=0, min_open=True), metavar="SECONDS",
+              help=f"With a target: the most sampling time a point may take (default {Settings().budget_s:g} s with "
+                   f"--max-noise, {sweep.INTERVAL_BUDGET_S:g} s with --max-interval).")
 @click.option("--cpu-budget", type=Finite(min=0, min_open=True), default=Settings().cpu_budget_s,
               show_default=True, metavar="SECONDS",
               help="Time a compiled naive CPU point may take; one estimated longer is a skipped row.")
@@ -244,8 +250,8 @@ def _summary_table(df, csv_path) -> Table:
 @click.option("--dry-run", is_flag=True, help="Print the plan and exit; needs no GPU.")
 @cluster_options
 @isolation_options
-def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cache, threads, seed, max_noise, noise_clock,
-        time_budget, cpu_budget, output, resume, scope, pad, dtype, layout, dry_run, cluster, scheduler, workers,
+def run(variants, sizes, blocks, params, tuning_cache, config, runs, warmup, cache, threads, seed, max_noise,
+        max_interval, noise_clock, time_budget, cpu_budget, output, resume, scope, pad, dtype, layout, dry_run, cluster, scheduler, workers,
         isolation, point_timeout):
     """Sweep variants over sizes: verify each point, time it, write a row per point.
 

@@ -127,10 +127,25 @@ def serve(inbox: Connection, outbox: Connection, make) -> int:
             outbox.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
 
 
+def warm() -> None:
+    """Import what opening the GPU takes and start the CUDA driver while the parent still plans (a
+    prestarted child: points_isolated.prestart); anything missing is left for the runner to report."""
+    try:
+        import pycuda.driver as drv
+
+        drv.init()
+        from .. import device  # noqa: F401  (NVML, the kernel clock's modules follow from the runner)
+    except Exception:
+        pass
+
+
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     inbox, outbox = Connection(int(argv[0]), writable=False), Connection(int(argv[1]), readable=False)
-    return serve(inbox, outbox, load(argv[2]))
+    make = load(argv[2])
+    if not inbox.poll(0):  # nothing asked yet: the parent is still planning
+        warm()
+    return serve(inbox, outbox, make)
 
 
 if __name__ == "__main__":

@@ -122,18 +122,32 @@ class Settings:
     # the clock sagged is under max_noise, or budget_s seconds of sampling, or max_runs samples.
     # None: exactly `runs` samples (the papers' configs).
     max_noise: float | None = None
-    budget_s: float = 15.0
+    # Or until the 95 % interval of the median is narrower than +- max_interval of it (timing.py's
+    # median_interval): what `mmbench compare` needs to tell a change from noise. New runs of `mmbench
+    # run` on the GPU take INTERVAL (sweep.py) unless told otherwise; None: neither target.
+    max_interval: float | None = None
+    budget_s: float = 15.0  # with max_noise; with max_interval, INTERVAL_BUDGET_S unless given
     max_runs: int = 1000
     # Which time `plot` and `report` use unless told (--clock): the events' or the kernel clock's.
     figure_clock: str = "events"
-    # Whose samples the noise target judges: the events' or (where it runs) the kernel clock's.
+    # Whose samples the target (noise or interval) judges: the events' or (where it runs) the kernel clock's.
     noise_clock: str = "events"
+
+    @property
+    def target(self) -> tuple[str, float] | None:
+        """The sampling target as (rule, value): ("noise", max_noise), ("interval", max_interval), or
+        None (exactly `runs` samples)."""
+        if self.max_noise is not None:
+            return "noise", self.max_noise
+        return ("interval", self.max_interval) if self.max_interval is not None else None
 
     def __post_init__(self):
         if self.cache not in CACHE_MODES:
             raise ValueError(f"cache mode '{self.cache}'; choose from: {', '.join(CACHE_MODES)}")
         if self.l2_flush not in ("read", "write"):
             raise ValueError(f"L2 flush '{self.l2_flush}'; choose from: read, write")
+        if self.max_noise is not None and self.max_interval is not None:
+            raise ValueError("a noise target and an interval target: choose one")
         if self.noise_clock not in ("events", "kernel"):
             raise ValueError(f"noise clock '{self.noise_clock}'; choose from: events, kernel")
         if self.kernel_clock not in (*KERNEL_CLOCK_MODES, "off"):

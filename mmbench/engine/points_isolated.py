@@ -48,7 +48,7 @@ MODES = ("process", "none")
 # (200 GFLOP/s is 0.3 % of an H100's FP32 peak, and a fifth of it would still finish in time.)
 FLOOR_S, MULTIPLE, SLOW_FLOPS, SLOW_BYTES = 30.0, 5, 2e11, 5e9
 TIMEOUT_RULE = (f"max({FLOOR_S:g} s, {MULTIPLE} x the point's runs + warmup + 1 launches at {SLOW_FLOPS / 1e9:g} "
-                f"GFLOP/s or {SLOW_BYTES / 1e9:g} GB/s, whichever is slower, + 2 x --time-budget with --max-noise)")
+                f"GFLOP/s or {SLOW_BYTES / 1e9:g} GB/s, whichever is slower, + 2 x --time-budget with --max-noise or --max-interval)")
 START_S = 600.0  # the most a fresh child may take to import and open the GPU
 CHILD = "mmbench.engine.isolated_child"
 LOCAL = "mmbench.engine.points_local:LocalPoints"
@@ -88,7 +88,7 @@ def point_timeout(point: Point, settings: Settings, given: float | None = None) 
     op, shape = point.op, point.shape
     launch = max(op.flops(shape) / SLOW_FLOPS, op.min_bytes(shape) / SLOW_BYTES)
     expected = (settings.runs + settings.warmup + 1) * launch
-    if settings.max_noise is not None:
+    if settings.target is not None:
         expected += 2 * settings.budget_s
     return max(FLOOR_S, MULTIPLE * expected)
 
@@ -214,6 +214,33 @@ class Child:
         self.outbox.close()
 
 
+_WAITING: dict[str, Child] = {}  # runner -> a child started ahead of its run (prestart)
+
+
+def prestart(runner: str = LOCAL) -> None:
+    """Start a run's child now, so that its imports and the GPU's start overlap what this process does
+    before the run (planning, the tuning caches); the run's engine takes it (or a fresh one, if it has
+    died meanwhile). discard_prestarted() ends one no run took."""
+    if runner not in _WAITING:
+        _WAITING[runner] = Child(runner)
+
+
+def discard_prestarted() -> None:
+    """End the children no run took (a run refused after prestart): they exit when their pipes close."""
+    while _WAITING:
+        _WAITING.popitem()[1].kill()
+
+
+def _started_child(runner: str) -> Child:
+    """The child prestart() started for this runner while it still lives, else a new one."""
+    waiting = _WAITING.pop(runner, None)
+    if waiting is not None and waiting.process.poll() is None:
+        return waiting
+    if waiting is not None:
+        waiting.kill()
+    return Child(runner)
+
+
 class IsolatedPoints(Engine):
     """Runs points in a child process's LocalPoints (see the module's notes); as a LocalPoints,
     keep_shape, compile_jobs and blas_threads may be set (a cluster worker's runner)."""
@@ -236,7 +263,7 @@ class IsolatedPoints(Engine):
     def _open(self, points: Sequence[Point]) -> None:
         """A fresh child, its runner opened for these points (the GPU, library handles)."""
         with self.spending("start_child"):
-            self._child = Child(self.isolation.runner)
+            self._child = _started_child(self.isolation.runner)
             self._child.send(("open", self.settings, [wire(p) for p in points], self._options()))
             try:
                 kind, *body = self._child.receive(START_S)

@@ -19,13 +19,15 @@ from .. import environment, source
 from ..draws import CounterDraws, run_key
 from ..kernel_clock import KernelClock, KernelClockError, per_call_ms
 from ..ops import DeviceBuffers, Operation, get_op
-from ..ops.base import Timed, Unsupported
-from ..ops.capabilities import CpuBaseline, LibraryBaseline, needs, timed_sequence
+from ..ops.base import Check, Timed, Unsupported
+from ..ops.capabilities import CpuBaseline, InputsOnGpu, LibraryBaseline, needs, timed_sequence
+from ..ops.on_gpu import MadeOnGpu
+from ..precisions import raw_view
 from ..ops.declared import dimensions, launcher
 from .. import schema
 from ..schema import HOST, clock_fields, clock_sagged, kernel_fields, timing_fields
 from ..sizes import Shape
-from ..timing import MAX_BATCH, noise, stop_reason, time_cpu, time_gpu
+from ..timing import MAX_BATCH, median_interval, next_batch, noise, stop_reason, time_cpu, time_gpu
 from ..variants import Params, Variant
 from .interface import Engine
 from .plan import Point, Settings, kernel_key, takes
@@ -97,6 +99,7 @@ class LocalPoints(Engine):
         # by where they were made)
         self.spent_s: dict[str, float] = {}
         self.gpu_products_error = ""  # why references are no longer made on the GPU (no CuPy, ...)
+        self.checks = {"gpu": 0, "host": 0}  # points verified where (ops/on_gpu.py's check, or the host's)
         # Called with a GPU point just before its first launch (compiled, buffers in place): an
         # isolated engine's child tells its parent, whose per-point timeout starts then.
         self.on_launch: Callable[[Point], None] | None = None
@@ -141,21 +144,17 @@ class LocalPoints(Engine):
             self.precompile(points)
         for (name, shape, dtype, layout), group in shape_groups(points).items():
             op = get_op(name)
-            too_large = self._host_shortfall(op, shape, dtype)
-            if too_large:
-                for point in group:
-                    on_row(schema.row(point, self.settings, "skipped", too_large))
-                continue
             key = (name, shape, dtype, layout, self.settings.seed)
             if self._kept is not None and self._kept[0] == key:
                 _, inputs, buffers = self._kept  # a cluster worker's next chunk of the same shape
             else:
                 self.release_shape()
-                # The same draws at every precision and layout (a bf16 point's inputs are the fp32 point's
-                # rounded), made from the seed on the run's GPU in their own type, or the same on the host.
-                rng = CounterDraws(run_key([self.settings.seed, shape.m, shape.n, shape.k]), self._drawer())
                 with self.spending("inputs"):
-                    inputs, buffers = op.make_inputs(shape, rng, self.float64_products, dtype, layout), None
+                    inputs, buffers = self._inputs(op, shape, dtype, layout, group)
+                if isinstance(inputs, str):  # too large for the host
+                    for point in group:
+                        on_row(schema.row(point, self.settings, "skipped", inputs))
+                    continue
             try:
                 for point in group:
                     if point.variant.on_gpu and buffers is None and not self.context_lost:
@@ -168,6 +167,37 @@ class LocalPoints(Engine):
                 self._kept = (key, inputs, buffers)
                 if not self.keep_shape:
                     self.release_shape()
+
+    def _inputs(self, op: Operation, shape: Shape, dtype: str, layout: str, group: Sequence[Point]) -> tuple:
+        """A shape's (inputs, device buffers or None): drawn, referenced and checked on the GPU where
+        the operation can (InputsOnGpu) and the GPU has the memory, else on the host (the buffers
+        uploaded when a GPU point first needs them); or (why, None) where the host lacks the memory.
+        The same draws at every precision and layout either way (a bf16 point's inputs are the fp32
+        point's rounded), from the seed."""
+        key = run_key([self.settings.seed, shape.m, shape.n, shape.k])
+        if self._on_gpu(op, group) and needs(op, InputsOnGpu).gpu_bytes(shape, dtype) <= self.gpu.free_memory():
+            started = time.perf_counter()
+            try:
+                made = op.inputs_on_gpu(self.gpu, shape, key, dtype, layout)
+                self.spent_s["reference_gpu"] = self.spent_s.get("reference_gpu", 0.0) + time.perf_counter() - started
+                return made, made.buffers
+            except Exception as exc:
+                from ..cublas import out_of_memory
+
+                if not out_of_memory(exc):  # no CuPy, ...: the host's path for the rest of the run
+                    self.gpu_products_error = error_line(exc) or type(exc).__name__
+        too_large = self._host_shortfall(op, shape, dtype)
+        if too_large:
+            return too_large, None
+        return op.make_inputs(shape, CounterDraws(key, self._drawer()), self.float64_products, dtype, layout), None
+
+    def _on_gpu(self, op: Operation, group: Sequence[Point]) -> bool:
+        """Whether a shape's inputs are made on the GPU: the operation can, a GPU point needs them, and
+        this process has a real GPU whose references have not failed."""
+        from ..device import Gpu
+
+        return (isinstance(op, InputsOnGpu) and isinstance(self.gpu, Gpu) and not self.context_lost
+                and not self.gpu_products_error and any(p.variant.on_gpu for p in group))
 
     def float64_products(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """A.B and |A|.|B| in float64 for a reference: on the run's GPU when it has one (seconds
@@ -202,14 +232,18 @@ class LocalPoints(Engine):
 
     def reference_meta(self) -> dict:
         """What the places of the references' float64 products mean (the seconds spent in each
-        are time_spent_s's reference_gpu and reference_host) and, per process that gave the GPU
-        up, why (a cluster's workers report one entry each)."""
+        are time_spent_s's reference_gpu and reference_host: on the GPU, a shape's draws and its whole
+        reference and bound), per process that gave the GPU up, why, and where each process checked
+        its points (a cluster's workers report one entry each)."""
         if not {"reference_gpu", "reference_host"} & set(self.spent_s):
             return {}
         from ..cublas import GPU_PRODUCTS
 
         why = {f"not on the GPU at {HOST}:{os.getpid()}": self.gpu_products_error} if self.gpu_products_error else {}
-        return {"float64_reference": {"reference_gpu": GPU_PRODUCTS, "reference_host": HOST_PRODUCTS, **why}}
+        checked = {f"checked at {HOST}:{os.getpid()}": f"{self.checks['gpu']} points on the GPU (inputs drawn there; "
+                                                        f"kernels/harness.cu check_outputs), {self.checks['host']} on "
+                                                        f"the host (ops/base.py check_sums)"}
+        return {"float64_reference": {"reference_gpu": GPU_PRODUCTS, "reference_host": HOST_PRODUCTS, **why, **checked}}
 
     def precompile(self, points: Sequence[Point]) -> int:
         """Compile the kernels of these points not compiled yet, compile_jobs at a time, into
@@ -228,6 +262,8 @@ class LocalPoints(Engine):
         kept, self._kept = self._kept, None
         if kept is not None and isinstance(kept[2], DeviceBuffers):
             try:
+                if isinstance(kept[1], MadeOnGpu):
+                    kept[1].free()
                 kept[2].free()
             except Exception:
                 if not self.context_lost:  # a lost context frees nothing: its memory goes with the process
@@ -411,7 +447,7 @@ class LocalPoints(Engine):
             timed.poison()
             timed.launch()
             gpu.synchronize()
-            check = op.check(timed.result(), inputs)
+            check = self._check(op, timed, inputs)
         fields = {"rel_err": check.rel_err, "err_bound_ratio": check.err_bound_ratio}
         if not check.ok:
             return schema.row(point, settings, "wrong", check.reason, **fields)
@@ -426,10 +462,27 @@ class LocalPoints(Engine):
         row["runs"] = len(times)  # adaptive sampling takes as many as it needed
         return row
 
+    def _check(self, op: Operation, timed: Timed, inputs) -> Check:
+        """The verdict on a launched sequence's result: on the GPU where the inputs were made there (a
+        result on the host goes over for it), else on the host."""
+        if not isinstance(inputs, MadeOnGpu):
+            self.checks["host"] += 1
+            return op.check(timed.result(), inputs)
+        self.checks["gpu"] += 1
+        out_type = inputs.buffers.output_type
+        if timed.on_device is not None:
+            return inputs.sums.check(*timed.on_device, out_type)
+        result = timed.result()
+        buf = self.gpu.upload(raw_view(np.ascontiguousarray(result)))
+        try:
+            return inputs.sums.check(buf, result.shape[-1], out_type)
+        finally:
+            buf.free()
+
     def _samples(self, point: Point, timed: Timed) -> tuple[list[float], tuple | None, dict]:
         """(event times, (kernel times, kernels-only times, records per call) or None, sampling
-        fields) of a verified point: `runs` samples, or with max_noise batches until the noise
-        target (of the noise_clock's samples), the budget or max_runs. CUPTI's records of each
+        fields) of a verified point: `runs` samples, or with a target (Settings.target) batches until the
+        noise or the median's interval meets it (of the noise_clock's samples), the budget or max_runs. CUPTI's records of each
         batch, warm-up included, give the kernel clock's times."""
         gpu, settings = self.gpu, self.settings
         cupti = self.cupti
@@ -455,21 +508,26 @@ class LocalPoints(Engine):
 
         times = batch(settings.runs, settings.warmup)
         sampling: dict = {}
-        if settings.max_noise is not None:
+        if settings.target is not None:
+            rule, target = settings.target
             started = time.perf_counter()
             sag = lambda: clock_sagged((gpu.clock.current_mhz(),), gpu.clock.max_mhz(), settings.clock_sag)  # noqa: E731
             sagged = [sag()] * len(times)
             while True:
                 on_kernel = settings.noise_clock == "kernel" and kernel is not None  # else the events judge
                 basis = kernel[0] if on_kernel else times
-                why = stop_reason(basis, sagged, settings.runs, settings.max_noise, time.perf_counter() - started,
-                                  settings.budget_s, settings.max_runs)
+                why = stop_reason(basis, sagged, settings.runs, target, time.perf_counter() - started,
+                                  settings.budget_s, settings.max_runs, rule)
                 if why:
                     break
-                more = batch(min(MAX_BATCH, settings.max_runs - len(times)), 0)
+                # the interval narrows as 1 / sqrt(samples): as many as it needs; the noise does not: a full batch
+                size = next_batch(median_interval(basis, sagged), target, len(times), settings.max_runs) \
+                    if rule == "interval" else min(MAX_BATCH, settings.max_runs - len(times))
+                more = batch(size, 0)
                 sagged += [sag()] * len(more)
                 times += more
-            sampling = {"noise": noise(basis, sagged), "noise_clock": "kernel" if on_kernel else "events", "stopped": why,
+            sampling = {"noise": noise(basis, sagged), "interval": median_interval(basis, sagged),
+                        "noise_clock": "kernel" if on_kernel else "events", "stopped": why,
                         "samples_sagged": sum(sagged)}
         return times, kernel, sampling
 

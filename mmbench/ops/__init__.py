@@ -12,7 +12,7 @@ from types import MappingProxyType
 from .base import Check, DeviceBuffers, Operation
 from .capabilities import scope_problem, tune_engine
 
-SHARED = ("base", "capabilities", "declared")  # the modules of the package that hold no operation
+SHARED = ("base", "capabilities", "declared", "on_gpu")  # the modules of the package that hold no operation
 
 
 def _found() -> dict[str, Operation]:

@@ -116,18 +116,29 @@ def check_sums(out: np.ndarray, reference: np.ndarray, bound: np.ndarray, terms:
             worst, worst_at = float(r[at]), start + at
         if r[at] > 1.0:
             over += int(np.count_nonzero(r > 1.0))
+    return measured_verdict(out.shape, not_finite, first_bad, over, worst, worst_at, squares, terms, precision,
+                            magnitude_norm)
+
+
+def measured_verdict(shape: tuple[int, ...], not_finite: int, first_bad: int, over: int, worst: float, worst_at: int,
+                     squares, terms: int, precision: Precision = FP32, magnitude_norm: float | None = None) -> Check:
+    """Rules 1 to 3 of check_sums from what a pass over an output measured, on the host (check_sums) or
+    on the GPU (ops/on_gpu.py): outputs not finite and the first of them (its flat index), outputs over
+    the bound, the worst ratio to it and where, and the sums of squares of the differences, the
+    reference and the bound."""
+    size = math.prod(shape)
     if not_finite:
-        first = tuple(int(i) for i in np.unravel_index(first_bad, out.shape))
-        return sums_verdict(not_finite, out.size, float("nan"), float("nan"), terms, f"first at {first}", precision)
+        first = tuple(int(i) for i in np.unravel_index(first_bad, shape))
+        return sums_verdict(not_finite, size, float("nan"), float("nan"), terms, f"first at {first}", precision)
     if magnitude_norm is None:  # float32's bound is gamma_k |A||B|
         magnitude_norm = math.sqrt(squares[2]) / gamma(terms) if terms else 0.0
     norm = _scale(math.sqrt(squares[1]), magnitude_norm, terms)
     rel_err = math.sqrt(squares[0]) / norm if norm else float("nan")
     where = ""
     if worst > 1.0:
-        at = tuple(int(i) for i in np.unravel_index(worst_at, out.shape))
-        where = f"{over} of {out.size}|at {at}"
-    return sums_verdict(0, out.size, worst, rel_err, terms, where, precision)
+        at = tuple(int(i) for i in np.unravel_index(worst_at, shape))
+        where = f"{over} of {size}|at {at}"
+    return sums_verdict(0, size, worst, rel_err, terms, where, precision)
 
 
 def error_bound(p: Precision, k: int, reference: np.ndarray, magnitude: np.ndarray) -> tuple[np.ndarray, float | None]:
@@ -204,12 +215,24 @@ class Timed:
     host_work: bool = False
     release: Callable[[], None] = lambda: None  # frees what the sequence allocated
     padded: Shape | None = None  # the shape the kernel ran at, when padded
+    # Where the result is on the device after launch(), as (buffer, row pitch in elements), for a check
+    # made there (ops/on_gpu.py); None: the result is on the host (result() only).
+    on_device: tuple[Any, int] | None = None
 
 
 def kernel_alone(gpu, op: "Operation", shape: Shape, bufs: "DeviceBuffers", launch: Callable[[], None]) -> Timed:
     """The kernel scope on the operation's own buffers (what every point timed before scopes)."""
+    out_shape = op.output_shape(shape)
     return Timed(launch, lambda: gpu.poison(bufs.output, bufs.output_count, bufs.output_type),
-                 lambda: gpu.download(bufs.output, op.output_shape(shape), bufs.output_type))
+                 lambda: gpu.download(bufs.output, out_shape, bufs.output_type), on_device=(bufs.output, out_shape[-1]))
+
+
+def prepared(fn, arg_format: str):
+    """A PyCUDA function prepared once for prepared_async_call: a launch costs a struct.pack, not a
+    plain call's argument handling (tens of microseconds, thousands of launches a run)."""
+    if getattr(fn, "arg_format", None) != arg_format:
+        fn.prepare(arg_format)
+    return fn
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """What only some operations can do, each a small base class the operation declares by inheriting
 it: timing more than the kernel alone (Scoped), padding (Padded), CPU and GPU library baselines
-(CpuBaseline, LibraryBaseline) and the batched tuner's check on the GPU (BatchedCheck). Callers ask
+(CpuBaseline, LibraryBaseline), the batched tuner's check on the GPU (BatchedCheck) and inputs,
+references and checks made on the run's GPU (InputsOnGpu). Callers ask
 with isinstance, through the functions below, never by probing for a method.
 """
 
@@ -79,10 +80,26 @@ class BatchedCheck(ABC):
         return None
 
 
+class InputsOnGpu(ABC):
+    """An operation whose inputs are drawn, referenced and checked on the run's GPU (ops/on_gpu.py):
+    only the check's measures cross to the host. What it makes has the host inputs' fields too,
+    brought over on first use (a CPU baseline's inputs and check, the end-to-end scope's copies)."""
+
+    @abstractmethod
+    def gpu_bytes(self, shape: Shape, precision: str) -> int:
+        """Device memory a shape's buffers, reference and bound take at the peak of making them."""
+
+    @abstractmethod
+    def inputs_on_gpu(self, gpu, shape: Shape, key: int, precision: str, layout: str) -> Any:
+        """A shape's inputs drawn from the key into device buffers (.buffers), their reference and
+        bound there (.sums: ops/on_gpu.SumsOnGpu); .free() frees the reference, not the buffers."""
+
+
 Capability = TypeVar("Capability")
 # What an operation without the capability lacks, as an error names it.
 LACKS = {Scoped: "timing scopes beyond the kernel", Padded: "padding", CpuBaseline: "CPU baseline",
-         LibraryBaseline: "GPU library baseline", BatchedCheck: "sums check the batched tuner can run on the GPU"}
+         LibraryBaseline: "GPU library baseline", BatchedCheck: "sums check the batched tuner can run on the GPU",
+         InputsOnGpu: "inputs and check made on the GPU"}
 
 
 def needs(op: Operation, capability: type[Capability]) -> Capability:

@@ -21,8 +21,9 @@ from ..precisions import (DEFAULT, DEFAULT_LAYOUT, LAYOUTS, PRECISIONS, Precisio
 from ..sizes import Shape
 from ..variants.model import Params, Variant, VariantError, evaluate
 from .base import (SCOPES, Check, DeviceBuffers, Operation, Products, ScopeError, Timed, Unsupported, check_sums,
-                   error_bound, kernel_alone)
-from .capabilities import CpuBaseline, LibraryBaseline, Padded
+                   error_bound, kernel_alone, prepared)
+from .capabilities import CpuBaseline, InputsOnGpu, LibraryBaseline, Padded
+from .on_gpu import MadeOnGpu, product_sums
 
 # Strip kernels' geometry: 32 columns x 16 warps a block; 8 warps of 2 rows, 16 rows a block. The
 # kernels are correct with any grid (a block strides on). Blocks this small fit beside the tiled
@@ -145,6 +146,74 @@ def device_buffers(gpu, a: np.ndarray, b: np.ndarray, shape: Shape, precision: s
     return DeviceBuffers((gpu.upload(raw_view(a)), gpu.upload(raw_view(b))),
                          gpu.alloc(shape.m * shape.n * p.c_type.itemsize), shape.m * shape.n, block, p.name, layout,
                          scales)
+
+
+class GemmOnGpu(MadeOnGpu):
+    """One shape's inputs drawn on the GPU into its buffers (.buffers) with their reference and bound
+    there (.sums), checked there; the fields of GemmInputs too, brought to the host on first use (a
+    CPU baseline, the end-to-end scope's copies, a check of a result on the host)."""
+
+    def __init__(self, shape: Shape, buffers: DeviceBuffers, sums):
+        self.shape, self.buffers, self.sums = shape, buffers, sums
+        self.precision, self.layout, self.scales = buffers.precision, buffers.layout, buffers.scales
+        self.magnitude_norm = sums.magnitude_norm
+        self.k = shape.k
+        self._host: dict[str, np.ndarray] = {}
+
+    def _operand(self, name: str) -> np.ndarray:
+        if name not in self._host:
+            p = get_precision(self.precision)
+            buf, dtype = (self.buffers.inputs[0], p.a_type) if name == "A" else (self.buffers.inputs[1], p.b_type)
+            self._host[name] = self.sums.gpu.download(buf, stored_dims(name, self.shape, self.layout), dtype)
+        return self._host[name]
+
+    @property
+    def a(self) -> np.ndarray:
+        return self._operand("A")
+
+    @property
+    def b(self) -> np.ndarray:
+        return self._operand("B")
+
+    @property
+    def reference(self) -> np.ndarray:
+        if "reference" not in self._host:
+            self._host["reference"], self._host["bound"] = self.sums.download()
+        return self._host["reference"]
+
+    @property
+    def bound(self) -> np.ndarray:
+        self.reference  # noqa: B018 (both come over together)
+        return self._host["bound"]
+
+    def free(self) -> None:
+        super().free()
+        self._host.clear()
+
+
+def gemm_inputs_on_gpu(gpu, shape: Shape, key: int, precision: str, layout: str) -> GemmOnGpu:
+    """make_gemm_inputs on the GPU: A and B drawn from the key into device buffers as the layout stores
+    them (the same values the host's draws make), their float64 reference and bound made there
+    (ops/on_gpu.py)."""
+    p = get_precision(precision)
+    scales = (fp8_scale(p.inputs), fp8_scale(p.b or p.inputs)) if p.scaled else (1.0, 1.0)
+    m, n, k = shape.m, shape.n, shape.k
+    made = [gpu.alloc(p.a_type.itemsize * m * k), gpu.alloc(p.b_type.itemsize * k * n)]
+    try:
+        made.append(gpu.alloc(m * n * p.c_type.itemsize))
+        if p.scaled:
+            made.append(gpu.upload(scale_block(scales)))
+        bufs = DeviceBuffers(tuple(made[:2]), made[2], m * n, tuple(made[3:]), p.name, layout, scales)
+        ta, tb = transposed(layout)
+        for stream, (name, buf, storage, scale) in enumerate((("A", made[0], p.a_type, scales[0]),
+                                                              ("B", made[1], p.b_type, scales[1]))):
+            gpu.draw_into(buf, *stored_dims(name, shape, layout), (ta, tb)[stream], key, stream, "symmetric", storage,
+                          scale)
+        return GemmOnGpu(shape, bufs, product_sums(gpu, made[0], made[1], m, n, k, ta, tb, p, scales))
+    except BaseException:
+        for buf in made:
+            buf.free()
+        raise
 
 
 def check_gemm(c: np.ndarray, inputs: GemmInputs) -> Check:
@@ -319,14 +388,14 @@ def _scoped_padded(gpu, shape: Shape, scope: str, padded: Shape, bufs: DeviceBuf
     if scope == "kernel":
         pad_on_device()
         gpu.synchronize()
-        timed = Timed(run, poison, lambda: gpu.download(pc, (pm, pn), out_type)[:m, :n].copy())
+        timed = Timed(run, poison, lambda: gpu.download(pc, (pm, pn), out_type)[:m, :n].copy(), on_device=(pc, pn))
     elif scope == "device":
         def launch() -> None:
             pad_on_device()
             run()
             gpu.copy2d_async(c, n, pc, pn, m, n, out_type.itemsize)
 
-        timed = Timed(launch, poison, lambda: gpu.download(c, (m, n), out_type))
+        timed = Timed(launch, poison, lambda: gpu.download(c, (m, n), out_type), on_device=(c, n))
     else:
         hpa, hpb, hpc, hc = gpu.pinned((pm, pk)), gpu.pinned((pk, pn)), gpu.pinned((pm, pn)), gpu.pinned((m, n))
 
@@ -355,8 +424,9 @@ def gemm_launcher(gpu, variant: Variant, params: Params, shape: Shape, a, b, c) 
     after a tiled kernel run beside it on the side stream (they write other parts of C), in
     whatever room its grid leaves; the stream waits for them."""
     plan = launches(variant, params, shape, gpu.facts.sm_count)
-    calls = [(gpu.function(variant, params, x.entry), x.block, x.grid, tuple(np.int32(v) for v in x.args), x.shared)
-             for x in plan]
+    pointers = tuple(int(x) for x in (a, b, c))  # as the prepared calls pack them
+    calls = [(prepared(gpu.function(variant, params, x.entry), "PPP" + "i" * len(x.args)), x.block, x.grid,
+              tuple(np.int32(v) for v in x.args), x.shared) for x in plan]
     for fn, *_, shared in calls:
         gpu.allow_dynamic_shared(fn, shared)
     zero = accumulates(variant, params)
@@ -368,7 +438,8 @@ def gemm_launcher(gpu, variant: Variant, params: Params, shape: Shape, a, b, c) 
         if beside:
             gpu.fork()
         for i, (fn, block, grid, args, shared) in enumerate(calls):
-            fn(a, b, c, *args, block=block, grid=grid, shared=shared, stream=gpu.side if beside and i else gpu.stream)
+            fn.prepared_async_call(grid, block, gpu.side if beside and i else gpu.stream, *pointers, *args,
+                                   shared_size=shared)
         if beside:
             gpu.join()
 
@@ -437,7 +508,7 @@ def gemm_launcher_ex(gpu, variant: Variant, params: Params, shape: Shape, bufs: 
 
 
 # -- the operation ------------------------------------------------------------------------------------
-class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline):
+class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline, InputsOnGpu):
     name = "gemm"
     dims = ("m", "n", "k")
     buffers = ("A", "B", "C")
@@ -479,6 +550,14 @@ class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline):
 
     def output_shape(self, shape: Shape) -> tuple[int, ...]:
         return (shape.m, shape.n)
+
+    def gpu_bytes(self, shape: Shape, precision: str = DEFAULT) -> int:
+        """device_bytes, the reference and bound (float64 each, m x n) and while they are made A and B
+        widened to float64."""
+        return self.device_bytes(shape, precision) + 16 * shape.m * shape.n + 8 * (shape.m + shape.n) * shape.k
+
+    def inputs_on_gpu(self, gpu, shape: Shape, key: int, precision: str, layout: str) -> GemmOnGpu:
+        return gemm_inputs_on_gpu(gpu, shape, key, precision, layout)
 
     def check(self, out: np.ndarray, inputs: GemmInputs) -> Check:
         return check_gemm(out, inputs)

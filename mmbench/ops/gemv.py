@@ -24,7 +24,8 @@ from ..sizes import Shape, SizeSpecError, parse_sizes, split_items
 from ..variants.model import Params, Variant, evaluate
 from ..draws import draw
 from ..precisions import DEFAULT, DEFAULT_LAYOUT, get_precision, raw_view
-from .base import Check, DeviceBuffers, Operation, Products, Unsupported, check_sums, error_bound, gamma, only_default
+from .base import (Check, DeviceBuffers, Operation, Products, Unsupported, check_sums, error_bound, gamma, only_default,
+                   prepared)
 from .capabilities import BatchedCheck, CpuBaseline, LibraryBaseline
 
 
@@ -294,7 +295,7 @@ class Gemv(Operation, BatchedCheck, CpuBaseline, LibraryBaseline):
         zero = adds_into_y(variant, params, shape)
         # (A, x, y, m, n) or, for a kernel that reduces in one launch, (A, x, y, m, n, W)
         extra = (int(bufs.scratch[0]),) if "workspace_arg" in variant.geometry else ()
-        fn = _prepared(gpu.function(variant, params), "PPPii" + "P" * len(extra))
+        fn = prepared(gpu.function(variant, params), "PPPii" + "P" * len(extra))
         if zero and narrow(bufs.precision):
             return _narrow_launch(gpu, variant, params, shape, bufs, fn, grid, block)
         if zero and bufs.precision != DEFAULT and not extra:
@@ -302,7 +303,7 @@ class Gemv(Operation, BatchedCheck, CpuBaseline, LibraryBaseline):
                               f"kernels/gemv/tuned.cu's design adds them up before rounding")
         if uses_workspace(variant, params):
             parts, work = grid[1], int(bufs.scratch[0])
-            reduce = _prepared(gpu.function(variant, params, f"{variant.name}_reduce"), "PPii")
+            reduce = prepared(gpu.function(variant, params, f"{variant.name}_reduce"), "PPii")
             rgrid = (math.ceil(shape.m / block[0]), 1)
 
             def launch_two() -> None:
@@ -361,7 +362,7 @@ def _narrow_launch(gpu, variant: Variant, params: Params, shape: Shape, bufs: De
     float32 words (zeroed first, as y is at float32), and <name>_store rounds them into y once."""
     (a, x), y, work = (int(b) for b in bufs.inputs), int(bufs.output), int(bufs.scratch[0])
     m, n = np.int32(shape.m), np.int32(shape.n)
-    store = _prepared(gpu.function(variant, params, f"{variant.name}_store"), "PPi")
+    store = prepared(gpu.function(variant, params, f"{variant.name}_store"), "PPi")
     sgrid = (math.ceil(shape.m / block[0]), 1)
 
     def launch() -> None:
@@ -370,13 +371,6 @@ def _narrow_launch(gpu, variant: Variant, params: Params, shape: Shape, bufs: De
         store.prepared_async_call(sgrid, block, gpu.stream, work, y, m)
 
     return launch
-
-
-def _prepared(fn, arg_format: str):
-    """A PyCUDA function prepared once for prepared_async_call (cheaper than a plain call)."""
-    if getattr(fn, "arg_format", None) != arg_format:
-        fn.prepare(arg_format)
-    return fn
 
 
 GEMV = Gemv()

@@ -211,6 +211,13 @@ def lookup(caches: Sequence[CacheFile], device: DeviceId, variant: Variant, sour
     architecture and SM count (the same kernel choices fit it). Within one GPU's entries: the
     shape's own entry (tuned --per-shape), else its size class, yours before the shipped cache's at
     each, else the nearest tuned class."""
+    return nearest_of(candidates(caches, device, variant, source_hash, dtype, layout), variant, shape)
+
+
+def candidates(caches: Sequence[CacheFile], device: DeviceId, variant: Variant, source_hash: str,
+               dtype: str = DEFAULT, layout: str = DEFAULT_LAYOUT) -> tuple[list, str, bool] | None:
+    """lookup's choice of entries, the same for every shape: (one GPU's entries of the variant, source
+    and form, that GPU, whether borrowed), or None. A run finds them once per variant and form."""
     merged: dict[str, tuple[CacheFile, dict]] = {}
     for cache in reversed(caches):
         merged.update({key_of(e): (cache, e) for e in cache.entries.values()})
@@ -221,11 +228,16 @@ def lookup(caches: Sequence[CacheFile], device: DeviceId, variant: Variant, sour
                   and e.get("arch") == device.arch and e.get("sm_count") == device.sm_count),
                  key=lambda ce: ce[1]["device"])
     if own:
-        return _nearest(own, variant, shape, device.name, False)
+        return own, device.name, False
     if kin:
         first = kin[0][1]["device"]
-        return _nearest([(c, e) for c, e in kin if e["device"] == first], variant, shape, first, True)
+        return [(c, e) for c, e in kin if e["device"] == first], first, True
     return None
+
+
+def nearest_of(found: tuple[list, str, bool] | None, variant: Variant, shape: Shape) -> Tuned | None:
+    """The entry a shape takes among candidates()' (None where there are none)."""
+    return None if found is None else _nearest(found[0], variant, shape, found[1], found[2])
 
 
 def _nearest(entries: list[tuple[CacheFile, dict]], variant: Variant, shape: Shape, device: str,

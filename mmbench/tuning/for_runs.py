@@ -11,7 +11,7 @@ from ..ops import get_op
 from ..engine.plan import Selection, takes
 from ..precisions import form_suffix
 from ..variants import format_params
-from .cache import Tuned, describe_cache, entry_form, lookup
+from .cache import Tuned, candidates, describe_cache, entry_form, nearest_of
 
 RULE = "rule"  # a Tuned's origin when its parameters came from the variant's rule, not a cache
 
@@ -59,7 +59,8 @@ def with_tuned(sel: Selection, caches: Sequence, say: Say) -> Selection:
 def _tuned_form(v, form: tuple[str, str], shapes, caches: Sequence, device, digest, say: Say) -> dict:
     """with_tuned's entries for one variant at one precision and layout, said as it finds them."""
     name = v.name + form_suffix(*form)
-    found = {shape: lookup(caches, device, v, digest, shape, *form) for shape in shapes} if device else {}
+    entries = candidates(caches, device, v, digest, *form) if device else None
+    found = {shape: nearest_of(entries, v, shape) for shape in shapes} if device else {}
     found = {shape: t for shape, t in found.items() if t}
     tuned = {(v.name, shape, *form): t for shape, t in found.items()}
     for line in _tuned_lines(v, found, device, name):
