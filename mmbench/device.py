@@ -181,9 +181,6 @@ class Gpu:
     def __init__(self, drv):
         self.drv = drv
         self.primary = None  # the retained primary context, where open_gpu left it current nowhere
-        from pycuda.compiler import SourceModule
-
-        self._source_module = SourceModule
         dev = drv.Context.get_device()
         attr = drv.device_attribute
         cc = dev.compute_capability()
@@ -217,7 +214,7 @@ class Gpu:
         # kernel) and parameters.
         self._modules: dict[tuple, Any] = {}
         self._functions: dict[tuple, Any] = {}
-        self._precompiled: set[tuple] = set()  # modules precompile() put in PyCUDA's cache
+        self._precompiled: set[tuple] = set()  # modules precompile() put in the host's compile cache
         # Cold-cache samples read (or, as files measured before it ask, write) a buffer twice the L2
         # size before each launch; zeroed once, so the read kernel never stores.
         self._flush_words = 2 * self.facts.l2_bytes // 16 * 4
@@ -247,8 +244,9 @@ class Gpu:
 
     # -- compiling ---------------------------------------------------------------------------
     def function(self, variant: Variant, params: Params, entry: str | None = None):
-        """A compiled entry function, the variant's own by default (PyCUDA caches the cubin on disk
-        between runs; one module per parameter point holds all its entries)."""
+        """A compiled entry function, the variant's own by default: its module's cubin from the host's
+        compile cache (source.module_build: one nvcc run per module text a host, ever), loaded once a
+        process; one module per parameter point holds all its entries."""
         key = (variant.name, variant.source_dir, params)
         wanted = entry or variant.entry_name
         if (*key, wanted) in self._functions:  # loaded: neither the module nor the symbol is looked up again
@@ -257,39 +255,32 @@ class Gpu:
         if variant.origin and wanted == variant.entry_name:  # a variant file's kernel may be C++: its
             # symbol is read from what nvcc built
             symbol = source.entry_symbol(variant, source.compile_reports(variant, params, self.facts.arch))
-        build = dict(options=list(source.nvcc_options(variant)), no_extern_c=True,
-                     arch=source.build_arch(variant, self.facts.arch))
-        if variant.launches_ex:  # PyCUDA compiles (and caches) the cubin; cuda-python loads and launches it
-            from pycuda.compiler import compile as nvcc_compile
-
+        if key not in self._modules:
+            cubin = source.module_cubin(variant, params, self.facts.arch)
+            # cuda-python loads and launches what takes tensor maps or clusters (launch_ex.py), PyCUDA the rest
+            self._modules[key] = cubin if variant.launches_ex else self.drv.module_from_buffer(cubin)
+        if variant.launches_ex:
             from .launch_ex import FunctionEx
 
-            if key not in self._modules:
-                self._modules[key] = nvcc_compile(source.module_source(variant, params), **build)
             self._functions[(*key, wanted)] = FunctionEx(self._modules[key], symbol)
-            return self._functions[(*key, wanted)]
-        if key not in self._modules:
-            self._modules[key] = self._source_module(source.module_source(variant, params), **build)
-        self._functions[(*key, wanted)] = self._modules[key].get_function(symbol)
+        else:
+            self._functions[(*key, wanted)] = self._modules[key].get_function(symbol)
         return self._functions[(*key, wanted)]
 
     def compiled(self, variant: Variant, params: Params) -> bool:
-        """Whether this parameter point's module is loaded or in PyCUDA's cache by precompile()."""
+        """Whether this parameter point's module is loaded or compiled by precompile()."""
         key = (variant.name, variant.source_dir, params)
         return key in self._modules or key in self._precompiled
 
     def precompile(self, variant: Variant, points: list[Params], jobs: int) -> None:
-        """Compile many parameter points of a variant in parallel into PyCUDA's cache."""
+        """Compile many parameter points of a variant in parallel into the host's compile cache."""
         self.precompile_pairs([(variant, params) for params in points], jobs)
 
     def precompile_pairs(self, pairs: list[tuple[Variant, Params]], jobs: int) -> None:
-        """Compile (variant, parameters) pairs in parallel into PyCUDA's cache, with their ptxas
-        reports (nvcc runs as separate processes, so threads suffice), each module text once
-        (variants of one file may share it); errors are left for function() to report per point.
-        Ctrl-C drops what has not started."""
+        """Compile (variant, parameters) pairs in parallel into the host's compile cache (nvcc runs as
+        separate processes, so threads suffice), each module text once (variants of one file may share
+        it); errors are left for function() to report per point. Ctrl-C drops what has not started."""
         from concurrent.futures import ThreadPoolExecutor
-
-        from pycuda.compiler import compile as nvcc_compile
 
         by_text: dict[tuple, list[tuple[Variant, Params]]] = {}
         for variant, params in pairs:  # a module: its text, the options and the target it is built with
@@ -300,9 +291,8 @@ class Gpu:
         def build(key: tuple) -> None:
             text, options, arch = key
             try:
-                nvcc_compile(text, options=list(options), no_extern_c=True, arch=arch)
-                for variant, params in by_text[key]:  # the first compiles; the others find its report on disk
-                    source.compile_report(variant, params, self.facts.arch)  # memoized for the metadata
+                source.module_build(text, arch, options)
+                for variant, params in by_text[key]:
                     self._precompiled.add((variant.name, variant.source_dir, params))
             except Exception:
                 pass

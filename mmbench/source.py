@@ -1,14 +1,15 @@
 """Kernel sources: read kernels/<op>/<file>.cu, expand its `#include "common/..."` headers in
 place, prepend the parameter #defines, compile with nvcc.
 
-Headers are expanded here rather than found by nvcc through -I: the text SourceModule compiles
-(and PyCUDA caches by) is then the whole program, the same in a wheel, a checkout or a temporary
+Headers are expanded here rather than found by nvcc through -I: the text compiled (and the
+compile cache's key) is then the whole program, the same in a wheel, a checkout or a temporary
 folder, and the source hash that keys the tuning cache covers every header a kernel uses.
 
-The device path hands ``module_source`` to PyCUDA's SourceModule with ``NVCC_OPTIONS``;
-``compile_report`` runs nvcc with the very same source text and the command line SourceModule
-builds (``nvcc --cubin <options> -arch sm_XX kernel.cu``), adding only ``-Xptxas -v`` to read
-registers, shared memory and spills. So the CI compile check tests what the GPU will run.
+``module_build`` compiles ``module_source`` once per host (``nvcc --cubin <options> -arch sm_XX
+-Xptxas -v kernel.cu``): the cubin the GPU loads (PyCUDA's module_from_buffer, or cuda-python's for
+kernels launched through launch_ex.py) and ptxas's report (registers, shared memory, spills), both
+kept on disk. The CI compile check runs the very same command on the same text, so it tests what
+the GPU will run.
 """
 
 from __future__ import annotations
@@ -228,7 +229,7 @@ REPORT_FORMAT = "ptxas-report-2"  # 2: the compiler's warnings
 
 
 def cache_dir() -> Path:
-    """mmbench's own cache of built things (compiled CPU baselines, ptxas reports):
+    """mmbench's own cache of built things (compiled CPU baselines, kernel modules and their ptxas reports):
     MMBENCH_CACHE_DIR, else mmbench under XDG_CACHE_HOME or ~/.cache."""
     if os.environ.get("MMBENCH_CACHE_DIR"):
         return Path(os.environ["MMBENCH_CACHE_DIR"])
@@ -244,36 +245,74 @@ def compile_reports(variant: Variant, params: Params, arch: str = DEFAULT_ARCH) 
     return reports
 
 
-@lru_cache(maxsize=None)
 def module_reports(text: str, arch: str = DEFAULT_ARCH, options: tuple[str, ...] = NVCC_OPTIONS) -> dict[str, PtxasReport]:
-    """ptxas's report of each entry function of a module's text compiled as SourceModule would.
-    Memoized, and kept on disk under the hash of the text, the command and nvcc's version: PyCUDA
-    caches the cubin, but a report would otherwise cost a whole nvcc run per kernel in every
-    process (a tuning's 160 configurations: a minute of a run)."""
+    """ptxas's report of each entry function of a module's text (module_build)."""
+    return module_build(text, arch, options).reports
+
+
+def module_cubin(variant: Variant, params: Params, arch: str = DEFAULT_ARCH) -> bytes:
+    """The variant's module at these parameters, compiled for the GPU's arch (a variant file's
+    target replaces it): the cubin the GPU loads, from the host's cache (module_build)."""
+    built = module_build(module_source(variant, params), build_arch(variant, arch), nvcc_options(variant))
+    entry_symbol(variant, built.reports)
+    return built.cubin.read_bytes()
+
+
+@dataclass(frozen=True)
+class Built:
+    """A compiled module: ptxas's report of each entry function and the cubin's place in the cache."""
+
+    reports: dict[str, PtxasReport]
+    cubin: Path
+
+
+def _module_key(text: str, arch: str, options: tuple[str, ...]) -> str:
+    """The cache's key of a module: its text (headers inlined), the command, nvcc's version, the format."""
+    key_text = "\0".join([text, *nvcc_command(arch, options), nvcc_version() or "", REPORT_FORMAT])
+    return hashlib.sha256(key_text.encode()).hexdigest()[:32]
+
+
+@lru_cache(maxsize=None)
+def module_build(text: str, arch: str = DEFAULT_ARCH, options: tuple[str, ...] = NVCC_OPTIONS) -> Built:
+    """A module's text compiled once per host: one nvcc run gives the cubin and ptxas's report, both
+    kept on disk (cache_dir()/modules) under the hash of the text, the command and nvcc's version,
+    shared by every process and cluster worker of the host, written whole or not at all. A second
+    run, or tuning, of the same kernels compiles nothing and preprocesses nothing (PyCUDA's own cache
+    runs nvcc's preprocessor on every module to find its key). Memoized within the process."""
     if nvcc_path() is None:
         raise CompileError("nvcc not found on PATH: install the CUDA toolkit")
-    key_text = "\0".join([text, *nvcc_command(arch, options), nvcc_version() or "", REPORT_FORMAT])
-    key = hashlib.sha256(key_text.encode()).hexdigest()[:32]
-    kept = cache_dir() / "ptxas" / f"{key}.json"
+    key = _module_key(text, arch, options)
+    report, cubin = cache_dir() / "modules" / f"{key}.json", cache_dir() / "modules" / f"{key}.cubin"
     try:
-        return {name: PtxasReport(**{**fields, "warnings": tuple(fields.get("warnings", ()))})
-                for name, fields in json.loads(kept.read_text()).items()}
+        if cubin.is_file():
+            return Built({name: PtxasReport(**{**fields, "warnings": tuple(fields.get("warnings", ()))})
+                          for name, fields in json.loads(report.read_text()).items()}, cubin)
     except (OSError, ValueError, TypeError, AttributeError):  # not there yet, or a damaged file: compile again
         pass
     with tempfile.TemporaryDirectory(prefix="mmbench-") as tmp:
         Path(tmp, "kernel.cu").write_text(text)
         proc = subprocess.run(nvcc_command(arch, options), cwd=tmp, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    if proc.returncode != 0:
-        first = next((line for line in log.splitlines() if "error" in line.lower()), log.strip()[:200])
-        raise CompileError(first.strip())
-    reports = parse_ptxas(log)
-    try:  # written whole or not at all: another process or thread may be reading or writing it
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=kept.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump({name: asdict(r) for name, r in reports.items()}, f)
-        os.replace(tmp_name, kept)
-    except OSError:  # a read-only home: the report stands, uncached
-        pass
-    return reports
+        log = proc.stdout + proc.stderr
+        if proc.returncode != 0:
+            first = next((line for line in log.splitlines() if "error" in line.lower()), log.strip()[:200])
+            raise CompileError(first.strip())
+        reports = parse_ptxas(log)
+        made = Path(tmp, "kernel.cubin").read_bytes()
+    try:  # the report first, the cubin last: a cubin on disk means both are whole
+        _write_whole(report, json.dumps({name: asdict(r) for name, r in reports.items()}).encode())
+        _write_whole(cubin, made)
+        return Built(reports, cubin)
+    except OSError:  # a read-only home: the module stands, uncached, in a file of this process's own
+        fd, name = tempfile.mkstemp(prefix="mmbench-", suffix=".cubin")
+        with os.fdopen(fd, "wb") as f:
+            f.write(made)
+        return Built(reports, Path(name))
+
+
+def _write_whole(path: Path, data: bytes) -> None:
+    """Write a file whole or not at all: another process or thread may be reading or writing it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp_name, path)

@@ -348,9 +348,10 @@ def test_too_much_shared_memory_is_a_compile_error():
         source.compile_report(REGISTRY["best"], (("BLOCK", 64),))
 
 
-def test_a_ptxas_report_is_kept_on_disk_under_its_source_and_command(monkeypatch, tmp_path):
-    """A second process asks nvcc nothing for a report it has (PyCUDA keeps the cubin, mmbench the
-    report); another source, a damaged file or another nvcc compiles again."""
+def test_a_module_is_compiled_once_a_host_into_its_cubin_and_report(monkeypatch, tmp_path):
+    """One nvcc run gives a module's cubin and ptxas's report, kept on disk: a second process asks nvcc
+    nothing (no compile, no preprocessing) for a module it has; another source, a damaged report, a
+    cubin gone or another nvcc compiles again."""
     import subprocess
 
     monkeypatch.setenv("MMBENCH_CACHE_DIR", str(tmp_path))
@@ -359,17 +360,24 @@ def test_a_ptxas_report_is_kept_on_disk_under_its_source_and_command(monkeypatch
     real_run = subprocess.run
     monkeypatch.setattr(source.subprocess, "run", lambda cmd, **kw: calls.append(cmd) or real_run(cmd, **kw))
     best = REGISTRY["best"]
-    first = source.module_reports.__wrapped__(source.module_source(best, (("BLOCK", 16),)), "sm_90")
-    assert len(calls) == 1 and len(list((tmp_path / "ptxas").glob("*.json"))) == 1
-    assert source.module_reports.__wrapped__(source.module_source(best, (("BLOCK", 16),)), "sm_90") == first and len(calls) == 1
-    source.module_reports.__wrapped__(source.module_source(best, (("BLOCK", 8),)), "sm_90")
+    build = source.module_build.__wrapped__  # as a fresh process would: the memo left out
+    first = build(source.module_source(best, (("BLOCK", 16),)), "sm_90")
+    kept = tmp_path / "modules"
+    assert len(calls) == 1 and len(list(kept.glob("*.json"))) == len(list(kept.glob("*.cubin"))) == 1
+    assert first.cubin.read_bytes()[:4] == b"\x7fELF" and first.reports["best"].registers > 0
+    again = build(source.module_source(best, (("BLOCK", 16),)), "sm_90")
+    assert (again.reports, again.cubin) == (first.reports, first.cubin) and len(calls) == 1
+    build(source.module_source(best, (("BLOCK", 8),)), "sm_90")
     assert len(calls) == 2  # other parameters: another source
-    for kept in (tmp_path / "ptxas").glob("*.json"):
-        kept.write_text("{not json")
-    assert source.module_reports.__wrapped__(source.module_source(best, (("BLOCK", 16),)), "sm_90") == first and len(calls) == 3
+    for report in kept.glob("*.json"):
+        report.write_text("{not json")
+    assert build(source.module_source(best, (("BLOCK", 16),)), "sm_90").reports == first.reports and len(calls) == 3
+    first.cubin.unlink()
+    assert build(source.module_source(best, (("BLOCK", 16),)), "sm_90").cubin.is_file() and len(calls) == 4
     monkeypatch.setattr(source, "nvcc_version", lambda: "V99.0")
-    source.module_reports.__wrapped__(source.module_source(best, (("BLOCK", 16),)), "sm_90")
-    assert len(calls) == 4
+    build(source.module_source(best, (("BLOCK", 16),)), "sm_90")
+    assert len(calls) == 5
+    assert not list(kept.glob("*.tmp"))  # written whole: nothing half-written left beside
 
 
 def test_the_tuning_space_is_every_raw_point_whose_constraints_all_hold():

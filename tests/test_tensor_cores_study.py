@@ -46,3 +46,20 @@ def test_where_each_step_loses_reads_the_larger_tensor_pipe_and_the_two_worst_st
         ["tc_tiles", "8192x8192x8192", "91.2 %", "-", "fixed latency 2.00, sleeping 1.00"]]
     assert tc.loss_rows(None) == [] and tc.loss_rows(profile.drop(columns="tensor_gmma_pct")) == []
     assert "mmbench profile --config configs/tensor-cores.toml --points 8192" in tc.loss_lines(None, RUN)[0]
+
+
+def test_an_awkward_shape_says_what_ran_as_given_and_what_ran_padded():
+    """4095 at BF16: every step skips it as given (k % 8), runs it padded; the fastest of ours is the
+    padded one, against cuBLASLt on the shape as given."""
+    skipped = [{"variant": v, "m": 4095, "n": 4095, "k": 4095, "dtype": "bf16", "status": "skipped", "pad": 0,
+                "reason": "tc_tiles requires k % 8 == 0"} for v in ("tc_tma", "tc_tiles")]
+    padded = [{"variant": v, "m": 4095, "n": 4095, "k": 4095, "dtype": "bf16", "status": s, "pad": 1, "reason": r}
+              for v, s, r in (("tc_tma", "ok", ""), ("tc_tiles", "ok", ""))]
+    df = pd.DataFrame(skipped + padded)
+    pct = pd.DataFrame([{"variant": "tc_tma", "m": 4095, "n": 4095, "k": 4095, "dtype": "bf16", "pad": 1, "percent": 61.0},
+                        {"variant": "tc_tiles", "m": 4095, "n": 4095, "k": 4095, "dtype": "bf16", "pad": 1,
+                         "percent": 88.5}])
+    assert tc.awkward_rows(df, pct) == [["4095x4095x4095", "bf16", "none (each requires k % 8 == 0)", "2 of 2",
+                                         "88.5 % (tc_tiles padded)", "met"]]
+    # a run without padded rows (the committed H100 run) keeps the column, empty
+    assert tc.awkward_rows(df[df.pad == 0], pct.iloc[:0])[0][3:] == ["-", "-", "-"]

@@ -388,7 +388,8 @@ def test_a_loaded_function_is_found_again_without_reading_its_source(tmp_path, m
     gpu = device.Gpu.__new__(device.Gpu)
     gpu._modules, gpu._functions, gpu.facts = {}, {}, SimpleNamespace(arch="sm_90")
     asked = []
-    gpu._source_module = lambda text, **kw: SimpleNamespace(get_function=lambda name: asked.append(name) or name)
+    gpu.drv = SimpleNamespace(module_from_buffer=lambda cubin: SimpleNamespace(
+        get_function=lambda name: asked.append(name) or name))
     params = (("T", 16), ("WIDTH", 7))
     first = gpu.function(v, params)
     assert first.startswith("_Z9my_kernel") and asked == [first]

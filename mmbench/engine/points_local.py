@@ -246,8 +246,8 @@ class LocalPoints(Engine):
         return {"float64_reference": {"reference_gpu": GPU_PRODUCTS, "reference_host": HOST_PRODUCTS, **why, **checked}}
 
     def precompile(self, points: Sequence[Point]) -> int:
-        """Compile the kernels of these points not compiled yet, compile_jobs at a time, into
-        PyCUDA's cache (function() then loads each): one nvcc after another would leave the GPU
+        """Compile the kernels of these points not compiled yet, compile_jobs at a time, into the
+        host's compile cache (function() then loads each): one nvcc after another would leave the GPU
         idle for seconds per kernel. How many it compiled."""
         if self.gpu is None:
             return 0
