@@ -200,6 +200,8 @@ CASES = [
     (["run", "-v", "best", "-s", "33", "--noise-clock", "kernel", "--max-interval", "off"],
      "--noise-clock kernel: it applies to a sampling target"),
     (["run", "-v", "best", "-s", "33", "--max-interval", "0"], "'--max-interval': 0.0 is not in the range 0<x<1"),
+    (["tune", "-v", "pipelined", "-s", "1024", "--strategy", "tpe", "--budget", "5"],
+     "--strategy tpe replays a recorded tuning (--replay FILE) for now; a tuning on the GPU takes brute or random"),
     (["run", "-v", "best", "-s", "33", "--max-interval", "often"], "'--max-interval': 'often' is not a valid fraction or off"),
     (["run", "-v", "best", "-s", "33", "--max-interval", "0.01", "--max-noise", "0.01"],
      "--max-noise 0.01 and --max-interval 0.01: a noise target and an interval target: choose one"),

@@ -90,6 +90,57 @@ def test_replay_brute_equals_full_record_and_random_picks_from_its_sample(record
     assert {e["params"] for e in sample.values()} <= recorded_configs
 
 
+@pytest.mark.parametrize("strategy", ["tpe", "ga"])
+def test_a_search_replays_within_each_class_among_what_was_recorded(recorded, strategy):
+    """tpe and ga (Optuna) search each class on its own: the budget counts the configurations evaluated,
+    all of them recorded ones, the defaults first; seeded, the same twice; with the whole budget they
+    find the recorded best."""
+    pytest.importorskip("optuna")
+    full = strategies.best_per_class(recorded, "pipelined")
+    found = strategies.replay(recorded, PIPELINED, strategy, 12, seed=5)
+    assert set(found) == set(full) and all(e["tried"] == 12 for e in found.values())
+    assert all(found[c]["gflops"] <= full[c]["gflops"] for c in found)
+    assert {e["params"] for e in found.values()} <= set(recorded.params)
+    assert strategies.replay(recorded, PIPELINED, strategy, 12, seed=5) == found
+    whole = strategies.replay(recorded, PIPELINED, strategy, 1000, seed=5)
+    assert {c: e["params"] for c, e in whole.items()} == {c: e["params"] for c, e in full.items()}
+
+
+def test_a_search_never_evaluates_outside_its_space_and_learns_from_failures():
+    """Configurations outside the space cost no evaluation; failed ones count once, as the worst."""
+    pytest.importorskip("optuna")
+    from mmbench.tuning.search import search
+    from mmbench.variants import tuning_space
+
+    space = tuning_space(REGISTRY["gemv_tuned"])[::3]
+    asked = []
+
+    def evaluate(params):
+        asked.append(params)
+        return None if dict(params)["KERNEL"] == 1 else 1.0 + dict(params)["BLOCKSIZE"] / 1024
+
+    found = search(REGISTRY["gemv_tuned"], "tpe", 40, 0, evaluate, space)
+    assert len(found) == len(asked) == len(set(asked)) == 40 and set(asked) <= set(space)
+    assert max(e.score for e in found if e.score is not None) > 1.0
+
+
+def test_a_batched_tuning_replays_from_its_class_scores(tmp_path):
+    """The batched engine's file (size_class, params, status, the class's score) reads as class scores."""
+    rows = tmp_path / "b.csv"
+    rows.write_text("size_class,params,status,gflops\n"
+                    'cell00x00,"BLOCKSIZE=32,KERNEL=0,WORKSIZE_M=1,WORKSIZE_N=1",ok,2.0\n'
+                    'cell00x00,"BLOCKSIZE=64,KERNEL=0,WORKSIZE_M=1,WORKSIZE_N=1",wrong,\n'
+                    'cell00x01,"BLOCKSIZE=32,KERNEL=0,WORKSIZE_M=1,WORKSIZE_N=1",ok,1.5\n')
+    classes, none = strategies.read_recorded(rows, REGISTRY["gemv_tuned"])
+    assert none is None and classes == {
+        "cell00x00": (1, {"BLOCKSIZE=32,KERNEL=0,WORKSIZE_M=1,WORKSIZE_N=1": 2.0,
+                          "BLOCKSIZE=64,KERNEL=0,WORKSIZE_M=1,WORKSIZE_N=1": None}),
+        "cell00x01": (1, {"BLOCKSIZE=32,KERNEL=0,WORKSIZE_M=1,WORKSIZE_N=1": 1.5})}
+    best = strategies.replay(classes, REGISTRY["gemv_tuned"], "brute", None)
+    assert best["cell00x00"] == {"params": "BLOCKSIZE=32,KERNEL=0,WORKSIZE_M=1,WORKSIZE_N=1", "gflops": 2.0,
+                                 "shapes": 1, "tried": 1}
+
+
 def test_cache_keeps_each_precision_and_layout_apart(tmp_path, recorded):
     """An entry tuned at bf16, nt names them (in its key and fields) and is found only there; an entry
     that names none is fp32, nn, as every entry before precisions."""

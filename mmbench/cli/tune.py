@@ -24,6 +24,8 @@ from ..tuning.cache import (TuneError, check_writable_cache, describe_cache, rea
                             same_code_sources)
 from ..tuning.request import TuneRequest
 from ..tuning.strategies import candidates, choose, describe
+from ..tuning.search import SEARCHES
+from ..tuning.strategies import STRATEGIES, read_recorded
 from ..tuning.strategies import replay as replay_strategy
 from ..tuning.plan import shipped_plans
 from ..tuning.writeback import record_tuning
@@ -55,7 +57,10 @@ PRUNE = 0.5  # the batched tuner's default: see engine/batched_local.py
               "(--resume with its --output); takes --output, --jobs, --seed, --tuning-cache, --isolation, --dry-run.")
 @click.option("--sizes", "-s", "sizes_spec", default="1024,2048,4096", show_default=True, metavar="SPEC",
               help="Shapes to tune at; the best configuration is kept per size class (nearest power of two).")
-@click.option("--strategy", type=click.Choice(["brute", "random"]), default="random", show_default=True)
+@click.option("--strategy", type=click.Choice([*STRATEGIES, *SEARCHES]), default="random", show_default=True,
+              help="brute: every configuration; random: --budget of them at random; tpe (Optuna's tree-structured "
+                   "Parzen estimator) and ga (its NSGA-II genetic algorithm): --budget of them, each chosen from what "
+                   "the ones before measured (with --replay for now).")
 @click.option("--budget", type=click.IntRange(min=1), help="Configurations to try (random; the defaults count).")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the random strategy and the inputs.")
 @click.option("--runs", type=SAMPLES, help="Timed samples per point (points engine; default 5).")
@@ -193,7 +198,11 @@ def _tuning_configs(options: TuneOptions):
             if not narrowed:
                 raise TuneError(f"no verified configuration of {variant.name} in "
                                 f"{', '.join(map(str, options.candidates_from))}")
-        configs = choose(variant, options.strategy, options.budget, options.seed, narrowed, pinned=pinned)
+        if options.strategy in SEARCHES and not options.replay:
+            raise TuneError(f"--strategy {options.strategy} replays a recorded tuning (--replay FILE) for now; a tuning "
+                            f"on the GPU takes {' or '.join(STRATEGIES)}")
+        configs = [] if options.strategy in SEARCHES else choose(variant, options.strategy, options.budget,
+                                                                 options.seed, narrowed, pinned=pinned)
     except (VariantError, SizeSpecError, TuneError, ResultsError) as exc:
         raise InputError(str(exc)) from None
     return variant, shapes, configs
@@ -321,8 +330,8 @@ def _replay(variant, recorded: Path, strategy: str, budget: int | None, seed: in
     from ..results import read_metadata
 
     try:
-        rows = read_results(recorded)
-    except ResultsError as exc:
+        classes, rows = read_recorded(recorded, variant)
+    except (ResultsError, TuneError, ValueError) as exc:
         raise InputError(str(exc)) from None
     try:
         device, measured_hash = recorded_source(read_metadata(recorded), variant.name)
@@ -341,14 +350,18 @@ def _replay(variant, recorded: Path, strategy: str, budget: int | None, seed: in
     if measured_hash != current:
         say(f"{recorded} measured {variant.name} source {measured_hash}: the same PTX as today's {current} "
             f"(scripts/same_code.py, as the tuning caches record)")
-    mine = rows[rows.variant == variant.name] if "variant" in rows else rows
-    forms = sorted({(d, lay) for d, lay in zip(mine.get("dtype", [DEFAULT] * len(mine)),
-                                              mine.get("layout", [DEFAULT_LAYOUT] * len(mine)))})
+    mine = (rows[rows.variant == variant.name] if "variant" in rows else rows) if rows is not None else None
+    if mine is None:  # a batched tuning: one precision and layout, its metadata's (fp32, nn before they were recorded)
+        tuned = read_metadata(recorded).get("tuning") or {}
+        forms = [(tuned.get("dtype", DEFAULT), tuned.get("layout", DEFAULT_LAYOUT))]
+    else:
+        forms = sorted({(d, lay) for d, lay in zip(mine.get("dtype", [DEFAULT] * len(mine)),
+                                                  mine.get("layout", [DEFAULT_LAYOUT] * len(mine)))})
     if len(forms) > 1:  # a configuration's speed at one precision says nothing of another's
         raise InputError(f"{recorded} holds {variant.name} rows of {len(forms)} precisions and layouts "
                          f"({', '.join(' '.join(f) for f in forms)}); replay a tuning of one")
     form = forms[0] if forms else (DEFAULT, DEFAULT_LAYOUT)
-    best = replay_strategy(rows, variant, strategy, budget, seed)
+    best = replay_strategy(classes, variant, strategy, budget, seed)
     if not best:
         raise RunFailed(f"{recorded} has no configuration of {variant.name} verified at every shape of a class")
     record(cache_path, device, variant.name, current, best, recorded, *form)

@@ -280,5 +280,6 @@ def recorded_source(meta: Mapping, variant: str) -> tuple[DeviceId | None, str |
     """(device, kernel source hash) a tuning run's metadata records for a variant."""
     gpu = meta.get("gpu") or {}
     device = DeviceId(gpu["name"], gpu.get("arch"), gpu.get("sm_count")) if gpu.get("name") else None
-    hashes = {k["source_hash"] for name, k in (meta.get("kernels") or {}).items() if name.startswith(f"{variant}[")}
+    hashes = {k.get("source_hash") for name, k in (meta.get("kernels") or {}).items() if name.startswith(f"{variant}[")}
+    hashes.discard(None)  # a batched tuning records none
     return device, (hashes.pop() if len(hashes) == 1 else None)

@@ -21,6 +21,7 @@ from ..sizes import Shape
 from ..variants import Params, Variant, format_params, get_variant, param_points, parse_params, tuning_space
 from ..variants.model import LARGE_SPACE, raw_size, sample_space
 from .cache import TuneError, entry_score
+from .search import SEARCHES, search
 
 STRATEGIES = ("brute", "random")
 
@@ -94,37 +95,88 @@ def candidates(rows: pd.DataFrame, variant: Variant, top: int) -> list[Params]:
     return list(dict.fromkeys(found))
 
 
-def best_per_class(rows: pd.DataFrame, variant: str, per_shape: bool = False) -> dict[str, dict]:
-    """For each size class (each exact shape with per_shape): the configuration with the highest
-    geometric-mean GFLOP/s (median of samples) among those verified at every shape of the class."""
-    ok = rows[(rows.variant == variant) & (rows.status == "ok")].copy()
+def class_scores(rows: pd.DataFrame, variant: str, per_shape: bool = False) -> dict[str, tuple[int, dict]]:
+    """Per size class (each exact shape with per_shape): its shapes' count and each configuration's
+    score there, the geometric mean of its median GFLOP/s (the operation's score) over the class's
+    shapes where it was verified at every one, None where it was not (it failed somewhere)."""
     mine = rows[rows.variant == variant].copy()
-    if ok.empty:
+    if mine.empty:
         return {}
     op_variant = get_variant(variant)
     op = get_op(op_variant.op)
-    score, field = op.score, op.score.rsplit("_median", 1)[0]  # gflops_median -> the entry's "gflops"
     classify = shape_class if per_shape else (lambda shape: size_class(op_variant, shape))
-    for df in (ok, mine):
-        df["size_class"] = [classify(Shape(int(m), int(n), int(k))) for m, n, k in zip(df.m, df.n, df.k)]
-    best = {}
-    for cls, group in ok.groupby("size_class"):
-        shapes = mine[mine.size_class == cls][["m", "n", "k"]].drop_duplicates()
+    mine["size_class"] = [classify(Shape(int(m), int(n), int(k))) for m, n, k in zip(mine.m, mine.n, mine.k)]
+    out = {}
+    for cls, group in mine.groupby("size_class"):
+        shapes = len(group[["m", "n", "k"]].drop_duplicates())
         scores = {}
         for params, g in group.groupby("params"):
-            if len(g) == len(shapes):  # a configuration that failed at any shape of the class is out
-                scores[params] = float(np.exp(np.log(g[score]).mean()))
-        if scores:
-            top = max(scores, key=scores.get)
-            best[str(cls)] = {"params": top, field: scores[top], "shapes": len(shapes), "tried": len(scores)}
+            ok = g[g.status == "ok"]
+            # a configuration that failed at any shape of the class is out
+            scores[params] = float(np.exp(np.log(ok[op.score]).mean())) if len(ok) == shapes else None
+        out[str(cls)] = (shapes, scores)
+    return out
+
+
+def best_per_class(rows: pd.DataFrame, variant: str, per_shape: bool = False) -> dict[str, dict]:
+    """For each size class (each exact shape with per_shape): the configuration with the highest
+    geometric-mean GFLOP/s (median of samples) among those verified at every shape of the class."""
+    field = get_op(get_variant(variant).op).score.rsplit("_median", 1)[0]  # gflops_median -> the entry's "gflops"
+    best = {}
+    for cls, (shapes, scores) in class_scores(rows, variant, per_shape).items():
+        good = {p: s for p, s in scores.items() if s is not None}
+        if good:
+            top = max(good, key=good.get)
+            best[cls] = {"params": top, field: good[top], "shapes": shapes, "tried": len(good)}
     return best
 
 
-def replay(recorded: pd.DataFrame, variant: Variant, strategy: str, budget: int | None, seed: int = 0) -> dict[str, dict]:
-    """Run a strategy against recorded measurements instead of the GPU: what it would pick."""
-    recorded_space = [parse_params(p) for p in recorded[recorded.variant == variant.name].params.unique()]
-    tried = {format_params(p) for p in choose(variant, strategy, budget, seed, recorded_space)}
-    return best_per_class(recorded[recorded.params.isin(tried)], variant.name)
+def read_recorded(path, variant: Variant) -> tuple[dict[str, tuple[int, dict]], pd.DataFrame | None]:
+    """(class_scores, rows) of a recorded tuning: a points engine's rows (a row per configuration and
+    shape), or the batched engine's (size_class, params, status and the class's score, `shapes` where
+    written; no rows then)."""
+    from ..results import read_results
+
+    head = pd.read_csv(path, nrows=0).columns
+    if "size_class" not in head or "m" in head:
+        rows = read_results(path)
+        return class_scores(rows, variant.name), rows
+    rows = pd.read_csv(path, dtype={"params": str, "size_class": str})
+    field = get_op(variant.op).score.rsplit("_median", 1)[0]
+    if field not in rows:
+        raise TuneError(f"{path}: a batched tuning without a {field} column")
+    out = {}
+    for cls, group in rows.groupby("size_class", sort=False):
+        shapes = int(group.shapes.max()) if "shapes" in group and group.shapes.notna().any() else 1
+        out[str(cls)] = (shapes, {p: (float(s) if st == "ok" else None)
+                                  for p, st, s in zip(group.params, group.status, group[field])})
+    return out, None
+
+
+def replay(recorded: pd.DataFrame | dict, variant: Variant, strategy: str, budget: int | None,
+           seed: int = 0) -> dict[str, dict]:
+    """Run a strategy against recorded measurements (rows, or recorded_classes' scores) instead of the
+    GPU: what it would pick per size class. Brute force and random choose among every configuration
+    recorded; a search (tpe, ga) searches each class on its own, among those recorded there."""
+    classes = class_scores(recorded, variant.name) if isinstance(recorded, pd.DataFrame) else recorded
+    field = get_op(variant.op).score.rsplit("_median", 1)[0]
+    if strategy not in SEARCHES:
+        everywhere = list(dict.fromkeys(p for _, scores in classes.values() for p in scores))
+        tried = {format_params(p) for p in choose(variant, strategy, budget, seed, [parse_params(p) for p in everywhere])}
+    best = {}
+    for cls, (shapes, scores) in classes.items():
+        if strategy in SEARCHES:
+            by_params = {parse_params(p): s for p, s in scores.items()}
+            found = search(variant, strategy, budget, seed, by_params.get, by_params)
+            good = {format_params(e.params): e.score for e in found if e.score is not None}
+            count = len(found)
+        else:
+            good = {p: s for p, s in scores.items() if p in tried and s is not None}
+            count = len(good)
+        if good:
+            top = max(good, key=good.get)
+            best[cls] = {"params": top, field: good[top], "shapes": shapes, "tried": count}
+    return best
 
 
 def describe(best: Mapping[str, dict]) -> Sequence[str]:

@@ -1,0 +1,126 @@
+"""Searches that choose each configuration from what those before it measured: Optuna's
+tree-structured Parzen estimator (`tpe`, model-based: it models which values of each parameter,
+jointly, the fast configurations take) and NSGA-II (`ga`, a genetic algorithm: a population bred
+from the fastest). Optuna is made for this (ask-and-tell, seeded samplers, constraints, categorical
+parameters) and well kept; its CMA-ES takes no categorical parameters and its Gaussian-process
+sampler needs PyTorch, so these two.
+
+A search evaluates configurations one at a time through a callable (a replayed tuning's lookup, or
+the GPU), the variant's defaults first. The budget counts configurations evaluated: one that breaks
+a constraint, or lies outside the space given (a replay's recorded configurations), is never
+evaluated and costs nothing, but the sampler is told it is infeasible (Optuna's constraints) and
+learns to avoid it; one that fails (compile error, spill, wrong, skipped) costs its evaluation and
+counts as the worst score, which the sampler learns from too. A sampler that keeps proposing what
+it has seen or cannot evaluate is helped by a feasible configuration drawn at random.
+"""
+
+from __future__ import annotations
+
+import random
+import warnings
+from dataclasses import dataclass
+from typing import Callable, Collection
+
+from ..variants import Params, Variant, param_points
+from ..variants.model import sample_space
+from .cache import TuneError
+
+SEARCHES = ("tpe", "ga")
+FAILED_SCORE = 0.0  # what a failed configuration scores: rates are positive, so it is the worst
+STALE = 5  # proposals in a row that evaluate nothing new before a random feasible one is taken
+STARTUP = 10  # random feasible configurations the samplers start from (after the defaults)
+OUTSIDE = "outside"  # the constraint every trial sets: 1 when it could not be evaluated (<= 0 is feasible to Optuna)
+
+Evaluate = Callable[[Params], "float | None"]  # a configuration's score (higher is better), or None: it failed
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    params: Params
+    score: float | None  # None: failed (compile, spill, wrong, skipped)
+
+
+def search(variant: Variant, strategy: str, budget: int, seed: int, evaluate: Evaluate,
+           space: Collection[Params] | None = None) -> list[Evaluation]:
+    """Evaluate up to `budget` configurations of the variant chosen by the strategy (SEARCHES), in the
+    order evaluated: its defaults first, then STARTUP drawn at random, then the sampler's. `space`:
+    the configurations that may be evaluated (default: every one that keeps the constraints)."""
+    optuna = _optuna()
+    if strategy not in SEARCHES:
+        raise TuneError(f"unknown search '{strategy}'; choose from: {', '.join(SEARCHES)}")
+    if budget is None or budget < 1:
+        raise TuneError(f"the {strategy} strategy needs --budget N (N >= 1)")
+    allowed = set(space) if space is not None else None
+    feasible = (lambda p: p in allowed) if allowed is not None else (lambda p: not variant.violated(p))
+    names = sorted(variant.space)
+    distributions = {n: optuna.distributions.CategoricalDistribution(tuple(variant.space[n])) for n in names}
+    study = optuna.create_study(direction="maximize", sampler=_sampler(optuna, strategy, seed, budget))
+    rng = random.Random(seed)
+    for params in _starting(variant, allowed, feasible, budget, rng, seed):
+        study.enqueue_trial(dict(params), skip_if_exists=True)
+    seen: dict[Params, float | None] = {}
+    done: list[Evaluation] = []
+    stale = 0
+    while len(done) < budget:
+        trial = study.ask(distributions)
+        params = tuple((n, trial.params[n]) for n in names)
+        if params in seen or not feasible(params):  # nothing new to evaluate: the sampler is told what it is
+            trial.set_constraint(OUTSIDE, 0.0 if params in seen else 1.0)
+            score = seen.get(params)
+            study.tell(trial, FAILED_SCORE if score is None else score)
+            stale += 1
+            if stale < STALE:
+                continue
+            params, trial = _unseen(variant, allowed, seen, rng, seed + len(seen)), None
+            if params is None:  # the whole space is evaluated
+                break
+        stale = 0
+        score = evaluate(params)
+        seen[params] = score
+        done.append(Evaluation(params, score))
+        value = FAILED_SCORE if score is None else score
+        if trial is None:  # a random configuration: told as a trial of its own
+            study.add_trial(optuna.trial.create_trial(params=dict(params), distributions=distributions, value=value,
+                                                      constraints={OUTSIDE: 0.0}))
+        else:
+            trial.set_constraint(OUTSIDE, 0.0)
+            study.tell(trial, value)
+    return done
+
+
+def _optuna():
+    try:
+        import optuna
+    except ImportError as exc:
+        raise TuneError(f"the tpe and ga strategies need Optuna ({exc}); pip install '.[tune]'") from None
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    return optuna
+
+
+def _sampler(optuna, strategy: str, seed: int, budget: int):
+    if strategy == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=STARTUP, multivariate=True)
+    return optuna.samplers.NSGAIISampler(seed=seed, population_size=max(8, min(50, budget // 5)))
+
+
+def _starting(variant: Variant, allowed: set | None, feasible, budget: int, rng: random.Random,
+              seed: int) -> list[Params]:
+    """The defaults that may be evaluated, then random feasible configurations: STARTUP in all."""
+    defaults = [p for p in param_points(variant) if feasible(p)]
+    count = min(budget, len(defaults) + STARTUP)
+    if allowed is not None:
+        pool = sorted(allowed - set(defaults))
+        rest = rng.sample(pool, min(len(pool), count - len(defaults)))
+    else:
+        rest = [p for p in sample_space(variant, count, seed) if p not in defaults]
+    return (defaults + rest)[:count]
+
+
+def _unseen(variant: Variant, allowed: set | None, seen: dict, rng: random.Random, seed: int) -> Params | None:
+    """A feasible configuration not evaluated yet, drawn at random; None when there is none."""
+    if allowed is not None:
+        left = sorted(allowed - set(seen))
+        return rng.choice(left) if left else None
+    fresh = [p for p in sample_space(variant, len(seen) + 1, seed) if p not in seen]
+    return fresh[0] if fresh else None
