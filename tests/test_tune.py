@@ -646,3 +646,36 @@ def test_the_shipped_cache_is_package_data():
 
     assert (files("mmbench") / "data" / "tuning-cache.json").is_file()
     assert Path(str(files("mmbench") / "data" / "tuning-cache.json")) == places.SHIPPED_CACHE
+
+
+def test_the_strategy_benchmark_replays_each_strategy_on_each_recorded_space(tmp_path):
+    """tune-benchmark on the recorded pipelined run (4 classes, one shape each): a row per space and
+    strategy in results.csv, the summary printed, the curves drawn; random search's expectation is
+    exact (by enumeration on a small space) and the score pins its formula."""
+    pytest.importorskip("optuna")
+    import itertools
+
+    import numpy as np
+    import pandas as pd
+
+    from mmbench.tuning import benchmark
+
+    out = tmp_path / "b"
+    result = CliRunner().invoke(main, ["tune-benchmark", "-v", "pipelined", str(RECORDED), "--seeds", "3",
+                                       "--budget", "0.2", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "4 recorded spaces, budget 20% of each, 3 seeds" in result.output
+    rows = pd.read_csv(out / "results.csv")
+    assert len(rows) == 12 and set(rows.strategy) == {"random", "tpe", "ga"} and (out / "strategies.png").exists()
+    assert (rows.median_fraction <= 1).all() and (rows.budget == (0.2 * rows["size"]).round()).all()
+    values = [3.0, 1.0, 4.0, None, 5.0, 9.0, 2.0, 6.0]
+    space = benchmark.Space("t", {(("A", i),): v for i, v in enumerate(values)})
+    for b in (1, 3, 8):
+        exact = np.mean([max(v or 0.0 for v in c) for c in itertools.combinations(values, b)]) / 9
+        assert benchmark.random_expected(space, b) == pytest.approx(exact)
+    found = np.array([[4 / 9, 5 / 9, 1.0]])  # one seed: 4, then 5, then 9 after three evaluations
+    base = [benchmark.random_expected(space, b) for b in (1, 3)]
+    assert benchmark.score(found, space, [1, 3]) == pytest.approx(np.mean([(4 / 9 - base[0]) / (1 - base[0]),
+                                                                             (1.0 - base[1]) / (1 - base[1])]))
+    bad = CliRunner().invoke(main, ["tune-benchmark", "-v", "pipelined", str(RECORDED), "--strategy", "sa"])
+    assert bad.exit_code == 2 and "--strategy 'sa'; choose from: random, tpe, ga" in bad.output

@@ -74,9 +74,9 @@ def main(ctx, variant_files):
 
 
 def _register() -> None:
-    from . import checking, comparing, figures, gpu, listing, running, tune
+    from . import checking, comparing, figures, gpu, listing, running, tune, tune_benchmark
 
-    for module in (listing, running, checking, tune, comparing, gpu, figures):
+    for module in (listing, running, checking, tune, tune_benchmark, comparing, gpu, figures):
         for name in module.COMMANDS:
             main.add_command(getattr(module, name))
 

@@ -44,6 +44,18 @@ class Interrupted(click.ClickException):
 COUNTED_OUTPUT = "mmbench.counted_output"  # where interrupts_count leaves the output, in the context's shared meta
 
 
+def print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
+    """A table of cells already formatted: the first column left, the others right."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for i, col in enumerate(columns):
+        table.add_column(col, justify="left" if i == 0 else "right")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
 def interrupts_count(output: Path) -> None:
     """From here on, Ctrl-C says how many finished points output holds (the group's handler reads
     it): whatever the command was doing, the user learns what the file kept."""

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.table import Table
 
 from .. import places
-from .common import FILE, FOLDER, InputError, command, console, newest_run
+from .common import FILE, FOLDER, InputError, command, console, newest_run, print_table
 from ..config import ConfigError, load_config
 from ..results import ResultsError, read_results
 from ..sizes import SizeSpecError, parse_sizes
@@ -198,13 +197,7 @@ def _write(drawn: Drawn, out_dir: Path, results: Path) -> None:
     for line in drawn.missing:
         console.print(line, soft_wrap=True)
     if drawn.summary:
-        title, columns, rows = drawn.summary
-        table = Table(title=title)
-        for i, col in enumerate(columns):
-            table.add_column(col, justify="left" if i == 0 else "right")
-        for row in rows:
-            table.add_row(*row)
-        console.print(table)
+        print_table(*drawn.summary)
 
 
 def _holdings(df) -> str:
