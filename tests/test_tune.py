@@ -4,6 +4,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -125,11 +126,13 @@ def test_a_search_never_evaluates_outside_its_space_and_learns_from_failures():
 
 
 def test_a_batched_tuning_replays_from_its_class_scores(tmp_path):
-    """The batched engine's file (size_class, params, status, the class's score) reads as class scores."""
+    """The batched engine's file (size_class, params, status, the class's score) reads as class scores; a
+    configuration the tuner skipped (knowing before trying) is none of the class's."""
     rows = tmp_path / "b.csv"
     rows.write_text("size_class,params,status,gflops\n"
                     'cell00x00,"BLOCKSIZE=32,KERNEL=0,WORKSIZE_M=1,WORKSIZE_N=1",ok,2.0\n'
                     'cell00x00,"BLOCKSIZE=64,KERNEL=0,WORKSIZE_M=1,WORKSIZE_N=1",wrong,\n'
+                    'cell00x00,"BLOCKSIZE=64,KERNEL=1,WORKSIZE_M=1,WORKSIZE_N=1",skipped,\n'
                     'cell00x01,"BLOCKSIZE=32,KERNEL=0,WORKSIZE_M=1,WORKSIZE_N=1",ok,1.5\n')
     classes, none = strategies.read_recorded(rows, REGISTRY["gemv_tuned"])
     assert none is None and classes == {
@@ -679,3 +682,21 @@ def test_the_strategy_benchmark_replays_each_strategy_on_each_recorded_space(tmp
                                                                              (1.0 - base[1]) / (1 - base[1])]))
     bad = CliRunner().invoke(main, ["tune-benchmark", "-v", "pipelined", str(RECORDED), "--strategy", "sa"])
     assert bad.exit_code == 2 and "--strategy 'sa'; choose from: random, tpe, ga" in bad.output
+
+
+def test_a_recorded_space_replays_under_kernel_tuners_simulation_mode():
+    """The converter writes a space as KernelTuner's cache (score the objective, failed runs as it
+    writes them); its strategies then replay it: distinct configurations, at most the budget, all
+    recorded ones, the best found never above the recorded best."""
+    pytest.importorskip("kernel_tuner")
+    from mmbench.tuning import benchmark
+
+    classes, _ = strategies.read_recorded(RECORDED, PIPELINED)
+    space = benchmark.spaces_of(classes, "rec")[0]
+    doc = benchmark.kernel_tuner_cache(space, PIPELINED)
+    assert doc["tune_params_keys"] == sorted(PIPELINED.space) and len(doc["cache"]) == len(space.scores)
+    scores = {e["score"] for e in doc["cache"].values()}
+    assert max(s for s in scores if isinstance(s, float)) == space.best
+    for strategy in ("kt:random_sample", "kt:genetic_algorithm"):
+        curve = benchmark.trace(space, PIPELINED, strategy, 10, seed=1)
+        assert 1 <= len(curve) <= 10 and (np.diff(curve) >= 0).all() and curve[-1] <= 1.0

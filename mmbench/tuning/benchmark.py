@@ -23,6 +23,8 @@ from .search import SEARCHES, search
 
 STRATEGIES = ("random", *SEARCHES)
 WITHIN = 0.98  # "within 2 % of the recorded best"
+KERNEL_TUNER = "kt:"  # a strategy named kt:NAME is KernelTuner's NAME, replayed by its simulation mode
+KT_SECONDS = 30  # the most one of its searches may take
 
 
 @dataclass(frozen=True)
@@ -50,9 +52,85 @@ def trace(space: Space, variant: Variant, strategy: str, budget: int, seed: int)
     if strategy == "random":
         order = random.Random(seed).sample(sorted(space.scores), min(budget, len(space.scores)))
         found = [space.scores[p] for p in order]
+    elif strategy.startswith(KERNEL_TUNER):
+        found = kernel_tuner_trace(space, variant, strategy[len(KERNEL_TUNER):], budget, seed)
     else:
         found = [e.score for e in search(variant, strategy, budget, seed, space.scores.get, space.scores)]
     return np.maximum.accumulate(np.array([s or 0.0 for s in found])) / space.best
+
+
+def kernel_tuner_cache(space: Space, variant: Variant) -> dict:
+    """The space as a KernelTuner cache file (what its simulation mode replays): every configuration
+    with its score as the objective `score` (higher is better) and time = 1 / score; a failed one as
+    KernelTuner writes a failed run (its simulation then never proposes it: it costs KernelTuner nothing,
+    where ours pay an evaluation for it)."""
+    names = sorted(variant.space)
+    cache = {}
+    for params, value in space.scores.items():
+        values = dict(params)
+        entry = {n: values[n] for n in names}
+        failed = "RuntimeFailedConfig"
+        entry.update(score=failed if value is None else value, time=failed if value is None else 1.0 / value,
+                     compile_time=0.0, verification_time=0.0, benchmark_time=0.0, strategy_time=0.0,
+                     framework_time=0.0, timestamp="2026-01-01 00:00:00.000000+00:00")
+        cache[",".join(str(values[n]) for n in names)] = entry
+    return {"device_name": space.name, "kernel_name": variant.name, "problem_size": [1], "tune_params_keys": names,
+            "tune_params": {n: list(variant.space[n]) for n in names}, "objective": "score", "cache": cache}
+
+
+def kernel_tuner_trace(space: Space, variant: Variant, strategy: str, budget: int, seed: int) -> list:
+    """The scores KernelTuner's strategy evaluates in its simulation mode, in order, distinct configurations
+    only (its repeats cost it nothing), the first `budget` of them. Each search runs in a worker process
+    given KT_SECONDS: some of its strategies never stop on some spaces (greedy_ils on a GEMV mesh cell of
+    33 valid configurations) or fail (diff_evo); such a search is a ValueError naming it."""
+    import concurrent.futures as cf
+    import multiprocessing
+
+    names = sorted(variant.space)
+    valid = sum(v is not None for v in space.scores.values())
+    job = (kernel_tuner_cache(space, variant), strategy, min(budget, valid), seed, names)
+    pool = cf.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))  # no imports again
+    try:
+        scores = pool.submit(_kernel_tuner_search, *job).result(timeout=KT_SECONDS)
+    except cf.TimeoutError:
+        raise ValueError(f"KernelTuner's {strategy} did not finish within {KT_SECONDS} s on {space.name} "
+                         f"(budget {budget}): leave it out") from None
+    except ValueError:
+        raise
+    except Exception as exc:  # its own failure on this space (diff_evo's IndexError on a GEMV mesh cell)
+        raise ValueError(f"KernelTuner's {strategy} failed on {space.name} (budget {budget}): "
+                         f"{type(exc).__name__}: {exc}; leave it out") from None
+    finally:
+        for process in list(getattr(pool, "_processes", {}).values()):  # a search that never stops: ended
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+    return scores[:budget]
+
+
+def _kernel_tuner_search(cache: dict, strategy: str, budget: int, seed: int, names: list[str]) -> list[float]:
+    """In a worker process: KernelTuner's search replaying the cache, the distinct scores in order."""
+    import json
+    import tempfile
+    import warnings
+
+    try:
+        from kernel_tuner import tune_cache
+    except ImportError as exc:
+        raise ValueError(f"KernelTuner's strategies need kernel_tuner ({exc}); pip install kernel_tuner") from None
+    with tempfile.TemporaryDirectory(prefix="mmbench-kt-") as tmp:
+        path = f"{tmp}/cache.json"
+        with open(path, "w") as f:
+            json.dump(cache, f)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            results, _ = tune_cache(path, strategy=strategy, seed=seed, objective="score", quiet=True,
+                                    objective_higher_is_better=True, strategy_options={"max_fevals": budget})
+    found: dict[tuple, float] = {}
+    for r in results:
+        params = tuple(r[n] for n in names)
+        if params not in found and isinstance(r.get("score"), float):
+            found[params] = r["score"]
+    return list(found.values())
 
 
 def random_expected(space: Space, evaluations: int) -> float:

@@ -98,7 +98,8 @@ def candidates(rows: pd.DataFrame, variant: Variant, top: int) -> list[Params]:
 def class_scores(rows: pd.DataFrame, variant: str, per_shape: bool = False) -> dict[str, tuple[int, dict]]:
     """Per size class (each exact shape with per_shape): its shapes' count and each configuration's
     score there, the geometric mean of its median GFLOP/s (the operation's score) over the class's
-    shapes where it was verified at every one, None where it was not (it failed somewhere)."""
+    shapes where it was verified at every one, None where it was not (it failed somewhere, or the
+    tuner pruned it after the class's first shape); one skipped at every shape is none of the class's."""
     mine = rows[rows.variant == variant].copy()
     if mine.empty:
         return {}
@@ -111,6 +112,8 @@ def class_scores(rows: pd.DataFrame, variant: str, per_shape: bool = False) -> d
         shapes = len(group[["m", "n", "k"]].drop_duplicates())
         scores = {}
         for params, g in group.groupby("params"):
+            if (g.status == "skipped").all():  # the tuner knew before trying: not a configuration of this class
+                continue
             ok = g[g.status == "ok"]
             # a configuration that failed at any shape of the class is out
             scores[params] = float(np.exp(np.log(ok[op.score]).mean())) if len(ok) == shapes else None
@@ -142,6 +145,7 @@ def read_recorded(path, variant: Variant) -> tuple[dict[str, tuple[int, dict]], 
         rows = read_results(path)
         return class_scores(rows, variant.name), rows
     rows = pd.read_csv(path, dtype={"params": str, "size_class": str})
+    rows = rows[rows.status != "skipped"]  # known before trying (Operation.tuning_skip): none of the class's
     field = get_op(variant.op).score.rsplit("_median", 1)[0]
     if field not in rows:
         raise TuneError(f"{path}: a batched tuning without a {field} column")
