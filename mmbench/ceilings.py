@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 
 from .schema import utc_now
-from .variants import Variant
 
 # FP32 lanes per SM by compute capability (CUDA C Programming Guide, arithmetic throughput).
 FP32_LANES_PER_SM = {"3.7": 192, "6.0": 64, "7.0": 64, "7.5": 64, "8.0": 64, "8.6": 128, "8.9": 128, "9.0": 128}
@@ -80,7 +79,7 @@ def cached_for(gpu_facts: dict | None) -> dict | None:
 
 
 def _fma_peak(gpu) -> tuple[float, list[float]]:
-    fn = gpu.function(Variant(name="fma_peak", backend="cuda", label="", description="", family="harness"), ())
+    fn = gpu.harness("fma_peak")
     out = gpu.alloc(4)
     blocks = gpu.facts.sm_count * 8
     flops = 2 * 8 * 16 * FMA_ITERS * blocks * FMA_THREADS

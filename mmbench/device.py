@@ -226,10 +226,8 @@ class Gpu:
         # the batched tuner enqueue one held batch while the GPU runs the one before.
         self._flags = drv.pagelocked_zeros((2 * HOLD_SLOTS,), np.int32, mem_flags=drv.host_alloc_flags.DEVICEMAP)
         self._flags_dev = np.intp(self._flags.base.get_device_pointer())
-        hold_variant = Variant(name="hold_stream", backend="cuda", label="", description="", family="harness")
-        self._hold = self.function(hold_variant, ())
-        self._flush_read = self.function(Variant(name="flush_l2_read", backend="cuda", label="", description="",
-                                                 family="harness"), ())
+        self._hold = self.harness("hold_stream")
+        self._flush_read = self.harness("flush_l2_read")
         self._flush_read.prepare("PQP")
 
     @contextmanager

@@ -52,7 +52,6 @@ from .interface import BatchedEngine
 BATCH = 16  # configurations behind one hold: about 100 commands, far from a full launch queue
 COLUMNS = ("size_class", "params", "status", "reason", "shapes", "gflops", "time_ms_min", "time_ms_max",
            "err_bound_ratio")
-HARNESS = Variant(name="check_sums", backend="cuda", label="", description="", family="harness")
 
 
 @dataclass(frozen=True)
@@ -230,7 +229,7 @@ class BatchedTuner:
         self.op = needs(get_op(variant.op), BatchedCheck)
         self.problems: dict[Params, tuple[str, str]] = {}  # config -> (status, reason) known before running
         self.kernels: dict[str, dict] = {}
-        self._check = gpu.function(HARNESS, ())
+        self._check = gpu.harness("check_sums")
         self._check.prepare("PPPiP")
         self._events = [[(gpu.event(), gpu.event()) for _ in range(BATCH)] for _ in range(HOLD_SLOTS)]
         self._warm: set[Params] = set()

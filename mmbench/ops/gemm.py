@@ -175,16 +175,18 @@ class GemmOnGpu(MadeOnGpu):
     def b(self) -> np.ndarray:
         return self._operand("B")
 
+    def _checked(self, name: str) -> np.ndarray:
+        if name not in self._host:  # the reference and the bound come over together
+            self._host["reference"], self._host["bound"] = self.sums.download()
+        return self._host[name]
+
     @property
     def reference(self) -> np.ndarray:
-        if "reference" not in self._host:
-            self._host["reference"], self._host["bound"] = self.sums.download()
-        return self._host["reference"]
+        return self._checked("reference")
 
     @property
     def bound(self) -> np.ndarray:
-        self.reference  # noqa: B018 (both come over together)
-        return self._host["bound"]
+        return self._checked("bound")
 
     def free(self) -> None:
         super().free()
