@@ -215,6 +215,10 @@ class Gpu:
         self._modules: dict[tuple, Any] = {}
         self._functions: dict[tuple, Any] = {}
         self._precompiled: set[tuple] = set()  # modules precompile() put in the host's compile cache
+        # modules precompile(wait=False) is still building, each its build's Future: function() waits
+        # for its own, so the GPU measures what is built while nvcc builds the rest
+        self._building: dict[tuple, Any] = {}
+        self._pools: list = []
         # Cold-cache samples read (or, as files measured before it ask, write) a buffer twice the L2
         # size before each launch; zeroed once, so the read kernel never stores.
         self._flush_words = 2 * self.facts.l2_bytes // 16 * 4
@@ -254,6 +258,9 @@ class Gpu:
             # symbol is read from what nvcc built
             symbol = source.entry_symbol(variant, source.compile_reports(variant, params, self.facts.arch))
         if key not in self._modules:
+            building = self._building.pop(key, None)
+            if building is not None:  # built in the background (precompile): wait for it, not a second nvcc
+                building.result()
             cubin = source.module_cubin(variant, params, self.facts.arch)
             # cuda-python loads and launches what takes tensor maps or clusters (launch_ex.py), PyCUDA the rest
             self._modules[key] = cubin if variant.launches_ex else self.drv.module_from_buffer(cubin)
@@ -268,16 +275,20 @@ class Gpu:
     def compiled(self, variant: Variant, params: Params) -> bool:
         """Whether this parameter point's module is loaded or compiled by precompile()."""
         key = (variant.name, variant.source_dir, params)
-        return key in self._modules or key in self._precompiled
+        return key in self._modules or key in self._precompiled or key in self._building
 
-    def precompile(self, variant: Variant, points: list[Params], jobs: int) -> None:
+    def precompile(self, variant: Variant, points: list[Params], jobs: int, wait: bool = True) -> None:
         """Compile many parameter points of a variant in parallel into the host's compile cache."""
-        self.precompile_pairs([(variant, params) for params in points], jobs)
+        self.precompile_pairs([(variant, params) for params in points], jobs, wait)
 
-    def precompile_pairs(self, pairs: list[tuple[Variant, Params]], jobs: int) -> None:
+    def precompile_pairs(self, pairs: list[tuple[Variant, Params]], jobs: int, wait: bool = True) -> None:
         """Compile (variant, parameters) pairs in parallel into the host's compile cache (nvcc runs as
         separate processes, so threads suffice), each module text once (variants of one file may share
-        it); errors are left for function() to report per point. Ctrl-C drops what has not started."""
+        it), in the order given; errors are left for function() to report per point. wait=False
+        returns at once: the builds go on beside what the caller measures, function() waiting for
+        the one it needs (a sample times the GPU between events around launches a held stream
+        queued, so nvcc's load on the host does not enter it). Ctrl-C and close() drop what has
+        not started."""
         from concurrent.futures import ThreadPoolExecutor
 
         by_text: dict[tuple, list[tuple[Variant, Params]]] = {}
@@ -295,12 +306,30 @@ class Gpu:
             except Exception:
                 pass
 
-        pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+        pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="nvcc")
+        futures = []
+        for key, wanted in by_text.items():
+            futures.append(pool.submit(build, key))
+            for variant, params in wanted:
+                self._building[(variant.name, variant.source_dir, params)] = futures[-1]
+        if not wait:
+            self._pools.append(pool)
+            return
         try:
-            for future in [pool.submit(build, key) for key in by_text]:
+            for future in futures:
                 future.result()
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+            for variant, params in pairs:
+                self._building.pop((variant.name, variant.source_dir, params), None)
+
+    def stop_building(self) -> None:
+        """Drop the background builds not started (a run's end, or Ctrl-C); those running finish, and
+        function() still waits for them rather than building their module a second time."""
+        for pool in self._pools:
+            pool.shutdown(wait=False, cancel_futures=True)
+        self._pools.clear()
+        self._building = {key: future for key, future in self._building.items() if not future.cancelled()}
 
     @staticmethod
     def resources(function) -> dict:

@@ -99,7 +99,8 @@ def padded_shape(point: Point) -> str:
     if not point.pad:
         return ""
     try:
-        return str(needs(point.op, Padded).padded_shape(point.variant, point.params, point.shape))
+        # the parameters the kernel is compiled with (a typed kernel's precision can set its tile), as the runner pads
+        return str(needs(point.op, Padded).padded_shape(point.variant, point.compiled_params, point.shape))
     except ValueError:  # a ScopeError, or an operation without padding
         return ""
 

@@ -109,7 +109,7 @@ def test_a_runner_compiles_a_runs_new_kernels_at_once_before_the_first_point():
         def compiled(self, variant, params):
             return (variant.name, params) in self.done
 
-        def precompile_pairs(self, pairs, jobs):
+        def precompile_pairs(self, pairs, jobs, wait=True):
             self.calls.append(([(v.name, p) for v, p in pairs], jobs))
             self.done.update((v.name, p) for v, p in pairs)
 
@@ -188,3 +188,42 @@ def test_a_runner_hashes_a_variants_source_once_not_per_configuration(monkeypatc
         runner._record_kernel(REGISTRY[variant], (("BLOCK", block),), None)
     assert hashed == ["shared", "naive"]
     assert {e["source_hash"] for e in runner.kernels.values()} == {"h-shared", "h-naive"} and len(runner.kernels) == 4
+
+
+def test_background_builds_are_waited_for_one_by_one_and_dropped_at_the_end(monkeypatch):
+    """precompile(wait=False) returns before nvcc is done; function() waits for its own module's
+    build (not a second nvcc), and stop_building drops what has not begun."""
+    import subprocess
+    import threading
+    from types import SimpleNamespace
+
+    from mmbench import source
+    from mmbench.device import Gpu
+    from mmbench.variants import REGISTRY
+
+    nvcc_runs, release = [], threading.Event()
+    real_run = subprocess.run
+
+    def slow_nvcc(command, **kwargs):
+        release.wait(30)  # nvcc "runs" until the test lets it go
+        nvcc_runs.append(open(f"{kwargs['cwd']}/kernel.cu").read())  # the module it builds
+        return real_run(command, **kwargs)
+
+    monkeypatch.setattr(source.subprocess, "run", slow_nvcc)
+    gpu = Gpu.__new__(Gpu)
+    gpu.facts = SimpleNamespace(arch="sm_90")
+    gpu.drv = SimpleNamespace(module_from_buffer=lambda cubin: SimpleNamespace(get_function=lambda name: (name, len(cubin))))
+    gpu._modules, gpu._functions, gpu._precompiled, gpu._building, gpu._pools = {}, {}, set(), {}, []
+    variant = REGISTRY["shared"]
+    configs = [(("BLOCK", b),) for b in (7, 9, 11)]  # sizes no other test builds: each needs nvcc
+    gpu.precompile(variant, configs, jobs=1, wait=False)
+    assert nvcc_runs == [] and all(gpu.compiled(variant, c) for c in configs)  # returned at once, all under way
+    release.set()
+    name, size = gpu.function(variant, configs[0])
+    assert name == variant.entry_name and size > 0
+    assert 1 <= len(nvcc_runs) <= 2  # its own build, and perhaps the next one's begun
+    gpu.stop_building()  # the rest dropped, or finished if begun
+    assert gpu._pools == [] and not any(future.cancelled() for future in gpu._building.values())
+    gpu.function(variant, configs[0])
+    gpu.function(variant, configs[1])  # dropped or built: from the cache, or built now, once
+    assert len(nvcc_runs) == len(set(nvcc_runs)) <= 3  # no module built twice

@@ -17,6 +17,7 @@ from ..ops.capabilities import must_pad, tune_engine
 from ..results import ResultsError, read_results, run_csv
 from ..sizes import SizeSpecError
 from ..precisions import DEFAULT, DEFAULT_LAYOUT, PrecisionError, form_suffix
+from ..environment import own_cpus
 from ..timing import CACHE_MODES
 from ..tuning import batched_run
 from ..tuning.batched_run import refuse_batched_resume
@@ -75,7 +76,8 @@ PRUNE = 0.5  # the batched tuner's default: see engine/batched_local.py
 @click.option("--prune", type=Finite(0, 1, max_open=True), metavar="FRACTION",
               help=f"Batched engine: a configuration slower at a size class's pivot shape than FRACTION of the best's "
                    f"speed is not timed at the class's other shapes (a pruned row); 0 times all (default {PRUNE}).")
-@click.option("--jobs", type=click.IntRange(min=1), default=8, show_default=True, help="Parallel nvcc processes.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, callback=lambda ctx, param, value: value or own_cpus(),
+              help="Parallel nvcc processes (default: the cores this process may use).")
 @click.option("--output", "-o", type=FILE,
               help="Tuning CSV: one row per configuration and shape (default RUNS/tuning/tune-VARIANT-TIMESTAMP/"
                    f"tune-VARIANT-TIMESTAMP.csv, RUNS being ${places.RUNS_ENV}, else runs/).")
@@ -316,7 +318,7 @@ def _tune_points(request: TuneRequest, about: dict, settings: Settings) -> None:
               for s in request.shapes for p in configs]
     builds = list(dict.fromkeys(p.compiled_params for p in points))  # at the point's precision and layout
     running._execute(points, settings, request.output, about, strict=False, cluster=request.cluster,
-                     prepare=lambda r: r.gpu.precompile(variant, builds, request.jobs), isolation=request.isolation)
+                     prepare=lambda r: r.gpu.precompile(variant, builds, request.jobs, wait=False), isolation=request.isolation)
     try:
         best, device = record_tuning(request)
     except RunRefused as exc:

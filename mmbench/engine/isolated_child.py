@@ -3,7 +3,7 @@ mmbench.engine.isolated_child IN OUT RUNNER` holds the GPU in a runner (LocalPoi
 RUNNER names another "module:name"), reads requests from pipe IN and answers on pipe OUT.
 
 Requests: ("open", settings, points, options) first, then ("run" | "ensure" | "precompile",
-settings, points, options), ("precompile_configs", settings, points, jobs) and ("close",). A run
+settings, points, options), ("precompile_configs", settings, points, (jobs, wait)) and ("close",). A run
 answers ("start",) before each GPU point's first launch, ("row", row, state) as each point
 finishes and ("done", state) at its end. A point whose fault lost the CUDA context is answered
 ("lost", row, fault, state), and the process exits at once: nothing more can run in it. Ctrl-C
@@ -94,7 +94,8 @@ def answer(runner, outbox: Connection, message: tuple) -> None:
         configure(runner, settings, more)
         compiled = runner.precompile(points)
     elif kind == "precompile_configs" and points and runner.gpu is not None:
-        runner.gpu.precompile(points[0].variant, [p.params for p in points], more)
+        jobs, wait = more
+        runner.gpu.precompile(points[0].variant, [p.params for p in points], jobs, wait)
     outbox.send(("answered", compiled, state(runner)))
 
 

@@ -154,8 +154,8 @@ class RemoteGpu:
     def __init__(self, facts, clock: dict, engine: "IsolatedPoints"):
         self.facts, self.clock, self._engine = facts, RemoteClock(clock), engine
 
-    def precompile(self, variant, points: list, jobs: int) -> None:
-        self._engine.precompile_configs(variant, points, jobs)
+    def precompile(self, variant, points: list, jobs: int, wait: bool = True) -> None:
+        self._engine.precompile_configs(variant, points, jobs, wait)
 
     def active(self):
         return nullcontext(self)
@@ -314,12 +314,12 @@ class IsolatedPoints(Engine):
     def precompile(self, points: Sequence[Point]) -> int:
         return self._ask(("precompile", self.settings, [wire(p) for p in points], self._options()), points)[0]
 
-    def precompile_configs(self, variant, configs: list, jobs: int) -> None:
-        """Gpu.precompile(variant, configs, jobs) in the child (a tuning's prepare)."""
+    def precompile_configs(self, variant, configs: list, jobs: int, wait: bool = True) -> None:
+        """Gpu.precompile(variant, configs, jobs, wait) in the child (a tuning's prepare)."""
         from ..sizes import Shape
 
         wires = [wire(Point(variant, tuple(params), Shape(1, 1, 1), "hot")) for params in configs]
-        self._ask(("precompile_configs", self.settings, wires, jobs), [])
+        self._ask(("precompile_configs", self.settings, wires, (jobs, wait)), [])
 
     def run(self, points: Sequence[Point], on_row: Callable[[dict], None]) -> None:
         todo = [p for group in shape_groups(points).values() for p in group]  # the child's order

@@ -141,7 +141,7 @@ class LocalPoints(Engine):
 
     def _run(self, points: Sequence[Point], on_row: Callable[[dict], None]) -> None:
         with self.spending("compile"):
-            self.precompile(points)
+            self.precompile(points, wait=False)
         for (name, shape, dtype, layout), group in shape_groups(points).items():
             op = get_op(name)
             key = (name, shape, dtype, layout, self.settings.seed)
@@ -245,16 +245,17 @@ class LocalPoints(Engine):
                                                         f"the host (ops/base.py check_sums)"}
         return {"float64_reference": {"reference_gpu": GPU_PRODUCTS, "reference_host": HOST_PRODUCTS, **why, **checked}}
 
-    def precompile(self, points: Sequence[Point]) -> int:
+    def precompile(self, points: Sequence[Point], wait: bool = True) -> int:
         """Compile the kernels of these points not compiled yet, compile_jobs at a time, into the
         host's compile cache (function() then loads each): one nvcc after another would leave the GPU
-        idle for seconds per kernel. How many it compiled."""
+        idle for seconds per kernel. wait=False: in the background, in the points' order, while the
+        first ones are measured (Gpu.precompile_pairs). How many it compiled (or began to)."""
         if self.gpu is None:
             return 0
         todo = list(dict.fromkeys((p.variant, p.compiled_params) for p in points
                                   if p.variant.backend == "cuda" and not self.gpu.compiled(p.variant, p.compiled_params)))
         if len(todo) > 1:
-            self.gpu.precompile_pairs(todo, self.compile_jobs)
+            self.gpu.precompile_pairs(todo, self.compile_jobs, wait)
         return len(todo) if len(todo) > 1 else 0
 
     def release_shape(self) -> None:
@@ -578,6 +579,8 @@ class LocalPoints(Engine):
 
     def close(self) -> None:
         try:
+            if self.gpu is not None:
+                self.gpu.stop_building()
             if self.cupti is not None:
                 self.cupti.close()
             self.release_shape()
