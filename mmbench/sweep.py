@@ -136,6 +136,10 @@ def perform(request: RunRequest, *, say: Say = print, dry_run: bool = False, com
         from .engine.points_isolated import prestart
 
         prestart(isolation.runner)  # the GPU's worker starts while the run is planned
+    if not dry_run and spec is not None:
+        from .engine.points_dask import start_early
+
+        start_early(spec, any(v.on_gpu for v in chosen), isolation)  # the cluster starts while the run is planned
     try:
         return _planned_and_run(request, name, selections, caches, output, given, budgets, chosen, spec, isolation,
                                 say, dry_run, command, progress)
@@ -143,6 +147,10 @@ def perform(request: RunRequest, *, say: Say = print, dry_run: bool = False, com
         from .engine.points_isolated import discard_prestarted
 
         discard_prestarted()  # a child the run did not take (refused, nothing to do, a dry run)
+        if spec is not None:
+            from .engine.points_dask import discard_early
+
+            discard_early()  # a cluster no run took
 
 
 def _planned_and_run(request: RunRequest, name: str, selections, caches, output: Path, given: dict, budgets: dict,

@@ -436,3 +436,32 @@ def test_a_workers_faulting_point_is_a_failed_row_and_the_worker_goes_on(tmp_pat
     assert isolation["mode"] == "process"
     assert sum(w["restarts"] for w in isolation["workers"].values()) == 1
     assert [f["point"] for w in isolation["workers"].values() for f in w["faults"]] == ["blas @ 48"]
+
+
+def test_a_cluster_started_ahead_is_the_one_the_run_connects_to_and_one_no_run_took_is_closed(scheduler):
+    """start_early connects on a thread while the run is planned; connect() takes that client (and
+    says what the start said); a start no run took is closed by discard_early."""
+    from mmbench.engine import points_dask
+    from mmbench.engine.points_dask import ClusterSpec, connect, discard_early, start_early
+
+    spec, said = ClusterSpec(scheduler=scheduler), []
+    start_early(spec, gpus=False)
+    client = connect(spec, False, said.append)
+    try:
+        assert client.status == "running" and len(client.scheduler_info()["workers"]) == 2
+        assert points_dask._EARLY == {}  # taken: nothing left to discard
+    finally:
+        client.close()
+    start_early(spec, gpus=False)
+    started = points_dask._EARLY[(spec, False)]
+    discard_early()
+    assert points_dask._EARLY == {} and started["client"].status == "closed"
+
+
+def test_a_failed_start_ahead_is_said_as_a_start_now_would_say_it(tmp_path):
+    from mmbench.engine.points_dask import ClusterError, ClusterSpec, connect, start_early
+
+    spec = ClusterSpec(scheduler="tcp://127.0.0.1:9")  # nothing listens on the discard port
+    start_early(spec, gpus=False)
+    with pytest.raises(ClusterError, match="no Dask scheduler at tcp://127.0.0.1:9"):
+        connect(spec, False, lambda _: None)

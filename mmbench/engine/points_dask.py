@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -70,7 +71,64 @@ def chunks(points: Sequence[Point], workers: int) -> list[list[Point]]:
 
 
 # -- the client's side ----------------------------------------------------------------------------------
+_EARLY: dict[tuple, dict] = {}  # (spec, gpus) -> a start begun ahead of the run: its thread, client or error
+
+
+def start_early(spec: ClusterSpec, gpus: bool, isolation=None) -> None:
+    """Begin connecting to the spec's cluster (a local one: importing Dask, starting the scheduler and
+    a worker per GPU) on a thread now, and have each worker start its GPU's child process (with an
+    isolation), while this process plans; the run's connect() takes the client. The start of a
+    cluster costs seconds that would otherwise come before the first chunk (measured in
+    docs/clusters.md). discard_early() closes one no run took."""
+    key = (spec, gpus)
+    if key in _EARLY:
+        return
+    box: dict = {"said": []}
+
+    def start() -> None:
+        try:
+            box["client"] = _connect(spec, gpus, box["said"].append)
+            if gpus and isolation is not None and isolation.mode == "process":
+                from .dask_worker import prestart_worker
+
+                box["client"].run(prestart_worker, isolation.runner)
+        except BaseException as exc:  # said by connect(), which then tries once more in its own thread
+            box["error"] = exc
+
+    box["thread"] = threading.Thread(target=start, name="mmbench-cluster-start", daemon=True)
+    box["thread"].start()
+    _EARLY[key] = box
+
+
+def discard_early() -> None:
+    """Close the clusters started ahead that no run took (a run refused after its start began)."""
+    while _EARLY:
+        box = _EARLY.popitem()[1]
+        box["thread"].join()
+        client = box.get("client")
+        if client is not None:
+            cluster = client.cluster
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
 def connect(spec: ClusterSpec, gpus: bool, say: Callable[[str], None]):
+    """A distributed Client of the spec's cluster: the one start_early() began, else connected now."""
+    box = _EARLY.pop((spec, gpus), None)
+    if box is not None:
+        box["thread"].join()
+        for line in box["said"]:
+            say(line)
+        if "client" in box:
+            return box["client"]
+        if spec.scheduler and isinstance(box["error"], ClusterError):  # no scheduler there, as it would be now
+            raise box["error"]
+        say(f"cluster: the start begun ahead failed ({type(box['error']).__name__}: {box['error']}); trying again")
+    return _connect(spec, gpus, say)
+
+
+def _connect(spec: ClusterSpec, gpus: bool, say: Callable[[str], None]):
     """A distributed Client of the spec's cluster: a running scheduler's, or a local one started
     now (dask-cuda's LocalCUDACluster when points need GPUs, else one-thread CPU processes)."""
     try:
@@ -256,7 +314,9 @@ class DaskPoints(Engine):
         client closed, and the cluster if this run started it, whatever the release met."""
         cluster = self.client.cluster if self.owns_cluster else None
         try:
-            if release:
+            # a cluster this run started ends with it: its workers' GPUs are in their children, which
+            # exit with them (without an isolation the worker holds the GPU and frees it first)
+            if release and (cluster is None or self.isolation is None):
                 self.release()
         finally:
             self.client.close()
