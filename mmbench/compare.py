@@ -73,6 +73,7 @@ class Comparison:
     clock: str
     warnings: list[str] = field(default_factory=list)
     on_gpu: bool = True  # whether any compared point ran on a GPU (else its samples are the host's timer)
+    runs: list[str] = field(default_factory=list)  # each run's GPUs and whole command, the speedup (runs_lines)
 
     def counts(self) -> dict[str, int]:
         return {v: sum(p.verdict == v for p in self.pairs) for v in VERDICTS}
@@ -161,6 +162,31 @@ def differences(baseline: dict, candidate: dict) -> list[str]:
         if a != b and not (a is None and b is None):
             out.append(f"the runs differ in {what}: {a} -> {b}")
     return out
+
+
+def gpus_of(meta: dict) -> list[str]:
+    """The GPUs a run's last invocation ran on, by UUID (every GPU of a cluster's workers), else by name."""
+    last = (meta.get("invocations") or [{}])[-1]
+    gpus = (last.get("cluster") or {}).get("gpus") or [last.get("gpu") or meta.get("gpu") or {}]
+    return [g.get("uuid") or g.get("name") for g in gpus if g.get("uuid") or g.get("name")]
+
+
+def runs_lines(baseline: dict, candidate: dict) -> list[str]:
+    """Each run's GPUs (by UUID) and its last invocation's whole command (process_s: from the
+    interpreter's start to the last row, a cluster's start included; wall_s: the run alone), and,
+    where both say it, `speedup N.NNx`: the baseline's whole command over the candidate's."""
+    lines, wholes = [], []
+    for word, meta in (("baseline", baseline), ("candidate", candidate)):
+        last = (meta.get("invocations") or [{}])[-1]
+        gpus, whole = gpus_of(meta), last.get("process_s")
+        wholes.append(whole)
+        model = _at(meta, ("gpu", "name")) or "no GPU named"
+        lines.append(f"{word}: {len(gpus)} x {model} ({', '.join(gpus) or 'none'}): "
+                     + (f"whole command {whole:.1f} s, " if whole else "whole command not recorded, ")
+                     + f"the run {last.get('wall_s', float('nan')):.1f} s")
+    if all(wholes):
+        lines.append(f"speedup {wholes[0] / wholes[1]:.2f}x (the baseline's whole command over the candidate's)")
+    return lines
 
 
 def _at(meta: dict, path: Sequence[str]):
@@ -291,7 +317,8 @@ HEADERS = ("point", "baseline ms", "candidate ms", "time change", "interval", "v
 def markdown(comparison: Comparison, every: bool = False) -> str:
     """The comparison as Markdown: warnings, the summary line, a table of the pairs shown."""
     lines = [f"> warning: {w}" for w in comparison.warnings] + ([""] if comparison.warnings else [])
-    lines += [summary_line(comparison), "", "| " + " | ".join(HEADERS) + " |", "|" + " --- |" * len(HEADERS)]
+    lines += [summary_line(comparison), *comparison.runs, "", "| " + " | ".join(HEADERS) + " |",
+              "|" + " --- |" * len(HEADERS)]
     lines += ["| " + " | ".join(c.replace("|", "/") for c in row_cells(p)) + " |" for p in shown(comparison, every)]
     alone = alone_lines(comparison, every)
     return "\n".join(lines + ([""] + alone if alone else [])) + "\n"
@@ -301,7 +328,7 @@ def as_json(comparison: Comparison) -> dict:
     """The whole comparison as plain data (every pair, whatever --all says)."""
     return {"threshold": comparison.threshold, "clock": comparison.clock, "confidence": CONFIDENCE,
             "method": "percentile bootstrap of the ratio of median times", "resamples": RESAMPLES,
-            "counts": comparison.counts(), "warnings": comparison.warnings,
+            "counts": comparison.counts(), "warnings": comparison.warnings, "runs": comparison.runs,
             "pairs": [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in p.as_dict().items()}
                       for p in comparison.pairs],
             "only_baseline": [dict(zip(MATCH, k)) for k in comparison.only_baseline],

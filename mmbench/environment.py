@@ -111,6 +111,17 @@ def own_cpus() -> int:
     return len(affinity(0)) if affinity else os.cpu_count() or 1
 
 
+def process_age_s() -> float | None:
+    """Seconds since this process started (Linux's /proc: the kernel's clock, so the interpreter's
+    start and the imports count); None where it cannot be read."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime, in clock ticks since boot
+        return round(float(Path("/proc/uptime").read_text().split()[0]) - started, 2)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
 def host_info() -> dict:
     return {"hostname": platform.node(), "os": platform.platform(), "python": platform.python_version(),
             "cpu": cpu_model(), "cpu_count": os.cpu_count()}

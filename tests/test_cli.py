@@ -262,6 +262,8 @@ def test_resume_of_a_file_with_old_metadata_keeps_it_as_the_first_invocation(tmp
     meta = json.loads(meta_path.read_text())
     assert [i["command"][-1] for i in meta["invocations"]][:1] == ["old"] and len(meta["invocations"]) == 2
     assert meta["status_counts"] == {"ok": 2} and meta["started_at"] == old["started_at"]
+    last = meta["invocations"][-1]  # the process's age at the run's end: the test process's, so beyond the run's
+    assert last["process_s"] > last["wall_s"] >= 0
 
 
 def test_a_point_too_large_for_memory_is_a_skipped_row(tmp_path):

@@ -248,3 +248,33 @@ def test_the_figure_of_many_series_keys_the_verdicts_not_each_series():
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert labels == ["same band (+-2%)", "same (24)"] and fig.axes[0].get_legend().get_title().get_text().startswith("12 series")
     plots.plt.close(fig)
+
+
+def test_each_runs_gpus_and_whole_command_are_said_and_the_speedup_is_their_ratio(tmp_path):
+    """A run on one GPU against the same points on a cluster of two: every GPU by its UUID, each whole
+    command (the last invocation's process_s), and speedup = baseline's process_s / candidate's."""
+    rng = np.random.default_rng(5)
+    rows = [a_row("shared", n, noisy(1.0, rng)) for n in (64, 128)]
+    one = a_run(tmp_path / "one.csv", rows, invocations=[{"process_s": 30.0, "wall_s": 27.5}])
+    cluster = {"gpus": [{"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1"}, {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-2"}]}
+    two = a_run(tmp_path / "two.csv", rows, invocations=[{"process_s": 16.0, "wall_s": 12.25, "cluster": cluster}])
+    result = invoke("compare", one, two)
+    assert result.exit_code == 0, result.output
+    assert "baseline: 1 x NVIDIA H100 80GB HBM3 (GPU-1): whole command 30.0 s, the run 27.5 s" in result.output
+    assert "candidate: 2 x NVIDIA H100 80GB HBM3 (GPU-1, GPU-2): whole command 16.0 s, the run 12.2 s" in result.output
+    assert "speedup 1.88x" in result.output  # 30.0 / 16.0 = 1.875
+    said = json.loads(invoke("compare", one, two, "--format", "json").output)
+    assert said["runs"][-1].startswith("speedup 1.88x")
+    older = a_run(tmp_path / "older.csv", rows)  # metadata from before process_s: no speedup claimed
+    assert "speedup" not in invoke("compare", older, two).output
+
+
+def test_the_process_age_counts_from_the_interpreters_start():
+    import time
+
+    from mmbench.environment import process_age_s
+
+    before = process_age_s()
+    time.sleep(0.2)
+    after = process_age_s()
+    assert before is not None and before > 0 and 0.15 <= after - before <= 1.0

@@ -88,6 +88,7 @@ def _compared(baseline: Path, candidate: Path, threshold: float, clock: str, gat
         warnings.append(f"no metadata ({', '.join(missing)}): the runs' settings, GPUs and versions are not compared")
     else:
         warnings += cmp.differences(*metas)
+        made.runs = cmp.runs_lines(*metas)
     made.warnings = warnings
     return made
 
@@ -131,6 +132,8 @@ def _print_table(made: cmp.Comparison, every: bool) -> None:
     for line in made.warnings:
         console.print(f"warning: {line}", soft_wrap=True)
     console.print(cmp.summary_line(made), soft_wrap=True)
+    for line in made.runs:
+        console.print(line, soft_wrap=True)
     keys = cmp.Keys()
     variants = cmp.by_variant(made)
     if variants:

@@ -160,8 +160,10 @@ class Session:
             return
         why = ({"error": first_line(failure), "traceback": "".join(traceback.format_exception(failure))}
                if failure is not None else {})
+        # process_s: the whole command so far, the interpreter's start, imports, planning and a cluster's
+        # start included (wall_s is the run's alone): what `mmbench compare` sets runs side by side by
         self._save(state, finished_at=utc_now(), wall_s=round(time.perf_counter() - self.started, 2),
-                   status_counts=self.counts, **why)
+                   process_s=environment.process_age_s(), status_counts=self.counts, **why)
 
 
 def run_together(runner: Engine, items: Sequence[tuple[Session, Point]],

@@ -110,13 +110,18 @@ def class_scores(rows: pd.DataFrame, variant: str, per_shape: bool = False) -> d
     out = {}
     for cls, group in mine.groupby("size_class"):
         shapes = len(group[["m", "n", "k"]].drop_duplicates())
+        ok = group.status == "ok"
+        # per configuration, in one pass (a group at a time took seconds on an 8000-row tuning): whether
+        # every row is skipped, how many verified, the mean log score of those
+        each = pd.DataFrame({"params": group.params, "skipped": group.status == "skipped", "ok": ok,
+                             "log": np.log(group[op.score].where(ok).astype(float))}).groupby("params", sort=True)
+        each = each.agg(skipped=("skipped", "all"), ok=("ok", "sum"), log=("log", "mean"))
         scores = {}
-        for params, g in group.groupby("params"):
-            if (g.status == "skipped").all():  # the tuner knew before trying: not a configuration of this class
+        for params, skipped, verified, log in each.itertuples():
+            if skipped:  # the tuner knew before trying: not a configuration of this class
                 continue
-            ok = g[g.status == "ok"]
             # a configuration that failed at any shape of the class is out
-            scores[params] = float(np.exp(np.log(ok[op.score]).mean())) if len(ok) == shapes else None
+            scores[params] = float(np.exp(log)) if verified == shapes else None
         out[str(cls)] = (shapes, scores)
     return out
 
