@@ -386,7 +386,7 @@ def test_a_loaded_function_is_found_again_without_reading_its_source(tmp_path, m
 
     (v,) = files.use([write(tmp_path)])
     gpu = device.Gpu.__new__(device.Gpu)
-    gpu._modules, gpu._functions, gpu.facts = {}, {}, SimpleNamespace(arch="sm_90")
+    gpu._modules, gpu._functions, gpu._building, gpu.facts = {}, {}, {}, SimpleNamespace(arch="sm_90")
     asked = []
     gpu.drv = SimpleNamespace(module_from_buffer=lambda cubin: SimpleNamespace(
         get_function=lambda name: asked.append(name) or name))

@@ -233,16 +233,6 @@ def run_class(ref: tuple[str, str | None], configs: list, cache: str, l2_flush: 
             "worker": {"host": HOST, "pid": os.getpid()}}
 
 
-def prestart_worker(runner: str) -> None:
-    """On a worker as the run is planned: its GPU's child process starts now (points_isolated.prestart),
-    so that its imports and the CUDA driver's start overlap the client's planning; _runner takes it."""
-    from .points_isolated import prestart
-
-    with _LOCK:
-        if _RUNNER[1] is None:  # a runner kept from before has its child
-            prestart(runner)
-
-
 def release_worker() -> dict:
     """On a worker at the end of a run: its runner and batched tuners closed and dropped (_free), so
     that what they hold on the GPU goes now, not at the process's exit. A later run, or a run of

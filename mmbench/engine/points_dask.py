@@ -89,9 +89,9 @@ def start_early(spec: ClusterSpec, gpus: bool, isolation=None) -> None:
         try:
             box["client"] = _connect(spec, gpus, box["said"].append)
             if gpus and isolation is not None and isolation.mode == "process":
-                from .dask_worker import prestart_worker
+                from .points_isolated import prestart  # each worker's GPU child starts; its runner takes it
 
-                box["client"].run(prestart_worker, isolation.runner)
+                box["client"].run(prestart, isolation.runner)
         except BaseException as exc:  # said by connect(), which then tries once more in its own thread
             box["error"] = exc
 
