@@ -24,6 +24,7 @@ from ..ops import get_op
 from ..ops.base import shape_class
 from ..sizes import Shape
 from ..variants import Params, Variant, parse_params
+from ..vocabulary import DeviceId, Tuned
 
 
 class TuneError(ValueError):
@@ -135,7 +136,7 @@ def check_writable_cache(path: Path) -> None:
     load_cache(path)
 
 
-def record(path: Path, device: "DeviceId", variant: str, source_hash: str, best: Mapping[str, dict],
+def record(path: Path, device: DeviceId, variant: str, source_hash: str, best: Mapping[str, dict],
            results: Path, dtype: str = DEFAULT, layout: str = DEFAULT_LAYOUT) -> dict:
     """Merge the best configurations into the cache file, keeping an existing entry that is
     faster (a narrow search must not displace a better result); returns the entries written.
@@ -168,30 +169,6 @@ def _write_whole(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)
     tmp.replace(path)
-
-
-@dataclass(frozen=True)
-class DeviceId:
-    """What decides whether tuned parameters carry over: a GPU's name, architecture and SM count."""
-
-    name: str
-    arch: str | None = None  # "sm_90"
-    sm_count: int | None = None
-
-    def __str__(self) -> str:
-        facts = ", ".join(f for f in (self.arch, f"{self.sm_count} SMs" if self.sm_count else None) if f)
-        return f"{self.name} ({facts})" if facts else self.name
-
-
-@dataclass(frozen=True)
-class Tuned:
-    """Tuned parameters for one shape, the GPU whose tuning they come from and the cache that holds them."""
-
-    params: Params
-    device: str
-    borrowed: bool  # True: another GPU of the same architecture and SM count
-    cache: Path | None = None
-    origin: str | None = None  # YOURS or SHIPPED
 
 
 def same_code_sources(caches: Sequence[CacheFile], variant: str, current: str) -> set[str]:
