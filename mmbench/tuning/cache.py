@@ -10,7 +10,6 @@ change to the kernel source changes its hash, so stale entries are never used.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import re
@@ -20,6 +19,7 @@ from typing import Mapping, Sequence
 
 from .. import places
 from ..precisions import DEFAULT, DEFAULT_LAYOUT
+from ..schema import utc_now
 from ..ops import get_op
 from ..ops.base import shape_class
 from ..sizes import Shape
@@ -144,8 +144,7 @@ def record(path: Path, device: DeviceId, variant: str, source_hash: str, best: M
     GPU of the same kind may borrow it, and the precision and layout it was tuned at, where
     they are not fp32, nn."""
     cache = load_cache(path)
-    # as schema.utc_now writes it (importing schema from here would close a cycle through engine.plan)
-    stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    stamp = utc_now()
     form = {"dtype": dtype, "layout": layout} if (dtype, layout) != (DEFAULT, DEFAULT_LAYOUT) else {}
     new = {cache_key(device.name, variant, source_hash, cls, dtype, layout):
            {"device": device.name, "arch": device.arch, "sm_count": device.sm_count, "variant": variant,
