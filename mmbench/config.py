@@ -18,8 +18,8 @@ else:  # pragma: no cover
 
 from .ops import get_op, timing_problem
 from .ops.base import SCOPES
+from .papers import paper_problem, renamed
 from .sizes import SizeSpecError
-from .studies import paper_problem, renamed
 from .engine.plan import Selection, Settings, check_forms, form_scope_problem
 from .precisions import PrecisionError
 from .timing import CACHE_MODES
