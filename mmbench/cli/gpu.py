@@ -15,7 +15,8 @@ from ..engine.refusals import DEFAULTS
 from ..results import ResultsError, metadata_path, read_metadata, read_results, update_metadata
 from ..sizes import row_shape
 from .common import FILE, InputError, RunFailed, command, console, newest_run
-from ..sweep import reading_caches, selections_of, split
+from ..engine.options import split
+from ..sweep import reading_caches, selections_of
 from .running import SAMPLES
 
 COMMANDS = ("info", "ceilings", "profile", "verify_timing")

@@ -23,8 +23,11 @@ from ..schema import utc_now
 from ..ops import get_op
 from ..ops.base import shape_class
 from ..sizes import Shape
-from ..variants import Params, Variant, parse_params
+from ..variants import Variant, parse_params
 from ..vocabulary import DeviceId, Tuned
+
+
+NO_CACHE = "none"  # --tuning-cache none (a run's): no tuned parameters, the variants' defaults
 
 
 class TuneError(ValueError):

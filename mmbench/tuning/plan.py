@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.plan import Point, Settings
+from ..engine.options import parse_params as parse_pins
 from ..engine.refusals import RunRefused
 from ..ops import get_op
 from ..sizes import Shape, SizeSpecError
@@ -185,8 +186,6 @@ def _listed(where: str, variant: Variant, listed: Any) -> tuple[Params, ...]:
 
 
 def _pinned(where: str, variant: Variant, pinned: Any) -> tuple[Params, ...]:
-    from ..sweep import parse_params as parse_pins  # the sweep module imports the config module, as this one
-
     try:
         return tuple(choose(variant, "brute", None, pinned=parse_pins((str(pinned),))))
     except (RunRefused, TuneError) as exc:
