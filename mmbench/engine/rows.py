@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..ops.capabilities import Padded, needs
-from ..schema import HOST, join_samples, utc_now
+from .. import schema
+from ..schema import join_samples, utc_now
 from ..timing import summarize
 from ..variants import format_params
 from .plan import Point, Settings
@@ -21,7 +22,7 @@ def row(point: Point, settings: Settings, status: str, reason: str = "", **field
             "dtype": point.dtype, "layout": point.layout,
             "cache": point.cache, "scope": point.scope, "pad": int(point.pad), "padded_shape": padded_shape(point),
             "status": status, "reason": reason, "runs": settings.runs, "warmup": settings.warmup,
-            "finished_at": utc_now(), "host": HOST, **fields}
+            "finished_at": utc_now(), "host": schema.HOST, **fields}  # read here: where this process runs
 
 
 def padded_shape(point: Point) -> str:
