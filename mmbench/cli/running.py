@@ -1,6 +1,6 @@
 """`mmbench run`: options in, a plan out (api.py), the engine (engine/) in between, a summary
 printed at the end; and what `mmbench tune` (cli/tune.py) shares with it: the progress bar, the
-summary, the cluster options, the tuning caches read."""
+summary, the cluster and isolation options."""
 
 from __future__ import annotations
 
@@ -105,12 +105,18 @@ def _execute(points, settings, output, about, *, prepare=None, strict=True, resu
     return _report(outcome, output, strict)
 
 
+def print_summary(outcome, output: Path) -> None:
+    """The summary of the file a run (or a tuning's points) wrote, and where it is; nothing where
+    it holds no row (an interrupted new run may have written none)."""
+    if outcome.in_file:
+        console.print(_summary(output))
+        say(f"results: {output}  (metadata: {metadata_path(output)})")
+
+
 def _report(outcome, output: Path, strict: bool = True):
     """The summary of a run's file, then exit 130 when it was interrupted, 1 when (strict) a point
     was wrong or failed."""
-    if outcome.in_file:  # an interrupted new run may have written nothing
-        console.print(_summary(output))
-        say(f"results: {output}  (metadata: {metadata_path(output)})")
+    print_summary(outcome, output)
     if outcome.state == "interrupted":
         raise Interrupted(interrupted_message(output, outcome.in_file, sum(outcome.counts.values())))
     if outcome.failures and strict:
