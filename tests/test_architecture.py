@@ -1,7 +1,8 @@
 """The house rules of the code, checked: no import cycles among mmbench's modules (lazy imports
 count), no import upward through the layers (LAYERS), no `hasattr` standing in for an interface, no
 function over 60 lines, and CLI commands that parse, call one function and print (none over 40
-lines). ALLOWED lists what still breaks a rule, to be emptied, never grown."""
+lines, none reaching into another module's private functions). ALLOWED lists what still breaks a
+rule, to be emptied, never grown."""
 
 from __future__ import annotations
 
@@ -164,6 +165,39 @@ def test_no_function_is_over_60_lines():
             if node.end_lineno - node.lineno + 1 > LONGEST_FUNCTION}
     assert set(long) <= ALLOWED, {k: v for k, v in long.items() if k not in ALLOWED}
     assert not ALLOWED - set(long), f"split since, remove from ALLOWED: {ALLOWED - set(long)}"
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_uses(path: Path) -> set[str]:
+    """The underscore names of other mmbench modules a module takes: `from .x import _f`, or `x._f`
+    where x is a name it imported from mmbench (`from . import x`)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found, imported = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("mmbench")):
+            for alias in node.names:
+                if _private(alias.name):
+                    found.add(f"{node.module or ''}.{alias.name}".lstrip("."))
+                imported.add(alias.asname or alias.name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in imported \
+                and _private(node.attr):
+            found.add(f"{node.value.id}.{node.attr}")
+    return found
+
+
+def test_cli_modules_call_no_private_function_of_another_module():
+    used = {name: _private_uses(path) for name, path in _modules().items() if name.startswith("mmbench.cli")}
+    assert {name: found for name, found in used.items() if found} == {}
+
+
+def test_the_private_use_finder_finds_one(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("from .running import _execute, say\nfrom . import running\nrunning._report(say)\n")
+    assert _private_uses(module) == {"running._execute", "running._report"}
 
 
 def test_cli_commands_parse_call_and_print():
