@@ -11,8 +11,8 @@ from .. import places
 from ..engine.options import Limit, check_given
 from ..engine.plan import Settings
 from ..engine.points_isolated import MODES
-from ..timing import CACHE_MODES
 from ..engine.refusals import RunRefused
+from ..timing import CACHE_MODES
 from .cache import NO_CACHE, TuneError, check_writable_cache
 from .request import ENGINES, OPTIONS, TuneOptions, spelled
 from .search import SEARCHES

@@ -16,9 +16,9 @@ from typing import Callable, Sequence
 from ..engine import batched_local
 from ..engine.outcome import Outcome
 from ..engine.plan import Point, Settings
+from ..engine.options import isolation_of
 from ..engine.refusals import RunRefused, Say, check_new_output, check_output
 from ..engine.session import Progress
-from ..engine.options import isolation_of
 from ..ops import get_op
 from ..precisions import form_suffix
 from ..variants import format_params, space_text
