@@ -96,6 +96,29 @@ def test_a_tuning_returns_its_rows_and_the_best_it_recorded(monkeypatch, tmp_pat
     assert set(recorded) == {"1024", "2048", "2048u", "4096"}
 
 
+def test_a_batched_tuning_returns_its_class_rows(monkeypatch, tmp_path):
+    from mmbench.engine import batched_local
+    from mmbench.tuning import batched_run
+    from mmbench.variants import format_params
+    from mmbench.vocabulary import DeviceId
+
+    def tuned(request, about, command, say):  # a finished batched tuning: its class rows compressed, its metadata
+        best = {"3": {"params": format_params(request.configs[0]), "gflops": 2.0, "shapes": 9, "tried": 2}}
+        pd.DataFrame([{"size_class": "3", "params": format_params(p), "status": "ok", "reason": "", "shapes": 9,
+                       "gflops": 2.0 - i, "time_ms_min": 1.0, "time_ms_max": 1.0, "err_bound_ratio": 0.1}
+                      for i, p in enumerate(request.configs)]).to_csv(batched_local.gz_path(request.output), index=False)
+        request.output.with_suffix(".meta.json").write_text(json.dumps({**about, "engine": "batched"}))
+        return best, DeviceId("G"), {"ok": 2, "wall_s": 1.0}
+
+    monkeypatch.setattr(batched_run, "tune_batched", tuned)
+    said = []
+    df = mmbench.tune("gemv_tuned", "cell:3x3", budget=2, output="g.csv", say=said.append)
+    assert said[1].startswith("batched: 2 configurations x 9 shapes in 1 size classes")
+    assert list(df.columns) == list(batched_local.COLUMNS) and len(df) == 2 and set(df.size_class) == {"3"}
+    assert df.attrs["path"] == Path("g.csv.gz") and df.attrs["metadata"]["tuning"]["engine"] == "batched"
+    assert df.attrs["best"]["3"]["params"] == df.params[0]
+
+
 @pytest.mark.parametrize("kwargs, said", [
     ({"budget": 0}, "budget=0: expected an integer from 1 up"),
     ({"budget": "3"}, "budget='3': expected an integer"),
