@@ -1,7 +1,8 @@
 """The Python API: `run` (rows out as a pandas DataFrame, the metadata attached) and `plan` (the
 points, nothing run) for notebooks and scripts, through the same functions as `mmbench run`
-(sweep.py); and what other commands share with scripts (verify-timing, profile). Refusals are
-RunRefused (engine/refusals.py), one line each naming the bad value; no Click here."""
+(sweep.py); `tune`, through the same function as `mmbench tune` (tuning/workflow.py); and what
+other commands share with scripts (verify-timing, profile). Refusals are RunRefused
+(engine/refusals.py), one line each naming the bad value; no Click here."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from .engine.plan import Point, Selection, plan as plan_points
 from .engine.refusals import RunAborted, RunInterrupted, RunRefused, Say, check_output
 from .results import read_metadata, read_results
 from .sweep import RunRequest, perform
-from .tuning import for_runs
+from .tuning import for_runs, workflow
+from .tuning.request import OPTIONS, TuneOptions
 from .variants import VariantError, files
 
 if TYPE_CHECKING:
@@ -75,6 +77,97 @@ def plan(variants: Any = None, sizes: Any = None, *, variant_files: Sequence[str
     request = _request(variants, sizes, variant_files, base, params, output, resume, settings)
     with _output(request) as request:
         return perform(request, say=say, dry_run=True).plan.todo
+
+
+# The keyword arguments of tune beyond the variant, its sizes, pinned parameters and candidate
+# files: `mmbench tune`'s other options (TuneOptions' fields; `mmbench tune --help` says what each does).
+TUNE_OPTIONS = tuple(name for name in OPTIONS if name not in ("variant", "sizes", "params", "candidates"))
+
+
+def tune(variant: str | None = None, sizes: Any = None, *, params: Mapping[str, Any] | str | None = None,
+         candidates: str | Path | Sequence[str | Path] = (), variant_files: Sequence[str | Path] = (),
+         say: Say = print, on_row: Callable[[dict], None] | None = None, **options) -> pd.DataFrame:
+    """Tune a variant (or a plan's variants) as `mmbench tune` does, through the same function, and
+    return the tuning's rows as a DataFrame with df.attrs["metadata"] (the tuning file's),
+    df.attrs["best"] (the best configurations recorded in the tuning cache, per size class or
+    shape; a plan's per variant) and df.attrs["path"] (the file that holds the rows).
+
+    variant: a name (a variant file's once variant_files are loaded). sizes: a size spec, a size or
+    a list of them (default 1024,2048,4096). params: {"BK": 8, "BM": [64, 128]} or "BK=8,BM=64/128",
+    pinned as --params. candidates: tuning CSVs as --candidates. options: the other options as
+    keywords (plan, strategy, budget, seed, runs, warmup, cache, engine, resume, prune, jobs,
+    output, tuning_cache, dry_run, replay, per_shape, top, dtype, layout, pool_gpus, cluster,
+    scheduler, workers, isolation, point_timeout). replay=PATH replays a recorded tuning and needs
+    no GPU (its rows are the recording's); dry_run=True returns the points it would measure, one
+    row each, with what its metadata would say. The rows go where `mmbench tune` writes them
+    (output, else your runs folder's tuning/): the cache entries name them.
+    Bad input is RunRefused, one line naming the value; a tuning that cannot go on RunAborted."""
+    asked = _tune_options(variant, sizes, params, candidates, variant_files, options)
+    done = workflow.perform(asked, say=say, command=[_tune_command(variant, sizes, params, candidates, options)],
+                            progress=lambda total: nullcontext(on_row))
+    if done.rows is None:  # a dry run: the points it would measure
+        df = _points_table(done.points)
+    else:
+        df = _tuning_rows(done.rows, asked.variant if done.kind == "replay" else None)
+        df.attrs["path"] = done.rows
+    df.attrs["metadata"] = read_metadata(done.rows) if done.rows is not None else done.about
+    df.attrs["best"] = done.best
+    return df
+
+
+def _tune_options(variant, sizes, params, candidates, variant_files, options: dict) -> TuneOptions:
+    """The TuneOptions of tune's arguments, variant files loaded; given: the arguments passed."""
+    unknown = sorted(set(options) - set(TUNE_OPTIONS))
+    if unknown:
+        raise RunRefused(f"unknown option {unknown[0]}=...; choose from: {', '.join(TUNE_OPTIONS)}")
+    if variant is not None and not isinstance(variant, str):
+        raise RunRefused(f"variant={variant!r}: expected a variant's name (a plan tunes several: plan=NAME)")
+    for key in ("plan", "dtype", "layout", "scheduler"):  # one name each, as the options take them
+        if options.get(key) is not None and not isinstance(options[key], str):
+            raise RunRefused(f"{key}={options[key]!r}: expected one name")
+    try:
+        files.use([variant_files] if isinstance(variant_files, (str, Path)) else variant_files)
+    except VariantError as exc:
+        raise RunRefused(str(exc)) from None
+    listed = [candidates] if isinstance(candidates, (str, Path)) else list(candidates)
+    asked = {**options, "variant": variant, "sizes": _spec(sizes), "candidates": tuple(Path(c) for c in listed),
+             "params": ",".join(_params(params)) if params is not None else None}
+    for key in ("output", "replay", "tuning_cache"):
+        if isinstance(asked.get(key), str):
+            asked[key] = Path(asked[key])
+    # given as the command line gives them: a flag when set, any other option when it has a value
+    given = frozenset(k for k, v in asked.items() if v is not None and v is not False and v != ())
+    return TuneOptions(**{k: v for k, v in asked.items() if v is not None}, given=given)
+
+
+def _tuning_rows(path: Path, variant: str | None) -> pd.DataFrame:
+    """A tuning file's rows: a points tuning's results CSV as every command reads it, or a batched
+    tuning's class rows (its CSV or CSV.gz); variant: only its rows (a recording may hold others)."""
+    import pandas as pd
+
+    from .engine import batched_local
+
+    head = pd.read_csv(path, nrows=0).columns
+    df = batched_local.read_rows(path) if "size_class" in head and "m" not in head else read_results(path)
+    return df[df.variant == variant].reset_index(drop=True) if variant and "variant" in df else df
+
+
+def _points_table(points: Sequence[Point]) -> pd.DataFrame:
+    """Points as rows: what each would measure (its variant, configuration, shape and form)."""
+    import pandas as pd
+
+    from .variants import format_params
+
+    return pd.DataFrame([{"op": p.variant.op, "variant": p.variant.name, "params": format_params(p.params),
+                          "m": p.shape.m, "n": p.shape.n, "k": p.shape.k, "dtype": p.dtype, "layout": p.layout,
+                          "cache": p.cache, "pad": int(p.pad)} for p in points],
+                        columns=["op", "variant", "params", "m", "n", "k", "dtype", "layout", "cache", "pad"])
+
+
+def _tune_command(variant, sizes, params, candidates, options: dict) -> str:
+    """How the metadata records a call: mmbench.tune(...) with the arguments given."""
+    given = {"variant": variant, "sizes": sizes, "params": params, "candidates": candidates or None, **options}
+    return f"mmbench.tune({', '.join(f'{k}={v!r}' for k, v in given.items() if v is not None)})"
 
 
 def _request(variants, sizes, variant_files, base, params, output, resume, settings: dict) -> RunRequest:

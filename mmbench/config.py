@@ -5,33 +5,23 @@ Errors name the file and the key: ``configs/x.toml: sweep[2].variants: unknown v
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 from .ops import get_op, timing_problem
 from .ops.base import SCOPES
+from .papers import paper_problem, renamed
 from .sizes import SizeSpecError
-from .studies import paper_problem, renamed
 from .engine.plan import Selection, Settings, check_forms, form_scope_problem
 from .precisions import PrecisionError
-from .timing import CACHE_MODES
+from .toml_files import ConfigError, integer, read_toml, refuse_unknown, run_table
 from .variants import Variant, VariantError, get_variant, param_points
 
 TOP_KEYS = {"name", "description", "paper", "run", "sweep", "reference"}
 RUN_KEYS = {"runs", "warmup", "cache", "threads"}
 SWEEP_KEYS = {"name", "description", "variants", "sizes", "params", "scopes", "pad", "dtypes", "layouts"}
-
-
-class ConfigError(ValueError):
-    """A config that cannot be used; the message names the file and the key."""
 
 
 @dataclass(frozen=True)
@@ -66,20 +56,6 @@ class ExperimentConfig:
     run_keys: frozenset[str] = frozenset()  # the settings its [run] table sets (the rest are defaults)
 
 
-def _unknown(where: str, table: Mapping, allowed: set[str]) -> None:
-    extra = sorted(set(table) - allowed)
-    if extra:
-        raise ConfigError(f"{where}: unknown key '{extra[0]}'; allowed: {', '.join(sorted(allowed))}")
-
-
-def _int(where: str, value: Any, minimum: int, maximum: int | None = None) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ConfigError(f"{where}: {value!r} is not an integer >= {minimum}")
-    if maximum is not None and value > maximum:
-        raise ConfigError(f"{where}: {value!r} is more than {maximum}")
-    return value
-
-
 def _name(path: Path, name: Any) -> str:
     """The run's name, which names its default output folder and files: a plain file name."""
     text = str(name)
@@ -102,7 +78,7 @@ def _paper(path: Path, paper: Any) -> str:
 def _sweep(where: str, table: Any) -> SweepConfig:
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: expected a table")
-    _unknown(where, table, SWEEP_KEYS)
+    refuse_unknown(where, table, SWEEP_KEYS)
     for key in ("name", "variants", "sizes"):
         if key not in table:
             raise ConfigError(f"{where}: missing key '{key}'")
@@ -125,7 +101,7 @@ def _sweep(where: str, table: Any) -> SweepConfig:
     for pname, values in raw.items():
         values = values if isinstance(values, list) else [values]
         # 0 is an off switch (PAD = 0); param_points below says for which variants it may be.
-        params[pname] = tuple(_int(f"{where}.params.{pname}", v, 0) for v in values)
+        params[pname] = tuple(integer(f"{where}.params.{pname}", v, 0) for v in values)
         if not any(pname in v.axes for v in variants):
             raise ConfigError(f"{where}.params.{pname}: no variant of this sweep has that parameter")
     try:
@@ -170,34 +146,6 @@ def _scopes(where: str, table: Mapping, variants: tuple[Variant, ...]) -> tuple[
     return tuple(dict.fromkeys(scopes)), tuple(dict.fromkeys(pads))
 
 
-def read_toml(path: Path, missing: str | None = None) -> tuple[str, dict]:
-    """A TOML file's text and tables; ConfigError naming the file where it cannot be (missing: the
-    message for a file that is not there)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-        return text, tomllib.loads(text)
-    except FileNotFoundError:
-        raise ConfigError(missing or f"{path}: no such config file") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}), so not a TOML config") from None
-    except OSError as exc:  # a folder, no permission
-        raise ConfigError(f"{path}: cannot be read: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-
-
-def run_table(path: Path, data: Mapping, allowed: set[str]) -> tuple[dict, str]:
-    """A config's [run] table, checked (its keys among allowed), and its cache mode."""
-    run = data.get("run", {})
-    if not isinstance(run, dict):
-        raise ConfigError(f"{path}: run: expected a table such as [run] runs = 10")
-    _unknown(f"{path}: run", run, allowed)
-    cache = run.get("cache", "cold")
-    if cache not in CACHE_MODES:
-        raise ConfigError(f"{path}: run.cache: '{cache}'; choose from: {', '.join(CACHE_MODES)}")
-    return run, cache
-
-
 def resolve_config(given: Path | str) -> Path:
     """A config's file: the path given where it exists, else a shipped config of that name (`--config
     limits` from any folder, in a checkout or an installed mmbench)."""
@@ -216,7 +164,7 @@ def resolve_config(given: Path | str) -> Path:
 def load_config(path: Path | str) -> ExperimentConfig:
     path = resolve_config(path)
     _, data = read_toml(path)
-    _unknown(str(path), data, TOP_KEYS)
+    refuse_unknown(str(path), data, TOP_KEYS)
     run, cache = run_table(path, data, RUN_KEYS)
     sweeps = data.get("sweep")
     if not isinstance(sweeps, list) or not sweeps:
@@ -226,10 +174,10 @@ def load_config(path: Path | str) -> ExperimentConfig:
         name=_name(path, data.get("name", path.stem)),
         description=str(data.get("description", "")),
         paper=_paper(path, data.get("paper", "")),
-        runs=_int(f"{path}: run.runs", run.get("runs", 10), 1, Settings().max_runs),
-        warmup=_int(f"{path}: run.warmup", run.get("warmup", 3), 0, Settings().max_runs),
+        runs=integer(f"{path}: run.runs", run.get("runs", 10), 1, Settings().max_runs),
+        warmup=integer(f"{path}: run.warmup", run.get("warmup", 3), 0, Settings().max_runs),
         cache=cache,
-        threads=_int(f"{path}: run.threads", run["threads"], 1) if "threads" in run else None,
+        threads=integer(f"{path}: run.threads", run["threads"], 1) if "threads" in run else None,
         sweeps=tuple(_sweep(f"{path}: sweep[{i}]", s) for i, s in enumerate(sweeps)),
         reference=MappingProxyType(_reference(f"{path}: reference", data.get("reference", {}))),
         run_keys=frozenset(run),

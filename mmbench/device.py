@@ -15,6 +15,7 @@ import numpy as np
 from . import source
 from .precisions import nan_bits, raw_view
 from .variants import Params, Variant
+from .vocabulary import DeviceId
 
 NAN_BITS = 0x7FC00000  # a quiet float32 NaN: poisons outputs before every verification launch
 FLOAT64_NAN_HALVES = 0x7FF8  # repeated in every 16 bits of a float64: 0x7FF87FF87FF87FF8, a NaN
@@ -29,8 +30,6 @@ class GpuUnavailable(RuntimeError):
 def device_identity():
     """Name, architecture and SM count of CUDA device 0 (as CUDA_VISIBLE_DEVICES numbers it),
     read without opening a context; None where there is no GPU or no PyCUDA."""
-    from .tuning.cache import DeviceId
-
     try:
         import pycuda.driver as drv
 

@@ -230,7 +230,7 @@ def _args(point: Point) -> list[str]:
     """The profiler target's arguments for a point: the shape its kernel runs at (a padded point's
     padded shape; its row keeps the problem's shape), written out in full: a transpose's 4096 is
     4096 x 4096 x 0, a GEMM's 4096 x 4096 x 4096."""
-    from .schema import padded_shape
+    from .engine.rows import padded_shape
 
     padded = padded_shape(point)
     s = Shape(*map(int, padded.split("x"))) if padded else point.shape

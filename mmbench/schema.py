@@ -1,21 +1,18 @@
-"""The row of a results CSV: its columns (one table), the functions that fill them, and the
-format version a file's metadata records.
+"""The row of a results CSV: its columns (one table), the functions that fill those that need no
+point, and the format version a file's metadata records.
 
 Adding a column is one line of ``_TABLE`` (with the value older files' rows read as) and its
-producer below; results.py reads and writes by what this module derives.
+producer: below, or in engine/rows.py where it reads a point (a point knows its operation, which
+sits above this module); results.py reads and writes by what this module derives.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import platform
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from .timing import summarize
-from .variants import format_params
-
-if TYPE_CHECKING:
-    from .engine.plan import Point, Settings
 
 # Written into every results file's metadata as "format"; a file without it is format 1 (all
 # files from before the version was recorded), read the same way: its missing columns are added
@@ -81,30 +78,6 @@ def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def row(point: Point, settings: Settings, status: str, reason: str = "", **fields) -> dict:
-    """A point's row: its identity and status, and the measured fields (timing_fields, ...)."""
-    s = point.shape
-    return {"op": point.variant.op, "variant": point.variant.name, "label": point.variant.label,
-            "backend": point.variant.backend, "params": format_params(point.params), "m": s.m, "n": s.n, "k": s.k,
-            "dtype": point.dtype, "layout": point.layout,
-            "cache": point.cache, "scope": point.scope, "pad": int(point.pad), "padded_shape": padded_shape(point),
-            "status": status, "reason": reason, "runs": settings.runs, "warmup": settings.warmup,
-            "finished_at": utc_now(), "host": HOST, **fields}
-
-
-def padded_shape(point: Point) -> str:
-    """"MxNxK" of the shape a padded point's kernel ran at ("" unpadded, or when it cannot pad)."""
-    from .ops.capabilities import Padded, needs
-
-    if not point.pad:
-        return ""
-    try:
-        # the parameters the kernel is compiled with (a typed kernel's precision can set its tile), as the runner pads
-        return str(needs(point.op, Padded).padded_shape(point.variant, point.compiled_params, point.shape))
-    except ValueError:  # a ScopeError, or an operation without padding
-        return ""
-
-
 def kernel_fields(kernel: tuple | None) -> dict:
     """The kernel clock's columns: every call's summed device work (ms), its statistics, how many
     kernels, memsets and copies a call ran, and the median of its kernels alone (what Nsight Compute
@@ -116,18 +89,6 @@ def kernel_fields(kernel: tuple | None) -> dict:
     return {"kernel_ms_mean": st.mean, "kernel_ms_median": st.median, "kernel_ms_min": st.min,
             "kernel_records": each, "kernel_ms_samples": join_samples(times),
             "kernels_only_ms_median": summarize(kernels_only).median}
-
-
-def timing_fields(point: Point, times_ms: Sequence[float]) -> dict:
-    """The event times' columns: statistics, rates from the operation's work, every sample."""
-    st = summarize(times_ms)
-    flops, nbytes = point.op.flops(point.shape), point.op.min_bytes(point.shape, point.dtype)
-    return {"time_ms_mean": st.mean, "time_ms_median": st.median, "time_ms_min": st.min,
-            "time_ms_max": st.max, "time_ms_std": st.std, "cv": st.cv,
-            # An operation that computes nothing (a transpose) has no GFLOP/s, not 0 GFLOP/s.
-            "gflops_mean": flops / (st.mean * 1e6) if flops else None,
-            "gflops_median": flops / (st.median * 1e6) if flops else None,
-            "gbytes_per_s": nbytes / (st.median * 1e6), "time_ms_samples": join_samples(times_ms)}
 
 
 def clock_sagged(readings_mhz: Sequence[int | None], max_mhz: int | None, share: float) -> bool:

@@ -6,15 +6,16 @@ anything is touched), a run that cannot go on RunAborted; messages go to `say`, 
 from __future__ import annotations
 
 import datetime as dt
-import math
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, ContextManager, Sequence
+from typing import Callable, Sequence
 
 from . import environment, places
 from .config import ConfigError, load_config
 from .engine import session
+from .engine.session import Progress
+from .engine.options import Limit, check_given, cluster_spec, int_list, isolation_of, parse_params, split
 from .engine.outcome import Outcome
 from .engine.plan import Point, Selection, Settings, check_forms, form_scope_problem, plan
 from .engine.refusals import (RunRefused, Say, check_buildable, check_new_output, check_output, previous_metadata,
@@ -26,11 +27,10 @@ from .results import Scan, run_csv, torn_message
 from .sizes import SizeSpecError
 from .timing import CACHE_MODES
 from .tuning import for_runs
-from .tuning.cache import TuneError, read_caches
+from .tuning.cache import NO_CACHE, TuneError, read_caches
 from .variants import REGISTRY, VariantError, get_variant
 
 PAPER_SWEEP = "63:2049"  # the default sizes: Zosa's 189
-NO_CACHE = "none"  # tuning_cache "none": no tuned parameters, the variants' defaults
 MEASURED = ("runs", "warmup", "cache", "threads", "seed", "max_noise", "max_interval", "noise_clock")  # resolved with a resume's file
 # New runs on the GPU sample each point until the median's 95 % interval is within +- INTERVAL of it
 # (Settings.max_interval): narrow enough that `mmbench compare`'s default 2 % threshold can tell a change
@@ -100,9 +100,6 @@ class Performed:
     @property
     def output(self) -> Path:
         return self.plan.output
-
-
-Progress = Callable[[int], ContextManager[Callable[[dict], None] | None]]  # points -> a context giving on_row
 
 
 def perform(request: RunRequest, *, say: Say = print, dry_run: bool = False, command: Sequence[str] = ("mmbench",),
@@ -208,12 +205,11 @@ def plan_run(selections: Sequence[Selection], caches: Sequence, output: Path, gi
 
 
 # What the command line's option types check (click.IntRange, Finite, Choice), for a request that
-# did not come through them: (field, kind, least, most); None: no bound.
-LIMITS = (("runs", int, 1, Settings().max_runs), ("warmup", int, 0, Settings().max_runs),
-          ("threads", int, 1, None), ("seed", int, 0, 2**32 - 1), ("workers", int, 1, None),
-          ("max_noise", float, 0, 1), ("max_interval", float, 0, 1), ("time_budget", float, 0, None),
-          ("cpu_budget", float, 0, None),
-          ("point_timeout", float, 0, None))
+# did not come through them (engine/options.Limit).
+LIMITS = (Limit("runs", int, 1, Settings().max_runs), Limit("warmup", int, 0, Settings().max_runs),
+          Limit("threads", int, 1), Limit("seed", int, 0, 2**32 - 1), Limit("workers", int, 1),
+          Limit("max_noise", float, 0, 1), Limit("max_interval", float, 0, 1), Limit("time_budget", float, 0),
+          Limit("cpu_budget", float, 0), Limit("point_timeout", float, 0))
 CHOICES = (("cache", CACHE_MODES), ("noise_clock", ("events", "kernel")), ("cluster", ("local",)),
            ("isolation", ("process", "none")))
 
@@ -222,40 +218,10 @@ def check_values(request: RunRequest) -> None:
     """Refuse a value the command line's option types would have refused (a request built in
     Python has not been through them): integers in their ranges, finite numbers inside theirs
     (open: a fraction or budget of 0 means nothing), known choices. Named as keyword arguments."""
-    for key, kind, least, most in LIMITS:
-        value = getattr(request, key)
-        if value is None or (key == "max_interval" and value == OFF):
-            continue
-        if kind is int:
-            fits = isinstance(value, int) and not isinstance(value, bool) and least <= value <= (most or value)
-            span = f"an integer from {least}" + (f" to {most}" if most else " up")
-        else:
-            fits = (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-                    and least < value < (most or math.inf))
-            span = f"a finite number over {least}" + (f" and under {most}" if most else "")
-        if not fits:
-            raise RunRefused(f"{key}={value!r}: expected {span}")
-    for key, choices in CHOICES:
-        value = getattr(request, key)
-        if value is not None and value not in choices:
-            raise RunRefused(f"{key}={value!r}; choose from: {', '.join(choices)}")
-
-
-def split(values: Sequence[str]) -> list[str]:
-    """Comma-separated items of repeatable values, blanks dropped: ("a,b", "c") -> [a, b, c]."""
-    return [item.strip() for value in values for item in value.split(",") if item.strip()]
-
-
-def int_list(option: str, text: str, minimum: int = 1) -> tuple[int, ...]:
-    kind = "positive" if minimum >= 1 else "non-negative"
-    message = f"{option} '{text}': expected comma-separated {kind} integers"
-    try:
-        values = tuple(int(x) for x in text.split(","))
-    except ValueError:
-        raise RunRefused(message) from None
-    if not values or min(values) < minimum:
-        raise RunRefused(message)
-    return values
+    values = {key: getattr(request, key) for key in (*(limit.field for limit in LIMITS), *(key for key, _ in CHOICES))}
+    if values["max_interval"] == OFF:  # the one word a number's place takes
+        del values["max_interval"]
+    check_given(values, LIMITS, CHOICES)
 
 
 def scopes_of(scope: str | None, pad: bool, chosen) -> tuple[tuple[str, ...], tuple[bool, ...]]:
@@ -393,58 +359,3 @@ def reading_caches(given: str | None):
         return read_caches(Path(given) if given is not None else None)
     except TuneError as exc:
         raise RunRefused(str(exc)) from None
-
-
-def parse_params(params: Sequence[str]) -> dict[str, tuple[int, ...]]:
-    """--params "BM=128,BK=8/16" -> {"BM": (128,), "BK": (8, 16)}."""
-    out = {}
-    if params and not split(params):
-        raise RunRefused(f"--params '{','.join(params)}': expected NAME=V[/V...] pairs, e.g. BM=128,BK=8/16")
-    given: dict[str, str] = {}
-    for item in split(params):
-        name, eq, values = item.partition("=")
-        name = name.strip()
-        if not eq or not name:
-            raise RunRefused(f"--params '{item}': expected NAME=V[/V...] pairs, e.g. BM=128,BK=8/16")
-        if name in given:  # the last would win silently
-            raise RunRefused(f"--params sets {name} twice ({name}={given[name]} and {item}); give each parameter once "
-                             f"({name}={given[name]}/{values.strip()} sweeps both)")
-        given[name] = values.strip()
-        out[name] = int_list(f"--params {name}", values.replace("/", ","), minimum=0)  # flags may be 0
-    return out
-
-
-def isolation_of(isolation: str, point_timeout: float | None):
-    """The crash isolation a run asked for (engine/points_isolated.Isolation)."""
-    from .engine.points_isolated import Isolation
-
-    if point_timeout is not None and isolation == "none":
-        raise RunRefused(f"--point-timeout {point_timeout:g} stops a point's worker process, and --isolation none runs "
-                         f"the points in this process: give --isolation process")
-    return Isolation(isolation, point_timeout)
-
-
-def cluster_spec(cluster: str | None, scheduler: str | None, workers: int | None, gpus: bool):
-    """The cluster a run asked for, or None (Dask is then never imported); gpus: whether some
-    point needs a GPU (a local cluster then has one worker per GPU)."""
-    if cluster and scheduler:
-        raise RunRefused("--cluster local starts a cluster and --scheduler uses a running one: give one of them")
-    if workers is not None and not cluster:
-        raise RunRefused("--workers sizes a cluster that --cluster local starts")
-    if workers is not None and gpus:
-        raise RunRefused(f"--workers {workers} sizes a local cluster of CPU processes; these points need a GPU, and "
-                         f"--cluster local starts one worker per GPU (CUDA_VISIBLE_DEVICES chooses them)")
-    if scheduler is not None and not _address(scheduler):
-        raise RunRefused(f"--scheduler '{scheduler.strip()}': expected an address such as tcp://HOST:8786 (a host and "
-                         f"its port)")
-    if not (cluster or scheduler):
-        return None
-    from .engine.points_dask import ClusterSpec
-
-    return ClusterSpec(scheduler=scheduler, workers=workers)
-
-
-def _address(text: str) -> bool:
-    """Whether text looks like a Dask scheduler's address: [PROTOCOL://]HOST:PORT."""
-    host, _, port = text.strip().split("://", 1)[-1].rpartition(":")
-    return bool(host) and port.isdigit()

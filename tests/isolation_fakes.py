@@ -8,7 +8,7 @@ import os
 import signal
 import time
 
-from mmbench import schema
+from mmbench.engine import rows
 from mmbench.engine.points_local import LocalPoints
 
 FAULT_AT = (5, 48)
@@ -48,4 +48,4 @@ class LosesContextAt(Faulty):
     def fault(self, point):
         self.on_launch(point)
         self.context_lost = "cuCtxSynchronize failed: an illegal memory access was encountered"
-        return schema.row(point, self.settings, "failed", f"LogicError: {self.context_lost}")
+        return rows.row(point, self.settings, "failed", f"LogicError: {self.context_lost}")

@@ -13,7 +13,8 @@ from mmbench.engine import batched_local
 from mmbench.engine.batched_local import Measured, class_rows, done_classes, verdict
 from mmbench.ops import get_op
 from mmbench.sizes import Shape
-from mmbench.tuning.cache import YOURS, CacheFile, DeviceId, lookup
+from mmbench.tuning.cache import YOURS, CacheFile, lookup
+from mmbench.vocabulary import DeviceId
 from mmbench.variants import REGISTRY
 
 GEMV = get_op("gemv")

@@ -180,7 +180,8 @@ def test_a_config_profile_takes_the_tuned_parameters_a_run_would(monkeypatch):
 
     from mmbench import device, places, source
     from mmbench.cli.gpu import _points_to_profile
-    from mmbench.tuning.cache import DeviceId, cache_key, load_cache
+    from mmbench.tuning.cache import cache_key, load_cache
+    from mmbench.vocabulary import DeviceId
     from mmbench.variants import REGISTRY as R, param_points
 
     monkeypatch.setattr(device, "device_identity", lambda: DeviceId("NVIDIA H200", "sm_90", 132))

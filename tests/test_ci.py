@@ -8,7 +8,7 @@ import ast
 import re
 from pathlib import Path
 
-from mmbench.config import tomllib  # tomli before Python 3.11, as mmbench reads its configs
+from mmbench.toml_files import tomllib  # tomli before Python 3.11, as mmbench reads its configs
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW = REPO / ".github" / "workflows" / "gpu-smoke.yml"

@@ -17,7 +17,8 @@ from mmbench import compare as cmp
 from mmbench.cli import main
 from mmbench.engine.plan import Point, Settings
 from mmbench.results import write_metadata
-from mmbench.schema import COLUMNS, row, timing_fields
+from mmbench.engine.rows import row, timing_fields
+from mmbench.schema import COLUMNS
 from mmbench.sizes import Shape
 from mmbench.variants import REGISTRY
 

@@ -10,7 +10,8 @@ from mmbench.ops import base as ops
 from mmbench.ops import gemm
 from mmbench.sizes import Shape
 from mmbench.engine.plan import Point
-from mmbench.schema import clock_sagged, timing_fields
+from mmbench.engine.rows import timing_fields
+from mmbench.schema import clock_sagged
 from mmbench.timing import summarize
 from mmbench.variants import REGISTRY
 

@@ -16,7 +16,8 @@ from mmbench.cli import main
 from mmbench.engine.plan import Point, Settings
 from mmbench.ops import OPERATIONS, get_op
 from mmbench.results import ResultsError, read_results, write_metadata
-from mmbench.schema import COLUMNS, row, timing_fields
+from mmbench.engine.rows import row, timing_fields
+from mmbench.schema import COLUMNS
 from mmbench.sizes import Shape
 from mmbench.variants import REGISTRY, files, registry
 

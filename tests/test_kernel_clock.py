@@ -250,7 +250,7 @@ def test_verify_timing_without_ncu_says_so_before_timing_anything(tmp_path, monk
     from mmbench.cli import running
 
     monkeypatch.setattr(profile, "ncu_path", lambda: None)
-    monkeypatch.setattr(running, "_execute", lambda *a, **k: pytest.fail("timed points without ncu"))
+    monkeypatch.setattr(running, "run_points", lambda *a, **k: pytest.fail("timed points without ncu"))
     result = CliRunner().invoke(main, ["verify-timing", "-v", "best", "-s", "63", "-o", str(tmp_path / "v.csv")])
     assert result.exit_code == 1 and "Nsight Compute (ncu) is not on PATH" in result.output
     assert "Traceback" not in result.output and not (tmp_path / "v.csv").exists()

@@ -1,10 +1,11 @@
-"""The row schema (mmbench/schema.py): one table of columns, the producers that fill them, and the
-format version written into a run's metadata; files from before the version still read."""
+"""The row schema (mmbench/schema.py): one table of columns, the producers that fill them (those
+that read a point: engine/rows.py), and the format version written into a run's metadata; files
+from before the version still read."""
 
 import json
 
 from mmbench import schema
-from mmbench.engine import session
+from mmbench.engine import rows, session
 from mmbench.engine.plan import Point, Settings
 from mmbench.results import read_metadata, read_results, recorded_settings
 from mmbench.sizes import Shape
@@ -21,9 +22,9 @@ def test_the_derived_lists_come_from_the_one_table():
 
 def test_every_field_a_producer_fills_is_a_column():
     point = Point(get_variant("blas"), (), Shape(8, 8, 8), "hot")
-    row = schema.row(point, Settings(), "ok", **schema.timing_fields(point, [1.0, 2.0]),
-                     **schema.kernel_fields(([1.0], [0.5], 2)),
-                     **schema.clock_fields(1980, 1970, False, {"gpu_temp_c_before": 40}, {"gpu_temp_c_after": 41}))
+    row = rows.row(point, Settings(), "ok", **rows.timing_fields(point, [1.0, 2.0]),
+                   **schema.kernel_fields(([1.0], [0.5], 2)),
+                   **schema.clock_fields(1980, 1970, False, {"gpu_temp_c_before": 40}, {"gpu_temp_c_after": 41}))
     assert set(row) <= set(schema.COLUMNS), set(row) - set(schema.COLUMNS)
 
 

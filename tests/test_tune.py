@@ -526,10 +526,10 @@ def test_a_tuning_cache_that_is_not_there_is_an_error_for_run(tmp_path, monkeypa
 
 
 def test_a_place_where_no_cache_can_be_written_is_refused_before_tuning(tmp_path, monkeypatch):
-    from mmbench.cli import running
+    from mmbench.engine import session
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(running, "_execute", lambda *a, **k: pytest.fail("measured before refusing"))
+    monkeypatch.setattr(session, "execute", lambda *a, **k: pytest.fail("measured before refusing"))
     Path("a-file").write_text("")
     for args, needle in (([], "tuning cache a-file/cache.json cannot be created: a-file is not a folder"),
                          (["--tuning-cache", "none"], "--tuning-cache none is for run")):
@@ -544,7 +544,7 @@ def test_a_place_where_no_cache_can_be_written_is_refused_before_tuning(tmp_path
 def test_tune_writes_to_your_cache_never_the_shipped_one(tmp_path, monkeypatch):
     """Both ways a tuning records (the points engine's record_tuning, a replay) go to the user's
     cache by default, and say so; the shipped file is unchanged."""
-    from mmbench.cli import running
+    from mmbench.engine import session
 
     monkeypatch.chdir(tmp_path)
     mine = tmp_path / "data" / "mmbench" / "tuning-cache.json"
@@ -554,8 +554,9 @@ def test_tune_writes_to_your_cache_never_the_shipped_one(tmp_path, monkeypatch):
     def measured(points, settings, output, about, **kwargs):  # the recorded run stands for the GPU's
         for suffix in (".csv", ".meta.json"):
             shutil.copy(RECORDED.with_suffix(suffix), output.with_suffix(suffix))
+        return session.Outcome(output, "finished")
 
-    monkeypatch.setattr(running, "_execute", measured)
+    monkeypatch.setattr(session, "execute", measured)
     result = CliRunner().invoke(main, ["tune", "-v", "pipelined", "-s", "1024,2048,2049,4096", "--budget", "3",
                                        "-o", "t.csv"])
     assert result.exit_code == 0, result.output

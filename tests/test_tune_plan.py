@@ -96,7 +96,7 @@ def test_tune_takes_a_variant_or_a_plan_and_a_plan_refuses_what_it_names(tmp_pat
 
 
 def test_a_plan_records_each_variants_best_per_shape_in_your_cache(tmp_path, monkeypatch):
-    from mmbench.cli import running
+    from mmbench.engine import session
 
     monkeypatch.chdir(tmp_path)
     mine = tmp_path / "mine.json"
@@ -109,8 +109,9 @@ def test_a_plan_records_each_variants_best_per_shape_in_your_cache(tmp_path, mon
         handed.update(points=points, settings=settings, about=about, **kwargs)
         for suffix in (".csv", ".meta.json"):
             shutil.copy(RECORDED.with_suffix(suffix), output.with_suffix(suffix))
+        return session.Outcome(output, "finished")
 
-    monkeypatch.setattr(running, "_execute", measured)
+    monkeypatch.setattr(session, "execute", measured)
     result = CliRunner().invoke(main, ["tune", "--plan", str(plan), "-o", "t.csv"])
     assert result.exit_code == 0, result.output
     assert len(handed["points"]) == 4 * 4 and (handed["settings"].runs, handed["settings"].warmup) == (5, 2)
@@ -128,7 +129,7 @@ def test_a_plan_records_each_variants_best_per_shape_in_your_cache(tmp_path, mon
 def test_a_plans_search_runs_at_its_precision_and_layout_and_each_form_is_recorded_apart(tmp_path, monkeypatch):
     """A search names a form its variant takes (its first by default); the points run at it, the plan
     says it, and each form's best per shape goes into the cache under that form, from its rows alone."""
-    from mmbench.cli import running
+    from mmbench.engine import session
     from mmbench.tuning.cache import entry_form
 
     monkeypatch.chdir(tmp_path)
@@ -152,8 +153,9 @@ def test_a_plans_search_runs_at_its_precision_and_layout_and_each_form_is_record
         pd.DataFrame(rows).to_csv(output, index=False)
         meta = json.loads(RECORDED.with_suffix(".meta.json").read_text())
         output.with_suffix(".meta.json").write_text(json.dumps(meta))
+        return session.Outcome(output, "finished")
 
-    monkeypatch.setattr(running, "_execute", measured)
+    monkeypatch.setattr(session, "execute", measured)
     monkeypatch.setattr("mmbench.tuning.writeback.read_results", lambda path: pd.read_csv(path))
     dry = CliRunner().invoke(main, ["tune", "--plan", str(plan_path), "--dry-run"])
     assert "  tc_ws bf16 nt: 2 configuration(s) at 1 shape(s)" in dry.output, dry.output
@@ -168,7 +170,7 @@ def test_a_plans_search_runs_at_its_precision_and_layout_and_each_form_is_record
 def test_a_search_kept_per_class_records_its_classes_from_its_own_shapes(tmp_path, monkeypatch):
     """per = "class": the best over the search's shapes of each size class (geometric mean) goes in as the
     class's entry, beside a per-shape search of the same variant whose other shapes it does not see."""
-    from mmbench.cli import running
+    from mmbench.engine import session
 
     monkeypatch.chdir(tmp_path)
     mine = tmp_path / "mine.json"
@@ -190,8 +192,9 @@ def test_a_search_kept_per_class_records_its_classes_from_its_own_shapes(tmp_pat
                  "gflops_median": speed[p.shape.m, dict(p.params)["BN"]]} for p in points]
         pd.DataFrame(rows).to_csv(output, index=False)
         output.with_suffix(".meta.json").write_text(RECORDED.with_suffix(".meta.json").read_text())
+        return session.Outcome(output, "finished")
 
-    monkeypatch.setattr(running, "_execute", measured)
+    monkeypatch.setattr(session, "execute", measured)
     monkeypatch.setattr("mmbench.tuning.writeback.read_results", lambda path: pd.read_csv(path))
     dry = CliRunner().invoke(main, ["tune", "--plan", str(plan_path), "--dry-run"])
     assert "  tc_ws bf16 nt: 2 configuration(s) at 2 shape(s), kept per size class" in dry.output, dry.output
@@ -208,17 +211,17 @@ def test_a_search_kept_per_class_records_its_classes_from_its_own_shapes(tmp_pat
 
 
 def test_a_plan_resumes_only_its_own_file_and_keeps_the_earlier_invocations(tmp_path, monkeypatch):
-    from mmbench.cli import running
+    from mmbench.engine import session
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(places.CACHE_ENV, str(tmp_path / "mine.json"))
-    monkeypatch.setattr("mmbench.cli.tune_plan._record", lambda *a: None)
+    monkeypatch.setattr("mmbench.tuning.plan_run._record", lambda *a: {})
     configs = _recorded_configs(2) + ["BK=8,BM=64,BN=64,STAGES=2,THREADS=128,TM=4,TN=4,WM=32,WN=32,WNITER=1"]
     plan = _plan(tmp_path, f'[[search]]\nvariant = "pipelined"\nconfigurations = {json.dumps(configs)}\n')
     for suffix in (".csv", ".meta.json"):
         shutil.copy(RECORDED.with_suffix(suffix), tmp_path / f"t{suffix}")
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    monkeypatch.setattr(running, "_execute", lambda *a, **k: pytest.fail("measured a file of another plan"))
+    monkeypatch.setattr(session, "execute", lambda *a, **k: pytest.fail("measured a file of another plan"))
     _one_line_exit_2(CliRunner().invoke(main, ["tune", "--plan", str(plan), "-o", "t.csv", "--resume"]),
                      "t.csv was measured with another plan")
     _one_line_exit_2(CliRunner().invoke(main, ["tune", "--plan", str(plan), "-o", "t.csv"]), "pass --resume")
@@ -227,7 +230,8 @@ def test_a_plan_resumes_only_its_own_file_and_keeps_the_earlier_invocations(tmp_
     meta["tuning"] = load_plan(str(plan)).about()  # the file this plan began
     Path("t.meta.json").write_text(json.dumps(meta))
     handed = {}
-    monkeypatch.setattr(running, "_execute", lambda points, *a, **k: handed.update(points=points, **k))
+    monkeypatch.setattr(session, "execute", lambda points, settings, output, *a, **k:
+                        handed.update(points=points, **k) or session.Outcome(output, "finished"))
     result = CliRunner().invoke(main, ["tune", "--plan", str(plan), "-o", "t.csv", "--resume"])
     assert result.exit_code == 0, result.output
     assert "plan p (p.toml): 1 searches, 12 points, 8 already measured" in result.output.replace(str(tmp_path) + "/", "")

@@ -5,7 +5,7 @@ import pytest
 
 from mmbench.sizes import Shape
 from mmbench.tuning import rules
-from mmbench.tuning.cache import DeviceId
+from mmbench.vocabulary import DeviceId
 from mmbench.variants import REGISTRY, format_params
 from mmbench.variants.model import tuning_space
 

@@ -56,7 +56,7 @@ def check(variant_file, compile_only, output):
 
 def _run_awkward(variants, variant_file: Path, output: Path | None) -> None:
     """Each variant at its defaults over its operation's awkward shapes, as `mmbench run` runs it."""
-    from .running import _execute, say
+    from .running import run_points, say
 
     name = f"check-{Path(variant_file).stem}"
     output = output or run_csv(f"{name}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}", places.runs_dir())
@@ -74,7 +74,7 @@ def _run_awkward(variants, variant_file: Path, output: Path | None) -> None:
     if not selections:
         raise RunFailed(f"no variant of {variant_file} takes a shape a check runs")
     ran = sweep.plan_run(selections, (), output, dict(CHECK_RUNS), resume=False, say=say)
-    _execute(ran.todo, ran.settings, output, {"name": name, "config": None}, tuning=ran.tuning)
+    run_points(ran.todo, ran.settings, output, {"name": name, "config": None}, tuning=ran.tuning)
 
 
 def _compile_table(built, variant_file) -> Table:

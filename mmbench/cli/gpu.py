@@ -15,7 +15,8 @@ from ..engine.refusals import DEFAULTS
 from ..results import ResultsError, metadata_path, read_metadata, read_results, update_metadata
 from ..sizes import row_shape
 from .common import FILE, InputError, RunFailed, command, console, newest_run
-from ..sweep import reading_caches, selections_of, split
+from ..engine.options import split
+from ..sweep import reading_caches, selections_of
 from .running import SAMPLES
 
 COMMANDS = ("info", "ceilings", "profile", "verify_timing")
@@ -269,12 +270,12 @@ def verify_timing(variants, sizes, runs, ncu_cache, kernel_clock, output):
     """Time points here (events and the kernel clock) and under Nsight Compute; print both times and
     their ratio. Target: the kernel clock within 5 % of Nsight Compute at every size."""
     from ..verify_timing import TOLERANCE
-    from .running import _execute
+    from .running import run_points
 
     _, selections, _ = selections_of((variants,), sizes, None, (), None)
     points, tuning = api.plan_verify_timing(selections, lambda: reading_caches(None), output,
                                             lambda t: console.print(t, soft_wrap=True))
-    _execute(points, Settings(runs=runs, kernel_clock=kernel_clock), output, {"name": "verify-timing"}, tuning=tuning)
+    run_points(points, Settings(runs=runs, kernel_clock=kernel_clock), output, {"name": "verify-timing"}, tuning=tuning)
     table, path = api.compare_with_ncu(output, points, ncu_cache)
     shown = Table(title=f"kernel time against Nsight Compute, --cache-control {ncu_cache} (target: within {TOLERANCE:.0%})")
     for col in ("variant", "size", "events us", "kernel us", "kernels only", "ncu us", "kernels / ncu", "events / ncu"):

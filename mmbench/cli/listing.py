@@ -7,7 +7,7 @@ from rich.table import Table
 
 from ..ops import get_op
 from ..variants import REGISTRY, VariantError, format_params, get_variant, param_points, space_text
-from ..sweep import split
+from ..engine.options import split
 from .common import InputError, command, console
 
 COMMANDS = ("list_variants",)

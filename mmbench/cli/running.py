@@ -1,6 +1,6 @@
 """`mmbench run`: options in, a plan out (api.py), the engine (engine/) in between, a summary
 printed at the end; and what `mmbench tune` (cli/tune.py) shares with it: the progress bar, the
-summary, the cluster options, the tuning caches read."""
+summary, the cluster and isolation options."""
 
 from __future__ import annotations
 
@@ -94,26 +94,30 @@ def isolation_options(fn):
     return fn
 
 
-def _execute(points, settings, output, about, *, prepare=None, strict=True, resume=False, previous=None, cluster=None,
-             tuning=None, isolation=None):
-    """session.execute with a progress bar, then the summary; exit 130 when interrupted, 1 when
-    the run failed or (strict) a point was wrong or failed (the tuner expects some to fail)."""
+def run_points(points, settings, output, about, *, tuning=None):
+    """session.execute in this process with a progress bar, then the summary: what `check` and
+    `verify-timing` run; exit 130 when interrupted, 1 when the run failed or a point was wrong or
+    failed. tuning: where the points' tuned parameters came from, for the metadata."""
     with progress_bar(len(points)) as on_row:
-        outcome = session.execute(points, settings, output, about, list(ARGV), prepare=prepare, resume=resume,
-                                  previous=previous, on_row=on_row, say=say, cluster=cluster, tuning=tuning,
-                                  isolation=isolation)
-    return _report(outcome, output, strict)
+        outcome = session.execute(points, settings, output, about, list(ARGV), on_row=on_row, say=say, tuning=tuning)
+    return _report(outcome, output)
 
 
-def _report(outcome, output: Path, strict: bool = True):
-    """The summary of a run's file, then exit 130 when it was interrupted, 1 when (strict) a point
-    was wrong or failed."""
-    if outcome.in_file:  # an interrupted new run may have written nothing
+def print_summary(outcome, output: Path) -> None:
+    """The summary of the file a run (or a tuning's points) wrote, and where it is; nothing where
+    it holds no row (an interrupted new run may have written none)."""
+    if outcome.in_file:
         console.print(_summary(output))
         say(f"results: {output}  (metadata: {metadata_path(output)})")
+
+
+def _report(outcome, output: Path):
+    """The summary of a run's file, then exit 130 when it was interrupted, 1 when a point was
+    wrong or failed."""
+    print_summary(outcome, output)
     if outcome.state == "interrupted":
         raise Interrupted(interrupted_message(output, outcome.in_file, sum(outcome.counts.values())))
-    if outcome.failures and strict:
+    if outcome.failures:
         raise RunFailed(", ".join(f"{n} point(s) {s}" for s, n in outcome.failures.items())
                         + f"; see the reason column of {output}")
     return outcome

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import Iterable, Mapping
 
 from .. import source
 from ..kernel_clock import MODES as KERNEL_CLOCK_MODES
@@ -17,9 +17,7 @@ from ..timing import CACHE_MODES
 from ..ops.declared import dimensions
 from ..variants import Params, Variant, format_params, param_points
 from ..variants.model import compile_params
-
-if TYPE_CHECKING:
-    from ..tuning.cache import Tuned
+from ..vocabulary import Tuned
 
 
 @dataclass(frozen=True)
@@ -73,7 +71,7 @@ class Selection:
     variants: tuple[Variant, ...]
     spec: str
     overrides: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    # from the tuning caches (tune.Tuned), keyed (variant, shape, dtype, layout)
+    # from the tuning caches (vocabulary.Tuned), keyed (variant, shape, dtype, layout)
     tuned: Mapping[tuple[str, Shape, str, str], Tuned] = field(default_factory=dict)
     scopes: tuple[str, ...] = ("kernel",)  # what the samples cover (ops.base.SCOPES), each its own points
     pads: tuple[bool, ...] = (False,)  # run on the inputs as given, padded to each kernel's tile multiple, or both

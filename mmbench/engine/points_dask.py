@@ -25,8 +25,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from .. import schema
 from ..ops import get_op
+from . import rows
 from .dask_worker import blas_shares, descriptor, prepare_worker, release_worker, run_chunk, worker_identity
 from .interface import Engine, add_spent
 from .plan import Point, Settings
@@ -219,7 +219,7 @@ class DaskPoints(Engine):
                 except Exception as exc:  # KilledWorker past the allowed failures, or an error in the task
                     why = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
                     for point in chunk:
-                        on_row(schema.row(point, self.settings, "failed", f"cluster: {why}"[:300]))
+                        on_row(rows.row(point, self.settings, "failed", f"cluster: {why}"[:300]))
                     continue
                 self.absorb(result)
                 for row in result["rows"]:

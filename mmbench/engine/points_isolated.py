@@ -32,10 +32,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .. import schema
 from ..environment import own_cpus
 from ..schema import HOST
 from ..variants import REGISTRY, format_params
+from . import rows
 from .dask_worker import descriptor
 from .interface import Engine
 from .plan import Point, Settings
@@ -362,7 +362,7 @@ class IsolatedPoints(Engine):
                 raise RuntimeError(f"in the isolated worker process: {body[0]}")
 
     def _failed_row(self, point: Point, reason: str) -> dict:
-        row = schema.row(point, self.settings, "failed", reason)
+        row = rows.row(point, self.settings, "failed", reason)
         if point.variant.on_gpu and self.gpu is not None:
             row.update(gpu=self.gpu.facts.name, gpu_uuid=self.gpu.facts.uuid)
         return row

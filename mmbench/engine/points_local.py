@@ -24,12 +24,13 @@ from ..ops.capabilities import CpuBaseline, InputsOnGpu, LibraryBaseline, needs,
 from ..ops.on_gpu import MadeOnGpu
 from ..precisions import raw_view
 from ..ops.declared import dimensions, launcher
-from .. import schema
-from ..schema import HOST, clock_fields, clock_sagged, kernel_fields, timing_fields
+from ..schema import HOST, clock_fields, clock_sagged, kernel_fields
 from ..sizes import Shape
 from ..timing import MAX_BATCH, median_interval, next_batch, noise, stop_reason, time_cpu, time_gpu
 from ..variants import Params, Variant
+from . import rows
 from .interface import Engine
+from .rows import timing_fields
 from .plan import Point, Settings, kernel_key, takes
 
 
@@ -153,7 +154,7 @@ class LocalPoints(Engine):
                     inputs, buffers = self._inputs(op, shape, dtype, layout, group)
                 if isinstance(inputs, str):  # too large for the host
                     for point in group:
-                        on_row(schema.row(point, self.settings, "skipped", inputs))
+                        on_row(rows.row(point, self.settings, "skipped", inputs))
                     continue
             try:
                 for point in group:
@@ -292,7 +293,7 @@ class LocalPoints(Engine):
 
     def _run_point(self, point: Point, inputs, buffers) -> dict:
         if self.context_lost and point.variant.on_gpu:
-            row = schema.row(point, self.settings, "failed", f"not run: {LOST} at an earlier point "
+            row = rows.row(point, self.settings, "failed", f"not run: {LOST} at an earlier point "
                              f"({self.context_lost}); --isolation process goes on past such a fault")
         else:
             row = self._run_point_row(point, inputs, buffers)
@@ -317,23 +318,23 @@ class LocalPoints(Engine):
 
     def _run_point_row(self, point: Point, inputs, buffers) -> dict:
         if not takes(point.variant, point.dtype, point.layout):  # planning refuses these; a hand-made point too
-            return schema.row(point, self.settings, "skipped", f"{point.variant.name} takes "
+            return rows.row(point, self.settings, "skipped", f"{point.variant.name} takes "
                               f"{', '.join(point.variant.dtypes)} at layout {', '.join(point.variant.layouts)}")
         try:
             if not point.variant.on_gpu:
                 with self.spending("cpu"):
                     return self._run_cpu(point, inputs)
             if isinstance(buffers, DeviceShortfall):
-                return schema.row(point, self.settings, "skipped", buffers.reason)
+                return rows.row(point, self.settings, "skipped", buffers.reason)
             if isinstance(buffers, str):
-                return schema.row(point, self.settings, "failed", buffers)
+                return rows.row(point, self.settings, "failed", buffers)
             if point.variant.backend != "cuda":
                 return self._run_library(point, inputs, buffers)
             return self._run_kernel(point, inputs, buffers)
         except KeyboardInterrupt:
             raise
         except Exception as exc:
-            return schema.row(point, self.settings, "failed", f"{type(exc).__name__}: {error_line(exc)}")
+            return rows.row(point, self.settings, "failed", f"{type(exc).__name__}: {error_line(exc)}")
 
     # -- backends --------------------------------------------------------------------------------
     def _run_cpu(self, point: Point, inputs) -> dict:
@@ -343,17 +344,17 @@ class LocalPoints(Engine):
         if point.variant.backend == "cpu":
             over = self._over_cpu_budget(point)
             if over:
-                return schema.row(point, self.settings, "skipped", over)
+                return rows.row(point, self.settings, "skipped", over)
         compute, out = needs(op, CpuBaseline).cpu(point.variant, inputs)
         with threadpool_limits(limits=self.settings.threads, user_api="blas"):
             threads = max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"), default=None)
             compute()
             check = op.check(out, inputs)
             if not check.ok:
-                return schema.row(point, self.settings, "wrong", check.reason, rel_err=check.rel_err,
+                return rows.row(point, self.settings, "wrong", check.reason, rel_err=check.rel_err,
                             err_bound_ratio=check.err_bound_ratio, threads=threads)
             times = time_cpu(compute, self.settings.runs, self.settings.warmup)
-        return schema.row(point, self.settings, "ok", rel_err=check.rel_err, err_bound_ratio=check.err_bound_ratio,
+        return rows.row(point, self.settings, "ok", rel_err=check.rel_err, err_bound_ratio=check.err_bound_ratio,
                     threads=threads, **timing_fields(point, times))
 
     def _over_cpu_budget(self, point: Point) -> str:
@@ -382,7 +383,7 @@ class LocalPoints(Engine):
     def _run_library(self, point: Point, inputs, buffers: DeviceBuffers) -> dict:
         handle = self.libraries.get(point.variant.name)
         if handle is None:
-            return schema.row(point, self.settings, "skipped",
+            return rows.row(point, self.settings, "skipped",
                         f"{point.variant.label} unavailable: {self.library_errors.get(point.variant.name, 'not opened')}")
         library = needs(point.op, LibraryBaseline)
         return self._verify_and_time(point, inputs, buffers,
@@ -392,18 +393,18 @@ class LocalPoints(Engine):
         gpu, variant, params = self.gpu, point.variant, point.compiled_params
         broken = variant.violated(params)
         if broken:
-            return schema.row(point, self.settings, "skipped", f"constraint {broken[0]} does not hold")
+            return rows.row(point, self.settings, "skipped", f"constraint {broken[0]} does not hold")
         # a shape the kernel does not take is never run, so never wrong; padded, the kernel runs at the padded shape
         runs_at = point.op.padded_shape(variant, params, point.shape) if point.pad else point.shape
         unmet = variant.unmet(params, dimensions(point.op, runs_at))
         if unmet:
-            return schema.row(point, self.settings, "skipped", unmet)
+            return rows.row(point, self.settings, "skipped", unmet)
         wrong_target = source.target_problem(variant, gpu.facts.arch)
         if wrong_target:
-            return schema.row(point, self.settings, "skipped", wrong_target)
+            return rows.row(point, self.settings, "skipped", wrong_target)
         limit = gpu.facts.max_threads_per_block
         if variant.block_threads(params) > limit:
-            return schema.row(point, self.settings, "skipped",
+            return rows.row(point, self.settings, "skipped",
                         f"{variant.block_threads(params)} threads per block exceed the device limit of {limit}")
         try:
             with self.spending("compile"):
@@ -411,16 +412,16 @@ class LocalPoints(Engine):
         except Exception as exc:
             reason = error_line(exc)
             status = "skipped" if "too much shared data" in reason else "failed"
-            return schema.row(point, self.settings, status, f"compile: {reason}")
+            return rows.row(point, self.settings, status, f"compile: {reason}")
         with self.spending("compile"):  # its ptxas report may run nvcc
             self._record_kernel(variant, params, fn)
         if self.settings.skip_spills and fn.local_size_bytes:
-            return schema.row(point, self.settings, "skipped",
+            return rows.row(point, self.settings, "skipped",
                         f"{fn.local_size_bytes} bytes of local memory a thread (registers spill)")
         shared = fn.shared_size_bytes + variant.dynamic_shared(params)
         limit = gpu.facts.max_shared_per_block if variant.shared == "0" else gpu.facts.max_shared_per_block_optin
         if shared > limit:
-            return schema.row(point, self.settings, "skipped",
+            return rows.row(point, self.settings, "skipped",
                         f"{shared} bytes of shared memory exceed the device limit of {limit}")
         return self._verify_and_time(point, inputs, buffers,
                                      lambda shape, bufs: launcher(gpu, point.op, variant, params, shape, bufs))
@@ -436,7 +437,7 @@ class LocalPoints(Engine):
             timed = timed_sequence(op, gpu, point.variant, point.params, point.shape, point.scope, point.pad, buffers,
                                    inputs, compute)
         except Unsupported as exc:  # a scope, precision or layout it cannot take here (ScopeError among them)
-            return schema.row(point, settings, "skipped", str(exc))
+            return rows.row(point, settings, "skipped", str(exc))
         try:
             return self._verify_and_time_sequence(point, inputs, timed)
         finally:
@@ -451,13 +452,13 @@ class LocalPoints(Engine):
             check = self._check(op, timed, inputs)
         fields = {"rel_err": check.rel_err, "err_bound_ratio": check.err_bound_ratio}
         if not check.ok:
-            return schema.row(point, settings, "wrong", check.reason, **fields)
+            return rows.row(point, settings, "wrong", check.reason, **fields)
         before, conditions = gpu.clock.current_mhz(), gpu.clock.conditions("before")
         with self.spending("samples"):
             times, kernel, sampling = self._samples(point, timed)
         after = gpu.clock.current_mhz()
         sagged = clock_sagged((before, after), gpu.clock.max_mhz(), settings.clock_sag)
-        row = schema.row(point, settings, "ok", **fields, **clock_fields(before, after, sagged, conditions,
+        row = rows.row(point, settings, "ok", **fields, **clock_fields(before, after, sagged, conditions,
                                                                          gpu.clock.conditions("after")),
                          **timing_fields(point, times), **kernel_fields(kernel), **sampling)
         row["runs"] = len(times)  # adaptive sampling takes as many as it needed

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 import traceback
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, ContextManager, Sequence
 
 from .. import ceilings, environment
 from ..ops.base import SCOPES
@@ -24,6 +24,9 @@ from .points_local import LocalPoints
 from ..schema import utc_now
 from .provenance import first_record, say_machine_changes
 from .refusals import RunAborted, RunRefused, Say
+
+# What a caller of execute gives for a progress display: points -> a context giving on_row (or None).
+Progress = Callable[[int], ContextManager[Callable[[dict], None] | None]]
 
 
 def open_engine(settings: Settings, points: Sequence[Point], cluster=None, say: Say = print, isolation=None):

@@ -4,42 +4,17 @@ contract.py. A paper has one name everywhere: its config's `paper` (and file, co
 its module here (hyphens as underscores) and its reference run's folder, results/NAME-GPU/.
 
 Every module or package of this package is a study (a paper's is a package: claims, figures,
-report) but the three modules the studies share: `contract` (what a study
-provides), `common` (what their reports share) and `rule` (the rule every verdict follows). Adding a study adds its module; nothing lists it."""
+report) but the three modules the studies share: `contract` (what a study provides), `common`
+(what their reports share) and `rule` (the rule every verdict follows). Adding a study adds its
+module; nothing lists it (papers.py reads the names from the files, for config.py as for here)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from importlib import import_module
-from pkgutil import iter_modules
 
+from ..papers import RENAMED, papers, renamed
 from .contract import Study
-
-SHARED = frozenset({"contract", "common", "rule"})  # modules of this package that are not studies
-# Names a paper had before it had one: a config naming one is refused with the name it has now.
-RENAMED = {"zosa-gemm-shared-memory-ilp": "zosa2017", "lab3-2018": "lab3"}
-
-
-def papers() -> list[str]:
-    """The studies' names (a config's `paper`), from the modules of this package, none imported."""
-    return sorted(m.name.replace("_", "-") for m in iter_modules(__path__) if m.name not in SHARED)
-
-
-def renamed(key: str, value: object) -> str | None:
-    """One line naming the new name when a config's `key` (name or paper) gives a paper's old one."""
-    if value in RENAMED:
-        return f"{key} {value!r} is now {RENAMED[value]!r}: write {key} = \"{RENAMED[value]}\""
-    return None
-
-
-def paper_problem(paper: object) -> str | None:
-    """Why a config's `paper` names no study (one line naming its new name, or the known ones), or None."""
-    if paper in RENAMED:
-        return renamed("paper", paper)
-    if paper not in papers():
-        return (f"paper {paper!r}: no study knows it; known: {', '.join(papers())} "
-                f"(leave paper out for an experiment of your own)")
-    return None
 
 
 def study(paper: str) -> Study:

@@ -26,7 +26,7 @@ from ..schema import utc_now
 from ..engine.refusals import RunAborted, RunInterrupted, RunRefused
 from ..engine.interface import BatchedEngine
 from ..engine.session import open_batched_engine
-from .cache import DeviceId
+from ..vocabulary import DeviceId
 from .request import TuneRequest
 from .writeback import batched_device, record_batched
 

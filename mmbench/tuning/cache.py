@@ -10,7 +10,6 @@ change to the kernel source changes its hash, so stale entries are never used.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import re
@@ -20,10 +19,15 @@ from typing import Mapping, Sequence
 
 from .. import places
 from ..precisions import DEFAULT, DEFAULT_LAYOUT
+from ..schema import utc_now
 from ..ops import get_op
 from ..ops.base import shape_class
 from ..sizes import Shape
-from ..variants import Params, Variant, parse_params
+from ..variants import Variant, parse_params
+from ..vocabulary import DeviceId, Tuned
+
+
+NO_CACHE = "none"  # --tuning-cache none (a run's): no tuned parameters, the variants' defaults
 
 
 class TuneError(ValueError):
@@ -135,7 +139,7 @@ def check_writable_cache(path: Path) -> None:
     load_cache(path)
 
 
-def record(path: Path, device: "DeviceId", variant: str, source_hash: str, best: Mapping[str, dict],
+def record(path: Path, device: DeviceId, variant: str, source_hash: str, best: Mapping[str, dict],
            results: Path, dtype: str = DEFAULT, layout: str = DEFAULT_LAYOUT) -> dict:
     """Merge the best configurations into the cache file, keeping an existing entry that is
     faster (a narrow search must not displace a better result); returns the entries written.
@@ -143,8 +147,7 @@ def record(path: Path, device: "DeviceId", variant: str, source_hash: str, best:
     GPU of the same kind may borrow it, and the precision and layout it was tuned at, where
     they are not fp32, nn."""
     cache = load_cache(path)
-    # as schema.utc_now writes it (importing schema from here would close a cycle through engine.plan)
-    stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    stamp = utc_now()
     form = {"dtype": dtype, "layout": layout} if (dtype, layout) != (DEFAULT, DEFAULT_LAYOUT) else {}
     new = {cache_key(device.name, variant, source_hash, cls, dtype, layout):
            {"device": device.name, "arch": device.arch, "sm_count": device.sm_count, "variant": variant,
@@ -168,30 +171,6 @@ def _write_whole(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)
     tmp.replace(path)
-
-
-@dataclass(frozen=True)
-class DeviceId:
-    """What decides whether tuned parameters carry over: a GPU's name, architecture and SM count."""
-
-    name: str
-    arch: str | None = None  # "sm_90"
-    sm_count: int | None = None
-
-    def __str__(self) -> str:
-        facts = ", ".join(f for f in (self.arch, f"{self.sm_count} SMs" if self.sm_count else None) if f)
-        return f"{self.name} ({facts})" if facts else self.name
-
-
-@dataclass(frozen=True)
-class Tuned:
-    """Tuned parameters for one shape, the GPU whose tuning they come from and the cache that holds them."""
-
-    params: Params
-    device: str
-    borrowed: bool  # True: another GPU of the same architecture and SM count
-    cache: Path | None = None
-    origin: str | None = None  # YOURS or SHIPPED
 
 
 def same_code_sources(caches: Sequence[CacheFile], variant: str, current: str) -> set[str]:

@@ -11,7 +11,8 @@ from ..ops import get_op
 from ..engine.plan import Selection, takes
 from ..precisions import form_suffix
 from ..variants import format_params
-from .cache import Tuned, candidates, describe_cache, entry_form, nearest_of
+from ..vocabulary import Tuned
+from .cache import candidates, describe_cache, entry_form, nearest_of
 
 RULE = "rule"  # a Tuned's origin when its parameters came from the variant's rule, not a cache
 

@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import ConfigError, _int, _unknown, read_toml, run_table
 from ..engine.plan import Point, Settings
+from ..engine.options import parse_params as parse_pins
 from ..engine.refusals import RunRefused
 from ..ops import get_op
 from ..sizes import Shape, SizeSpecError
+from ..toml_files import ConfigError, integer, read_toml, refuse_unknown, run_table
 from ..variants import Params, Variant, VariantError, get_variant, parse_params, tuning_space
 from .cache import TuneError
 from .strategies import choose
@@ -114,7 +115,7 @@ def load_plan(name_or_path: str) -> TunePlan:
     """The plan named or at a path; ConfigError naming the file and the key where it is wrong."""
     path = plan_path(name_or_path)
     text, data = read_toml(path, f"--plan {name_or_path}: no such plan file; shipped plans: {', '.join(shipped_plans())}")
-    _unknown(str(path), data, TOP_KEYS)
+    refuse_unknown(str(path), data, TOP_KEYS)
     run, cache = run_table(path, data, RUN_KEYS)
     sizes = data.get("sizes")
     if not isinstance(sizes, str) or not sizes:
@@ -123,8 +124,8 @@ def load_plan(name_or_path: str) -> TunePlan:
     if not isinstance(searches, list) or not searches:
         raise ConfigError(f"{path}: needs at least one [[search]] table")
     return TunePlan(path=path, name=str(data.get("name", path.stem)), description=str(data.get("description", "")),
-                    sizes=sizes, runs=_int(f"{path}: run.runs", run.get("runs", 3), 1),
-                    warmup=_int(f"{path}: run.warmup", run.get("warmup", 2), 0), cache=cache,
+                    sizes=sizes, runs=integer(f"{path}: run.runs", run.get("runs", 3), 1),
+                    warmup=integer(f"{path}: run.warmup", run.get("warmup", 2), 0), cache=cache,
                     searches=tuple(_search(f"{path}: search[{i}]", s, sizes) for i, s in enumerate(searches)),
                     digest=hashlib.sha256(text.encode()).hexdigest())
 
@@ -132,7 +133,7 @@ def load_plan(name_or_path: str) -> TunePlan:
 def _search(where: str, table: Any, sizes: str) -> Search:
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: expected a table")
-    _unknown(where, table, SEARCH_KEYS)
+    refuse_unknown(where, table, SEARCH_KEYS)
     try:
         variant = get_variant(str(table.get("variant", "")))
     except VariantError as exc:
@@ -185,8 +186,6 @@ def _listed(where: str, variant: Variant, listed: Any) -> tuple[Params, ...]:
 
 
 def _pinned(where: str, variant: Variant, pinned: Any) -> tuple[Params, ...]:
-    from ..sweep import parse_params as parse_pins  # the sweep module imports the config module, as this one
-
     try:
         return tuple(choose(variant, "brute", None, pinned=parse_pins((str(pinned),))))
     except (RunRefused, TuneError) as exc:

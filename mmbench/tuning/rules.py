@@ -24,7 +24,7 @@ from typing import Callable
 
 from ..sizes import Shape
 from ..variants import Params, parse_params
-from .cache import DeviceId
+from ..vocabulary import DeviceId
 
 _COMMON = "BK=16,ORDER=1,STAGE=1,STRIP=4,VEC4=1,TN=4"
 DBUF_SMALL = parse_params(f"{_COMMON},BM=64,BN=64,THREADS=128,MINB=1,WM=32,WN=32,WNITER=1,TM=4,SPLITK=4,SK=0")

@@ -10,7 +10,8 @@ from ..analysis import with_forms
 from ..engine import batched_local as batched
 from ..results import read_metadata, read_results
 from ..engine.refusals import RunAborted, RunRefused
-from .cache import DeviceId, record
+from ..vocabulary import DeviceId
+from .cache import record
 from .request import TuneRequest
 from .strategies import best_per_class
 
