@@ -13,6 +13,7 @@ from click.core import ParameterSource
 from rich.console import Console
 
 from .. import places
+from ..engine.options import shown_value
 from ..results import runs_newest_first
 
 ARGV = ["mmbench"]  # this invocation's command line as typed, set by the group, kept in the metadata
@@ -152,17 +153,8 @@ def refuse_given(ctx: click.Context, names, why: str) -> None:
     """Refuse the first of these options the user gave, with why it cannot apply."""
     for param in ctx.command.params:
         if param.name in names and given(ctx, param.name):
-            shown = _shown(ctx.params[param.name])
+            shown = shown_value(ctx.params[param.name])
             raise InputError(f"{max(param.opts, key=len)}{' ' + shown if shown else ''}: {why}")
-
-
-def _shown(value) -> str:
-    """An option's value as the user might have typed it ('' for a flag)."""
-    if isinstance(value, bool):
-        return ""
-    if isinstance(value, (tuple, list)):
-        return ",".join(map(str, value))
-    return str(value)
 
 
 T = TypeVar("T")

@@ -30,8 +30,8 @@ COMMANDS = ("tune",)
 @click.option("--strategy", type=click.Choice([*STRATEGIES, *SEARCHES]), default=DEFAULTS.strategy, show_default=True,
               help="brute: every configuration; random: --budget of them at random; tpe (Optuna's tree-structured "
                    "Parzen estimator) and ga (its NSGA-II genetic algorithm): --budget of them, each chosen from what "
-                   "the ones before measured (with --replay for now).")
-@click.option("--budget", type=click.IntRange(min=1), help="Configurations to try (random; the defaults count).")
+                   "the ones before measured, the best 3 timed again (points engine, or --replay).")
+@click.option("--budget", type=click.IntRange(min=1), help="Configurations to try (random, tpe, ga; the defaults count).")
 @click.option("--seed", type=SEED, default=DEFAULTS.seed, show_default=True,
               help="Seed of the random strategy and the inputs.")
 @click.option("--runs", type=SAMPLES, help="Timed samples per point (points engine; default 5).")

@@ -117,3 +117,12 @@ def check_given(values: Mapping[str, Any], limits: Sequence[Limit], choices: Seq
         value = values.get(key)
         if value is not None and value not in among:
             raise RunRefused(f"{key}={value!r}; choose from: {', '.join(among)}")
+
+
+def shown_value(value) -> str:
+    """An option's value as the user might have typed it ('' for a flag): what a refusal names."""
+    if isinstance(value, bool):
+        return ""
+    if isinstance(value, (tuple, list)):
+        return ",".join(map(str, value))
+    return str(value)

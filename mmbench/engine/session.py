@@ -208,13 +208,16 @@ def run_together(runner: Engine, items: Sequence[tuple[Session, Point]],
 def execute(points: Sequence[Point], settings: Settings, output: Path, about: dict, command: list[str], *,
             prepare: Callable[[Engine], None] | None = None, resume: bool = False, previous: dict | None = None,
             on_row: Callable[[dict], None] | None = None, say: Say = print, cluster=None,
-            tuning: dict | None = None, isolation=None) -> Outcome:
+            tuning: dict | None = None, isolation=None,
+            more: Callable[[list[dict]], Sequence[Point]] | None = None, planned: int | None = None) -> Outcome:
     """Run points into output with metadata (`about` goes into it); prepare(runner) runs first
     (the tuner compiles its configurations there; not on a cluster, whose workers compile each
     chunk's kernels in parallel as it arrives). cluster: a points_dask.ClusterSpec to spread the points
     over (this process stays the only writer). tuning: where the tuned parameters came from
     (tuning_record), kept in this invocation's record. isolation: a points_isolated.Isolation (None:
-    this process, as mode none).
+    this process, as mode none). more(rows): the points to run next, from the rows of those just run
+    (a search chooses as it measures), until it gives none; planned: how many points that makes at
+    most (the metadata's points_planned; default len(points)).
 
     Ctrl-C at any stage ends the run as `interrupted`, with every finished row kept; any other
     failure ends it as `failed` (the metadata keeps the error) and is RunAborted, one line. A new
@@ -227,10 +230,13 @@ def execute(points: Sequence[Point], settings: Settings, output: Path, about: di
         if prepare and cluster is None:
             with runner.spending("prepare"):
                 prepare(runner)
-        session = Session(output, settings, about, command, runner, points_planned=len(points), resume=resume,
-                          previous=previous, say=say, points=points, spent=spent_between(before, runner.time_spent()),
-                          tuning=tuning)
-        session.run(points, on_row)
+        session = Session(output, settings, about, command, runner, points_planned=planned or len(points),
+                          resume=resume, previous=previous, say=say, points=points,
+                          spent=spent_between(before, runner.time_spent()), tuning=tuning)
+        while points:
+            rows: list[dict] = []
+            session.run(points, lambda row: (rows.append(row), on_row(row) if on_row is not None else None))
+            points = more(rows) if more is not None else []
     except KeyboardInterrupt:
         state = "interrupted"
     except Exception as exc:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import places
-from ..engine.options import Limit, check_given
+from ..engine.options import Limit, check_given, shown_value
 from ..engine.plan import Settings
 from ..engine.points_isolated import MODES
 from ..engine.refusals import RunRefused
@@ -43,17 +43,8 @@ def refuse_given(options: TuneOptions, names, why: str) -> None:
     cannot apply."""
     for name in OPTIONS:
         if name in names and name in options.given:
-            shown = _shown(getattr(options, name))
+            shown = shown_value(getattr(options, name))
             raise RunRefused(f"{spelled(name)}{' ' + shown if shown else ''}: {why}")
-
-
-def _shown(value) -> str:
-    """An option's value as the user might have typed it ('' for a flag)."""
-    if isinstance(value, bool):
-        return ""
-    if isinstance(value, (tuple, list)):
-        return ",".join(map(str, value))
-    return str(value)
 
 
 def writing_cache(given: Path | None) -> Path:

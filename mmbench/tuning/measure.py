@@ -37,7 +37,8 @@ class Hooks:
 def measure(points: Sequence[Point], settings: Settings, output: Path, about: dict, hooks: Hooks, **execute) -> Outcome:
     """The points into output (session.execute, with execute's keywords: prepare, resume, ...), a
     tuning's rows, some of which may fail; RunInterrupted, saying what the file holds, on Ctrl-C."""
-    with (hooks.progress(len(points)) if hooks.progress is not None else nullcontext(None)) as on_row:
+    planned = execute.get("planned") or len(points)  # a search's points come as it chooses them
+    with (hooks.progress(planned) if hooks.progress is not None else nullcontext(None)) as on_row:
         outcome = session.execute(points, settings, output, about, command=list(hooks.command), on_row=on_row,
                                   say=hooks.say, **execute)
     if hooks.on_measured is not None:

@@ -41,9 +41,11 @@ def configurations(options: TuneOptions):
             if not narrowed:
                 raise TuneError(f"no verified configuration of {variant.name} in "
                                 f"{', '.join(map(str, options.candidates))}")
-        if options.strategy in SEARCHES and not options.replay:
-            raise TuneError(f"--strategy {options.strategy} replays a recorded tuning (--replay FILE) for now; a tuning "
-                            f"on the GPU takes {' or '.join(STRATEGIES)}")
+        if options.strategy in SEARCHES and not options.replay and (options.params or options.candidates):
+            raise TuneError(f"--strategy {options.strategy} searches the whole space; --params and --candidates narrow "
+                            f"it for {' and '.join(STRATEGIES)}")
+        if options.strategy in SEARCHES and not options.budget:
+            raise TuneError(f"--strategy {options.strategy} needs --budget N: the configurations it may measure")
         configs = [] if options.strategy in SEARCHES else choose(variant, options.strategy, options.budget,
                                                                  options.seed, narrowed, pinned=pinned)
     except (VariantError, SizeSpecError, TuneError, ResultsError) as exc:
@@ -76,6 +78,11 @@ def request(options: TuneOptions, variant, shapes, configs, cache_path: Path) ->
         raise RunRefused(str(exc)) from None
     typed = (dtype, layout) != (DEFAULT, DEFAULT_LAYOUT)
     engine = _engine(options, variant, typed)
+    if options.strategy in SEARCHES and engine == "batched":
+        if options.engine == "batched":
+            raise RunRefused(f"--strategy {options.strategy} measures configurations as it chooses them, a batch at a "
+                             f"time: it runs on --engine points")
+        engine = "points"  # a search measures as it chooses: point by point
     if engine == "batched" and typed:
         raise RunRefused(f"the batched engine checks float32 sums on the GPU; {dtype}, layout {layout} is tuned with "
                          f"--engine points")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 import warnings
 from dataclasses import dataclass
-from typing import Callable, Collection
+from typing import Any, Callable, Collection, Generator
 
 from ..variants import Params, Variant, param_points
 from ..variants.model import sample_space
@@ -43,8 +43,25 @@ class Evaluation:
 def search(variant: Variant, strategy: str, budget: int, seed: int, evaluate: Evaluate,
            space: Collection[Params] | None = None) -> list[Evaluation]:
     """Evaluate up to `budget` configurations of the variant chosen by the strategy (SEARCHES), in the
-    order evaluated: its defaults first, then STARTUP drawn at random, then the sampler's. `space`:
-    the configurations that may be evaluated (default: every one that keeps the constraints)."""
+    order evaluated: its defaults first, then STARTUP drawn at random, then the sampler's, one at a
+    time. `space`: the configurations that may be evaluated (default: every one that keeps the
+    constraints)."""
+    asking = proposals(variant, strategy, budget, seed, space)
+    try:
+        batch = next(asking)
+        while True:
+            batch = asking.send([evaluate(params) for params in batch])
+    except StopIteration as finished:
+        return finished.value
+
+
+def proposals(variant: Variant, strategy: str, budget: int, seed: int, space: Collection[Params] | None = None,
+              batch: int = 1) -> Generator[list[Params], list, list[Evaluation]]:
+    """search() as a generator, for a caller that measures several configurations at once (the GPU:
+    compiled in parallel, run in one pass): yields up to `batch` new configurations, is sent their
+    scores (None: failed) in that order, and returns every Evaluation. The sampler proposes the
+    batch before hearing any of it; a configuration it proposes twice in one batch is evaluated once
+    and told the score when it comes."""
     optuna = _optuna()
     if strategy not in SEARCHES:
         raise TuneError(f"unknown search '{strategy}'; choose from: {', '.join(SEARCHES)}")
@@ -62,30 +79,50 @@ def search(variant: Variant, strategy: str, budget: int, seed: int, evaluate: Ev
     done: list[Evaluation] = []
     stale = 0
     while len(done) < budget:
-        trial = study.ask(distributions)
-        params = tuple((n, trial.params[n]) for n in names)
-        if params in seen or not feasible(params):  # nothing new to evaluate: the sampler is told what it is
-            trial.set_constraint(OUTSIDE, 0.0 if params in seen else 1.0)
-            score = seen.get(params)
-            study.tell(trial, FAILED_SCORE if score is None else score)
-            stale += 1
-            if stale < STALE:
+        picked: dict[Params, Any] = {}  # this batch: a configuration and its trial (None: drawn at random)
+        waiting: list[tuple[Any, Params]] = []  # trials that proposed one of the batch again: told with it
+        while len(picked) < min(batch, budget - len(done)):
+            trial = study.ask(distributions)
+            params = tuple((n, trial.params[n]) for n in names)
+            if params in picked:
+                waiting.append((trial, params))
                 continue
-            params, trial = _unseen(variant, allowed, seen, rng, seed + len(seen)), None
-            if params is None:  # the whole space is evaluated
-                break
-        stale = 0
-        score = evaluate(params)
-        seen[params] = score
-        done.append(Evaluation(params, score))
-        value = FAILED_SCORE if score is None else score
-        if trial is None:  # a random configuration: told as a trial of its own
-            study.add_trial(optuna.trial.create_trial(params=dict(params), distributions=distributions, value=value,
-                                                      constraints={OUTSIDE: 0.0}))
-        else:
+            if params in seen or not feasible(params):  # nothing new to evaluate: the sampler is told what it is
+                _tell_known(study, trial, seen, params)
+                stale += 1
+                if stale < STALE:
+                    continue
+                params, trial = _unseen(variant, allowed, {**seen, **picked}, rng, seed + len(seen) + len(picked)), None
+                if params is None:  # the whole space is evaluated
+                    break
+            stale = 0
+            picked[params] = trial
+        if not picked:
+            break
+        scores = dict(zip(picked, (yield list(picked))))
+        for params, trial in picked.items():
+            score = scores.get(params)
+            seen[params] = score
+            done.append(Evaluation(params, score))
+            value = FAILED_SCORE if score is None else score
+            if trial is None:  # a random configuration: told as a trial of its own
+                study.add_trial(optuna.trial.create_trial(params=dict(params), distributions=distributions, value=value,
+                                                          constraints={OUTSIDE: 0.0}))
+            else:
+                trial.set_constraint(OUTSIDE, 0.0)
+                study.tell(trial, value)
+        for trial, params in waiting:
             trial.set_constraint(OUTSIDE, 0.0)
-            study.tell(trial, value)
+            study.tell(trial, FAILED_SCORE if seen[params] is None else seen[params])
     return done
+
+
+def _tell_known(study, trial, seen: dict, params: Params) -> None:
+    """Tell the sampler a proposal it need not evaluate: one seen (its score), or one outside the
+    space or its constraints (infeasible, the worst score)."""
+    trial.set_constraint(OUTSIDE, 0.0 if params in seen else 1.0)
+    score = seen.get(params)
+    study.tell(trial, FAILED_SCORE if score is None else score)
 
 
 def _optuna():

@@ -33,6 +33,8 @@ from .plan_run import tune_by_plan
 from .points_run import points_of, tune_points
 from .request import TuneOptions, TuneRequest
 from .resolve import configurations, jobs, request
+from .search import SEARCHES
+from .searching import tune_searched
 from .strategies import describe
 
 SHOWN = 20  # the configurations a dry run lists
@@ -117,9 +119,10 @@ def _replay(options: TuneOptions, variant, cache_path: Path, say: Say) -> TuneDo
 def _announce(request: TuneRequest, options: TuneOptions, say: Say) -> None:
     if options.params:
         say(f"pinned: {options.params}")
+    tried = (f"up to {options.budget}, chosen as it measures" if options.strategy in SEARCHES
+             else str(len(request.configs)))
     say(f"{request.variant.name}: {space_text(request.variant)} configurations satisfy its constraints; trying "
-        f"{len(request.configs)} ({options.strategy}) at {len(request.shapes)} shape(s)"
-        + form_suffix(request.dtype, request.layout))
+        f"{tried} ({options.strategy}) at {len(request.shapes)} shape(s)" + form_suffix(request.dtype, request.layout))
 
 
 def _print_tuning_plan(request: TuneRequest, options: TuneOptions, say: Say) -> None:
@@ -143,7 +146,7 @@ def _about(request: TuneRequest, options: TuneOptions) -> dict:
     """What the tuning file's metadata says of the search."""
     return {"name": f"tune-{request.variant.name}",
             "tuning": {"variant": request.variant.name, "strategy": options.strategy, "budget": options.budget,
-                       "seed": options.seed, "space": _space_count(request.variant), "tried": len(request.configs),
+                       "seed": options.seed, "space": _space_count(request.variant), "tried": options.budget if options.strategy in SEARCHES else len(request.configs),
                        "per_shape": options.per_shape, "candidates": [str(p) for p in options.candidates],
                        "top": options.top, "dtype": request.dtype, "layout": request.layout}}
 
@@ -174,7 +177,13 @@ def _tune_points(request: TuneRequest, options: TuneOptions, settings: Settings,
     hooks.output(request.output)
     _announce(request, options, say)
     about = _about(request, options)
-    best, device = tune_points(request, about, settings, hooks)
+    if options.strategy in SEARCHES:
+        best, device, tried, close = tune_searched(request, about, settings, hooks, options.strategy, options.budget,
+                                                   options.seed)
+        for line in close:
+            say(f"finalists {line}")
+    else:
+        best, device = tune_points(request, about, settings, hooks)
     for line in describe(best):
         say(f"best {line}")
     say(f"written to {describe_cache(request.cache_path)} ({device.name}, {request.variant.name} source "

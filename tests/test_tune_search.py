@@ -1,0 +1,101 @@
+"""A search (tpe, ga) on the GPU's path, the GPU stood in for by an engine whose times are a known
+function of the configuration: batches proposed and measured until the budget, the best few timed
+again beside the tuning, the cache given the best of those."""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+import pytest
+
+import mmbench
+from mmbench import places
+from mmbench.engine import session
+from mmbench.engine.interface import Engine
+from mmbench.engine.rows import row, timing_fields
+from mmbench.results import read_metadata, read_results
+from mmbench.tuning import cache as tuning_cache
+from mmbench.tuning.searching import BATCH, FINALISTS, RETIME, configuration_scores, finalists_path
+from mmbench.variants import get_variant
+
+pytest.importorskip("optuna")
+VARIANT = get_variant("pipelined")
+
+
+def known_time(params) -> float:
+    """A configuration's time: faster the earlier each value stands in its domain, 1 ms at the best."""
+    return 1.0 + sum(0.1 * VARIANT.space[name].index(value) for name, value in params)
+
+
+class StandIn(Engine):
+    """Stands for the GPU: each point ok at known_time (one configuration value always fails)."""
+
+    def __init__(self, settings, *_):
+        self.settings, self.kernels, self.batches = settings, {}, []
+
+    def run(self, points, on_row):
+        self.batches.append(list(points))
+        for p in points:
+            if dict(p.params)["BK"] == VARIANT.space["BK"][-1]:
+                on_row(row(p, self.settings, "failed", "compile: stands for a failure"))
+            else:
+                on_row(row(p, self.settings, "ok", **timing_fields(p, [known_time(p.params)] * self.settings.runs)))
+
+    def gpu_names(self):
+        return set()
+
+    def spending(self, phase):
+        return nullcontext()
+
+    def time_spent(self):
+        return {}
+
+    def library_meta(self):
+        return {}
+
+    def close(self):
+        pass
+
+
+@pytest.fixture
+def engines(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(places.RUNS_ENV, str(tmp_path / "runs"))
+    monkeypatch.setenv(places.CACHE_ENV, str(tmp_path / "mine.json"))
+    made = []
+    monkeypatch.setattr(session, "open_engine", lambda settings, *a, **k: made.append(StandIn(settings)) or made[-1])
+    return made
+
+
+@pytest.mark.parametrize("strategy", ["tpe", "ga"])
+def test_a_search_measures_batches_within_its_budget_and_records_the_best_finalist(engines, tmp_path, strategy):
+    said = []
+    df = mmbench.tune("pipelined", "1024,2048", strategy=strategy, budget=20, seed=3, output="s.csv", say=said.append)
+    search, final = engines  # the search's engine, then the finalists'
+    assert len(df) == 40 and df.params.nunique() == 20  # every configuration tried at both shapes
+    assert [len(b) for b in search.batches] == [2 * BATCH, 2 * BATCH, 2 * 4]  # batches of BATCH, the last the rest
+    defaults = {p.params for p in search.batches[0]}
+    assert all(params in defaults for params in mmbench.variants.param_points(VARIANT))  # the defaults come first
+    finalists = read_results(finalists_path(tmp_path / "s.csv"))
+    assert len(finalists) == 2 * FINALISTS and set(finalists.runs) == {5 * RETIME}
+    verified = df[df.status == "ok"].groupby("params").size()
+    times = {params: known_time(_parsed(params)) for params in verified[verified == 2].index}
+    chosen = list(finalists.params.unique())
+    # the three fastest of the search (by time: equal times may stand for each other)
+    assert sorted(times[p] for p in chosen) == sorted(times.values())[:FINALISTS]
+    entries = tuning_cache.load_cache(tmp_path / "mine.json").values()
+    assert len({e["params"] for e in entries}) == 1
+    assert times[next(iter(entries))["params"]] == min(times.values())  # the cache has the fastest finalist
+    assert read_metadata(finalists_path(tmp_path / "s.csv"))["tuning"]["finalists_of"].endswith("s.csv")
+    assert any(line.startswith("finalists 1024: runners-up at ") for line in said)
+    assert (df[df.status == "failed"].reason == "compile: stands for a failure").all()
+
+
+def _parsed(params: str):
+    return tuple((k, int(v)) for k, v in (item.split("=") for item in params.split(",")))
+
+
+def test_a_configurations_score_is_its_geometric_mean_over_the_shapes_and_none_where_one_failed():
+    rows = [{"params": "A=1", "status": "ok", "gflops_median": 4.0}, {"params": "A=1", "status": "ok", "gflops_median": 9.0},
+            {"params": "A=2", "status": "ok", "gflops_median": 4.0}, {"params": "A=2", "status": "wrong", "gflops_median": 9.0}]
+    assert configuration_scores(rows, [(("A", 1),), (("A", 2),), (("A", 3),)], 2, "gflops_median") == [6.0, None, None]
