@@ -18,8 +18,8 @@ from .engine.session import Progress
 from .engine.options import Limit, check_given, cluster_spec, int_list, isolation_of, parse_params, split
 from .engine.outcome import Outcome
 from .engine.plan import Point, Selection, Settings, check_forms, form_scope_problem, plan
-from .engine.refusals import (RunRefused, Say, check_buildable, check_new_output, check_output, previous_metadata,
-                              resolve_settings, resumable)
+from .engine.refusals import (NEW_OUTPUT_HINT, RunRefused, Say, check_buildable, check_new_output, check_output,
+                               previous_metadata, resolve_settings, resumable)
 from .ops import get_op, timing_problem
 from .ops.base import SCOPES
 from .precisions import LAYOUTS, PRECISIONS, PrecisionError
@@ -136,6 +136,9 @@ def perform(request: RunRequest, *, say: Say = print, dry_run: bool = False, com
     if not dry_run and spec is not None:
         from .engine.points_dask import start_early
 
+        check_output(output)  # the refusals a cluster start would otherwise stand before (plan_run checks again)
+        if not request.resume:
+            check_new_output(output, NEW_OUTPUT_HINT)
         start_early(spec, any(v.on_gpu for v in chosen), isolation)  # the cluster starts while the run is planned
     try:
         return _planned_and_run(request, name, selections, caches, output, given, budgets, chosen, spec, isolation,
@@ -181,7 +184,7 @@ def plan_run(selections: Sequence[Selection], caches: Sequence, output: Path, gi
     check_output(output)
     found = resumable(output) if resume else None
     if not resume:
-        check_new_output(output, "pass --resume to continue it or choose another --output")
+        check_new_output(output, NEW_OUTPUT_HINT)
     previous = previous_metadata(output, found, say) if resume else {}
     resolved = resolve_settings(given, output, previous if resume else None)
     if resolved.get("max_interval") is not None and "budget_s" not in settings:

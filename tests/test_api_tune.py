@@ -138,7 +138,8 @@ def test_a_batched_tuning_returns_its_class_rows(monkeypatch, tmp_path):
     ({"plan": "ladder", "variant": None, "budget": None, "sizes": 64}, "--sizes 64: the plan (--plan ladder) names"),
     ({"top": 2}, "--top 2: it counts the fastest configurations of --candidates files"),
     ({"output": "t.txt"}, "--output t.txt: a results file ends in .csv"),
-    ({"strategy": "tpe"}, "--strategy tpe replays a recorded tuning (--replay FILE) for now"),
+    ({"strategy": "tpe", "params": {"BK": 8}}, "--strategy tpe searches the whole space; --params and --candidates"),
+    ({"strategy": "ga", "budget": None}, "--strategy ga needs --budget N"),
 ])
 def test_bad_input_is_one_line_naming_the_value_and_touches_nothing(tmp_path, kwargs, said):
     with pytest.raises(mmbench.RunRefused) as caught:

@@ -465,3 +465,13 @@ def test_a_failed_start_ahead_is_said_as_a_start_now_would_say_it(tmp_path):
     start_early(spec, gpus=False)
     with pytest.raises(ClusterError, match="no Dask scheduler at tcp://127.0.0.1:9"):
         connect(spec, False, lambda _: None)
+
+
+def test_a_run_refused_for_its_output_starts_no_cluster(tmp_path, monkeypatch):
+    from mmbench.engine import points_dask
+
+    monkeypatch.setattr(points_dask, "start_early", lambda *a, **k: pytest.fail("a cluster started for a refused run"))
+    out = tmp_path / "there.csv"
+    assert invoke("run", "-v", "blas", "-s", "32", "--runs", "1", "-o", out).exit_code == 0
+    refused = invoke("run", "-v", "blas", "-s", "32", "--cluster", "local", "--workers", "2", "-o", out)
+    assert refused.exit_code == 2 and "already exists; pass --resume" in refused.output

@@ -64,6 +64,9 @@ def cannot_create(path: Path) -> str | None:
     return None
 
 
+NEW_OUTPUT_HINT = "pass --resume to continue it or choose another --output"  # what a run says of a file that is there
+
+
 def check_new_output(output: Path, hint: str) -> None:
     """Refuse to begin a new results file where one is: its rows, or its metadata standing alone
     (the record of a run whose CSV is elsewhere), would be lost."""

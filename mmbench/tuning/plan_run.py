@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import places, source
 from ..engine.plan import Point
-from ..engine.refusals import (RunAborted, RunRefused, check_new_output, check_output, previous_metadata,
+from ..engine.refusals import (NEW_OUTPUT_HINT, RunAborted, RunRefused, check_new_output, check_output, previous_metadata,
                                resolve_settings, resumable)
 from ..precisions import form_suffix
 from ..results import run_csv
@@ -81,7 +81,7 @@ def _plan_points(plan: TunePlan, output: Path, resume: bool, seed: int, say):
     check_output(output)
     found = resumable(output) if resume else None
     if not resume:
-        check_new_output(output, "pass --resume to continue it or choose another --output")
+        check_new_output(output, NEW_OUTPUT_HINT)
     previous = previous_metadata(output, found, say) if resume else {}
     recorded = (previous.get("tuning") or {}).get("plan_sha256")
     if found and recorded != plan.digest:
