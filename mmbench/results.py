@@ -308,13 +308,14 @@ class CsvSink:
     first row: the header and that row are written aside and renamed into place together, so a
     results CSV never stands with a header alone (a run stopped before its first row leaves none)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, header: tuple[str, ...] | None = None):
+        """header: the file's, where its owner has scanned it (else it is read here)."""
         self.path = path
         self._fd: int | None = None
         self.exists = False  # whether the file is there: a new one only from its first row on
         try:
             if path.exists() and path.stat().st_size > 0:
-                header = scan(path).header
+                header = header if header is not None else scan(path).header
                 if tuple(header) != COLUMNS:
                     raise ResultsError(f"{path} has other columns than this mmbench writes; choose another --output")
                 self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
@@ -362,6 +363,38 @@ class CsvSink:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+class ResultsFile:
+    """The results CSV a run writes, owned by one object: scanned once (or given the scan a resume's
+    planning made of it), repaired on resume (a torn last row set aside, the columns a later mmbench
+    added given), appended to row by row (CsvSink), and its rows counted by status as they go, so
+    that nothing reads it again while the run writes it. ResultsError where it cannot be."""
+
+    def __init__(self, path: Path, resume: bool = False, found: Scan | None = None):
+        self.path, self.notices, self.counts = path, [], {}
+        if path.exists() and path.stat().st_size > 0:
+            found = found if found is not None else scan(path)
+            header = found.header
+            if resume:
+                self.notices = [n for n in (set_aside_torn(path, found), add_columns(path, found)) if n]
+                header = COLUMNS if older_columns(found.header) else found.header
+            for r in found.rows:
+                self.counts[r["status"]] = self.counts.get(r["status"], 0) + 1
+            self.sink = CsvSink(path, header)
+        else:
+            self.sink = CsvSink(path)
+
+    @property
+    def exists(self) -> bool:
+        return self.sink.exists
+
+    def write(self, row: Mapping) -> None:
+        self.sink.write(row)
+        self.counts[row["status"]] = self.counts.get(row["status"], 0) + 1
+
+    def close(self) -> None:
+        self.sink.close()
 
 
 def check_creatable(path: Path) -> None:

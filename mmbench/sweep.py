@@ -171,7 +171,7 @@ def _planned_and_run(request: RunRequest, name: str, selections, caches, output:
     with (progress(len(ran.todo)) if progress is not None else nullcontext(None)) as on_row:
         outcome = session.execute(ran.todo, ran.settings, output, about, list(command), resume=request.resume,
                                   previous=ran.previous, on_row=on_row, say=say, cluster=spec, tuning=ran.tuning,
-                                  isolation=isolation)
+                                  isolation=isolation, found=ran.found)
     return Performed(name, ran, outcome)
 
 

@@ -147,7 +147,7 @@ def test_a_gpu_row_carries_the_timing_fields_and_the_clock_flag(clocks, sagged):
     def launch():
         c[:] = (inputs.a @ inputs.b).ravel()
 
-    row = runner._verify_and_time(Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), inputs, bufs,
+    row = verified(runner, Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), inputs, bufs,
                                   lambda shape, buffers: launch)
     assert row["status"] == "ok" and row["clock_sagged"] is sagged
     assert (row["sm_clock_mhz_before"], row["sm_clock_mhz_after"]) == clocks
@@ -192,7 +192,7 @@ def test_the_isolated_kernel_clock_launches_every_sample_on_an_idle_gpu(mode, ex
     def launch():
         c[:] = (inputs.a @ inputs.b).ravel()
 
-    row = runner._verify_and_time(Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), inputs,
+    row = verified(runner, Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), inputs,
                                   DeviceBuffers((inputs.a, inputs.b), c, 64), lambda shape, buffers: launch)
     assert row["status"] == "ok" and row["time_ms_samples"] == "1.0;2.0;3.0"
     assert runner.gpu.log[-len(expected):] == expected
@@ -239,3 +239,8 @@ def test_series_summary_pins_each_column_and_the_cli_caps_the_table_at_the_faste
     shown = path.getvalue()
     assert f"the {running.SUMMARY_ROWS} fastest of {running.SUMMARY_ROWS + 5} series" in shown
     assert "BM=34" in shown and "BM=5 " in shown and "BM=4 " not in shown and "... 5 more series" in shown
+
+
+def verified(runner, point, *args):
+    """LocalPoints._verify_and_time's row, as the runner makes it (a wrong or skipped point raises its reason)."""
+    return runner.row_of(point, lambda: runner._verify_and_time(point, *args))

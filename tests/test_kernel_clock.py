@@ -77,7 +77,7 @@ def time_naive_8(runner) -> dict:
     def launch():
         c[:] = (inputs.a @ inputs.b).ravel()
 
-    return runner._verify_and_time(Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), inputs,
+    return verified(runner, Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), inputs,
                                    DeviceBuffers((inputs.a, inputs.b), c, 64), lambda s, b: launch)
 
 
@@ -254,3 +254,8 @@ def test_verify_timing_without_ncu_says_so_before_timing_anything(tmp_path, monk
     result = CliRunner().invoke(main, ["verify-timing", "-v", "best", "-s", "63", "-o", str(tmp_path / "v.csv")])
     assert result.exit_code == 1 and "Nsight Compute (ncu) is not on PATH" in result.output
     assert "Traceback" not in result.output and not (tmp_path / "v.csv").exists()
+
+
+def verified(runner, point, *args):
+    """LocalPoints._verify_and_time's row, as the runner makes it (a wrong or skipped point raises its reason)."""
+    return runner.row_of(point, lambda: runner._verify_and_time(point, *args))

@@ -81,7 +81,7 @@ def run_point(variant, shape, scope, pad, compute):
     inputs = gemm.make_gemm_inputs(shape, np.random.default_rng(1))
     bufs = DeviceBuffers((inputs.a.ravel().copy(), inputs.b.ravel().copy()),
                          np.empty(shape.m * shape.n, np.float32), shape.m * shape.n)
-    row = runner._verify_and_time(Point(REGISTRY[variant], SHARED32, shape, "cold", scope, pad), inputs, bufs, compute)
+    row = verified(runner, Point(REGISTRY[variant], SHARED32, shape, "cold", scope, pad), inputs, bufs, compute)
     return row, runner.gpu
 
 
@@ -182,7 +182,7 @@ def test_padded_buffers_beyond_free_memory_are_a_skipped_row():
     shape = Shape(33, 31, 65)
     inputs = gemm.make_gemm_inputs(shape, np.random.default_rng(1))
     bufs = DeviceBuffers((inputs.a.ravel().copy(), inputs.b.ravel().copy()), np.empty(33 * 31, np.float32), 33 * 31)
-    row = runner._verify_and_time(Point(REGISTRY["shared"], SHARED32, shape, "cold", "kernel", True), inputs, bufs,
+    row = verified(runner, Point(REGISTRY["shared"], SHARED32, shape, "cold", "kernel", True), inputs, bufs,
                                   fake_kernel(True))
     assert row["status"] == "skipped" and "padded buffers (64x32x96) need" in row["reason"] and "MiB free" in row["reason"]
 
@@ -250,7 +250,7 @@ def test_padding_takes_any_precision_and_layout_to_a_kernel_that_needs_aligned_r
                          runner.gpu.alloc(shape.m * shape.n * 4), shape.m * shape.n, precision=precision, layout=layout,
                          scales=inputs.scales)
     point = Point(variant, params, shape, "cold", scope, True, dtype=precision, layout=layout)
-    row = runner._verify_and_time(point, inputs, bufs, typed_kernel(precision, layout))
+    row = verified(runner, point, inputs, bufs, typed_kernel(precision, layout))
     assert row["status"] == "ok", row["reason"]
     padded = gemm.padded_shape(variant, params, shape)
     assert row["padded_shape"] == str(padded) and padded.k % 64 == 0
@@ -266,6 +266,11 @@ def test_the_end_to_end_scope_stays_float32_nn():
     bufs = DeviceBuffers((), None, shape.m * shape.n, precision="bf16", layout="nt")
     variant = REGISTRY["tc_tiles"]
     params = tuple((k, v[0]) for k, v in variant.axes.items())
-    row = runner._verify_and_time(Point(variant, params, shape, "cold", "end_to_end", True, dtype="bf16", layout="nt"),
+    row = verified(runner, Point(variant, params, shape, "cold", "end_to_end", True, dtype="bf16", layout="nt"),
                                   inputs, bufs, typed_kernel("bf16", "nt"))
     assert row["status"] == "skipped" and "end_to_end is timed at fp32, layout nn only" in row["reason"]
+
+
+def verified(runner, point, *args):
+    """LocalPoints._verify_and_time's row, as the runner makes it (a wrong or skipped point raises its reason)."""
+    return runner.row_of(point, lambda: runner._verify_and_time(point, *args))

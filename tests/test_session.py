@@ -227,3 +227,37 @@ def test_background_builds_are_waited_for_one_by_one_and_dropped_at_the_end(monk
     gpu.function(variant, configs[0])
     gpu.function(variant, configs[1])  # dropped or built: from the cache, or built now, once
     assert len(nvcc_runs) == len(set(nvcc_runs)) <= 3  # no module built twice
+
+
+def test_a_resume_reads_its_file_once(tmp_path, monkeypatch):
+    """The results file is scanned once on a resume (the planning's scan, handed to the session's
+    ResultsFile, which repairs, appends and counts without reading it again); the summary after
+    the run reads it for display."""
+    from click.testing import CliRunner
+
+    from mmbench import results
+    from mmbench.cli import main
+    from mmbench.engine import refusals
+
+    out = tmp_path / "r.csv"
+    assert CliRunner().invoke(main, ["run", "-v", "blas", "-s", "32,33", "--runs", "1", "-o", str(out)]).exit_code == 0
+    with out.open("ab") as f:
+        f.write(b"gemm,blas,torn")  # a torn last row: set aside from the same scan
+    scans, real, during = [], results.scan, []
+    monkeypatch.setattr(refusals, "scan", lambda path: scans.append(path) or real(path))
+    monkeypatch.setattr(results, "scan", lambda path: scans.append(path) or real(path))
+    execute = session.execute
+
+    def counted(*args, **kwargs):
+        during.append(len(scans))
+        try:
+            return execute(*args, **kwargs)
+        finally:
+            during.append(len(scans))
+
+    monkeypatch.setattr(session, "execute", counted)
+    resumed = CliRunner().invoke(main, ["run", "-v", "blas", "-s", "32,33,34", "--runs", "1", "-o", str(out), "--resume"])
+    assert resumed.exit_code == 0, resumed.output
+    assert during == [1, 1]  # the planning's, before the run; none while it ran
+    meta = json.loads(out.with_suffix(".meta.json").read_text())
+    assert meta["status_counts"] == {"ok": 3} and "set aside" in (meta["invocations"][-1]["repaired"] or "")

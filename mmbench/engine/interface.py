@@ -67,6 +67,12 @@ class Engine(ABC):
         """What the metadata says of the kernel clock; nothing where the engine cannot say."""
         return {}
 
+    def precompile_configs(self, variant, configs: list, jobs: int, wait: bool = True) -> None:
+        """Compile these configurations of a variant into the host's compile cache ahead of their
+        points (a tuning's, jobs nvcc processes; wait=False: in the background, each point waiting
+        for its own). Nothing here: an engine without a GPU of its own (a cluster's workers compile
+        each run's kernels before their first chunk)."""
+
     @abstractmethod
     def close(self) -> None:
         """Release the GPU, the libraries, the cluster's client."""

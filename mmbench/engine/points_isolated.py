@@ -146,16 +146,12 @@ class RemoteClock:
 
 
 class RemoteGpu:
-    """This process's stand-in for the child's GPU: its facts for environment.collect and the
-    rows, and precompile forwarded to the child (the tuner's prepare callback calls it)."""
+    """This process's stand-in for the child's GPU: its facts for environment.collect and the rows."""
 
     context = drv = None  # no context here (dask_worker._free looks)
 
     def __init__(self, facts, clock: dict, engine: "IsolatedPoints"):
         self.facts, self.clock, self._engine = facts, RemoteClock(clock), engine
-
-    def precompile(self, variant, points: list, jobs: int, wait: bool = True) -> None:
-        self._engine.precompile_configs(variant, points, jobs, wait)
 
     def active(self):
         return nullcontext(self)

@@ -34,9 +34,16 @@ from .rows import timing_fields
 from .plan import Point, Settings, kernel_key, takes
 
 
+class NotRun(Exception):
+    """A point that stops before it is measured, or is measured wrong: its status (skipped, failed,
+    wrong), the reason, and the row's fields it has (the error of a wrong output)."""
+
+    def __init__(self, status: str, reason: str, **fields):
+        super().__init__(reason)
+        self.status, self.reason, self.fields = status, reason, fields
+
+
 @dataclass(frozen=True)
-
-
 class DeviceShortfall:
     """A shape whose buffers do not fit in the GPU's free memory: its GPU points are skipped."""
 
@@ -259,6 +266,10 @@ class LocalPoints(Engine):
             self.gpu.precompile_pairs(todo, self.compile_jobs, wait)
         return len(todo) if len(todo) > 1 else 0
 
+    def precompile_configs(self, variant, configs: list, jobs: int, wait: bool = True) -> None:
+        if self.gpu is not None:
+            self.gpu.precompile(variant, list(configs), jobs, wait)
+
     def release_shape(self) -> None:
         """Free the device buffers of the shape last run (kept by a cluster worker's runner)."""
         kept, self._kept = self._kept, None
@@ -317,24 +328,34 @@ class LocalPoints(Engine):
             row["reason"] = f"{row['reason']}; {LOST}"
 
     def _run_point_row(self, point: Point, inputs, buffers) -> dict:
-        if not takes(point.variant, point.dtype, point.layout):  # planning refuses these; a hand-made point too
-            return rows.row(point, self.settings, "skipped", f"{point.variant.name} takes "
-                              f"{', '.join(point.variant.dtypes)} at layout {', '.join(point.variant.layouts)}")
+        return self.row_of(point, lambda: self._measured(point, inputs, buffers))
+
+    def row_of(self, point: Point, measure: Callable[[], dict]) -> dict:
+        """The point's row: measure()'s, or (NotRun, raised wherever the point stops) skipped, failed
+        or wrong with its reason, or failed with the error it met: the one place such a row is made."""
         try:
-            if not point.variant.on_gpu:
-                with self.spending("cpu"):
-                    return self._run_cpu(point, inputs)
-            if isinstance(buffers, DeviceShortfall):
-                return rows.row(point, self.settings, "skipped", buffers.reason)
-            if isinstance(buffers, str):
-                return rows.row(point, self.settings, "failed", buffers)
-            if point.variant.backend != "cuda":
-                return self._run_library(point, inputs, buffers)
-            return self._run_kernel(point, inputs, buffers)
+            return measure()
+        except NotRun as stopped:
+            return rows.row(point, self.settings, stopped.status, stopped.reason, **stopped.fields)
         except KeyboardInterrupt:
             raise
         except Exception as exc:
             return rows.row(point, self.settings, "failed", f"{type(exc).__name__}: {error_line(exc)}")
+
+    def _measured(self, point: Point, inputs, buffers) -> dict:
+        if not takes(point.variant, point.dtype, point.layout):  # planning refuses these; a hand-made point too
+            raise NotRun("skipped", f"{point.variant.name} takes "
+                         f"{', '.join(point.variant.dtypes)} at layout {', '.join(point.variant.layouts)}")
+        if not point.variant.on_gpu:
+            with self.spending("cpu"):
+                return self._run_cpu(point, inputs)
+        if isinstance(buffers, DeviceShortfall):
+            raise NotRun("skipped", buffers.reason)
+        if isinstance(buffers, str):
+            raise NotRun("failed", buffers)
+        if point.variant.backend != "cuda":
+            return self._run_library(point, inputs, buffers)
+        return self._run_kernel(point, inputs, buffers)
 
     # -- backends --------------------------------------------------------------------------------
     def _run_cpu(self, point: Point, inputs) -> dict:
@@ -344,15 +365,15 @@ class LocalPoints(Engine):
         if point.variant.backend == "cpu":
             over = self._over_cpu_budget(point)
             if over:
-                return rows.row(point, self.settings, "skipped", over)
+                raise NotRun("skipped", over)
         compute, out = needs(op, CpuBaseline).cpu(point.variant, inputs)
         with threadpool_limits(limits=self.settings.threads, user_api="blas"):
             threads = max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"), default=None)
             compute()
             check = op.check(out, inputs)
             if not check.ok:
-                return rows.row(point, self.settings, "wrong", check.reason, rel_err=check.rel_err,
-                            err_bound_ratio=check.err_bound_ratio, threads=threads)
+                raise NotRun("wrong", check.reason, rel_err=check.rel_err, err_bound_ratio=check.err_bound_ratio,
+                             threads=threads)
             times = time_cpu(compute, self.settings.runs, self.settings.warmup)
         return rows.row(point, self.settings, "ok", rel_err=check.rel_err, err_bound_ratio=check.err_bound_ratio,
                     threads=threads, **timing_fields(point, times))
@@ -383,8 +404,8 @@ class LocalPoints(Engine):
     def _run_library(self, point: Point, inputs, buffers: DeviceBuffers) -> dict:
         handle = self.libraries.get(point.variant.name)
         if handle is None:
-            return rows.row(point, self.settings, "skipped",
-                        f"{point.variant.label} unavailable: {self.library_errors.get(point.variant.name, 'not opened')}")
+            raise NotRun("skipped", f"{point.variant.label} unavailable: "
+                                    f"{self.library_errors.get(point.variant.name, 'not opened')}")
         library = needs(point.op, LibraryBaseline)
         return self._verify_and_time(point, inputs, buffers,
                                      lambda shape, bufs: library.library_call(handle, shape, bufs))
@@ -393,36 +414,33 @@ class LocalPoints(Engine):
         gpu, variant, params = self.gpu, point.variant, point.compiled_params
         broken = variant.violated(params)
         if broken:
-            return rows.row(point, self.settings, "skipped", f"constraint {broken[0]} does not hold")
+            raise NotRun("skipped", f"constraint {broken[0]} does not hold")
         # a shape the kernel does not take is never run, so never wrong; padded, the kernel runs at the padded shape
         runs_at = point.op.padded_shape(variant, params, point.shape) if point.pad else point.shape
         unmet = variant.unmet(params, dimensions(point.op, runs_at))
         if unmet:
-            return rows.row(point, self.settings, "skipped", unmet)
+            raise NotRun("skipped", unmet)
         wrong_target = source.target_problem(variant, gpu.facts.arch)
         if wrong_target:
-            return rows.row(point, self.settings, "skipped", wrong_target)
+            raise NotRun("skipped", wrong_target)
         limit = gpu.facts.max_threads_per_block
         if variant.block_threads(params) > limit:
-            return rows.row(point, self.settings, "skipped",
-                        f"{variant.block_threads(params)} threads per block exceed the device limit of {limit}")
+            raise NotRun("skipped", f"{variant.block_threads(params)} threads per block exceed the device limit of {limit}")
         try:
             with self.spending("compile"):
                 fn = gpu.function(variant, params)
         except Exception as exc:
             reason = error_line(exc)
             status = "skipped" if "too much shared data" in reason else "failed"
-            return rows.row(point, self.settings, status, f"compile: {reason}")
+            raise NotRun(status, f"compile: {reason}") from None
         with self.spending("compile"):  # its ptxas report may run nvcc
             self._record_kernel(variant, params, fn)
         if self.settings.skip_spills and fn.local_size_bytes:
-            return rows.row(point, self.settings, "skipped",
-                        f"{fn.local_size_bytes} bytes of local memory a thread (registers spill)")
+            raise NotRun("skipped", f"{fn.local_size_bytes} bytes of local memory a thread (registers spill)")
         shared = fn.shared_size_bytes + variant.dynamic_shared(params)
         limit = gpu.facts.max_shared_per_block if variant.shared == "0" else gpu.facts.max_shared_per_block_optin
         if shared > limit:
-            return rows.row(point, self.settings, "skipped",
-                        f"{shared} bytes of shared memory exceed the device limit of {limit}")
+            raise NotRun("skipped", f"{shared} bytes of shared memory exceed the device limit of {limit}")
         return self._verify_and_time(point, inputs, buffers,
                                      lambda shape, bufs: launcher(gpu, point.op, variant, params, shape, bufs))
 
@@ -437,7 +455,7 @@ class LocalPoints(Engine):
             timed = timed_sequence(op, gpu, point.variant, point.params, point.shape, point.scope, point.pad, buffers,
                                    inputs, compute)
         except Unsupported as exc:  # a scope, precision or layout it cannot take here (ScopeError among them)
-            return rows.row(point, settings, "skipped", str(exc))
+            raise NotRun("skipped", str(exc))
         try:
             return self._verify_and_time_sequence(point, inputs, timed)
         finally:
@@ -452,7 +470,7 @@ class LocalPoints(Engine):
             check = self._check(op, timed, inputs)
         fields = {"rel_err": check.rel_err, "err_bound_ratio": check.err_bound_ratio}
         if not check.ok:
-            return rows.row(point, settings, "wrong", check.reason, **fields)
+            raise NotRun("wrong", check.reason, **fields)
         before, conditions = gpu.clock.current_mhz(), gpu.clock.conditions("before")
         with self.spending("samples"):
             times, kernel, sampling = self._samples(point, timed)

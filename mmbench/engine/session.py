@@ -12,8 +12,7 @@ from typing import Callable, ContextManager, Sequence
 
 from .. import ceilings, environment
 from ..ops.base import SCOPES
-from ..results import (CsvSink, ResultsError, add_columns, history, metadata_path, row_key, scan, set_aside_torn,
-                       status_counts, write_metadata)
+from ..results import ResultsError, ResultsFile, Scan, history, metadata_path, row_key, write_metadata
 from ..draws import INPUTS_DRAWN
 from ..precisions import LAYOUTS, meaning, precision_key
 from ..schema import FORMAT
@@ -82,7 +81,8 @@ class Session:
 
     def __init__(self, output: Path, settings: Settings, about: dict, command: list[str], runner: Engine, *,
                  points_planned: int, resume: bool = False, previous: dict | None = None, say: Say = print,
-                 points: Sequence[Point] = (), spent: dict | None = None, tuning: dict | None = None):
+                 points: Sequence[Point] = (), spent: dict | None = None, tuning: dict | None = None,
+                 found: Scan | None = None):
         previous = previous or {}
         self.output, self.settings, self.runner, self.counts, self.previous = output, settings, runner, {}, previous
         self.earlier = history(previous)
@@ -92,13 +92,11 @@ class Session:
                              f"file, one GPU model, so choose another --output")
         self.facts = environment.collect(runner.gpu)  # before anything on disk changes: it takes a while
         self.new_folders, self.new_metadata = missing_folders(output), not metadata_path(output).exists()
-        notices = []
-        try:
-            if resume and output.exists() and output.stat().st_size > 0:
-                notices = [n for n in (set_aside_torn(output, scan(output)), add_columns(output, scan(output))) if n]
-            self.sink = CsvSink(output)
+        try:  # scanned once: the scan a resume's planning made, else here
+            self.sink = ResultsFile(output, resume, found)
         except ResultsError as exc:
             raise RunRefused(str(exc)) from None
+        notices = self.sink.notices
         for notice in notices:
             say(notice)
         say_machine_changes(output, previous, self.facts, say)
@@ -140,7 +138,7 @@ class Session:
         self.invocation.update(state=state, **machine, **({"libraries": libraries} if libraries else {}), **more)
         write_metadata(self.output, {**self.meta, **first_record(self.previous, {**machine, **libraries}), **clock,
                                      "state": state, "finished_at": self.invocation.get("finished_at"),
-                                     "status_counts": status_counts(self.output), "kernels": {**self.kernels, **mine},
+                                     "status_counts": dict(self.sink.counts), "kernels": {**self.kernels, **mine},
                                      "invocations": [*self.earlier, self.invocation]})
 
     def write(self, row: dict, point: Point) -> None:
@@ -209,7 +207,8 @@ def execute(points: Sequence[Point], settings: Settings, output: Path, about: di
             prepare: Callable[[Engine], None] | None = None, resume: bool = False, previous: dict | None = None,
             on_row: Callable[[dict], None] | None = None, say: Say = print, cluster=None,
             tuning: dict | None = None, isolation=None,
-            more: Callable[[list[dict]], Sequence[Point]] | None = None, planned: int | None = None) -> Outcome:
+            more: Callable[[list[dict]], Sequence[Point]] | None = None, planned: int | None = None,
+            found: Scan | None = None) -> Outcome:
     """Run points into output with metadata (`about` goes into it); prepare(runner) runs first
     (the tuner compiles its configurations there; not on a cluster, whose workers compile each
     chunk's kernels in parallel as it arrives). cluster: a points_dask.ClusterSpec to spread the points
@@ -217,7 +216,8 @@ def execute(points: Sequence[Point], settings: Settings, output: Path, about: di
     (tuning_record), kept in this invocation's record. isolation: a points_isolated.Isolation (None:
     this process, as mode none). more(rows): the points to run next, from the rows of those just run
     (a search chooses as it measures), until it gives none; planned: how many points that makes at
-    most (the metadata's points_planned; default len(points)).
+    most (the metadata's points_planned; default len(points)). found: the output's scan a resume's
+    planning made (the file is then not read again).
 
     Ctrl-C at any stage ends the run as `interrupted`, with every finished row kept; any other
     failure ends it as `failed` (the metadata keeps the error) and is RunAborted, one line. A new
@@ -232,7 +232,7 @@ def execute(points: Sequence[Point], settings: Settings, output: Path, about: di
                 prepare(runner)
         session = Session(output, settings, about, command, runner, points_planned=planned or len(points),
                           resume=resume, previous=previous, say=say, points=points,
-                          spent=spent_between(before, runner.time_spent()), tuning=tuning)
+                          spent=spent_between(before, runner.time_spent()), tuning=tuning, found=found)
         while points:
             rows: list[dict] = []
             session.run(points, lambda row: (rows.append(row), on_row(row) if on_row is not None else None))
@@ -253,7 +253,8 @@ def execute(points: Sequence[Point], settings: Settings, output: Path, about: di
     finally:  # the metadata finished whatever closing met
         if session is not None:
             session.finish(state, failure)
-    outcome = Outcome(output, state, session.counts if session else {}, file_counts(output))
+    outcome = Outcome(output, state, session.counts if session else {},
+                      dict(session.sink.counts) if session is not None else file_counts(output))
     if failure is not None:
         raise RunAborted(failed_message(output, failure, outcome.in_file)) from failure
     return outcome

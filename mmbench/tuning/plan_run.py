@@ -61,9 +61,9 @@ def tune_by_plan(plan_name: str, output: Path | None, resume: bool, jobs: int, s
     for p in todo:  # as each point builds them: at its precision and layout (#defines such as DTYPE)
         needed.setdefault(p.variant.name, (p.variant, {}))[1][p.compiled_params] = None
 
-    def compile_all(runner) -> None:  # in parallel, before the first point
+    def compile_all(runner) -> None:  # in parallel, measuring what is built while nvcc builds the rest
         for variant, configs in needed.values():
-            runner.gpu.precompile(variant, list(configs), jobs)
+            runner.precompile_configs(variant, list(configs), jobs, wait=False)
 
     started = time.monotonic()
     if todo:

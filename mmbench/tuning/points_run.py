@@ -28,5 +28,5 @@ def tune_points(request: TuneRequest, about: dict, settings: Settings, hooks: Ho
     variant, points = request.variant, points_of(request)
     builds = list(dict.fromkeys(p.compiled_params for p in points))  # at the point's precision and layout
     measure(points, settings, request.output, about, hooks, cluster=request.cluster, isolation=request.isolation,
-            prepare=lambda r: r.gpu.precompile(variant, builds, request.jobs, wait=False) if r.gpu is not None else None)
+            prepare=lambda r: r.precompile_configs(variant, builds, request.jobs, wait=False))
     return record_tuning(request)
