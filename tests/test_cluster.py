@@ -14,7 +14,7 @@ distributed = pytest.importorskip("distributed")
 
 from mmbench.engine import session  # noqa: E402
 from mmbench.cli import main  # noqa: E402
-from mmbench.engine.dask_worker import descriptor, from_descriptor  # noqa: E402
+from mmbench.engine.wire import unwire, wire  # noqa: E402
 from mmbench.engine.points_dask import ClusterSpec, DaskPoints, chunks  # noqa: E402
 from mmbench.results import read_metadata, read_results  # noqa: E402
 from mmbench.sizes import Shape  # noqa: E402
@@ -41,7 +41,7 @@ def keys(df):
 def test_points_cross_the_wire_as_tuples_and_come_back_equal():
     points = plan([Selection((REGISTRY["dbuf"], REGISTRY["shared"]), "33,1000x37x2049", {"BLOCK": (16,)},
                              scopes=("kernel", "device"), pads=(False, True))], "cold")
-    assert all(from_descriptor(descriptor(p)) == p for p in points)
+    assert all(unwire(wire(p)) == p for p in points)
 
 
 def test_chunks_keep_a_shapes_points_together_and_split_a_big_shape_for_every_worker():
@@ -121,8 +121,11 @@ def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(tmp_path, schedu
     assert sorted(df.n) == [96, 128, 160, 192, 224, 256, 288, 320, 352, 384] and set(df.status) == {"ok"}
 
 
-def test_a_chunk_that_cannot_run_becomes_failed_rows_and_the_sweep_goes_on(scheduler):
-    ghost = Variant(name="ghost", backend="cpu", label="ghost", description="not in the registry")
+def test_a_chunk_that_cannot_run_becomes_failed_rows_and_the_sweep_goes_on(scheduler, monkeypatch):
+    from mmbench.variants import registry
+
+    ghost = Variant(name="ghost", backend="cpu", label="ghost", description="in this process's registry only")
+    monkeypatch.setitem(registry._ENTRIES, "ghost", ghost)  # so it travels by name: the workers do not know it
     points = [Point(ghost, (), Shape(32, 32, 32), "hot"), Point(REGISTRY["blas"], (), Shape(48, 48, 48), "hot")]
     runner = DaskPoints(Settings(runs=1, warmup=0), points, ClusterSpec(scheduler=scheduler), say=lambda _: None)
     rows = []
@@ -215,8 +218,8 @@ def test_every_worker_compiles_the_runs_kernels_before_the_first_chunk():
     submitted, said = [], []
 
     class Client:
-        def submit(self, fn, settings, descriptors, shares, **kw):
-            submitted.append((fn.__name__, [(d[0][0], d[1]) for d in descriptors], kw["workers"]))
+        def submit(self, fn, settings, wires, shares, **kw):
+            submitted.append((fn.__name__, [(w[0][0], w[1]) for w in wires], kw["workers"]))
             return kw["workers"][0]
 
         def gather(self, futures, errors):
@@ -252,7 +255,7 @@ def test_a_cpu_workers_prepare_compiles_nothing(scheduler):
 
     with distributed.Client(scheduler) as client:
         point = Point(REGISTRY["blas"], (), Shape(32, 32, 32), "hot")
-        assert client.submit(prepare_worker, Settings(runs=1, warmup=0), [descriptor(point)], {}).result()["compiled"] == 0
+        assert client.submit(prepare_worker, Settings(runs=1, warmup=0), [wire(point)], {}).result()["compiled"] == 0
 
 
 def _workers_runner_settings():

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from mmbench import source
 from mmbench.cli import main
-from mmbench.engine.dask_worker import descriptor, from_descriptor
+from mmbench.engine.wire import unwire, wire
 from mmbench.engine.plan import Point, kernel_key
 from mmbench.ops import get_op
 from mmbench.ops.base import DeviceBuffers
@@ -337,22 +337,22 @@ def test_check_compiles_and_reports_and_fails_on_a_kernel_that_does_not_build(tm
 def test_a_cluster_worker_loads_the_variant_file_a_point_names(tmp_path):
     (v,) = files.use([write(tmp_path)])
     point = Point(v, (("T", 16),), Shape(5, 7, 9), "cold")
-    sent = descriptor(point)
+    sent = wire(point)
     registry._ENTRIES.pop("mine")  # a fresh worker process: the file not loaded
-    assert from_descriptor(sent).variant.name == "mine" and "mine" in REGISTRY
+    assert unwire(sent).variant.name == "mine" and "mine" in REGISTRY
 
 
 def test_a_script_declares_variants_as_dicts_and_a_worker_builds_them_from_the_point(tmp_path):
-    """The same [[variant]] table as a dict (the Python API's form); a point's descriptor carries what
+    """The same [[variant]] table as a dict (the Python API's form); a point on the wire carries what
     was declared, so a process that never saw the file or the dict builds the same variant."""
     import tomllib
 
     table = tomllib.loads(write(tmp_path).read_text())["variant"][0]
     (v,) = files.use_declared(table, base=tmp_path)
     assert v.origin.name == files.PYTHON and v.source_dir == tmp_path and REGISTRY["mine"] is v
-    sent = descriptor(Point(v, (("T", 16),), Shape(5, 7, 9), "cold"))
+    sent = wire(Point(v, (("T", 16),), Shape(5, 7, 9), "cold"))
     registry._ENTRIES.pop("mine")
-    again = from_descriptor(sent).variant
+    again = unwire(sent).variant
     assert again == v and again.declaration == v.declaration and again.source_dir == tmp_path
     with pytest.raises(files.VariantFileError, match="<python>: variant 'mine': source: "):
         files.use_declared({**table, "source": "elsewhere.cu"}, base=tmp_path)

@@ -11,7 +11,8 @@ from ..ops import get_op
 from ..sizes import Shape
 from ..variants import Params, Variant
 from .batched_local import ClassWriter, by_class
-from .dask_worker import run_class, variant_ref
+from .dask_worker import run_class
+from .wire import variant_ref
 from .interface import BatchedEngine
 from .plan import Settings
 from .points_dask import ClusterSpec, DaskPoints

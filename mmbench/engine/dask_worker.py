@@ -14,45 +14,10 @@ from .. import device
 from ..environment import own_cpus
 from ..schema import HOST
 from ..sizes import Shape
-from ..variants import REGISTRY, Variant, files, get_variant
 from .interface import spent_between
 from .plan import Point, Settings
 from .points_local import LocalPoints
-
-
-# -- points cross the wire as plain tuples (a Variant holds mappings that do not pickle) -------------
-def variant_ref(variant: Variant) -> tuple:
-    """A variant as plain values: its name, and for a variant file's, the file and what it declares."""
-    if variant.origin is None:
-        return (variant.name,)
-    return variant.name, str(variant.origin), dict(variant.declaration or {})
-
-
-def variant_of(ref: tuple) -> Variant:
-    """The variant of a variant_ref: a variant file's is built from what it declares where this
-    process does not hold it (its kernel source must be at the same path here: a worker on another
-    host sees it on a shared file system)."""
-    name, *declared = ref
-    if declared:
-        origin, table = declared
-        here = REGISTRY.get(name)
-        if here is None or str(here.origin) != origin or dict(here.declaration or {}) != table:
-            files.use_declared([table], origin)
-    return get_variant(name)
-
-
-def descriptor(point: Point) -> tuple:
-    s = point.shape
-    return (variant_ref(point.variant), point.params, (s.m, s.n, s.k), point.cache, point.scope, point.pad, point.dtype,
-            point.layout)
-
-
-def from_descriptor(d: tuple, variant: Variant | None = None) -> Point:
-    """The point of a descriptor; its variant as given where the registry does not hold it (a test's
-    kernel from another folder, sent whole)."""
-    ref, params, (m, n, k), cache, scope, pad, dtype, layout = d
-    return Point(variant or variant_of(tuple(ref)), tuple(map(tuple, params)), Shape(m, n, k), cache, scope, pad,
-                 dtype, layout)
+from .wire import unwire, variant_of
 
 
 # Per worker process: one runner (a second would open the GPU and CUPTI's callbacks again), kept
@@ -167,13 +132,13 @@ def in_context(gpu):
     return gpu.active() if gpu is not None else nullcontext()
 
 
-def prepare_worker(settings: Settings, descriptors: list[tuple], shares: dict[str, int], isolation=None) -> dict:
+def prepare_worker(settings: Settings, wires: list[tuple], shares: dict[str, int], isolation=None) -> dict:
     """On every worker before the first chunk: compile every kernel of the run at once, on the
     worker's share of cores, as one process compiles a run's kernels before its first point.
     Chunk by chunk, a worker would compile one or two at a time while its GPU idles (the 2-GPU
     check measured the limits sweep 12 % slower on two GPUs than on one that way). How many it
     compiled, and the time it took ("prepare")."""
-    points = [from_descriptor(d) for d in descriptors]
+    points = [unwire(w) for w in wires]
     with _LOCK, blas_threads(shares):
         runner = _runner(settings, points, shares, isolation)
         if runner.gpu is None:
@@ -184,13 +149,13 @@ def prepare_worker(settings: Settings, descriptors: list[tuple], shares: dict[st
         return {"compiled": compiled, "time_spent": spent_between(before, runner.time_spent())}
 
 
-def run_chunk(settings: Settings, descriptors: list[tuple], shares: dict[str, int], isolation=None) -> dict:
+def run_chunk(settings: Settings, wires: list[tuple], shares: dict[str, int], isolation=None) -> dict:
     """On a worker: run a chunk of points with this process's runner, numpy's BLAS on the worker's
     share of cores; its rows (in the chunk's order), the resources of the kernels it ran, and
     where it ran."""
     from .. import environment
 
-    points = [from_descriptor(d) for d in descriptors]
+    points = [unwire(w) for w in wires]
     with _LOCK, blas_threads(shares):
         runner = _runner(settings, points, shares, isolation)
         spent_before = runner.time_spent()

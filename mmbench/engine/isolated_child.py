@@ -17,26 +17,11 @@ import signal
 import sys
 import traceback
 from contextlib import nullcontext
-from dataclasses import replace
 from multiprocessing.connection import Connection
-from types import MappingProxyType
 
-from .dask_worker import from_descriptor
+from .wire import unwire
 
 EXIT_LOST = 3  # the exit status of a child whose context a fault lost
-
-
-def unwire(wires: list) -> list:
-    """Points from what points_isolated.wire sent: a descriptor, and a variant the registry lacks."""
-    points = []
-    for d, variant in wires:
-        if variant is None:
-            points.append(from_descriptor(d))
-            continue
-        variant = replace(variant, axes=MappingProxyType(variant.axes), geometry=MappingProxyType(variant.geometry),
-                          space=MappingProxyType(variant.space))
-        points.append(from_descriptor(d, variant))
-    return points
 
 
 def state(runner, kernels: dict | None = None) -> dict:
@@ -60,7 +45,7 @@ def run(runner, outbox: Connection, settings, wires: list, options: dict) -> Non
     from threadpoolctl import threadpool_limits
 
     configure(runner, settings, options)
-    points = unwire(wires)
+    points = [unwire(w) for w in wires]
     sent = set(runner.kernels)
 
     def on_row(row: dict) -> None:
@@ -85,7 +70,7 @@ def answer(runner, outbox: Connection, message: tuple) -> None:
     if kind == "run":
         run(runner, outbox, settings, wires, more)
         return
-    points = unwire(wires)
+    points = [unwire(w) for w in wires]
     compiled = 0
     if kind == "ensure":
         configure(runner, settings, more)
@@ -107,7 +92,7 @@ def load(name: str):
 def serve(inbox: Connection, outbox: Connection, make) -> int:
     _, settings, wires, options = inbox.recv()
     try:
-        runner = make(settings, unwire(wires))
+        runner = make(settings, [unwire(w) for w in wires])
         configure(runner, settings, options)
     except Exception as exc:  # GpuUnavailable and the like
         outbox.send(("error", str(exc) or type(exc).__name__))

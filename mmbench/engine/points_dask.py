@@ -27,9 +27,10 @@ from typing import Callable, Sequence
 
 from ..ops import get_op
 from . import rows
-from .dask_worker import blas_shares, descriptor, prepare_worker, release_worker, run_chunk, worker_identity
+from .dask_worker import blas_shares, prepare_worker, release_worker, run_chunk, worker_identity
 from .interface import Engine, add_spent
 from .plan import Point, Settings
+from .wire import wire
 
 CHUNKS_PER_WORKER = 4  # chunks of a shape's points: enough to share a tuning shape's configurations out
 INSTALL = "pip install '.[cluster]' (dask, distributed and dask-cuda)"
@@ -209,7 +210,7 @@ class DaskPoints(Engine):
 
         self.prepare(points)
         work = chunks(points, len(self.workers) or 1)
-        futures = {self.client.submit(run_chunk, self.settings, [descriptor(p) for p in chunk], self.shares,
+        futures = {self.client.submit(run_chunk, self.settings, [wire(p) for p in chunk], self.shares,
                                       isolation=self.isolation, pure=False): chunk for chunk in work}
         try:
             for future in as_completed(futures):
@@ -234,7 +235,7 @@ class DaskPoints(Engine):
         PyCUDA's and mmbench's caches, so the second round finds there what the others built (a
         worker on another host builds the rest). A worker gone meanwhile: its task runs elsewhere;
         one whose compiling fails (said) compiles its kernels as chunks come."""
-        kernels = [descriptor(p) for p in {(p.variant.name, p.params): p for p in points
+        kernels = [wire(p) for p in {(p.variant.name, p.params): p for p in points
                                            if p.variant.backend == "cuda"}.values()]
         n = len(self.workers)
         if not kernels or not n:

@@ -4,7 +4,7 @@ A kernel that reads or writes out of bounds leaves a sticky error in its CUDA co
 call of the process fails, and not even a reset of the primary context brings it back, while a
 killed process frees its GPU at once. So IsolatedPoints runs a LocalPoints in a child process
 (isolated_child.py), which alone opens the GPU: this process initialises no CUDA. Points go to the
-child as descriptors (dask_worker.descriptor); its rows come back one by one as they finish and
+child as wires (wire.py, the format a cluster's workers get too); its rows come back one by one as they finish and
 go to on_row at once, so a Session writes each whole.
 
 Before a GPU point's first launch (its kernel compiled, its buffers in place) the child says so,
@@ -27,19 +27,19 @@ import signal
 import subprocess
 import sys
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable, Sequence
 
 from ..environment import own_cpus
 from ..schema import HOST
-from ..variants import REGISTRY, format_params
+from ..variants import format_params
 from . import rows
-from .dask_worker import descriptor
 from .interface import Engine
 from .plan import Point, Settings
 from .points_local import shape_groups
+from .wire import wire
 
 MODES = ("process", "none")
 # The default per-point timeout: at least FLOOR_S, else MULTIPLE times what the point's launches
@@ -124,15 +124,6 @@ def with_hint(reason: str, point: Point) -> str:
     is installed (a GPU point)."""
     tool = sanitizer() if point.variant.on_gpu else None
     return f"{reason} (rerun under compute-sanitizer: {rerun_command(point, tool)})" if tool else reason
-
-
-def wire(point: Point) -> tuple:
-    """A point as the child gets it: its descriptor, and the variant itself (its mappings made
-    plain) where the registry does not hold it under its name (a test's kernel from another folder)."""
-    v = point.variant
-    if REGISTRY.get(v.name) == v:
-        return descriptor(point), None
-    return descriptor(point), replace(v, axes=dict(v.axes), geometry=dict(v.geometry), space=dict(v.space))
 
 
 class RemoteClock:
