@@ -30,6 +30,7 @@ from . import rows
 from .dask_worker import blas_shares, prepare_worker, release_worker, run_chunk, worker_identity
 from .interface import Engine, add_spent
 from .plan import Point, Settings
+from .points_local import shape_groups
 from .wire import wire
 
 CHUNKS_PER_WORKER = 4  # chunks of a shape's points: enough to share a tuning shape's configurations out
@@ -54,15 +55,13 @@ class ClusterSpec:
 
 
 def chunks(points: Sequence[Point], workers: int) -> list[list[Point]]:
-    """The points in chunks that keep a shape's points together (they share its inputs), a shape
+    """The points in chunks that keep a shape's points together (shape_groups: of one precision and
+    layout, they share its inputs, as a runner groups them), a shape
     with many points (a tuning's configurations) split so that every worker gets some; the
     largest work first (Dask starts tasks in the order given), so that no worker is left with a
     big shape while the others idle at the end."""
-    by_shape: dict[tuple, list[Point]] = {}
-    for p in points:
-        by_shape.setdefault((p.variant.op, p.shape), []).append(p)
     size = max(1, math.ceil(len(points) / max(1, workers * CHUNKS_PER_WORKER)))
-    parts = [group[i:i + size] for group in by_shape.values() for i in range(0, len(group), size)]
+    parts = [group[i:i + size] for group in shape_groups(points).values() for i in range(0, len(group), size)]
 
     def work(chunk: list[Point]) -> float:  # the shape's flops and bytes stand for its time
         op, shape = get_op(chunk[0].variant.op), chunk[0].shape
