@@ -217,7 +217,7 @@ class Gpu:
         # modules precompile(wait=False) is still building, each its build's Future: function() waits
         # for its own, so the GPU measures what is built while nvcc builds the rest
         self._building: dict[tuple, Any] = {}
-        self._pools: list = []
+        self._pool = None  # the nvcc threads' executor, made at the first precompile and kept
         # Cold-cache samples read (or, as files measured before it ask, write) a buffer twice the L2
         # size before each launch; zeroed once, so the read kernel never stores.
         self._flush_words = 2 * self.facts.l2_bytes // 16 * 4
@@ -252,14 +252,14 @@ class Gpu:
         wanted = entry or variant.entry_name
         if (*key, wanted) in self._functions:  # loaded: neither the module nor the symbol is looked up again
             return self._functions[(*key, wanted)]
+        building = self._building.pop(key, None)
+        if building is not None:  # built in the background (precompile): wait for it, not a second nvcc
+            building.result()
         symbol = wanted
         if variant.origin and wanted == variant.entry_name:  # a variant file's kernel may be C++: its
             # symbol is read from what nvcc built
             symbol = source.entry_symbol(variant, source.compile_reports(variant, params, self.facts.arch))
         if key not in self._modules:
-            building = self._building.pop(key, None)
-            if building is not None:  # built in the background (precompile): wait for it, not a second nvcc
-                building.result()
             cubin = source.module_cubin(variant, params, self.facts.arch)
             # cuda-python loads and launches what takes tensor maps or clusters (launch_ex.py), PyCUDA the rest
             self._modules[key] = cubin if variant.launches_ex else self.drv.module_from_buffer(cubin)
@@ -305,29 +305,32 @@ class Gpu:
             except Exception:
                 pass
 
-        pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="nvcc")
+        if self._pool is None:  # one executor for every call: jobs nvcc at a time, whatever is asked after
+            self._pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="nvcc")
         futures = []
         for key, wanted in by_text.items():
-            futures.append(pool.submit(build, key))
+            futures.append(self._pool.submit(build, key))
             for variant, params in wanted:
                 self._building[(variant.name, variant.source_dir, params)] = futures[-1]
         if not wait:
-            self._pools.append(pool)
             return
         try:
             for future in futures:
                 future.result()
+        except BaseException:  # Ctrl-C: what has not started is dropped
+            for future in futures:
+                future.cancel()
+            raise
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
             for variant, params in pairs:
                 self._building.pop((variant.name, variant.source_dir, params), None)
 
     def stop_building(self) -> None:
         """Drop the background builds not started (a run's end, or Ctrl-C); those running finish, and
         function() still waits for them rather than building their module a second time."""
-        for pool in self._pools:
-            pool.shutdown(wait=False, cancel_futures=True)
-        self._pools.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
         self._building = {key: future for key, future in self._building.items() if not future.cancelled()}
 
     @staticmethod

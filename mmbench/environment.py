@@ -111,6 +111,19 @@ def own_cpus() -> int:
     return len(affinity(0)) if affinity else os.cpu_count() or 1
 
 
+WHOLE_COMMAND: list[bool] = []  # [True] from a command line's start until its first run records its time
+
+
+def whole_command_s() -> float | None:
+    """The seconds since this process started, once per command line: for the first run it makes
+    (a command's run is the process's own); None from Python (a notebook's process is older than
+    any run in it) and for a command's later runs (a search's finalists)."""
+    if not WHOLE_COMMAND:
+        return None
+    WHOLE_COMMAND.clear()
+    return process_age_s()
+
+
 def process_age_s() -> float | None:
     """Seconds since this process started (Linux's /proc: the kernel's clock, so the interpreter's
     start and the imports count); None where it cannot be read."""

@@ -161,3 +161,9 @@ def test_an_interrupted_run_says_what_it_kept(tmp_path, monkeypatch):
     with pytest.raises(mmbench.RunInterrupted, match="holds 1 finished point"):
         mmbench.run("blas", "32,64", runs=1, output=out, say=lambda _: None)
     assert len(read_results(out)) == 1
+
+
+def test_a_run_from_python_records_no_whole_command_time(tmp_path):
+    """process_s is the command line's whole command; a notebook's process is older than its runs."""
+    df = mmbench.run("blas", "32", runs=1, warmup=0, say=lambda _: None)
+    assert df.attrs["metadata"]["invocations"][-1]["process_s"] is None

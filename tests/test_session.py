@@ -213,7 +213,7 @@ def test_background_builds_are_waited_for_one_by_one_and_dropped_at_the_end(monk
     gpu = Gpu.__new__(Gpu)
     gpu.facts = SimpleNamespace(arch="sm_90")
     gpu.drv = SimpleNamespace(module_from_buffer=lambda cubin: SimpleNamespace(get_function=lambda name: (name, len(cubin))))
-    gpu._modules, gpu._functions, gpu._precompiled, gpu._building, gpu._pools = {}, {}, set(), {}, []
+    gpu._modules, gpu._functions, gpu._precompiled, gpu._building, gpu._pool = {}, {}, set(), {}, None
     variant = REGISTRY["shared"]
     configs = [(("BLOCK", b),) for b in (7, 9, 11)]  # sizes no other test builds: each needs nvcc
     gpu.precompile(variant, configs, jobs=1, wait=False)
@@ -223,7 +223,7 @@ def test_background_builds_are_waited_for_one_by_one_and_dropped_at_the_end(monk
     assert name == variant.entry_name and size > 0
     assert 1 <= len(nvcc_runs) <= 2  # its own build, and perhaps the next one's begun
     gpu.stop_building()  # the rest dropped, or finished if begun
-    assert gpu._pools == [] and not any(future.cancelled() for future in gpu._building.values())
+    assert gpu._pool is None and not any(future.cancelled() for future in gpu._building.values())
     gpu.function(variant, configs[0])
     gpu.function(variant, configs[1])  # dropped or built: from the cache, or built now, once
     assert len(nvcc_runs) == len(set(nvcc_runs)) <= 3  # no module built twice

@@ -99,3 +99,21 @@ def test_a_configurations_score_is_its_geometric_mean_over_the_shapes_and_none_w
     rows = [{"params": "A=1", "status": "ok", "gflops_median": 4.0}, {"params": "A=1", "status": "ok", "gflops_median": 9.0},
             {"params": "A=2", "status": "ok", "gflops_median": 4.0}, {"params": "A=2", "status": "wrong", "gflops_median": 9.0}]
     assert configuration_scores(rows, [(("A", 1),), (("A", 2),), (("A", 3),)], 2, "gflops_median") == [6.0, None, None]
+
+
+def test_a_search_of_a_space_smaller_than_its_batch_measures_it_all_and_ends():
+    from mmbench.tuning.search import proposals
+
+    asking = proposals(get_variant("best"), "tpe", 5, 0, batch=BATCH)  # 3 configurations, a budget of 5
+    batch = next(asking)
+    assert len(batch) == len(set(batch)) == 3
+    with pytest.raises(StopIteration) as finished:
+        asking.send([1.0, 2.0, 3.0])
+    assert [e.score for e in finished.value.value] == [1.0, 2.0, 3.0]
+
+
+def test_a_search_whose_finalists_file_is_there_is_refused_before_it_measures(engines, tmp_path):
+    (tmp_path / "s.finalists.csv").write_text("x")
+    with pytest.raises(mmbench.RunRefused, match="s.finalists.csv already exists"):
+        mmbench.tune("pipelined", "1024", strategy="tpe", budget=4, output="s.csv", say=lambda _: None)
+    assert engines == [] and not (tmp_path / "s.csv").exists()

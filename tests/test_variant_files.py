@@ -439,3 +439,17 @@ def test_a_space_of_millions_is_never_built_by_commands_that_do_not_need_it(tmp_
     assert time.perf_counter() - started < 10
     with pytest.raises(strategies.TuneError, match=r"are never listed\): use --strategy random"):
         strategies.choose(variant, "brute", None)
+
+
+def test_a_variant_the_registry_lacks_travels_whole_and_pickles(tmp_path):
+    """A variant file's variant this process does not hold under its name (its mappings, defines and
+    declaration among them) goes to a worker whole: it pickles, and comes back equal."""
+    import pickle
+
+    from mmbench.engine.wire import unwire, wire
+
+    (v,) = files.use([write(tmp_path)])
+    point = Point(v, (("T", 16),), Shape(5, 7, 9), "cold")
+    registry._ENTRIES.pop("mine")
+    again = unwire(pickle.loads(pickle.dumps(wire(point))))
+    assert again == point and again.variant.defines == v.defines and again.variant.declaration == v.declaration

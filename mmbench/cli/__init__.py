@@ -9,6 +9,7 @@ import sys
 
 import click
 
+from .. import environment
 from ..engine.outcome import file_counts, interrupted_message
 from ..engine.refusals import RunAborted, RunInterrupted, RunRefused
 from ..variants import VariantError, files
@@ -22,6 +23,7 @@ class OneLineErrors(click.Group):
 
     def main(self, args=None, *rest, **kwargs):
         ARGV[:] = ["mmbench", *(sys.argv[1:] if args is None else args)]  # as typed, for the metadata
+        environment.WHOLE_COMMAND[:] = [True]  # its first run's metadata records the whole command's time
         return super().main(args, *rest, **kwargs)
 
     def format_commands(self, ctx, formatter):

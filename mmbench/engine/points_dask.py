@@ -103,11 +103,18 @@ def start_early(spec: ClusterSpec, gpus: bool, isolation=None) -> None:
 def discard_early() -> None:
     """Close the clusters started ahead that no run took (a run refused after its start began)."""
     while _EARLY:
-        box = _EARLY.popitem()[1]
+        (spec, _), box = _EARLY.popitem()
         box["thread"].join()
         client = box.get("client")
         if client is not None:
             cluster = client.cluster
+            if spec.scheduler:  # a running cluster's workers keep no child for a run that will not come
+                try:
+                    from .points_isolated import discard_prestarted
+
+                    client.run(discard_prestarted)
+                except Exception:  # a worker gone meanwhile: its children went with it
+                    pass
             client.close()
             if cluster is not None:
                 cluster.close()
@@ -116,6 +123,7 @@ def discard_early() -> None:
 def connect(spec: ClusterSpec, gpus: bool, say: Callable[[str], None]):
     """A distributed Client of the spec's cluster: the one start_early() began, else connected now."""
     box = _EARLY.pop((spec, gpus), None)
+    discard_early()  # one begun for other points (a resume left with CPU points only) is not this run's
     if box is not None:
         box["thread"].join()
         for line in box["said"]:

@@ -149,7 +149,9 @@ class LocalPoints(Engine):
 
     def _run(self, points: Sequence[Point], on_row: Callable[[dict], None]) -> None:
         with self.spending("compile"):
-            self.precompile(points, wait=False)
+            # the builds go on beside the GPU's samples (timed on the device), not beside a CPU point's
+            # (timed by the host, whose cores nvcc would take): with one of those, all are built first
+            self.precompile(points, wait=any(not p.variant.on_gpu for p in points))
         for (name, shape, dtype, layout), group in shape_groups(points).items():
             op = get_op(name)
             key = (name, shape, dtype, layout, self.settings.seed)

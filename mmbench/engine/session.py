@@ -162,9 +162,10 @@ class Session:
         why = ({"error": first_line(failure), "traceback": "".join(traceback.format_exception(failure))}
                if failure is not None else {})
         # process_s: the whole command so far, the interpreter's start, imports, planning and a cluster's
-        # start included (wall_s is the run's alone): what `mmbench compare` sets runs side by side by
+        # start included (wall_s is the run's alone), for a command line's first run: what `mmbench
+        # compare` sets runs side by side by
         self._save(state, finished_at=utc_now(), wall_s=round(time.perf_counter() - self.started, 2),
-                   process_s=environment.process_age_s(), status_counts=self.counts, **why)
+                   process_s=environment.whole_command_s(), status_counts=self.counts, **why)
 
 
 def run_together(runner: Engine, items: Sequence[tuple[Session, Point]],

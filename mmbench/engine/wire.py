@@ -34,11 +34,21 @@ def variant_of(ref: tuple) -> Variant:
     return get_variant(name)
 
 
+MAPPINGS = ("axes", "geometry", "space", "defines", "declaration")  # a Variant's read-only mappings
+
+
+def _plain(mapping):
+    return None if mapping is None else dict(mapping)
+
+
+def _frozen(mapping):
+    return None if mapping is None else MappingProxyType(mapping)
+
+
 def wire(point: Point) -> tuple:
     """A point as plain values (unwire gives it back)."""
     s, v = point.shape, point.variant
-    whole = None if REGISTRY.get(v.name) == v else replace(v, axes=dict(v.axes), geometry=dict(v.geometry),
-                                                            space=dict(v.space))
+    whole = None if REGISTRY.get(v.name) == v else replace(v, **{f: _plain(getattr(v, f)) for f in MAPPINGS})
     return (variant_ref(v), point.params, (s.m, s.n, s.k), point.cache, point.scope, point.pad, point.dtype,
             point.layout, whole)
 
@@ -47,6 +57,5 @@ def unwire(sent: tuple) -> Point:
     """The point wire() sent."""
     ref, params, (m, n, k), cache, scope, pad, dtype, layout, whole = sent
     variant = variant_of(tuple(ref)) if whole is None else replace(
-        whole, axes=MappingProxyType(whole.axes), geometry=MappingProxyType(whole.geometry),
-        space=MappingProxyType(whole.space))
+        whole, **{f: _frozen(getattr(whole, f)) for f in MAPPINGS})
     return Point(variant, tuple(map(tuple, params)), Shape(m, n, k), cache, scope, pad, dtype, layout)

@@ -84,11 +84,11 @@ def proposals(variant: Variant, strategy: str, budget: int, seed: int, space: Co
         while len(picked) < min(batch, budget - len(done)):
             trial = study.ask(distributions)
             params = tuple((n, trial.params[n]) for n in names)
-            if params in picked:
-                waiting.append((trial, params))
-                continue
-            if params in seen or not feasible(params):  # nothing new to evaluate: the sampler is told what it is
-                _tell_known(study, trial, seen, params)
+            if params in picked or params in seen or not feasible(params):  # nothing new to evaluate
+                if params in picked:  # told the score with the batch's
+                    waiting.append((trial, params))
+                else:  # the sampler is told what it is
+                    _tell_known(study, trial, seen, params)
                 stale += 1
                 if stale < STALE:
                     continue

@@ -34,7 +34,7 @@ from .points_run import points_of, tune_points
 from .request import TuneOptions, TuneRequest
 from .resolve import configurations, jobs, request
 from .search import SEARCHES
-from .searching import tune_searched
+from .searching import finalists_path, tune_searched
 from .strategies import describe
 
 SHOWN = 20  # the configurations a dry run lists
@@ -82,6 +82,8 @@ def perform(options: TuneOptions, *, say: Say = print, command: Sequence[str] = 
     check_output(tuning.output, compressed_resumes=tuning.engine == "batched")  # a dry run refuses alike
     if not tuning.resume:
         check_new_output(tuning.output, f"choose another --output{' or --resume' if tuning.engine == 'batched' else ''}")
+    if options.strategy in SEARCHES:  # where its finalists are timed again
+        check_new_output(finalists_path(tuning.output), "choose another --output")
     if options.dry_run:
         _print_tuning_plan(tuning, options, say)
         return TuneDone("dry run", tuning.output, None, {}, _about(tuning, options), points_of(tuning))
