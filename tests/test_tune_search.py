@@ -117,3 +117,18 @@ def test_a_search_whose_finalists_file_is_there_is_refused_before_it_measures(en
     with pytest.raises(mmbench.RunRefused, match="s.finalists.csv already exists"):
         mmbench.tune("pipelined", "1024", strategy="tpe", budget=4, output="s.csv", say=lambda _: None)
     assert engines == [] and not (tmp_path / "s.csv").exists()
+
+
+def test_the_genetic_search_spends_its_last_share_one_step_from_its_best():
+    from mmbench.tuning.search import POLISH, search
+
+    done = search(VARIANT, "ga", 20, 0, lambda params: 1.0 / known_time(params))
+    polished = int(20 * POLISH["ga"])
+    for i in range(20 - polished, 20):
+        before = {e.params: e.score for e in done[:i] if e.score is not None}
+        best, here = dict(max(before, key=before.get)), dict(done[i].params)
+        moved = [n for n in best if best[n] != here[n]]
+        assert len(moved) == 1, (i, best, here)
+        values = VARIANT.space[moved[0]]
+        assert abs(values.index(best[moved[0]]) - values.index(here[moved[0]])) == 1
+    assert POLISH["tpe"] == 0
