@@ -16,7 +16,7 @@ from mmbench.engine.rows import row, timing_fields
 from mmbench.results import read_metadata, read_results
 from mmbench.tuning import cache as tuning_cache
 from mmbench.tuning.searching import BATCH, FINALISTS, RETIME, configuration_scores, finalists_path
-from mmbench.variants import get_variant
+from mmbench.variants import get_variant, parse_params
 
 pytest.importorskip("optuna")
 VARIANT = get_variant("pipelined")
@@ -79,7 +79,7 @@ def test_a_search_measures_batches_within_its_budget_and_records_the_best_finali
     finalists = read_results(finalists_path(tmp_path / "s.csv"))
     assert len(finalists) == 2 * FINALISTS and set(finalists.runs) == {5 * RETIME}
     verified = df[df.status == "ok"].groupby("params").size()
-    times = {params: known_time(_parsed(params)) for params in verified[verified == 2].index}
+    times = {params: known_time(parse_params(params)) for params in verified[verified == 2].index}
     chosen = list(finalists.params.unique())
     # the three fastest of the search (by time: equal times may stand for each other)
     assert sorted(times[p] for p in chosen) == sorted(times.values())[:FINALISTS]
@@ -89,10 +89,6 @@ def test_a_search_measures_batches_within_its_budget_and_records_the_best_finali
     assert read_metadata(finalists_path(tmp_path / "s.csv"))["tuning"]["finalists_of"].endswith("s.csv")
     assert any(line.startswith("finalists 1024: runners-up at ") for line in said)
     assert (df[df.status == "failed"].reason == "compile: stands for a failure").all()
-
-
-def _parsed(params: str):
-    return tuple((k, int(v)) for k, v in (item.split("=") for item in params.split(",")))
 
 
 def test_a_configurations_score_is_its_geometric_mean_over_the_shapes_and_none_where_one_failed():

@@ -93,10 +93,10 @@ class Session:
         self.facts = environment.collect(runner.gpu)  # before anything on disk changes: it takes a while
         self.new_folders, self.new_metadata = missing_folders(output), not metadata_path(output).exists()
         try:  # scanned once: the scan a resume's planning made, else here
-            self.sink = ResultsFile(output, resume, found)
+            self.file = ResultsFile(output, resume, found)
         except ResultsError as exc:
             raise RunRefused(str(exc)) from None
-        notices = self.sink.notices
+        notices = self.file.notices
         for notice in notices:
             say(notice)
         say_machine_changes(output, previous, self.facts, say)
@@ -123,7 +123,7 @@ class Session:
         self.kernels = dict(previous.get("kernels") or {})
         self.kernel_keys: set[str] = set()  # the kernels of this file's points (a runner may serve several)
         self.started = time.perf_counter()
-        if self.sink.exists:  # a new file's metadata comes with its first row
+        if self.file.exists:  # a new file's metadata comes with its first row
             self._save("running")
 
     def _save(self, state: str, **more) -> None:
@@ -138,14 +138,14 @@ class Session:
         self.invocation.update(state=state, **machine, **({"libraries": libraries} if libraries else {}), **more)
         write_metadata(self.output, {**self.meta, **first_record(self.previous, {**machine, **libraries}), **clock,
                                      "state": state, "finished_at": self.invocation.get("finished_at"),
-                                     "status_counts": dict(self.sink.counts), "kernels": {**self.kernels, **mine},
+                                     "status_counts": dict(self.file.counts), "kernels": {**self.kernels, **mine},
                                      "invocations": [*self.earlier, self.invocation]})
 
     def write(self, row: dict, point: Point) -> None:
         """One finished point's row into the file, whole (a new file's metadata first)."""
-        if not self.sink.exists:
+        if not self.file.exists:
             self._save("running")
-        self.sink.write(row)
+        self.file.write(row)
         self.counts[row["status"]] = self.counts.get(row["status"], 0) + 1
         self.kernel_keys.add(kernel_key(point.variant, point.compiled_params))
 
@@ -155,8 +155,8 @@ class Session:
     def finish(self, state: str, failure: BaseException | None = None) -> None:
         """Record how the invocation ended (and why it failed); a new file that got no row is
         taken back, its metadata and folders with it."""
-        self.sink.close()
-        if not self.sink.exists and self.new_metadata:
+        self.file.close()
+        if not self.file.exists and self.new_metadata:
             remove_unmeasured(self.output, self.new_folders)
             return
         why = ({"error": first_line(failure), "traceback": "".join(traceback.format_exception(failure))}
@@ -255,7 +255,7 @@ def execute(points: Sequence[Point], settings: Settings, output: Path, about: di
         if session is not None:
             session.finish(state, failure)
     outcome = Outcome(output, state, session.counts if session else {},
-                      dict(session.sink.counts) if session is not None else file_counts(output))
+                      dict(session.file.counts) if session is not None else file_counts(output))
     if failure is not None:
         raise RunAborted(failed_message(output, failure, outcome.in_file)) from failure
     return outcome
