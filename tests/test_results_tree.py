@@ -11,8 +11,9 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "results"
 INDEX = RESULTS / "README.md"
-TRACKED_LIMIT = 20_000_000  # bytes: the tool, its reference runs (about 0.6 MB a study and GPU), their companions
-# and test data, not the lab notebook; with the GPU machine's wheels (about 16 MB) well under the 64 MiB a call carries
+TRACKED_LIMIT = 24_000_000  # bytes: the tool, its reference runs (about 0.6 MB a study and GPU at 10 samples a point,
+# 2 MB for the tensor-core study sampled to +- 0.5 % intervals: up to 1000 samples a point), their companions and test
+# data, not the lab notebook; with the GPU machine's wheels (about 30 MB) under the 64 MiB a call carries
 
 
 def test_every_folder_is_a_whole_reference_run_listed_in_the_index():
