@@ -345,13 +345,11 @@ def percent_of_library(df: pd.DataFrame) -> pd.DataFrame:
         mine = rows[(rows.op == op) & on_gpu(rows) & (rows.variant != yardstick)]
         if yardstick is None or mine.empty:
             continue
-        # the yardstick at the same precision and layout: a BF16 kernel against cuBLASLt's BF16
-        ref = rows[rows.variant == yardstick].groupby(SHAPE + FORM).rate.mean()
+        ref = _library_rates(rows, yardstick)
         if ref.empty:
             lacking.append(f"no '{yardstick}' rows ({op}'s library baseline)")
             continue
-        at = ref.reindex(pd.MultiIndex.from_frame(mine[SHAPE + FORM])).to_numpy()
-        compared = mine.assign(percent=100.0 * mine.rate.to_numpy() / at).dropna(subset=["percent"])
+        compared = _percent_of(mine, ref)
         if compared.empty:
             lacking.append(f"no {op} GPU series at the shapes of its '{yardstick}' rows")
         out.append(compared)
@@ -360,3 +358,34 @@ def percent_of_library(df: pd.DataFrame) -> pd.DataFrame:
         raise ResultsError("nothing to compare with a library baseline: " + ("; ".join(lacking) if lacking else
                            f"the results hold no GPU kernel of {ops} beside the baselines"))
     return pd.concat([o for o in out if len(o)])
+
+
+def padded_percent_of_library(df: pd.DataFrame) -> pd.DataFrame:
+    """Each GPU series' verified padded rows (`--pad`: the zeroing and copies timed with the kernel;
+    the rate of the shape as given) with a `percent` column: % of its operation's yardstick on the
+    shape as given, same precision and layout (percent_of_library's rule), i.e. what a user who pads
+    gets against a library that needs no padding. Empty where nothing padded compares."""
+    ok = with_forms(ok_rows(df))
+    padded = ok[ok.pad.fillna(0).astype(int) == 1] if "pad" in ok else ok[:0]
+    rows, out = rate_rows(df), []
+    for op in dict.fromkeys(padded.op):
+        operation = get_op(op)
+        mine = padded[(padded.op == op) & on_gpu(padded) & (padded.variant != operation.yardstick)]
+        if operation.yardstick is None or mine.empty:
+            continue
+        out.append(_percent_of(mine.assign(rate=mine[operation.rate].astype(float)),
+                               _library_rates(rows, operation.yardstick)))
+    return pd.concat(out) if out else padded.assign(percent=pd.Series(dtype=float))
+
+
+def _library_rates(rows: pd.DataFrame, yardstick: str) -> pd.Series:
+    """The yardstick's mean rate per shape, precision and layout (rate_rows): a BF16 kernel is judged
+    against cuBLASLt's BF16."""
+    return rows[rows.variant == yardstick].groupby(SHAPE + FORM).rate.mean()
+
+
+def _percent_of(mine: pd.DataFrame, ref: pd.Series) -> pd.DataFrame:
+    """Rows with a `rate`, each with `percent`: its rate as % of ref's at its shape, precision and
+    layout; rows at shapes ref lacks are dropped."""
+    at = ref.reindex(pd.MultiIndex.from_frame(mine[SHAPE + FORM])).to_numpy()
+    return mine.assign(percent=100.0 * mine.rate.to_numpy() / at).dropna(subset=["percent"])

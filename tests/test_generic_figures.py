@@ -89,6 +89,23 @@ def test_vs_library_compares_each_gpu_series_with_its_operations_library_at_the_
     assert sizes[("shared", 512)] == 512 and sizes[("shared", 1000)] == pytest.approx((1000 * 37 * 2049) ** (1 / 3))
 
 
+def test_padded_rows_are_compared_with_the_library_on_the_shape_as_given(tmp_path):
+    """padded_percent_of_library: a padded row's rate (of the shape as given) against the yardstick's
+    plain rate there; plain rows are percent_of_library's, not these."""
+    def padded(shape, ms):
+        point = Point(REGISTRY["shared"], (("BLOCK", 16),), shape, "cold", "kernel", True)
+        return row(point, Settings(runs=3), "ok", **timing_fields(point, [ms * f for f in (0.99, 1.0, 1.01)]))
+
+    rows = [a_row("shared", Shape(512, 512, 512), 0.5, (("BLOCK", 16),)), a_row("cublas", Shape(512, 512, 512), 0.1),
+            padded(Shape(1000, 37, 2049), 0.4), a_row("cublas", Shape(1000, 37, 2049), 0.2),
+            padded(Shape(64, 64, 64), 0.01)]  # no cuBLAS row at 64: left out
+    pct = analysis.padded_percent_of_library(read_results(a_run(tmp_path, rows)))
+    assert {(r.variant, r.m, r.n, r.k): round(r.percent, 6) for r in pct.itertuples()} == {
+        ("shared", 1000, 37, 2049): 50.0}
+    plain = analysis.padded_percent_of_library(read_results(a_run(tmp_path, rows[:2])))
+    assert plain.empty and "percent" in plain
+
+
 def test_a_variant_files_kernel_is_drawn_and_labelled_by_name_when_its_file_is_not_loaded(tmp_path):
     csv = gemv_run(tmp_path)
     assert "rows_gemv" not in REGISTRY

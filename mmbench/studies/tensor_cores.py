@@ -83,17 +83,9 @@ def _target_sizes(best: pd.DataFrame) -> pd.DataFrame:
 
 
 def padded_percent(df: pd.DataFrame) -> pd.DataFrame:
-    """Our steps' verified padded rows (`--pad`: the zeroing and copies timed with the kernel, device
-    scope; GFLOP/s of the shape as given) as % of cuBLASLt on the shape as given, same precision and
-    layout: what a user who pads gets against the library that needs no padding."""
-    ok = analysis.with_forms(analysis.ok_rows(df))
-    mine = ok[ok.variant.isin(LADDER + (FP8_STEP,)) & (ok.pad.fillna(0).astype(int) == 1)] if "pad" in ok else ok[:0]
-    library = analysis.rate_rows(df)
-    library = library[library.variant == "cublas"].groupby(analysis.SHAPE + analysis.FORM).rate.mean()
-    if mine.empty or library.empty:
-        return mine.assign(percent=pd.Series(dtype=float))
-    at = library.reindex(pd.MultiIndex.from_frame(mine[analysis.SHAPE + analysis.FORM])).to_numpy()
-    return mine.assign(percent=100.0 * mine.gflops_median.to_numpy() / at).dropna(subset=["percent"])
+    """Our steps' padded rows as % of cuBLASLt on the shape as given (padded_percent_of_library)."""
+    pct = analysis.padded_percent_of_library(df)
+    return pct[pct.variant.isin(LADDER + (FP8_STEP,))]
 
 
 def _with_padded(df: pd.DataFrame, pct: pd.DataFrame) -> pd.DataFrame:
