@@ -133,16 +133,15 @@ def perform(request: RunRequest, *, say: Say = print, dry_run: bool = False, com
         from .engine.points_isolated import prestart
 
         prestart(isolation.runner)  # the GPU's worker starts while the run is planned
-    if not dry_run and spec is not None:
+    output_checked = not dry_run and spec is not None
+    if output_checked:
         from .engine.points_dask import start_early
 
-        check_output(output)  # the refusals a cluster start would otherwise stand before (plan_run checks again)
-        if not request.resume:
-            check_new_output(output, NEW_OUTPUT_HINT)
+        _checked_output(output, request.resume)  # the refusals a cluster start would otherwise stand before
         start_early(spec, any(v.on_gpu for v in chosen), isolation)  # the cluster starts while the run is planned
     try:
         return _planned_and_run(request, name, selections, caches, output, given, budgets, chosen, spec, isolation,
-                                say, dry_run, command, progress)
+                                say, dry_run, command, progress, output_checked)
     finally:
         from .engine.points_isolated import discard_prestarted
 
@@ -155,10 +154,11 @@ def perform(request: RunRequest, *, say: Say = print, dry_run: bool = False, com
 
 def _planned_and_run(request: RunRequest, name: str, selections, caches, output: Path, given: dict, budgets: dict,
                      chosen, spec, isolation, say: Say, dry_run: bool, command: Sequence[str],
-                     progress: Progress | None) -> Performed:
-    """perform()'s plan and run, once the request is read."""
+                     progress: Progress | None, output_checked: bool) -> Performed:
+    """perform()'s plan and run, once the request is read (output_checked: perform checked the output)."""
     ran = plan_run(selections, caches, output, given, resume=request.resume, say=say,
-                   refuse_unused=lambda s: refuse_unused_settings(request, given, s, chosen), **budgets)
+                   refuse_unused=lambda s: refuse_unused_settings(request, given, s, chosen),
+                   output_checked=output_checked, **budgets)
     if ran.found and ran.found.torn:
         say(torn_message(output, ran.found.torn, "it will be set aside and its point measured again"
                          if not dry_run and ran.todo else "left in place (nothing is run now)"))
@@ -176,15 +176,16 @@ def _planned_and_run(request: RunRequest, name: str, selections, caches, output:
 
 
 def plan_run(selections: Sequence[Selection], caches: Sequence, output: Path, given: dict, *, resume: bool,
-             say: Say, refuse_unused: Callable[[Settings], None] | None = None, **settings) -> RunPlan:
+             say: Say, refuse_unused: Callable[[Settings], None] | None = None, output_checked: bool = False,
+             **settings) -> RunPlan:
     """Check the output (a new file, or one to resume with the settings it was measured with), give
     the selections their tuned parameters from the caches, and plan the points. given: the
     measurement settings asked for (options, config); settings: the rest (cpu_budget_s, ...);
-    refuse_unused(settings) refuses a setting no point of the run would use."""
-    check_output(output)
+    refuse_unused(settings) refuses a setting no point of the run would use; output_checked: perform
+    checked the output already, before a cluster's early start."""
+    if not output_checked:
+        _checked_output(output, resume)
     found = resumable(output) if resume else None
-    if not resume:
-        check_new_output(output, NEW_OUTPUT_HINT)
     previous = previous_metadata(output, found, say) if resume else {}
     resolved = resolve_settings(given, output, previous if resume else None)
     if resolved.get("max_interval") is not None and "budget_s" not in settings:
@@ -205,6 +206,14 @@ def plan_run(selections: Sequence[Selection], caches: Sequence, output: Path, gi
     done = found.keys if found else set()
     return RunPlan(output, chosen, points, [p for p in points if p.key not in done], found, previous,
                    for_runs.tuning_record(selections, caches))
+
+
+def _checked_output(output: Path, resume: bool) -> None:
+    """Refuse an output that cannot be written, or, for a new run (not resume), one that already holds
+    a run (check_output, check_new_output)."""
+    check_output(output)
+    if not resume:
+        check_new_output(output, NEW_OUTPUT_HINT)
 
 
 # What the command line's option types check (click.IntRange, Finite, Choice), for a request that
