@@ -15,6 +15,8 @@ from mmbench.schema import clock_sagged
 from mmbench.timing import summarize
 from mmbench.variants import REGISTRY
 
+from helpers import verified
+
 SAMPLES = [1.0, 2.0, 3.0, 10.0]  # mean 4, median 2.5, min 1, max 10: every statistic differs
 
 
@@ -239,8 +241,3 @@ def test_series_summary_pins_each_column_and_the_cli_caps_the_table_at_the_faste
     shown = path.getvalue()
     assert f"the {running.SUMMARY_ROWS} fastest of {running.SUMMARY_ROWS + 5} series" in shown
     assert "BM=34" in shown and "BM=5 " in shown and "BM=4 " not in shown and "... 5 more series" in shown
-
-
-def verified(runner, point, *args):
-    """LocalPoints._verify_and_time's row, as the runner makes it (a wrong or skipped point raises its reason)."""
-    return runner.row_of(point, lambda: runner._verify_and_time(point, *args))

@@ -14,6 +14,7 @@ from mmbench.engine.points_local import LocalPoints
 from mmbench.timing import MIN_BATCH, median_interval, next_batch, noise, stop_reason
 from mmbench.variants import REGISTRY
 
+from helpers import verified
 from test_derived_columns import FakeGpu
 
 
@@ -254,8 +255,3 @@ def test_verify_timing_without_ncu_says_so_before_timing_anything(tmp_path, monk
     result = CliRunner().invoke(main, ["verify-timing", "-v", "best", "-s", "63", "-o", str(tmp_path / "v.csv")])
     assert result.exit_code == 1 and "Nsight Compute (ncu) is not on PATH" in result.output
     assert "Traceback" not in result.output and not (tmp_path / "v.csv").exists()
-
-
-def verified(runner, point, *args):
-    """LocalPoints._verify_and_time's row, as the runner makes it (a wrong or skipped point raises its reason)."""
-    return runner.row_of(point, lambda: runner._verify_and_time(point, *args))

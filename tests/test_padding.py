@@ -14,6 +14,7 @@ from mmbench.engine.plan import plan, Point, Selection, Settings
 from mmbench.engine.points_local import LocalPoints
 from mmbench.variants import REGISTRY
 
+from helpers import verified
 from test_derived_columns import FakeGpu
 
 SHARED32 = (("BLOCK", 32),)
@@ -269,8 +270,3 @@ def test_the_end_to_end_scope_stays_float32_nn():
     row = verified(runner, Point(variant, params, shape, "cold", "end_to_end", True, dtype="bf16", layout="nt"),
                                   inputs, bufs, typed_kernel("bf16", "nt"))
     assert row["status"] == "skipped" and "end_to_end is timed at fp32, layout nn only" in row["reason"]
-
-
-def verified(runner, point, *args):
-    """LocalPoints._verify_and_time's row, as the runner makes it (a wrong or skipped point raises its reason)."""
-    return runner.row_of(point, lambda: runner._verify_and_time(point, *args))
