@@ -1,11 +1,13 @@
 """Did a change to kernel sources change the code? For every variant whose source hash differs
 between REV and the working tree, compile each parameter point that the tuning cache holds for it
-(at REV's hash) and its default point, from REV's kernels/ and from the tree's, to PTX
-(nvcc -ptx -arch sm_90, without -lineinfo, so moved lines do not count), and compare the text, its
+(at REV's hash, at its precision and layout) and its default point, from REV's kernels/ and from the
+tree's, to PTX (nvcc -ptx -arch sm_90, or the variant's target, without -lineinfo, so moved lines do
+not count), and compare the text, its
 comments left out and its C++-mangled symbols named by order of first use (a device function that
-became a template renames the shared arrays declared in it, and nothing else).
+became a template renames the shared arrays declared in it, and nothing else); where the text
+differs, compare the cubins nvcc makes (PTX whose virtual registers are numbered otherwise).
 A parameter the kernel gained since REV is compiled at its default for the tree's side (a switch
-whose default reproduces the old code). Identical PTX means identical machine code: the tuned
+whose default reproduces the old code). Identical PTX or cubin means identical machine code: the tuned
 measurements still describe the kernel, and --rehash moves those cache entries to the new hash,
 recording the one measured (`rehashed_from`: the old hash, or the one an earlier rehash recorded) and
 the defaults it added to their parameters.
@@ -31,13 +33,16 @@ sys.path.insert(0, str(REPO))
 
 from mmbench import places, source  # noqa: E402
 from mmbench.tuning.cache import cache_key, entry_form, load_cache, write_cache  # noqa: E402
+from mmbench.precisions import DEFAULT, DEFAULT_LAYOUT  # noqa: E402
 from mmbench.variants import REGISTRY, param_points, parse_params  # noqa: E402
+from mmbench.variants.model import typed_defines  # noqa: E402
 
 
 def ptx(variant, params, arch: str = "sm_90") -> str | None:
     """The PTX nvcc makes of one point; None when it does not compile (never equal to anything)."""
     with tempfile.TemporaryDirectory(prefix="same-code-") as tmp:
         Path(tmp, "k.cu").write_text(source.module_source(variant, params))
+        arch = variant.target or arch  # sm_90a for the kernels that use wgmma, setmaxnreg
         proc = subprocess.run(["nvcc", "-ptx", "-arch", arch, "k.cu", "-o", "k.ptx"], cwd=tmp, capture_output=True, text=True)
         if proc.returncode:
             print(f"{variant.name} {params}: nvcc failed: {proc.stderr.strip()[:300]}", file=sys.stderr)
@@ -45,9 +50,35 @@ def ptx(variant, params, arch: str = "sm_90") -> str | None:
         return Path(tmp, "k.ptx").read_text()
 
 
-def same_ptx(old, new, params) -> bool:
-    before, after = ptx(old, params), ptx(new, completed(new, params))
-    return before is not None and after is not None and canonical(before) == canonical(after)
+def cubin(variant, params, arch: str = "sm_90") -> bytes | None:
+    """The machine code nvcc makes of one point (a cubin, without -lineinfo, so moved lines do not
+    count); None when it does not compile (never equal to anything)."""
+    with tempfile.TemporaryDirectory(prefix="same-code-") as tmp:
+        Path(tmp, "k.cu").write_text(source.module_source(variant, params))
+        arch = variant.target or arch  # sm_90a for the kernels that use wgmma, setmaxnreg
+        proc = subprocess.run(["nvcc", "-cubin", "-arch", arch, "k.cu", "-o", "k.cubin"], cwd=tmp, capture_output=True,
+                              text=True)
+        if proc.returncode:
+            print(f"{variant.name} {params}: nvcc failed: {proc.stderr.strip()[:300]}", file=sys.stderr)
+            return None
+        return Path(tmp, "k.cubin").read_bytes()
+
+
+def same_code(old, new, params, form=(DEFAULT, DEFAULT_LAYOUT)) -> bool:
+    """Whether the point compiles to the same code from both trees (canonical PTX, else the cubin), at its entry's precision and
+    layout (the typed kernels compile nothing at the default fp32, nn)."""
+    typed = typed_defines(new, *form)
+    before, after = with_defines(params, typed), with_defines(completed(new, params), typed)
+    texts = ptx(old, before), ptx(new, after)
+    if None not in texts and canonical(texts[0]) == canonical(texts[1]):
+        return True
+    # PTX that differs in its virtual registers' numbers alone can still make the same machine code
+    codes = cubin(old, before), cubin(new, after)
+    return codes[0] is not None and codes[0] == codes[1]
+
+
+def with_defines(params: tuple, typed: tuple) -> tuple:
+    return tuple(sorted((*params, *typed)))
 
 
 MANGLED = re.compile(r"\b_Z\w+")
@@ -81,7 +112,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("rev")
     ap.add_argument("--cache", type=Path, default=places.SHIPPED_CACHE)
-    ap.add_argument("--rehash", action="store_true", help="move the entries of variants whose PTX is unchanged")
+    ap.add_argument("--rehash", action="store_true", help="move the entries of variants whose code is unchanged")
     args = ap.parse_args(argv)
     cache = load_cache(args.cache)
     rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", args.rev], capture_output=True, text=True,
@@ -99,17 +130,18 @@ def main(argv: list[str]) -> int:
         jobs = []
         for name, (old, new) in changed.items():
             was = hashes[name][0]
-            points = {tuple(parse_params(e["params"])) for e in cache.values() if e["variant"] == name and e["source_hash"] == was}
-            points.add(tuple(param_points(new)[0]))
-            jobs += [(name, p) for p in sorted(points)]
+            points = {(tuple(parse_params(e["params"])), entry_form(e)) for e in cache.values()
+                      if e["variant"] == name and e["source_hash"] == was}
+            points.add((tuple(param_points(new)[0]), (new.dtypes[0], new.layouts[0])))
+            jobs += [(name, p, form) for p, form in sorted(points)]
         with ThreadPoolExecutor(max_workers=4) as pool:
-            results = list(pool.map(lambda job: same_ptx(*changed[job[0]], job[1]), jobs))
-    same = {name: all(ok for (n, _), ok in zip(jobs, results) if n == name) for name in changed}
+            results = list(pool.map(lambda job: same_code(*changed[job[0]], job[1], job[2]), jobs))
+    same = {name: all(ok for (n, _, _), ok in zip(jobs, results) if n == name) for name in changed}
     for name in changed:
-        count = sum(1 for n, _ in jobs if n == name)
-        print(f"{name}: {hashes[name][0]} -> {hashes[name][1]}: {count} point(s), PTX "
+        count = sum(1 for n, _, _ in jobs if n == name)
+        print(f"{name}: {hashes[name][0]} -> {hashes[name][1]}: {count} point(s), code "
               + ("identical" if same[name] else "DIFFERS at " + ", ".join(
-                  ",".join(f"{k}={val}" for k, val in p) or "defaults" for (n, p), ok in zip(jobs, results) if n == name and not ok)))
+                  ",".join(f"{k}={val}" for k, val in p) or "defaults" for (n, p, _), ok in zip(jobs, results) if n == name and not ok)))
     if args.rehash:
         moved = 0
         for key in list(cache):
@@ -124,7 +156,7 @@ def main(argv: list[str]) -> int:
                 cache[new_key] = {**cache.pop(key), "source_hash": new_hash,
                                   "rehashed_from": e.get("rehashed_from") or e["source_hash"],
                                   "params": ",".join(f"{k}={v}" for k, v in params),
-                                  "rehashed_because": f"kernel text changed since {rev}; PTX identical (scripts/same_code.py)"
+                                  "rehashed_because": f"kernel text changed since {rev}; code identical (scripts/same_code.py)"
                                   + (f"; {added} added, the new parameter's default" if added else "")}
                 moved += 1
         write_cache(args.cache, cache)

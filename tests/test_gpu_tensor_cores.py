@@ -103,3 +103,22 @@ def test_padded_the_ladder_takes_any_k_and_verifies(tmp_path):
         assert (df.pad == 1).all() and (df.padded_shape.str.split("x").str[-1].astype(int) % 64 == 0).all()
         out.unlink()
         out.with_suffix(".meta.json").unlink()
+
+
+# stream-K: a partial last wave (2560: 100 units of 2 tiles on 66 clusters), fewer units than clusters
+# (1024, 257 x 1024), several k-tiles a share or none to split (k = 64), awkward m and n
+STREAM_K_SIZES = "2560,1024,257x1024x1024,1000x264x2064,4095x4104x1008,3328x3328x64,33x264x1008"
+
+
+@pytest.mark.parametrize("name,dtype", [("tc_tiles", "bf16"), ("tc_tiles", "fp16"), ("tc_fp8", "fp8e4m3")])
+@pytest.mark.parametrize("tile", ["", "BN=128,CONSUMERS=1,WM=2,STAGES=6", "BN=192,STAGES=4"])
+def test_stream_k_shares_the_last_wave_and_verifies(gpu, name, dtype, tile):
+    """Every row verified after its warm-up and timed launches (each launch lowers the flags it raised:
+    a flag left up would hand the next launch stale sums)."""
+    variant = REGISTRY[name]
+    overrides = {axis: (value,) for axis, value in (("STREAMK", 1), *parse_params(tile))}
+    rows = _run(gpu, [variant], STREAM_K_SIZES, overrides, dtypes=(dtype,), layouts=("nt",))
+    assert len(rows) == 7
+    for r in rows:
+        assert r["status"] == "ok", f"{name} {tile} {dtype} at {r['m']}x{r['n']}x{r['k']}: {r['reason']}"
+        assert 0 <= r["err_bound_ratio"] <= 1

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mmbench.launch_ex import TENSOR_MAP_BYTES, cluster_grid, pack_arguments, tensor_map_problem
-from mmbench.ops.gemm import launch_geometry, stored_dims, tile_walker_grid
+from mmbench.ops.gemm import launch_geometry, stored_dims, stream_k_workspace, tile_walker_grid
 from mmbench.sizes import Shape
 from mmbench.variants import REGISTRY, param_points
 
@@ -74,6 +74,41 @@ def test_tile_walkers_get_a_grid_of_their_blocks_per_sm_capped_by_the_tiles():
     assert tile_walker_grid(walker, params, grid, 132) == (132, 1, 1)
     assert tile_walker_grid(walker, params, (2, 3, 1), 132) == (6, 1, 1)
     assert tile_walker_grid(fixed, param_points(fixed)[0], grid, 132) == grid
+
+
+def test_stream_k_walkers_fill_the_gpu_and_take_a_workspace_of_flags_and_a_float_tile_a_block():
+    """Stream-K shares a last wave out over every block the GPU holds, however few the tiles; its
+    workspace: a 4-byte flag a block and consumer (256-byte aligned), then a 4-byte sum a tile element a
+    block, of which only the flags are zeroed (the kernel lowers each flag it raised)."""
+    walker = REGISTRY["tc_tiles"]
+    params = tuple(sorted({**dict(param_points(walker)[0]), "STREAMK": 1}.items()))
+    assert dict(param_points(walker)[0])["STREAMK"] == 0 and not walker.violated(params)
+    assert tile_walker_grid(walker, params, (2, 3, 1), 132) == (132, 1, 1)
+
+    class Recorder:
+        def __init__(self):
+            self.calls = []
+
+        def alloc(self, nbytes):
+            self.calls.append(("alloc", nbytes))
+            return 1 << 20
+
+        def zero_bytes_async(self, buf, nbytes):
+            self.calls.append(("zero", nbytes))
+
+    gpu = Recorder()
+    assert stream_k_workspace(gpu, walker, params, 132) == 1 << 20
+    rows, cols = 64 * 1 * 2, 256  # 64 WM CONSUMERS x BN at the defaults
+    assert gpu.calls == [("alloc", 1280 + 132 * rows * cols * 4), ("zero", 1280)]  # 132 x 2 flags: 1056 -> 1280
+
+
+def test_only_the_last_step_and_its_fp8_form_tune_stream_k():
+    for name in ("tc_ws", "tc_persistent", "tc_overlap", "tc_cluster"):
+        assert REGISTRY[name].space["STREAMK"] == (0,)
+    for name in ("tc_tiles", "tc_fp8"):
+        assert REGISTRY[name].space["STREAMK"] == (0, 1)
+        unwalked = {**dict(param_points(REGISTRY[name])[0]), "STREAMK": 1, "WALK": 0, "CLUSTER": 1}
+        assert REGISTRY[name].violated(tuple(sorted(unwalked.items()))) == ["STREAMK == 0 or WALK == 1"]
 
 
 @pytest.mark.parametrize("name", ["tc_ws", "tc_persistent", "tc_overlap", "tc_cluster", "tc_tiles", "tc_fp8"])

@@ -175,8 +175,8 @@ def test_a_search_kept_per_class_records_its_classes_from_its_own_shapes(tmp_pat
     monkeypatch.chdir(tmp_path)
     mine = tmp_path / "mine.json"
     monkeypatch.setenv(places.CACHE_ENV, str(mine))
-    small, large = ("BN=128,CLUSTER=1,CONSUMERS=2,ORDER=0,OVERLAP=0,STAGES=4,TMA_STORE=0,WALK=0,WM=1",
-                    "BN=256,CLUSTER=1,CONSUMERS=2,ORDER=0,OVERLAP=0,STAGES=4,TMA_STORE=0,WALK=0,WM=1")
+    small, large = ("BN=128,CLUSTER=1,CONSUMERS=2,ORDER=0,OVERLAP=0,STAGES=4,STREAMK=0,TMA_STORE=0,WALK=0,WM=1",
+                    "BN=256,CLUSTER=1,CONSUMERS=2,ORDER=0,OVERLAP=0,STAGES=4,STREAMK=0,TMA_STORE=0,WALK=0,WM=1")
     plan_path = _plan(tmp_path, f'[[search]]\nvariant = "tc_ws"\nconfigurations = ["{small}", "{large}"]\n'
                       f'[[search]]\nvariant = "tc_ws"\nper = "class"\nsizes = "2048,2304"\n'
                       f'configurations = ["{small}", "{large}"]\n', head='sizes = "2048,2304,2560"\n')
@@ -237,3 +237,15 @@ def test_a_plan_resumes_only_its_own_file_and_keeps_the_earlier_invocations(tmp_
     assert "plan p (p.toml): 1 searches, 12 points, 8 already measured" in result.output.replace(str(tmp_path) + "/", "")
     assert len(handed["points"]) == 4 and {p.params for p in handed["points"]} == {load_plan(str(plan)).searches[0].configs[2]}
     assert handed["resume"] and handed["previous"]["started_at"] == meta["started_at"]  # its history goes on
+
+
+def test_a_listed_configuration_may_leave_out_what_its_space_holds_at_one_value(tmp_path):
+    """tc_cluster's space holds STREAMK at 0 (a switch the kernel gained later): a configuration without
+    it reads as STREAMK=0; tc_tiles tunes it, so there it must be named."""
+    body = ('[[search]]\nvariant = "{v}"\nconfigurations = ["BN=256,CLUSTER=2,CONSUMERS=2,ORDER={o},OVERLAP=1,'
+            'STAGES=4,TMA_STORE={s},WALK=1,WM=1"]\n')
+    plan = load_plan(str(_plan(tmp_path, body.format(v="tc_cluster", o=0, s=0))))
+    (search,) = plan.searches
+    assert [dict(c)["STREAMK"] for c in search.configs] == [0]
+    with pytest.raises(ConfigError, match=r"not a configuration of tc_tiles's tuning space \(it lacks STREAMK\)"):
+        load_plan(str(_plan(tmp_path, body.format(v="tc_tiles", o=8, s=1))))

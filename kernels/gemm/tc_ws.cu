@@ -14,6 +14,10 @@
 // (g) ORDER = G: the walk goes down G rows of tiles (of clusters) before it moves right, so the tiles
 //     in flight share A's and B's boxes in L2; TMA_STORE = 1: a consumer stages its accumulator in
 //     shared memory (swizzled, conflict-free) and one thread stores it by TMA, which takes n % 8 == 0.
+// STREAMK = 1 (with WALK): where the clusters' tiles end in a partial last wave, that wave's tiles are
+//     shared out by k-tiles instead (stream-K): each cluster walks its whole tiles, then an even share of
+//     the last wave's k-tiles; a block whose share begins inside a tile leaves its float sums in a
+//     workspace (the launch's last argument), and the block that began the tile adds them and stores it.
 // At fp8e4m3 (the best step's FP8 form) C is bfloat16, scaled by scale_a scale_b (device scalars).
 // Any m and n (TMA zero-fills past A's and B's edges; stores are checked or clipped); k's rows 16-byte
 // aligned (k a multiple of 8 at 16 bits, of 16 at FP8).
@@ -34,6 +38,9 @@
 #endif
 #ifndef TMA_STORE
 #define TMA_STORE 0
+#endif
+#ifndef STREAMK
+#define STREAMK 0
 #endif
 
 constexpr int ROWS = 64 * WM;                 // a consumer's rows of the tile
@@ -68,6 +75,117 @@ __device__ __forceinline__ void release(uint64_t* empty_slot)
 #endif
 }
 
+// A block's work: a unit (a cluster's tiles) from k-tile kb to ke.
+struct Piece { int unit, kb, ke; };
+
+#if STREAMK
+// At most this many blocks share a tile's k-tiles, each at least 2 of them: a tile split finer
+// spends more on adding the parts than the wave saves.
+constexpr int SPLIT_MAX = 4;
+// A last wave at least half full stays whole: its parts (a float tile a block, written and read
+// back) cost more than the SMs it leaves idle (on an H100: 2048 at 128 x 256 tiles, 64 units on 66
+// clusters, ran 23 % slower split).
+__device__ __forceinline__ bool worth_splitting(int rest, int clusters) { return rest != 0 && 2 * rest <= clusters; }
+
+// The cluster `c` of `clusters` walks the data-parallel units c, c + clusters, ... below `dp` whole,
+// then its share [begin(c), begin(c + 1)) of the stream-K iterations: the last (partial) wave's units
+// times their k-tiles, shared out evenly over sk_clusters clusters in unit order (after Osama et al.,
+// Stream-K, PPoPP 2023: the block that sums a tile's first k-tiles adds the others' parts).
+struct StreamK {
+    int k_tiles, clusters, dp, sk_clusters;
+    long long sk_iters;
+    __device__ StreamK(int units, int k_tiles_, int clusters_) : k_tiles(k_tiles_), clusters(clusters_)
+    {
+        const int rest = units % clusters;
+        const bool split = worth_splitting(rest, clusters) && k_tiles >= 2 * SPLIT_MAX;
+        dp = split ? units - rest : units;
+        sk_clusters = split ? min(clusters, rest * SPLIT_MAX) : 0;
+        sk_iters = static_cast<long long>(units - dp) * k_tiles;
+    }
+    __device__ long long begin(int c) const { return sk_iters * c / max(sk_clusters, 1); }
+};
+
+// The pieces of one cluster's walk, in order (the producer and the consumers walk the same).
+struct Walk {
+    const StreamK& s;
+    int unit;
+    long long it, end;
+    __device__ Walk(const StreamK& s_, int c)
+        : s(s_), unit(c), it(c < s_.sk_clusters ? s_.begin(c) : 0), end(c < s_.sk_clusters ? s_.begin(c + 1) : 0) {}
+    __device__ bool next(Piece& p)
+    {
+        if (unit < s.dp) {
+            p = {unit, 0, s.k_tiles};
+            unit += s.clusters;
+            return true;
+        }
+        if (it >= end) return false;
+        p.unit = s.dp + static_cast<int>(it / s.k_tiles);
+        p.kb = static_cast<int>(it % s.k_tiles);
+        p.ke = static_cast<int>(min(static_cast<long long>(s.k_tiles), p.kb + (end - it)));
+        it += p.ke - p.kb;
+        return true;
+    }
+};
+
+// The workspace: a flag per block and consumer, then a consumer's float sums (its accumulator, in
+// register order, thread-minor: coalesced) per block and consumer.
+__device__ __forceinline__ int* part_flag(void* workspace, int block, int consumer)
+{
+    return static_cast<int*>(workspace) + block * CONSUMERS + consumer;
+}
+__device__ __forceinline__ float* part_sums(void* workspace, int block, int consumer)
+{
+    const int flags_bytes = (gridDim.x * CONSUMERS * 4 + 255) / 256 * 256;
+    return reinterpret_cast<float*>(static_cast<char*>(workspace) + flags_bytes) +
+           static_cast<long long>(block * CONSUMERS + consumer) * ROWS * BN;
+}
+
+// A consumer's part of a tile whose first k-tiles another block sums (this block's first piece): its
+// sums out, then its flag raised (release, GPU scope).
+__device__ __forceinline__ void leave_part(void* workspace, int consumer, float (&d)[WM][BN / 2])
+{
+    float* sums = part_sums(workspace, blockIdx.x, consumer);
+    const int t = threadIdx.x % 128;
+#pragma unroll
+    for (int i = 0; i < WM; ++i)
+#pragma unroll
+        for (int j = 0; j < BN / 2; ++j) __stcg(sums + (i * (BN / 2) + j) * 128 + t, d[i][j]);
+    named_barrier(1 + consumer, 128);
+    if (t == 0) {
+        __threadfence();
+        asm volatile("st.release.gpu.global.b32 [%0], 1;\n" ::"l"(part_flag(workspace, blockIdx.x, consumer)) : "memory");
+    }
+}
+
+// The block that sums a tile's first k-tiles stores it (its last piece, so it waits at the end of its
+// work, while the blocks that share the rest left their parts at the start of theirs): it adds the
+// parts of the clusters after it whose share begins inside the tile, each waited for, taken, and its
+// flag lowered for the next launch. Those parts never wait, so no cluster waits on one that waits.
+__device__ __forceinline__ void add_parts(void* workspace, const StreamK& s, int cluster, int unit, int consumer,
+                                          float (&d)[WM][BN / 2])
+{
+    const long long tile_end = static_cast<long long>(unit - s.dp + 1) * s.k_tiles;
+    const int t = threadIdx.x % 128, rank = CLUSTER > 1 ? static_cast<int>(cluster_rank()) : 0;
+    for (int c = cluster + 1; c < s.sk_clusters && s.begin(c) < tile_end; ++c) {
+        const int block = c * CLUSTER + rank;
+        int* flag = part_flag(workspace, block, consumer);
+        if (t == 0) {
+            int up = 0;
+            do asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(up) : "l"(flag) : "memory");
+            while (up == 0);
+        }
+        named_barrier(1 + consumer, 128);
+        const float* sums = part_sums(workspace, block, consumer);
+#pragma unroll
+        for (int i = 0; i < WM; ++i)
+#pragma unroll
+            for (int j = 0; j < BN / 2; ++j) d[i][j] += __ldcg(sums + (i * (BN / 2) + j) * 128 + t);
+        if (t == 0) *flag = 0;
+    }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor_map_t map_b,
 #if TMA_STORE
@@ -76,6 +194,9 @@ tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor
       const elem_t* __restrict__ A, const elem_t* __restrict__ B, out_t* __restrict__ C, int m, int n, int k
 #if SCALED
       , const float* __restrict__ scale_a, const float* __restrict__ scale_b
+#endif
+#if STREAMK
+      , void* __restrict__ workspace
 #endif
       )
 {
@@ -89,6 +210,13 @@ tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor
     const int first = blockIdx.x / CLUSTER, step = gridDim.x / CLUSTER;
 #else
     const int first = blockIdx.y * tiles_n + blockIdx.x, step = units;
+#endif
+    // The pieces a block walks: whole tiles, and with STREAMK its share of the last wave's k-tiles.
+#if STREAMK
+    const StreamK sk(units, k_tiles, step);
+#define FOR_EACH_PIECE(p) Walk walk(sk, first); for (Piece p; walk.next(p);)
+#else
+#define FOR_EACH_PIECE(p) for (Piece p = {first, 0, k_tiles}; p.unit < units; p.unit += step)
 #endif
 
     if (threadIdx.x == 0) {
@@ -109,10 +237,10 @@ tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor
         if (threadIdx.x == 0) {
             const unsigned rank = CLUSTER > 1 ? cluster_rank() : 0;
             int use = 0;  // k-tiles loaded so far, over all of this block's tiles: the ring's position
-            for (int unit = first; unit < units; unit += step) {
+            FOR_EACH_PIECE(p) {
                 int tm, tn;
-                place(unit, tiles_n, cluster_rows, tm, tn);
-                for (int t = 0; t < k_tiles; ++t, ++use) {
+                place(p.unit, tiles_n, cluster_rows, tm, tn);
+                for (int t = p.kb; t < p.ke; ++t, ++use) {
                     const int slot = use % STAGES;
                     mbar_wait(&empty[slot], ((use / STAGES) & 1) ^ 1);  // the first pass finds every slot free
                     mbar_expect_bytes(&full[slot], (A_SLOT + B_SLOT) * sizeof(elem_t));
@@ -138,9 +266,9 @@ tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor
 #endif
         float d[WM][BN / 2];
         int use = 0;
-        for (int unit = first; unit < units; unit += step) {
+        FOR_EACH_PIECE(p) {
             int tm, tn;
-            place(unit, tiles_n, cluster_rows, tm, tn);
+            place(p.unit, tiles_n, cluster_rows, tm, tn);
             const int row0 = tm * TILE_M + consumer * ROWS, col0 = tn * TILE_N;
 #pragma unroll
             for (int i = 0; i < WM; ++i)
@@ -149,7 +277,7 @@ tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor
 #if OVERLAP
             int held = -1;  // the slot whose wgmmas may still be running
 #endif
-            for (int t = 0; t < k_tiles; ++t, ++use) {
+            for (int t = p.kb; t < p.ke; ++t, ++use) {
                 const int slot = use % STAGES;
                 mbar_wait(&full[slot], (use / STAGES) & 1);
 #pragma unroll
@@ -179,6 +307,13 @@ tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor
             if (held >= 0 && lane == 0) release(&empty[held]);
 #pragma unroll
             for (int i = 0; i < WM; ++i) hold_registers<BN / 2>(d[i]);
+#endif
+#if STREAMK
+            if (p.kb > 0) {  // a share that begins inside the tile: its sums are the tile's first block's to add
+                leave_part(workspace, consumer, d);
+                continue;
+            }
+            if (p.ke < k_tiles) add_parts(workspace, sk, first, p.unit, consumer, d);
 #endif
 #if TMA_STORE
             if (threadIdx.x % 128 == 0) tma_store_wait_read();  // the last tile's stores have read the staging

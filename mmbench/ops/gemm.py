@@ -56,6 +56,10 @@ GEOMETRY = {
     # Blocks per SM of a persistent grid whose blocks walk C's tiles themselves (the tensor-core
     # ladder's, not stream-K's): the grid is min(that many a SM, the tiles) along x; 0: a block a tile.
     "tile_walkers": "0",
+    # 1: tile walkers that share the last wave's k-tiles out (stream-K, tc_ws.cu's STREAMK): the grid is
+    # every block the GPU holds at once, and the kernel takes a workspace last (a flag and a tile of
+    # float sums a block, the flags zeroed once: the kernel lowers each flag it raised).
+    "stream_k": "0",
 }
 
 
@@ -456,9 +460,28 @@ def stored_dims(buffer: str, shape: Shape, layout: str) -> tuple[int, int]:
 
 
 def tile_walker_grid(variant: Variant, params: Params, grid: tuple[int, int, int], sms: int) -> tuple[int, int, int]:
-    """The grid of a kernel whose blocks walk C's tiles (geometry tile_walkers), else the grid as it is."""
+    """The grid of a kernel whose blocks walk C's tiles (geometry tile_walkers): as many as the tiles,
+    at most that many a SM; all of them where the walkers share k-tiles out (stream_k). Else the grid
+    as it is."""
     per_sm = evaluate(_geometry(variant, "tile_walkers"), params)
-    return (min(per_sm * sms, grid[0] * grid[1]), 1, 1) if per_sm else grid
+    if not per_sm:
+        return grid
+    return (per_sm * sms if stream_k(variant, params) else min(per_sm * sms, grid[0] * grid[1]), 1, 1)
+
+
+def stream_k(variant: Variant, params: Params) -> bool:
+    return bool(evaluate(_geometry(variant, "stream_k"), params))
+
+
+def stream_k_workspace(gpu, variant: Variant, params: Params, blocks: int):
+    """The workspace of a stream-K launch of `blocks` blocks: a 4-byte flag a block and consumer (256-byte
+    aligned), then a tile of float sums a block; zeroed once, on the stream before the first launch."""
+    rows, cols = (evaluate(e, params) for e in _geometry(variant, "tile"))
+    flags = -(-blocks * dict(params).get("CONSUMERS", 1) * 4 // 256) * 256
+    nbytes = flags + blocks * rows * cols * 4
+    workspace = gpu.alloc(nbytes)
+    gpu.zero_bytes_async(workspace, flags)
+    return workspace
 
 
 def gemm_tensor_maps(specs, params: Params, shape: Shape, bufs: DeviceBuffers) -> dict:
@@ -497,6 +520,8 @@ def gemm_launcher_ex(gpu, variant: Variant, params: Params, shape: Shape, bufs: 
     args = (*maps, *pointers.values(), *(np.int32(v) for v in (shape.m, shape.n, shape.k)))
     if p.scaled:  # FP8's per-tensor scales: pointers into the scales' device buffer
         args += bufs.scale_pointers
+    if stream_k(variant, params):  # the allocation itself: the launch holds its arguments, so it lives as long
+        args += (stream_k_workspace(gpu, variant, params, grid[0]),)
     run = fn.launcher(args, grid, block, shared, gpu.stream.handle, cluster)
     if not accumulates(variant, params):
         return run

@@ -171,7 +171,7 @@ def _listed(where: str, variant: Variant, listed: Any) -> tuple[Params, ...]:
     out = []
     for i, text in enumerate(listed):
         try:
-            params = parse_params(text)
+            params = with_fixed(variant, parse_params(text))
         except (ValueError, AttributeError):
             params = None
         if not params or params not in space:
@@ -183,6 +183,14 @@ def _listed(where: str, variant: Variant, listed: Any) -> tuple[Params, ...]:
                               f"tuning space ({why})")
         out.append(params)
     return tuple(dict.fromkeys(out))
+
+
+def with_fixed(variant: Variant, params: Params) -> Params:
+    """A listed configuration with the parameters its space holds at one value added at that value:
+    a plan written before a kernel gained a switch still names its configurations."""
+    have = dict(params)
+    fixed = {k: values[0] for k, values in variant.space.items() if len(values) == 1 and k not in have}
+    return tuple(sorted({**have, **fixed}.items())) if fixed and have else params
 
 
 def _pinned(where: str, variant: Variant, pinned: Any) -> tuple[Params, ...]:

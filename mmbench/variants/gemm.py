@@ -184,8 +184,9 @@ _WS_SHARED = f"STAGES * ({_WS_ROWS} + BN) * 128 + 1024 + TMA_STORE * {_WS_ROWS} 
 _WS_AXES = {"CONSUMERS": (2,), "WM": (1,), "BN": (256,), "STAGES": (4,)}
 _WS_SPACE = {"CONSUMERS": (1, 2), "WM": (1, 2), "BN": (64, 128, 192, 256), "STAGES": (2, 3, 4, 5, 6)}
 _WS_RULES = (_WGMMA_N, "WM * BN // 2 <= 128", f"{_WS_SHARED} <= {_SHARED_LIMIT}",
-             "CLUSTER == 1 or WALK == 1")  # a cluster's blocks walk tiles together
-_WS_SWITCHES = {"WALK": 0, "OVERLAP": 0, "CLUSTER": 1, "ORDER": 0, "TMA_STORE": 0}
+             "CLUSTER == 1 or WALK == 1",  # a cluster's blocks walk tiles together
+             "STREAMK == 0 or WALK == 1")  # stream-K shares out the walkers' last wave
+_WS_SWITCHES = {"WALK": 0, "OVERLAP": 0, "CLUSTER": 1, "ORDER": 0, "TMA_STORE": 0, "STREAMK": 0}
 
 
 def _tc_ws(name: str, label: str, description: str, stages: int = 4, fp8: bool = False, **switches: int) -> Variant:
@@ -193,7 +194,9 @@ def _tc_ws(name: str, label: str, description: str, stages: int = 4, fp8: bool =
     the ring and, from step (g), the tile order are tuned). TMA stores take C's rows 16-byte aligned."""
     fixed = {**_WS_SWITCHES, **switches}
     # the switches sit in the space at their one value: the constraints name them
-    space = {**_WS_SPACE, **{k: (v,) for k, v in fixed.items()}, **({"ORDER": (1, 2, 4, 8, 16)} if fixed["ORDER"] else {})}
+    # from step (g): the tile order, and stream-K for the last wave, are tuned
+    tuned = {"ORDER": (1, 2, 4, 8, 16), "STREAMK": (0, 1)} if fixed["ORDER"] else {}
+    space = {**_WS_SPACE, **{k: (v,) for k, v in fixed.items()}, **tuned}
     c_map = (TensorMapSpec("C", ("64", "64")),) if fixed["TMA_STORE"] else ()  # C: 16-bit (bfloat16 at FP8)
     k_row = "128" if fp8 else "64"  # elements in a 128-byte row
     forms = {**_TC_FORMS, "requires": ("k % 16 == 0",) if fp8 else _TC_FORMS["requires"]}
@@ -204,7 +207,8 @@ def _tc_ws(name: str, label: str, description: str, stages: int = 4, fp8: bool =
                    description=description,
                    axes=MappingProxyType({**_WS_AXES, "STAGES": (stages,), **{k: (v,) for k, v in fixed.items()}}),
                    threads=("128 * (CONSUMERS + 1)",), shared=_WS_SHARED,
-                   geometry=MappingProxyType({"tile": (_WS_ROWS, "BN"), "k_tile": k_row, "tile_walkers": "WALK"}),
+                   geometry=MappingProxyType({"tile": (_WS_ROWS, "BN"), "k_tile": k_row, "tile_walkers": "WALK",
+                                               "stream_k": "STREAMK"}),
                    constraints=_WS_RULES, space=MappingProxyType(space), target="sm_90a",
                    cluster=("CLUSTER", "1", "1"),
                    tensor_maps=(TensorMapSpec("A", (_WS_ROWS, k_row)), TensorMapSpec("B", ("BN // CLUSTER", k_row)),
