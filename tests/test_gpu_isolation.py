@@ -3,7 +3,8 @@ sweep between good ones. Isolated, an out-of-bounds write is a failed row naming
 an endless kernel a failed row after --point-timeout, a kernel that writes nothing a wrong row, and
 every good kernel around them is measured. In one process, the out-of-bounds write loses the
 context, and the points after it fail at once saying so (run in a subprocess: it would poison this
-one's CUDA for the other GPU tests)."""
+one's CUDA for the other GPU tests). The batched tuner alike: gemv_tuned with an out-of-bounds and an
+endless configuration among good ones, each a failed row and every class measured."""
 
 from __future__ import annotations
 
@@ -109,3 +110,79 @@ def test_a_users_broken_kernels_cost_one_row_each_from_the_command_line(tmp_path
     assert df.status.to_dict() == {"best": "ok", "oob_write": "failed", "shared": "ok", "endless": "failed",
                                    "writes_nothing": "wrong", "naive": "ok"}
     assert "illegal" in df.reason["oob_write"] and "timed out after 10" in df.reason["endless"]
+
+
+# -- the batched tuner (issue 46, section 4) -------------------------------------------------------------
+GEMV_CONFIGS = [(("BLOCKSIZE", b), ("KERNEL", 0), ("WORKSIZE_M", 1), ("WORKSIZE_N", 1)) for b in (32, 64, 96, 128)]
+# Put at the top of gemv_tuned: BLOCKSIZE 64 writes a terabyte past y (an illegal address, which loses
+# the context), BLOCKSIZE 96 spins on y's NaN poison for ever; 32 and 128 are the kernel as it is.
+GEMV_BUGS = """
+#if BLOCKSIZE == 64
+    y[(size_t)1 << 38] = 1.0f;
+#endif
+#if BLOCKSIZE == 96
+    { volatile float* spin = (volatile float*)y; while (!(spin[0] == 1.0e30f)) {} }
+#endif
+"""
+
+
+def broken_gemv(folder: Path) -> Variant:
+    """gemv_tuned from a copy of its kernel with GEMV_BUGS in it (its headers found under kernels/)."""
+    import dataclasses
+
+    text = (Path(__file__).parents[1] / "kernels" / "gemv" / "tuned.cu").read_text()
+    broken = text.replace("(GEMV_WORK_ARGS)\n{\n", "(GEMV_WORK_ARGS)\n{\n" + GEMV_BUGS, 1)
+    assert broken != text
+    (folder / "gemv").mkdir()
+    (folder / "gemv" / "tuned.cu").write_text(broken)
+    return dataclasses.replace(REGISTRY["gemv_tuned"], source_dir=folder)
+
+
+def batched(engine, sizes: str, out: Path):
+    """A batched tuning of sizes by an opened engine (closed after), pruning nothing; its rows."""
+    from mmbench.engine import batched_local
+    from mmbench.ops import get_op
+
+    try:
+        engine.prepare(4, time.perf_counter(), print)
+        engine.run(get_op("gemv").parse_sizes(sizes), out, 1, set(), None, {}, 0.0)
+    finally:
+        engine.close()
+    return batched_local.read_rows(out)
+
+
+def test_a_batched_tunings_faulting_and_endless_configurations_are_failed_rows_and_its_classes_go_on(tmp_path, gpu):
+    """In each class the out-of-bounds configuration and the endless one are failed rows naming the
+    illegal address and the timeout, found at the class's pivot; the two good ones are verified at
+    every shape. Each class costs three fresh workers (the fault in the batches, then each culprit)."""
+    from mmbench.engine.batched_isolated import IsolatedBatched
+
+    started = time.perf_counter()
+    engine = IsolatedBatched(broken_gemv(tmp_path), GEMV_CONFIGS, "cold", "read", Isolation(timeout_s=10))
+    rows = batched(engine, "cell:9x9,cell:12x10", tmp_path / "t.csv")
+    assert time.perf_counter() - started < 300
+    assert list(rows.size_class) == ["cell09x09"] * 4 + ["cell12x10"] * 4
+    assert list(rows.status) == ["ok", "failed", "failed", "ok"] * 2, list(rows.reason)
+    assert (rows.shapes[rows.status == "ok"] == 9).all() and (rows.gflops[rows.status == "ok"] > 0).all()
+    for reason in rows.reason[rows.params.str.startswith("BLOCKSIZE=64,")]:
+        assert "illegal" in reason, reason
+    for reason in rows.reason[rows.params.str.startswith("BLOCKSIZE=96,")]:
+        assert "timed out after 10 s: a kernel that never ends?" in reason, reason
+    isolation = engine.meta()["isolation"]
+    assert isolation["restarts"] == 6
+    assert [f["configuration"].split(",")[0] if f["configuration"] else None for f in isolation["faults"]] == \
+        [None, "BLOCKSIZE=64", "BLOCKSIZE=96"] * 2
+
+
+def test_the_isolated_batched_tuner_verifies_what_this_process_verifies(tmp_path, gpu):
+    """The same configurations and shapes in this process and in a worker process: the same rows but
+    for their times, every configuration verified at every shape."""
+    from mmbench.engine.batched_isolated import IsolatedBatched
+    from mmbench.engine.batched_local import LocalBatched
+
+    good = [c for c in GEMV_CONFIGS if dict(c)["BLOCKSIZE"] in (32, 128)]
+    sizes = "cell:9x9,cell:12x10"
+    here = batched(LocalBatched(gpu, REGISTRY["gemv_tuned"], good, "cold", "read"), sizes, tmp_path / "here.csv")
+    there = batched(IsolatedBatched(REGISTRY["gemv_tuned"], good, "cold", "read"), sizes, tmp_path / "there.csv")
+    columns = ["size_class", "params", "status", "shapes"]
+    assert here[columns].equals(there[columns]) and set(there.status) == {"ok"} and len(there) == 4

@@ -178,8 +178,8 @@ def test_a_run_without_gpu_points_stays_in_this_process_and_says_so(tmp_path):
     (["run", "-v", "blas", "-s", "4", "--point-timeout", "nan"], "--point-timeout"),
     (["run", "-v", "blas", "-s", "4", "--isolation", "none", "--point-timeout", "5"],
      "--point-timeout 5 stops a point's worker process, and --isolation none runs the points in this process"),
-    (["tune", "-v", "gemv_tuned", "-s", "256", "--strategy", "brute", "--engine", "batched", "--point-timeout", "5"],
-     "--point-timeout 5 is for --engine points"),
+    (["tune", "-v", "gemv_tuned", "-s", "256", "--strategy", "brute", "--engine", "batched", "--isolation", "none",
+      "--point-timeout", "5"], "--point-timeout 5 stops a point's worker process, and --isolation none runs"),
 ])
 def test_bad_isolation_options_are_one_line_and_exit_2(tmp_path, args, needle):
     out = tmp_path / "x.csv"

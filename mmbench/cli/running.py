@@ -85,12 +85,14 @@ def isolation_options(fn):
     fn = click.option("--point-timeout", type=Finite(min=0, min_open=True), metavar="SECONDS",
                       help="With --isolation process: the time a GPU point may take from its first launch to its row; "
                            "a point still running then (a kernel that never ends) is stopped and a failed row. Default: "
-                           f"{TIMEOUT_RULE}.")(fn)
+                           f"{TIMEOUT_RULE}. tune --engine batched: a shape's launches, and a configuration's "
+                           "(docs/tuning.md).")(fn)
     fn = click.option("--isolation", type=click.Choice(MODES), default="process", show_default=True,
                       help="process: GPU points run in a worker process that is thrown away and replaced when a "
                            "kernel's fault (an illegal address, ...) kills or poisons it, or a point outlives "
-                           "--point-timeout; the point is a failed row naming the fault and the sweep goes on. none: "
-                           "in this process (a fault then fails every later GPU point of the run).")(fn)
+                           "--point-timeout; the point is a failed row naming the fault and the sweep goes on (tune "
+                           "--engine batched: the configuration, and its size class goes on). none: in this process (a "
+                           "fault then fails every later GPU point of the run, or ends a batched tuning).")(fn)
     return fn
 
 

@@ -31,11 +31,13 @@ import gc
 import gzip
 import math
 import shutil
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from contextlib import closing
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -48,6 +50,7 @@ from ..ops.declared import launcher
 from ..sizes import Shape
 from ..variants import Params, Variant, format_params
 from .interface import BatchedEngine
+from .points_local import error_line
 
 BATCH = 16  # configurations behind one hold: about 100 commands, far from a full launch queue
 COLUMNS = ("size_class", "params", "status", "reason", "shapes", "gflops", "time_ms_min", "time_ms_max",
@@ -61,6 +64,40 @@ class Untimed:
 
     status: str
     reason: str
+
+
+class ConfigFault(Exception):
+    """A configuration run alone lost the CUDA context: its index and the error's line."""
+
+    def __init__(self, config: int, line: str):
+        super().__init__(line)
+        self.config, self.line = config, line
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What measuring a class again after a fault knows (batched_isolated.py): the shape (its index
+    in the class) whose configurations run one at a time, to find whose fault it was, and the
+    configurations found faulting, each failed from the shape it faulted at on, with why."""
+
+    careful: int | None = None
+    failed: Mapping[int, tuple[int, str]] = field(default_factory=dict)
+
+    def failed_at(self, j: int) -> dict[int, Untimed]:
+        return {c: Untimed("failed", why) for c, (at, why) in self.failed.items() if j >= at}
+
+    def after(self, at: int, culprit: int | None, why: str) -> "Recovery":
+        """The recovery after a fault at shape `at`: that shape careful, the culprit (if known) failed."""
+        return Recovery(at, {**self.failed, **({} if culprit is None else {culprit: (at, why)})})
+
+
+@dataclass(frozen=True)
+class Watcher:
+    """Who hears how a class goes as it is measured (an isolated child's parent): at(j) before the
+    class's shape j is timed; trying(c) before each configuration of a careful shape."""
+
+    at: Callable[[int], None]
+    trying: Callable[[int], None]
 
 
 class BatchError(ValueError):
@@ -251,10 +288,12 @@ class BatchedTuner:
             self.problems[params] = ("skipped", f"{fn.local_size_bytes} bytes of local memory a thread (registers spill)")
         self.kernels[f"{self.variant.name}[{format_params(params)}]"] = self.gpu.resources(fn)
 
-    def shape(self, shape: Shape, inputs, untimed: dict[int, Untimed] | None = None) -> list[Measured]:
+    def shape(self, shape: Shape, inputs, untimed: dict[int, Untimed] | None = None,
+              one_by_one: Callable[[int], None] | None = None) -> list[Measured]:
         """Every configuration at one shape: verified on the GPU, one timed launch sequence each.
         Given `untimed` (by index, the operation's skips included: see skipped_in_class), those are
-        left untimed; else the operation's tuning_skip decides at this shape."""
+        left untimed; else the operation's tuning_skip decides at this shape. Given one_by_one, each
+        configuration runs alone, one_by_one(its index) told first (see _time_alone)."""
         gpu, op = self.gpu, self.op
         reference, bound, terms = op.sum_check(inputs)
         bufs = op.upload(gpu, inputs)
@@ -265,20 +304,45 @@ class BatchedTuner:
             flush = self.cache == "cold" and op.device_bytes(shape) < 2 * gpu.facts.l2_bytes
             runnable = [c for c, p in enumerate(self.configs) if p not in self.problems]
             launches = self._launches(shape, bufs, runnable, untimed)
-            cold_start = [c for c in runnable if self.configs[c] not in self._warm and callable(launches[c])]
-            for c in cold_start:  # the first launch of a loaded module pays for its loading: untimed
-                launches[c]()
-                self._warm.add(self.configs[c])
-            gpu.synchronize()
             todo = [c for c in runnable if callable(launches[c])]
-            times = self._time(todo, launches, bufs, flush, reference.size, (int(ref_d), int(bound_d), int(words_d)))
+            timing = (launches, bufs, flush, reference.size, (int(ref_d), int(bound_d), int(words_d)))
+            if one_by_one is None:
+                self._warm_up(todo, launches)
+                gpu.synchronize()
+                times = self._time(todo, *timing)
+            else:
+                times = self._time_alone(todo, timing, one_by_one)
             words = np.empty(4 * len(self.configs), dtype=np.uint32)
             gpu.drv.memcpy_dtoh(words, words_d)
         finally:
-            for buf in (ref_d, bound_d, words_d):
-                buf.free()
-            bufs.free()
+            free_all((ref_d, bound_d, words_d, bufs))
         return self._measured(launches, times, words, reference, bound, terms)
+
+    def _warm_up(self, todo: Sequence[int], launches: dict) -> None:
+        """The first launch of a loaded module pays for its loading: made untimed."""
+        for c in todo:
+            if self.configs[c] not in self._warm:
+                launches[c]()
+                self._warm.add(self.configs[c])
+
+    def _time_alone(self, todo: Sequence[int], timing: tuple, tell: Callable[[int], None]) -> dict[int, float]:
+        """_time one configuration at a time, each told first and synchronized after, so that a fault
+        is its own (an isolated child's shape after a fault, batched_isolated.py): ConfigFault where
+        it lost the CUDA context; an error that left the context working fails that one alone."""
+        launches, times = timing[0], {}
+        for c in todo:
+            tell(c)
+            try:
+                self._warm_up([c], launches)
+                times.update(self._time([c], *timing))
+                self.gpu.synchronize()
+            except Exception as exc:
+                try:
+                    self.gpu.probe()
+                except Exception:
+                    raise ConfigFault(c, error_line(exc)) from None
+                launches[c] = exc
+        return times
 
     def _launches(self, shape: Shape, bufs, runnable: Sequence[int], untimed: dict[int, Untimed] | None) -> dict:
         """By configuration index: its launch at this shape, or Untimed (left out), or the exception
@@ -367,6 +431,18 @@ class BatchedTuner:
         return out
 
 
+def free_all(buffers) -> None:
+    """Free each; while an error propagates (a fault lost the context, where every call fails), a
+    free's own error does not hide it."""
+    failing = sys.exc_info()[0] is not None
+    for buf in buffers:
+        try:
+            buf.free()
+        except Exception:
+            if not failing:
+                raise
+
+
 def by_class(op, shapes: Sequence[Shape]) -> Iterator[tuple[str, list[Shape]]]:
     """Shapes grouped by their size class, classes in the order they first appear, each class's
     pivot (its shape of median footprint, the first of two) first and the rest in their order."""
@@ -410,15 +486,20 @@ def pruned_after_pivot(measured: Sequence[Measured], prune: float, pivot: Shape,
 
 
 def measure_class(tuner: BatchedTuner, cls: str, group: Sequence[Shape], inputs_of: Callable[[Shape], object],
-                  prune: float = 0.0) -> list[dict]:
+                  prune: float = 0.0, recovery: Recovery | None = None, watcher: Watcher | None = None) -> list[dict]:
     """One size class's rows: every configuration at the class's pivot (its first shape), then the
-    unpruned ones at its other shapes; inputs_of(shape) gives a shape's inputs and reference."""
-    op = tuner.op
+    unpruned ones at its other shapes; inputs_of(shape) gives a shape's inputs and reference. A
+    recovery's faulted configurations are failed, its careful shape timed one configuration at a
+    time; the watcher hears each shape and each configuration of a careful one."""
+    op, recovery = tuner.op, recovery or Recovery()
     skipped = skipped_in_class(op, tuner.variant, tuner.configs, group)
     results, untimed = [], skipped
-    for s in group:
+    for j, s in enumerate(group):
         inputs = inputs_of(s)
-        results.append(tuner.shape(s, inputs, untimed))
+        if watcher is not None:
+            watcher.at(j)
+        one_by_one = watcher.trying if watcher is not None and recovery.careful == j else None
+        results.append(tuner.shape(s, inputs, {**untimed, **recovery.failed_at(j)}, one_by_one))
         del inputs
         if len(results) == 1:  # the pivot is measured: who goes on
             untimed = {**skipped, **pruned_after_pivot(results[0], prune, s, op.flops)}
@@ -430,20 +511,15 @@ def make_inputs(op, seed: int) -> Callable[[Shape], object]:
     return lambda s: op.make_inputs(s, np.random.default_rng([seed, s.m, s.n, s.k]))
 
 
-def run(tuner: BatchedTuner, shapes: Sequence[Shape], output: Path, seed: int, skip: set[str],
-        on_class: Callable[[str, int, int], None] | None = None, counts: dict | None = None,
-        prune: float = 0.0) -> dict:
-    """Measure every class not in skip, writing each class's rows when it is done; returns the
-    counts of rows by status (kept in `counts` as they grow, so an interruption still has them).
-    prune > 0: the configurations slower at a class's pivot than prune times the best's speed are
-    not timed at its other shapes."""
-    op = tuner.op
-    writer = ClassWriter(output)
-    counts = {} if counts is None else counts
-    classes = [(cls, group) for cls, group in by_class(op, shapes) if cls not in skip]
-    started = time.perf_counter()
+Classes = Sequence[tuple[str, Sequence[Shape]]]  # size classes in order, each with its shapes (by_class)
+
+
+def measured_classes(tuner: BatchedTuner, classes: Classes, seed: int, prune: float = 0.0,
+                     recovery: Recovery | None = None, watcher: Watcher | None = None
+                     ) -> Iterator[tuple[str, list[dict]]]:
+    """Each class's rows as it is measured (measure_class; the recovery is the first class's)."""
     order = [s for _, group in classes for s in group]
-    make = make_inputs(op, seed)
+    make = make_inputs(tuner.op, seed)
     # The next shape's inputs and float64 reference are made on the host while the GPU measures this one.
     prefetch = ThreadPoolExecutor(1)
     coming = [prefetch.submit(make, order[0])] if order else []
@@ -459,17 +535,41 @@ def run(tuner: BatchedTuner, shapes: Sequence[Shape], output: Path, seed: int, s
 
     try:
         for i, (cls, group) in enumerate(classes):
-            rows = measure_class(tuner, cls, group, prefetched, prune)
-            writer.write(rows)
-            for r in rows:
-                counts[r["status"]] = counts.get(r["status"], 0) + 1
-            if on_class:
-                on_class(cls, i + 1, len(classes))
+            yield cls, measure_class(tuner, cls, group, prefetched, prune, recovery if i == 0 else None, watcher)
     finally:
         prefetch.shutdown(wait=False, cancel_futures=True)
+
+
+def record(measured: Iterator[tuple[str, list[dict]]], total: int, output: Path,
+           on_class: Callable[[str, int, int], None] | None = None, counts: dict | None = None) -> dict:
+    """Write each class's rows as it comes (in one write: a crash loses at most the class in
+    progress); the counts of rows by status, kept in `counts` as they grow (an interruption still
+    has them); on_class(class, classes done, total) after each."""
+    writer = ClassWriter(output)
+    counts = {} if counts is None else counts
+    started = time.perf_counter()
+    try:
+        with closing(measured):
+            for i, (cls, rows) in enumerate(measured):
+                writer.write(rows)
+                for r in rows:
+                    counts[r["status"]] = counts.get(r["status"], 0) + 1
+                if on_class:
+                    on_class(cls, i + 1, total)
+    finally:
         writer.close()
     counts["wall_s"] = round(time.perf_counter() - started, 1)
     return counts
+
+
+def run(tuner: BatchedTuner, shapes: Sequence[Shape], output: Path, seed: int, skip: set[str],
+        on_class: Callable[[str, int, int], None] | None = None, counts: dict | None = None,
+        prune: float = 0.0) -> dict:
+    """Measure every class not in skip, writing each class's rows when it is done (record); prune > 0:
+    the configurations slower at a class's pivot than prune times the best's speed are not timed at
+    its other shapes."""
+    classes = [(cls, group) for cls, group in by_class(tuner.op, shapes) if cls not in skip]
+    return record(measured_classes(tuner, classes, seed, prune), len(classes), output, on_class, counts)
 
 
 class LocalBatched(BatchedEngine):

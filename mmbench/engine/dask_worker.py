@@ -172,30 +172,57 @@ _TUNERS: dict[tuple, object] = {}  # per worker process: a batched tuner per var
 
 
 def run_class(ref: tuple[str, str | None], configs: list, cache: str, l2_flush: str, jobs: int, cls: str, shapes: list[tuple],
-              seed: int, prune: float, shares: dict[str, int]) -> dict:
+              seed: int, prune: float, shares: dict[str, int], isolation=None) -> dict:
     """On a worker: one size class of a batched tuning (batched_local.measure_class), the tuner's
-    configurations compiled and loaded at the worker's first class and kept for the rest."""
+    configurations compiled and loaded at the worker's first class and kept for the rest. With an
+    isolation of mode process, the tuner is in a child process of the worker that is replaced when
+    a configuration's fault kills or poisons it (batched_isolated.IsolatedBatched)."""
     from .. import environment
-    from ..device import open_gpu
-    from . import batched_local
 
     variant = variant_of(tuple(ref))
     configs = [tuple(map(tuple, c)) for c in configs]
-    key = (variant.name, tuple(configs), cache, l2_flush)
+    isolation = isolation if isolation is not None and isolation.mode == "process" else None
+    key = (variant.name, tuple(configs), cache, l2_flush, isolation)
     group = [Shape(*s) for s in shapes]
     allocate_as_a_plain_process()  # a worker the nanny restarted has not reported itself
     with _LOCK, blas_threads(shares):
-        tuner = _TUNERS.get(key)
         device.CURRENT_ON_OPEN = False
-        if tuner is None:
-            gpu = _TUNERS.get("gpu") or _TUNERS.setdefault("gpu", open_gpu())  # one Gpu per process
-            with gpu.active():
-                gpu.precompile(variant, configs, jobs)
-                tuner = _TUNERS[key] = batched_local.BatchedTuner(gpu, variant, configs, cache, l2_flush)
-        with tuner.gpu.active():
-            rows = batched_local.measure_class(tuner, cls, group, batched_local.make_inputs(tuner.op, seed), prune)
+        tuner = _TUNERS.get(key) or _TUNERS.setdefault(key, _batched_tuner(variant, configs, cache, l2_flush, jobs,
+                                                                           isolation))
+        rows = _class_rows(tuner, cls, group, seed, prune)
     return {"rows": rows, "kernels": dict(tuner.kernels), "libraries": {}, "gpu": environment.gpu_info(tuner.gpu),
-            "worker": {"host": HOST, "pid": os.getpid()}}
+            "worker": {"host": HOST, "pid": os.getpid()},
+            "isolation": tuner.meta()["isolation"] if isolation is not None else None}
+
+
+def _batched_tuner(variant, configs: list, cache: str, l2_flush: str, jobs: int, isolation):
+    """A worker's batched tuner, its configurations compiled and loaded: a BatchedTuner on the
+    worker's GPU, or (isolation) an IsolatedBatched whose child holds the GPU. The caller holds _LOCK."""
+    if isolation is not None:
+        from .batched_isolated import IsolatedBatched
+
+        tuner = IsolatedBatched(variant, configs, cache, l2_flush, isolation)
+        tuner.prepare(jobs, 0.0, lambda line: None)
+        return tuner
+    from ..device import open_gpu
+    from .batched_local import BatchedTuner
+
+    gpu = _TUNERS.get("gpu") or _TUNERS.setdefault("gpu", open_gpu())  # one Gpu per process
+    with gpu.active():
+        gpu.precompile(variant, configs, jobs)
+        return BatchedTuner(gpu, variant, configs, cache, l2_flush)
+
+
+def _class_rows(tuner, cls: str, group: list[Shape], seed: int, prune: float) -> list[dict]:
+    """One class's rows from the worker's batched tuner (_batched_tuner's either)."""
+    from . import batched_local
+    from .batched_isolated import IsolatedBatched
+
+    if isinstance(tuner, IsolatedBatched):
+        [(_, rows)] = tuner.measured([(cls, group)], seed, prune)
+        return rows
+    with tuner.gpu.active():
+        return batched_local.measure_class(tuner, cls, group, batched_local.make_inputs(tuner.op, seed), prune)
 
 
 def release_worker() -> dict:

@@ -42,14 +42,9 @@ class Engine(ABC):
     def gpu_names(self) -> set[str]:
         """The GPU models the points ran (or will run) on."""
 
-    @contextmanager
     def spending(self, phase: str):
         """Add the block's wall time to spent_s[phase]."""
-        started = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.spent_s[phase] = self.spent_s.get(phase, 0.0) + time.perf_counter() - started
+        return spent_in(self.spent_s, phase)
 
     @abstractmethod
     def time_spent(self) -> dict[str, dict[str, float]]:
@@ -107,6 +102,16 @@ class BatchedEngine(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release what the engine holds (a cluster's client)."""
+
+
+@contextmanager
+def spent_in(spent_s: dict[str, float], phase: str):
+    """Add the block's wall time to spent_s[phase] (an engine's own seconds by phase)."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        spent_s[phase] = spent_s.get(phase, 0.0) + time.perf_counter() - started
 
 
 def spent_between(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:

@@ -6,8 +6,10 @@ Requests: ("open", settings, points, options) first, then ("run" | "ensure" | "p
 settings, points, options), ("precompile_configs", settings, points, (jobs, wait)) and ("close",). A run
 answers ("start",) before each GPU point's first launch, ("row", row, state) as each point
 finishes and ("done", state) at its end. A point whose fault lost the CUDA context is answered
-("lost", row, fault, state), and the process exits at once: nothing more can run in it. Ctrl-C
-is the parent's to handle (it ends the run and this process)."""
+("lost", row, fault, state), and the process exits at once: nothing more can run in it. A batched
+tuning's runner (batched_child.py) answers ("prepare", settings, [], jobs) and ("classes", settings,
+[], (classes, seed, prune, recovery)) instead. Ctrl-C is the parent's to handle (it ends the run and
+this process)."""
 
 from __future__ import annotations
 
@@ -69,6 +71,13 @@ def answer(runner, outbox: Connection, message: tuple) -> None:
     kind, settings, wires, more = message
     if kind == "run":
         run(runner, outbox, settings, wires, more)
+        return
+    if kind == "classes":  # a batched tuner's (batched_child.py): it tells its own progress
+        runner.classes(outbox, *more)
+        outbox.send(("done", state(runner)))
+        return
+    if kind == "prepare":
+        outbox.send(("answered", runner.prepare(more), state(runner)))
         return
     points = [unwire(w) for w in wires]
     compiled = 0

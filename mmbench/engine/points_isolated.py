@@ -16,7 +16,8 @@ metadata records the mode, the timeout rule, the restarts and every fault (meta(
 
 The child is a plain subprocess (`python -m mmbench.engine.isolated_child`) talking over two
 pipes, not a multiprocessing Process: a Dask worker is a daemonic process, which multiprocessing
-forbids to have children, and a worker's runner is an IsolatedPoints too.
+forbids to have children, and a worker's runner is an IsolatedPoints too. ChildKeeper, the hold on
+the child, serves the batched tuner's isolation too (batched_isolated.py).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from ..environment import own_cpus
 from ..schema import HOST
 from ..variants import format_params
 from . import rows
-from .interface import Engine
+from .interface import Engine, spent_in
 from .plan import Point, Settings
 from .points_local import shape_groups
 from .wire import wire
@@ -52,6 +53,7 @@ TIMEOUT_RULE = (f"max({FLOOR_S:g} s, {MULTIPLE} x the point's runs + warmup + 1 
 START_S = 600.0  # the most a fresh child may take to import and open the GPU
 CHILD = "mmbench.engine.isolated_child"
 LOCAL = "mmbench.engine.points_local:LocalPoints"
+BATCHED = "mmbench.engine.batched_child:ChildTuner"
 
 
 @dataclass(frozen=True)
@@ -59,12 +61,14 @@ class Isolation:
     """How a run's points are isolated: mode `process` (a child process that can be thrown away
     holds the GPU) or `none` (this process); timeout_s overrides point_timeout's rule. A run
     without GPU points stays in this process (a CPU point cannot lose a CUDA context) unless
-    cpu_points. runner: the child's engine class as "module:name" (tests swap in a faulty one)."""
+    cpu_points. runner: the child's engine class as "module:name", batched_runner a batched
+    tuning's (batched_isolated.py; tests swap in faulty ones)."""
 
     mode: str = "process"
     timeout_s: float | None = None
     cpu_points: bool = False
     runner: str = LOCAL
+    batched_runner: str = BATCHED
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -81,13 +85,17 @@ class Isolation:
         return {"mode": self.mode, "point_timeout": f"{self.timeout_s:g} s" if self.timeout_s else TIMEOUT_RULE}
 
 
+def launch_s(op, shape, faster: float = 1.0) -> float:
+    """One launch at a pessimistic rate: the operation's flops at SLOW_FLOPS or its bytes at
+    SLOW_BYTES (each `faster` times over), whichever takes longer."""
+    return max(op.flops(shape) / (SLOW_FLOPS * faster), op.min_bytes(shape) / (SLOW_BYTES * faster))
+
+
 def point_timeout(point: Point, settings: Settings, given: float | None = None) -> float:
     """Seconds a point may take from its first launch to its row (TIMEOUT_RULE), or `given`."""
     if given is not None:
         return given
-    op, shape = point.op, point.shape
-    launch = max(op.flops(shape) / SLOW_FLOPS, op.min_bytes(shape) / SLOW_BYTES)
-    expected = (settings.runs + settings.warmup + 1) * launch
+    expected = (settings.runs + settings.warmup + 1) * launch_s(point.op, point.shape)
     if settings.target is not None:
         expected += 2 * settings.budget_s
     return max(FLOOR_S, MULTIPLE * expected)
@@ -228,29 +236,28 @@ def _started_child(runner: str) -> Child:
     return Child(runner)
 
 
-class IsolatedPoints(Engine):
-    """Runs points in a child process's LocalPoints (see the module's notes); as a LocalPoints,
-    keep_shape, compile_jobs and blas_threads may be set (a cluster worker's runner)."""
+class ChildKeeper:
+    """An isolated engine's hold on its child process (isolated_child.py): the child started with a
+    runner and opened for some points, a fresh one where the last was lost (restarts), what the
+    child's state messages say (its GPU, kernels, time, libraries, kernel clock), and its end."""
 
-    def __init__(self, settings: Settings, points: Sequence[Point], isolation: Isolation = Isolation()):
-        self.settings, self.isolation = settings, isolation
+    def _keep(self, settings: Settings, isolation: Isolation, runner: str) -> None:
+        self.settings, self.isolation, self._runner = settings, isolation, runner
         self.kernels: dict[str, dict] = {}
         self.gpu: RemoteGpu | None = None
         self.keep_shape, self.compile_jobs, self.blas_threads = False, own_cpus(), None
-        self.restarts, self.faults = 0, []  # children replaced, and why: {"point", "reason"}
+        self.restarts = 0  # children replaced
         self.spent_s: dict[str, float] = {}  # this process's own: "start_child", "prepare"
         self._children_spent: dict[str, dict[str, float]] = {}  # each child's, "host:pid" -> phases
         self._libraries: dict = {}
         self._clock: dict = {}
         self._child: Child | None = None
-        self._busy = False  # a run in flight in the child (an interrupted one: close kills it)
-        self._open(points)
+        self._busy = False  # a request in flight in the child (an interrupted one: close kills it)
 
-    # -- the child ---------------------------------------------------------------------------------------
     def _open(self, points: Sequence[Point]) -> None:
         """A fresh child, its runner opened for these points (the GPU, library handles)."""
-        with self.spending("start_child"):
-            self._child = _started_child(self.isolation.runner)
+        with spent_in(self.spent_s, "start_child"):
+            self._child = _started_child(self._runner)
             self._child.send(("open", self.settings, [wire(p) for p in points], self._options()))
             try:
                 kind, *body = self._child.receive(START_S)
@@ -285,16 +292,71 @@ class IsolatedPoints(Engine):
         self._libraries.update(state.get("libraries") or {})
         self._clock = state.get("kernel_clock") or self._clock
 
-    def _lose(self, point: Point, reason: str) -> None:
-        """The child is gone or going: wait for it (or kill it), and count the restart and its fault."""
+    def _end(self, kind: str, body: list) -> None:
+        """A request's last answer: "done" (its state absorbed, the child idle), or an "error" of the
+        runner itself, raised as it would be in this process."""
+        if kind != "done":
+            raise RuntimeError(f"in the isolated worker process: {body[0]}")
+        self._absorb(body[0])
+        self._busy = False
+
+    def _drop_child(self) -> None:
+        """The child is gone or going: wait for it (or kill it), and count the restart."""
         if self._child is not None:
             self._child.kill()
             self._child = None
         self._busy = False
         self.restarts += 1
+
+    def time_spent(self) -> dict[str, dict[str, float]]:
+        """Each child's time by phase (the last it reported), and this process's own."""
+        return {**{k: dict(v) for k, v in self._children_spent.items()}, f"{HOST}:{os.getpid()}": dict(self.spent_s)}
+
+    def gpu_names(self) -> set[str]:
+        return {self.gpu.facts.name} if self.gpu is not None else set()
+
+    def library_meta(self) -> dict:
+        return dict(self._libraries)
+
+    def kernel_clock_meta(self) -> dict:
+        return dict(self._clock)
+
+    def close(self) -> None:
+        """The child closes its runner and exits; one that does not within 30 s is killed."""
+        child, self._child = self._child, None
+        if child is None:
+            return
+        if self._busy:  # interrupted, or failed, mid-request: what the child still does is not wanted
+            child.kill()
+            return
+        child.send(("close",))
+        try:
+            kind, *body = child.receive(30)
+            if kind == "closed":
+                self._absorb(body[0])
+        except ChildLost:
+            return
+        try:
+            child.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        child.kill()
+
+
+class IsolatedPoints(ChildKeeper, Engine):
+    """Runs points in a child process's LocalPoints (see the module's notes); as a LocalPoints,
+    keep_shape, compile_jobs and blas_threads may be set (a cluster worker's runner)."""
+
+    def __init__(self, settings: Settings, points: Sequence[Point], isolation: Isolation = Isolation()):
+        self._keep(settings, isolation, isolation.runner)
+        self.faults: list[dict] = []  # why each child was replaced: {"point", "reason"}
+        self._open(points)
+
+    def _lose(self, point: Point, reason: str) -> None:
+        """The child is gone or going: count the restart and its fault."""
+        self._drop_child()
         self.faults.append({"point": str(point), "reason": reason})
 
-    # -- the engine ----------------------------------------------------------------------------------------
     def ensure(self, points: Sequence[Point]) -> None:
         self._ask(("ensure", self.settings, [wire(p) for p in points], self._options()), points)
 
@@ -341,12 +403,9 @@ class IsolatedPoints(Engine):
                 self._lose(todo[done], fault)
                 on_row(row)
                 return done + 1
-            elif kind == "done":
-                self._absorb(body[0])
-                self._busy = False
+            else:
+                self._end(kind, body)
                 return done
-            else:  # "error": the runner itself failed, as it would in this process
-                raise RuntimeError(f"in the isolated worker process: {body[0]}")
 
     def _failed_row(self, point: Point, reason: str) -> dict:
         row = rows.row(point, self.settings, "failed", reason)
@@ -354,39 +413,5 @@ class IsolatedPoints(Engine):
             row.update(gpu=self.gpu.facts.name, gpu_uuid=self.gpu.facts.uuid)
         return row
 
-    def time_spent(self) -> dict[str, dict[str, float]]:
-        """Each child's time by phase (the last it reported), and this process's own."""
-        return {**{k: dict(v) for k, v in self._children_spent.items()}, f"{HOST}:{os.getpid()}": dict(self.spent_s)}
-
-    def gpu_names(self) -> set[str]:
-        return {self.gpu.facts.name} if self.gpu is not None else set()
-
-    def library_meta(self) -> dict:
-        return dict(self._libraries)
-
-    def kernel_clock_meta(self) -> dict:
-        return dict(self._clock)
-
     def meta(self) -> dict:
         return {"isolation": {**self.isolation.meta(), "restarts": self.restarts, "faults": list(self.faults)}}
-
-    def close(self) -> None:
-        """The child closes its runner and exits; one that does not within 30 s is killed."""
-        child, self._child = self._child, None
-        if child is None:
-            return
-        if self._busy:  # interrupted, or failed, mid-run: what the child still does is not wanted
-            child.kill()
-            return
-        child.send(("close",))
-        try:
-            kind, *body = child.receive(30)
-            if kind == "closed":
-                self._absorb(body[0])
-        except ChildLost:
-            return
-        try:
-            child.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            pass
-        child.kill()

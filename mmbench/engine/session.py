@@ -51,21 +51,27 @@ def open_engine(settings: Settings, points: Sequence[Point], cluster=None, say: 
     return runner
 
 
-def open_batched_engine(variant, configs: Sequence, cache: str, l2_flush: str, cluster=None, say: Say = print):
-    """The engine of a batched tuning: this process's GPU (batched_local.LocalBatched), or (cluster:
-    a points_dask.ClusterSpec) a Dask cluster's GPU workers (batched_dask.DaskBatched)."""
+def open_batched_engine(variant, configs: Sequence, cache: str, l2_flush: str, cluster=None, say: Say = print,
+                        isolation=None):
+    """The engine of a batched tuning: this process's GPU (batched_local.LocalBatched), the same in a
+    child process that can be thrown away (isolation: a points_isolated.Isolation of mode process;
+    batched_isolated.IsolatedBatched), or (cluster: a points_dask.ClusterSpec) a Dask cluster's GPU
+    workers (batched_dask.DaskBatched, each worker's classes isolated alike)."""
     if cluster is not None:
         from .batched_dask import DaskBatched
         from .points_dask import ClusterError
 
         try:
-            return DaskBatched(variant, configs, cache, l2_flush, cluster, say)
+            return DaskBatched(variant, configs, cache, l2_flush, cluster, say, isolation)
         except ClusterError as exc:
             raise RunAborted(str(exc)) from None
     from ..device import open_gpu
+    from .batched_isolated import IsolatedBatched
     from .batched_local import LocalBatched
 
     try:
+        if isolation is not None and isolation.mode == "process":
+            return IsolatedBatched(variant, configs, cache, l2_flush, isolation)
         gpu = open_gpu()
     except Exception as exc:  # GpuUnavailable and the like: nothing can run
         raise RunAborted(f"cannot open the GPU: {exc}") from None

@@ -101,7 +101,8 @@ def _open_batched(request: TuneRequest, l2_flush: str, previous: Mapping, say: S
     says of this machine; refused when the file was measured on another GPU model."""
     output = request.output
     t0 = time.perf_counter()
-    engine = open_batched_engine(request.variant, list(request.configs), request.cache, l2_flush, request.cluster, say)
+    engine = open_batched_engine(request.variant, list(request.configs), request.cache, l2_flush, request.cluster, say,
+                                 request.isolation)
     try:
         then, now = (previous.get("gpu") or {}).get("name"), engine.gpu_names()
         if then and now and now != {then}:
@@ -191,6 +192,7 @@ def tune_batched(request: TuneRequest, about: dict, command: list[str], say: Say
     say_machine_changes(output, before.previous, opened.facts, say)
     metadata = _Metadata(request, before, opened, about, command)
     state, counts, failure, errors = _measure(request, before, opened, metadata, say, t0)
+    _say_faults(opened.engine, say)
     held = classes_held(output)
     if state != "finished" and not held and before.new_metadata:  # a new file that got no class: nothing is left
         remove_unmeasured(output, before.new_folders)
@@ -212,6 +214,17 @@ def tune_batched(request: TuneRequest, about: dict, command: list[str], say: Say
     best = record_batched(request, device)
     _refuse_incomplete(request, state, held - len(before.done), held, errors, best)
     return best, device, counts
+
+
+def _say_faults(engine: BatchedEngine, say: Say) -> None:
+    """How many configurations an isolated tuning found faulting (each a failed row), and where the
+    faults are listed."""
+    faults = engine.meta().get("isolation", {}).get("faults") or []
+    found = sum(1 for f in faults if f["configuration"])
+    if faults:
+        say(f"{counted(found, 'configuration', 'configurations')} faulted, each a failed row "
+            f"({counted(engine.meta()['isolation']['restarts'], 'worker process', 'worker processes')} replaced; the "
+            f"metadata's isolation lists every fault)")
 
 
 def _refuse_incomplete(request: TuneRequest, state: str, mine: int, held: int, errors: list, best: dict) -> None:

@@ -81,6 +81,6 @@ class TuneRequest:
     per_shape: bool = False  # points: the best of every shape, not of every size class
     pool_gpus: bool = False  # points on a cluster: pool GPUs of different models into each one's entry
     cluster: Any = None  # a cluster.ClusterSpec, or None: this machine
-    isolation: Any = None  # points: an engine.points_isolated.Isolation (None: in this process)
+    isolation: Any = None  # an engine.points_isolated.Isolation (None: in this process)
     dtype: str = "fp32"  # the precision and layout tuned at (precisions.py)
     layout: str = "nn"

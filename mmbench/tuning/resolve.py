@@ -92,9 +92,6 @@ def request(options: TuneOptions, variant, shapes, configs, cache_path: Path) ->
     if engine == "batched" and (options.runs is not None or options.warmup is not None or options.per_shape):
         raise RunRefused("the batched engine times one launch per configuration and shape, a size class at a time; "
                          "--runs, --warmup and --per-shape are for --engine points")
-    if options.point_timeout is not None and engine == "batched":
-        raise RunRefused(f"--point-timeout {options.point_timeout:g} is for --engine points (the batched engine runs "
-                         f"in this process)")
     if options.prune is not None and engine != "batched":
         raise RunRefused(f"--prune {options.prune:g} is for the batched engine (this tuning uses --engine {engine})")
     if options.resume and (engine != "batched" or options.output is None):
