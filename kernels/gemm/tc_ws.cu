@@ -79,10 +79,11 @@ __device__ __forceinline__ void release(uint64_t* empty_slot)
 struct Piece { int unit, kb, ke; };
 
 #if STREAMK
-// At most this many blocks share a tile's k-tiles, each at least 2 of them: a tile split finer
-// spends more on adding the parts than the wave saves.
+// The last wave's units are shared over at most SPLIT_MAX clusters each (a share is a quarter of a
+// unit's k-tiles or more, and at least 2; a unit's k-tiles may still fall to 5 blocks where the shares
+// do not line up with it): a tile split finer spends more on adding the parts than the wave saves.
 constexpr int SPLIT_MAX = 4;
-// A last wave at least half full stays whole: its parts (a float tile a block, written and read
+// A last wave more than half full stays whole: its parts (a float tile a block, written and read
 // back) cost more than the SMs it leaves idle (on an H100: 2048 at 128 x 256 tiles, 64 units on 66
 // clusters, ran 23 % slower split).
 __device__ __forceinline__ bool worth_splitting(int rest, int clusters) { return rest != 0 && 2 * rest <= clusters; }

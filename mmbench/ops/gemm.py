@@ -514,14 +514,17 @@ def gemm_launcher_ex(gpu, variant: Variant, params: Params, shape: Shape, bufs: 
     fn = gpu.function(variant, params)
     gpu.allow_dynamic_shared(fn, shared)
     walkers = tile_walker_grid(variant, params, grid, gpu.facts.sm_count)
-    if walkers != grid and cluster != (1, 1, 1):  # walkers in clusters: as many as the GPU holds at once
+    # walkers in clusters: no more than the GPU holds at once (stream-K's blocks wait on one another,
+    # so one left for a second wave would never come), however few the tiles
+    if evaluate(_geometry(variant, "tile_walkers"), params) and cluster != (1, 1, 1):
         walkers = (min(walkers[0], fn.resident_clusters(block, shared, cluster) * cluster[0]), 1, 1)
     grid = walkers
     args = (*maps, *pointers.values(), *(np.int32(v) for v in (shape.m, shape.n, shape.k)))
     if p.scaled:  # FP8's per-tensor scales: pointers into the scales' device buffer
         args += bufs.scale_pointers
     if stream_k(variant, params):  # the allocation itself: the launch holds its arguments, so it lives as long
-        args += (stream_k_workspace(gpu, variant, params, grid[0]),)
+        blocks = -(-grid[0] // cluster[0]) * cluster[0]  # gridDim.x, which the kernel indexes: whole clusters
+        args += (stream_k_workspace(gpu, variant, params, blocks),)
     run = fn.launcher(args, grid, block, shared, gpu.stream.handle, cluster)
     if not accumulates(variant, params):
         return run
