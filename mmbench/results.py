@@ -518,12 +518,17 @@ def update_metadata(csv_path: Path, **entries) -> Path:
 
 
 def read_metadata(csv_path: Path) -> dict:
+    """A run's metadata: X.meta.json, or X.meta.json.gz for a finished run kept compressed (a large
+    tuning's, whose kernels' reports run to a megabyte); {} where there is none."""
     path = metadata_path(csv_path)
-    if not path.exists():
+    packed = path.with_name(path.name + ".gz")
+    if not path.exists() and packed.exists():
+        path = packed
+    elif not path.exists():
         return {}
     try:
-        meta = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as exc:
+        meta = json.loads(gzip.decompress(path.read_bytes()) if path == packed else path.read_text())
+    except (ValueError, UnicodeDecodeError, EOFError, gzip.BadGzipFile) as exc:
         raise ResultsError(f"{path} is not mmbench metadata (bad JSON: {exc})") from None
     except OSError as exc:  # a folder of that name, no permission
         raise ResultsError(f"{path} cannot be read: {exc.strerror or exc}") from None

@@ -66,6 +66,19 @@ def test_metadata_beside_the_csv(tmp_path):
     assert written == tmp_path / "r.meta.json" and read_metadata(path) == {"gpu": {"name": "X"}}
 
 
+def test_a_finished_runs_metadata_may_be_kept_gzipped_beside_it(tmp_path):
+    """X.meta.json.gz is read where X.meta.json is absent (a large tuning's, kept small); a torn one is
+    a clear error."""
+    import gzip
+
+    path = tmp_path / "t.csv.gz"
+    (tmp_path / "t.meta.json.gz").write_bytes(gzip.compress(b'{"gpu": {"name": "X"}}'))
+    assert read_metadata(path) == {"gpu": {"name": "X"}}
+    (tmp_path / "t.meta.json.gz").write_bytes(gzip.compress(b'{"gpu": {"name": "X"}}')[:-6])
+    with pytest.raises(ResultsError, match="t.meta.json.gz is not mmbench metadata"):
+        read_metadata(path)
+
+
 def test_git_commit_named_by_the_environment_wins(monkeypatch):
     """The GPU machine's copy may carry a stale .git; the commit the caller names is the truth."""
     from mmbench.environment import git_info
