@@ -38,42 +38,30 @@ from mmbench.variants import REGISTRY, param_points, parse_params  # noqa: E402
 from mmbench.variants.model import typed_defines  # noqa: E402
 
 
-def ptx(variant, params, arch: str = "sm_90") -> str | None:
-    """The PTX nvcc makes of one point; None when it does not compile (never equal to anything)."""
-    with tempfile.TemporaryDirectory(prefix="same-code-") as tmp:
-        Path(tmp, "k.cu").write_text(source.module_source(variant, params))
-        arch = variant.target or arch  # sm_90a for the kernels that use wgmma, setmaxnreg
-        proc = subprocess.run(["nvcc", "-ptx", "-arch", arch, "k.cu", "-o", "k.ptx"], cwd=tmp, capture_output=True, text=True)
-        if proc.returncode:
-            print(f"{variant.name} {params}: nvcc failed: {proc.stderr.strip()[:300]}", file=sys.stderr)
-            return None
-        return Path(tmp, "k.ptx").read_text()
-
-
-def cubin(variant, params, arch: str = "sm_90") -> bytes | None:
-    """The machine code nvcc makes of one point (a cubin, without -lineinfo, so moved lines do not
+def compiled(variant, params, kind: str, arch: str = "sm_90") -> bytes | None:
+    """What nvcc makes of one point, kind "ptx" or "cubin" (without -lineinfo, so moved lines do not
     count); None when it does not compile (never equal to anything)."""
     with tempfile.TemporaryDirectory(prefix="same-code-") as tmp:
         Path(tmp, "k.cu").write_text(source.module_source(variant, params))
         arch = variant.target or arch  # sm_90a for the kernels that use wgmma, setmaxnreg
-        proc = subprocess.run(["nvcc", "-cubin", "-arch", arch, "k.cu", "-o", "k.cubin"], cwd=tmp, capture_output=True,
-                              text=True)
+        proc = subprocess.run(["nvcc", f"-{kind}", "-arch", arch, "k.cu", "-o", f"k.{kind}"], cwd=tmp,
+                              capture_output=True, text=True)
         if proc.returncode:
             print(f"{variant.name} {params}: nvcc failed: {proc.stderr.strip()[:300]}", file=sys.stderr)
             return None
-        return Path(tmp, "k.cubin").read_bytes()
+        return Path(tmp, f"k.{kind}").read_bytes()
 
 
 def same_code(old, new, params, form=(DEFAULT, DEFAULT_LAYOUT)) -> bool:
-    """Whether the point compiles to the same code from both trees (canonical PTX, else the cubin), at its entry's precision and
-    layout (the typed kernels compile nothing at the default fp32, nn)."""
+    """Whether the point compiles to the same code from both trees (canonical PTX, else the cubin), at
+    its entry's precision and layout (the typed kernels compile nothing at the default fp32, nn)."""
     typed = typed_defines(new, *form)
     before, after = with_defines(params, typed), with_defines(completed(new, params), typed)
-    texts = ptx(old, before), ptx(new, after)
-    if None not in texts and canonical(texts[0]) == canonical(texts[1]):
+    texts = compiled(old, before, "ptx"), compiled(new, after, "ptx")
+    if None not in texts and canonical(texts[0].decode()) == canonical(texts[1].decode()):
         return True
     # PTX that differs in its virtual registers' numbers alone can still make the same machine code
-    codes = cubin(old, before), cubin(new, after)
+    codes = compiled(old, before, "cubin"), compiled(new, after, "cubin")
     return codes[0] is not None and codes[0] == codes[1]
 
 

@@ -56,9 +56,10 @@ GEOMETRY = {
     # Blocks per SM of a persistent grid whose blocks walk C's tiles themselves (the tensor-core
     # ladder's, not stream-K's): the grid is min(that many a SM, the tiles) along x; 0: a block a tile.
     "tile_walkers": "0",
-    # 1: tile walkers that share the last wave's k-tiles out (stream-K, tc_ws.cu's STREAMK): the grid is
-    # every block the GPU holds at once, and the kernel takes a workspace last (a flag and a tile of
-    # float sums a block, the flags zeroed once: the kernel lowers each flag it raised).
+    # Above 0: tile walkers that share the last wave's k-tiles out (stream-K, tc_ws.cu's STREAMK), with
+    # this many flags a block: the grid is every block the GPU holds at once, and the kernel takes a
+    # workspace last (the flags, 256-byte aligned, then a tile of float sums a block; the flags zeroed
+    # once: the kernel lowers each flag it raised).
     "stream_k": "0",
 }
 
@@ -469,15 +470,16 @@ def tile_walker_grid(variant: Variant, params: Params, grid: tuple[int, int, int
     return (per_sm * sms if stream_k(variant, params) else min(per_sm * sms, grid[0] * grid[1]), 1, 1)
 
 
-def stream_k(variant: Variant, params: Params) -> bool:
-    return bool(evaluate(_geometry(variant, "stream_k"), params))
+def stream_k(variant: Variant, params: Params) -> int:
+    """The flags a block of a stream-K kernel raises (geometry stream_k); 0: not one."""
+    return evaluate(_geometry(variant, "stream_k"), params)
 
 
 def stream_k_workspace(gpu, variant: Variant, params: Params, blocks: int):
-    """The workspace of a stream-K launch of `blocks` blocks: a 4-byte flag a block and consumer (256-byte
-    aligned), then a tile of float sums a block; zeroed once, on the stream before the first launch."""
+    """The workspace of a stream-K launch of `blocks` blocks: its 4-byte flags (256-byte aligned), then a
+    tile of float sums a block; the flags zeroed once, on the stream before the first launch."""
     rows, cols = (evaluate(e, params) for e in _geometry(variant, "tile"))
-    flags = -(-blocks * dict(params).get("CONSUMERS", 1) * 4 // 256) * 256
+    flags = -(-blocks * stream_k(variant, params) * 4 // 256) * 256
     nbytes = flags + blocks * rows * cols * 4
     workspace = gpu.alloc(nbytes)
     gpu.zero_bytes_async(workspace, flags)

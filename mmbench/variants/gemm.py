@@ -208,7 +208,7 @@ def _tc_ws(name: str, label: str, description: str, stages: int = 4, fp8: bool =
                    axes=MappingProxyType({**_WS_AXES, "STAGES": (stages,), **{k: (v,) for k, v in fixed.items()}}),
                    threads=("128 * (CONSUMERS + 1)",), shared=_WS_SHARED,
                    geometry=MappingProxyType({"tile": (_WS_ROWS, "BN"), "k_tile": k_row, "tile_walkers": "WALK",
-                                               "stream_k": "STREAMK"}),
+                                               "stream_k": "STREAMK * CONSUMERS"}),  # a flag a consumer
                    constraints=_WS_RULES, space=MappingProxyType(space), target="sm_90a",
                    cluster=("CLUSTER", "1", "1"),
                    tensor_maps=(TensorMapSpec("A", (_WS_ROWS, k_row)), TensorMapSpec("B", ("BN // CLUSTER", k_row)),
