@@ -264,18 +264,32 @@ def _workers_runner_settings():
     return dask_worker._RUNNER[0]
 
 
-def test_closing_a_cluster_run_releases_every_workers_runner(scheduler):
-    """What a worker's runner holds (on a GPU: modules, buffers, streams, events) is freed by a task at
-    the run's end, not at the process's exit."""
+def _workers_runner_id():
+    from mmbench.engine import dask_worker
+
+    return id(dask_worker._RUNNER[1]) if dask_worker._RUNNER[1] is not None else None
+
+
+def test_a_running_clusters_workers_keep_their_runners_for_the_next_run_and_release_frees_them(scheduler):
+    """At a run's end on a running cluster each worker parks its runner (its shape freed; on a GPU
+    its context, handles and modules kept): a second run of the same settings takes it and opens
+    nothing. An explicit release frees it (a task, not the process's exit)."""
+    from mmbench.engine.dask_worker import release_worker
+
     settings = Settings(runs=2, warmup=0)  # not another test's runner left on the shared cluster
     points = [Point(REGISTRY["blas"], (), Shape(n, n, n), "hot") for n in (32, 48, 64, 80)]
-    runner = DaskPoints(settings, points, ClusterSpec(scheduler=scheduler), say=lambda _: None)
     with distributed.Client(scheduler) as client:
-        try:
-            runner.run(points, lambda row: None)
-            assert settings in client.run(_workers_runner_settings).values()  # kept between chunks while the run lasts
-        finally:
-            runner.close()
+        ids = []
+        for _ in range(2):
+            runner = DaskPoints(settings, points, ClusterSpec(scheduler=scheduler), say=lambda _: None)
+            try:
+                runner.run(points, lambda row: None)
+            finally:
+                runner.close()
+            assert set(client.run(_workers_runner_settings).values()) == {settings}  # kept after the run
+            ids.append(client.run(_workers_runner_id))
+        assert ids[0] == ids[1] and None not in ids[0].values()  # the second run took the first's runners
+        client.run(release_worker)
         assert set(client.run(_workers_runner_settings).values()) == {None}
 
 
@@ -324,9 +338,56 @@ def test_releasing_a_worker_frees_its_runners_and_tuners_with_their_gpus_context
     monkeypatch.setattr(dask_worker, "_RUNNER", [object(), runner])
     monkeypatch.setattr(dask_worker, "_TUNERS", {"gpu": gpu, ("gemv_tuned",): tuner})
     del gpu, runner, tuner
-    assert dask_worker.release_worker() == {"released": 2, "failed": []}
+    assert dask_worker.release_worker() == {"released": 2, "kept": False, "failed": []}
     assert all(ref() is None for ref in dead) and dask_worker._RUNNER == [None, None] and dask_worker._TUNERS == {}
     assert said[0] == "push" and said[-1] == "pop" and {"close", "runner freed", "gpu freed"} <= set(said)
+
+
+class KeptRunner:
+    """A runner a running cluster's worker may keep: parks, lives or not, closes."""
+    gpu = None
+
+    def __init__(self, alive=True, parks=True):
+        self.said, self._alive, self._parks = [], alive, parks
+
+    def alive(self):
+        return self._alive
+
+    def park(self):
+        if not self._parks:
+            raise RuntimeError("child lost")
+        self.said.append("parked")
+
+    def close(self):
+        self.said.append("closed")
+
+    def ensure(self, points):
+        self.said.append("ensured")
+
+
+def test_a_running_clusters_worker_parks_its_runner_and_the_next_run_of_the_same_settings_takes_it(monkeypatch):
+    from mmbench.engine import dask_worker
+
+    runner, key = KeptRunner(), Settings(runs=1, warmup=0)
+    monkeypatch.setattr(dask_worker, "_RUNNER", [key, runner])
+    monkeypatch.setattr(dask_worker, "_TUNERS", {})
+    assert dask_worker.release_worker(keep=True) == {"released": 0, "kept": True, "failed": []}
+    assert runner.said == ["parked"] and dask_worker._RUNNER == [key, runner]
+    assert dask_worker._runner(key, [], {}) is runner  # same settings: taken as it is
+    fresh = dask_worker._runner(Settings(runs=2, warmup=0), [], {})  # other settings: replaced
+    assert fresh is not runner and runner.said == ["parked", "ensured", "closed"]
+
+
+@pytest.mark.parametrize("alive, parks", [(False, True), (True, False)])
+def test_a_kept_runner_that_died_or_cannot_park_is_released(monkeypatch, alive, parks):
+    from mmbench.engine import dask_worker
+
+    runner = KeptRunner(alive, parks)
+    monkeypatch.setattr(dask_worker, "_RUNNER", [Settings(runs=1, warmup=0), runner])
+    monkeypatch.setattr(dask_worker, "_TUNERS", {})
+    out = dask_worker.release_worker(keep=True)
+    assert out["kept"] is False and out["released"] == 1 and dask_worker._RUNNER == [None, None]
+    assert runner.said[-1] == "closed" and (out["failed"] == [] if parks else "child lost" in out["failed"][0])
 
 
 def test_a_runner_that_fails_to_close_does_not_keep_the_others(monkeypatch):

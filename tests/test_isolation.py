@@ -61,6 +61,29 @@ def test_the_isolated_engine_gives_the_rows_of_this_process():
     assert any(key != f"{os.uname().nodename}:{os.getpid()}" and "run" in phases for key, phases in child.items())
 
 
+def test_a_parked_isolated_runner_keeps_its_child_and_counts_the_next_run_anew():
+    """Between two runs of a running cluster the isolated runner parks: the same child serves the
+    next run, whose restarts and faults are its own, as are its runner's checks (LocalPoints.park)."""
+    pts = points("3,4,5", "cpu_naive_matmul")
+    isolated = IsolatedPoints(SETTINGS, pts, Isolation(cpu_points=True))
+    try:
+        isolated.run(pts, lambda row: None)
+        child = isolated._child.process.pid
+        isolated.restarts, isolated.faults = 1, [{"point": "x", "reason": "y"}]  # as if a point had lost a child
+        isolated.park()
+        assert isolated.alive() and isolated.restarts == 0 and isolated.faults == []
+        rows = []
+        isolated.run(pts[:2], rows.append)
+        assert isolated._child.process.pid == child and [r["status"] for r in rows] == ["ok", "ok"]
+    finally:
+        isolated.close()
+    local = LocalPoints(SETTINGS, pts)
+    local.checks = {"gpu": 5, "host": 2}
+    local.park()
+    assert local.checks == {"gpu": 0, "host": 0} and local.alive()
+    local.close()
+
+
 def test_a_variant_the_registry_lacks_reaches_the_child_whole():
     """A kernel from another folder (a test's, a user's) is not in the child's registry: its variant
     travels with its points."""

@@ -110,7 +110,7 @@ def _runner(settings: Settings, points: list[Point], shares: dict[str, int], iso
     device.CURRENT_ON_OPEN = False  # tasks run on the worker's pool threads: Gpu.active() around each use
     allocate_as_a_plain_process()  # a worker the nanny restarted has not reported itself
     key = settings if isolation is None else (settings, isolation)
-    if _RUNNER[1] is None or _RUNNER[0] != key:
+    if _RUNNER[1] is None or _RUNNER[0] != key or not _RUNNER[1].alive():
         old = [r for r in _RUNNER[1:] if r is not None]
         _RUNNER[:] = [None, None]
         _free(old)
@@ -225,17 +225,40 @@ def _class_rows(tuner, cls: str, group: list[Shape], seed: int, prune: float) ->
         return batched_local.measure_class(tuner, cls, group, batched_local.make_inputs(tuner.op, seed), prune)
 
 
-def release_worker() -> dict:
-    """On a worker at the end of a run: its runner and batched tuners closed and dropped (_free), so
-    that what they hold on the GPU goes now, not at the process's exit. A later run, or a run of
-    another client of the same cluster, opens a new runner. How many it released, and what failed
-    to close."""
+def release_worker(keep: bool = False) -> dict:
+    """On a worker at the end of a run: its batched tuners closed and dropped (_free), so that what
+    they hold on the GPU goes now, not at the process's exit; its runner too, unless `keep` (a running
+    cluster's worker): then the runner is parked (its shape's buffers freed, its GPU context, library
+    handles and modules kept) and the next run with the same settings takes it without opening
+    anything; a run with other settings replaces it. How many it released, whether it kept a runner,
+    and what failed to close."""
     with _LOCK:
-        held = [h for h in (_RUNNER[1], *_TUNERS.values()) if h is not None]  # with the tuners' Gpu
-        _RUNNER[:] = [None, None]
+        kept = keep and _RUNNER[1] is not None and _RUNNER[1].alive()
+        failed: list[str] = []
+        if kept:
+            try:
+                with in_context(_RUNNER[1].gpu):
+                    _RUNNER[1].park()
+            except Exception as exc:  # its child lost meanwhile: released as without keep
+                failed.append(f"parking: {type(exc).__name__}: {exc}"[:200])
+                kept = False
+        held = [h for h in ((None if kept else _RUNNER[1]), *_TUNERS.values()) if h is not None]  # with the tuners' Gpu
+        if not kept:
+            _RUNNER[:] = [None, None]
         _TUNERS.clear()
         released = sum(1 for h in held if not isinstance(h, device.Gpu))
-        return {"released": released, "failed": _free(held)}
+        return {"released": released, "kept": kept, "failed": failed + _free(held)}
+
+
+def prestart_unless_kept(runner: str) -> None:
+    """A run's start on a running cluster: the worker's GPU child started ahead (points_isolated.prestart),
+    unless the worker keeps an isolated runner from the last run, whose child the run will likely take."""
+    from .points_isolated import IsolatedPoints, prestart
+
+    with _LOCK:
+        kept = isinstance(_RUNNER[1], IsolatedPoints) and _RUNNER[1].alive()
+    if not kept:
+        prestart(runner)
 
 
 def _free(held: list) -> list[str]:

@@ -3,7 +3,7 @@ mmbench.engine.isolated_child IN OUT RUNNER` holds the GPU in a runner (LocalPoi
 RUNNER names another "module:name"), reads requests from pipe IN and answers on pipe OUT.
 
 Requests: ("open", settings, points, options) first, then ("run" | "ensure" | "precompile",
-settings, points, options), ("precompile_configs", settings, points, (jobs, wait)) and ("close",). A run
+settings, points, options), ("park", None, [], None), ("precompile_configs", settings, points, (jobs, wait)) and ("close",). A run
 answers ("start",) before each GPU point's first launch, ("row", row, state) as each point
 finishes and ("done", state) at its end. A point whose fault lost the CUDA context is answered
 ("lost", row, fault, state), and the process exits at once: nothing more can run in it. A batched
@@ -75,6 +75,10 @@ def answer(runner, outbox: Connection, message: tuple) -> None:
     if kind == "classes":  # a batched tuner's (batched_child.py): it tells its own progress
         runner.classes(outbox, *more)
         outbox.send(("done", state(runner)))
+        return
+    if kind == "park":  # between two runs of a running cluster: the runner kept (LocalPoints.park)
+        runner.park()
+        outbox.send(("answered", None, state(runner)))
         return
     if kind == "prepare":
         outbox.send(("answered", runner.prepare(more), state(runner)))

@@ -27,7 +27,8 @@ from typing import Callable, Sequence
 
 from ..ops import get_op
 from . import rows
-from .dask_worker import blas_shares, prepare_worker, release_worker, run_chunk, worker_identity
+from .dask_worker import (blas_shares, prepare_worker, prestart_unless_kept, release_worker, run_chunk,
+                          worker_identity)
 from .interface import Engine, add_spent
 from .plan import Point, Settings
 from .points_local import shape_groups
@@ -89,9 +90,8 @@ def start_early(spec: ClusterSpec, gpus: bool, isolation=None) -> None:
         try:
             box["client"] = _connect(spec, gpus, box["said"].append)
             if gpus and isolation is not None and isolation.mode == "process":
-                from .points_isolated import prestart  # each worker's GPU child starts; its runner takes it
-
-                box["client"].run(prestart, isolation.runner)
+                # each worker's GPU child starts (unless it keeps one from a last run); its runner takes it
+                box["client"].run(prestart_unless_kept, isolation.runner)
         except BaseException as exc:  # said by connect(), which then tries once more in its own thread
             box["error"] = exc
 
@@ -286,18 +286,19 @@ class DaskPoints(Engine):
             self.gpus.setdefault(gpu.get("uuid") or f"{result['worker']['host']}:{result['worker']['pid']}",
                                  {**gpu, "host": result["worker"]["host"]})
 
-    def release(self, timeout: float = 10) -> None:
+    def release(self, timeout: float = 10, keep: bool = False) -> None:
         """Every worker now in the cluster (a restarted one has a new address) releases its runner
-        (release_worker), each as a task: Dask runs it after the worker's last chunk. A worker that
-        does not answer within `timeout` (gone, or still in a chunk an interrupt cancelled) keeps
-        its runner until it exits; said, as are runners that failed to close."""
+        (release_worker; with `keep`, parks it for the next run), each as a task: Dask runs it after
+        the worker's last chunk. A worker that does not answer within `timeout` (gone, or still in a
+        chunk an interrupt cancelled) keeps its runner until it exits; said, as are runners that
+        failed to close."""
         from distributed import wait
 
         futures: dict = {}
         try:
             for address in self.client.nthreads():
-                futures[address] = self.client.submit(release_worker, workers=[address], allow_other_workers=False,
-                                                      pure=False)
+                futures[address] = self.client.submit(release_worker, keep, workers=[address],
+                                                      allow_other_workers=False, pure=False)
             wait(list(futures.values()), timeout=timeout)
         except Exception:  # timed out, the client closed or the scheduler gone
             pass
@@ -319,13 +320,15 @@ class DaskPoints(Engine):
 
     def close(self, release: bool = True) -> None:
         """The workers' runners released (unless the workers never reported themselves), then the
-        client closed, and the cluster if this run started it, whatever the release met."""
+        client closed, and the cluster if this run started it, whatever the release met. A running
+        cluster's workers park their runners instead (release_worker's keep): a second run of the
+        same settings pays for no GPU's opening (docs/clusters.md)."""
         cluster = self.client.cluster if self.owns_cluster else None
         try:
             # a cluster this run started ends with it: its workers' GPUs are in their children, which
             # exit with them (without an isolation the worker holds the GPU and frees it first)
             if release and (cluster is None or self.isolation is None):
-                self.release()
+                self.release(keep=cluster is None)
         finally:
             self.client.close()
             if cluster is not None:

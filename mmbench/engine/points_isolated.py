@@ -407,6 +407,17 @@ class IsolatedPoints(ChildKeeper, Engine):
                 self._end(kind, body)
                 return done
 
+    def park(self) -> None:
+        """Kept between two runs of a running cluster: the child's runner parked (LocalPoints.park),
+        the restarts and faults counted anew for the next run."""
+        if self._child is not None:
+            self._ask(("park", None, [], None), [])
+        self.restarts, self.faults = 0, []
+
+    def alive(self) -> bool:
+        """Whether the child still runs (or none is open yet): a kept runner whose child died idle is not reused."""
+        return self._child is None or self._child.process.poll() is None
+
     def _failed_row(self, point: Point, reason: str) -> dict:
         row = rows.row(point, self.settings, "failed", reason)
         if point.variant.on_gpu and self.gpu is not None:

@@ -284,6 +284,17 @@ class LocalPoints(Engine):
                 if not self.context_lost:  # a lost context frees nothing: its memory goes with the process
                     raise
 
+    def park(self) -> None:
+        """Between two runs of a running cluster (dask_worker.release_worker): the shape's buffers
+        freed and the run's counts begun anew; the GPU, its library handles and loaded modules kept,
+        so that the next run with the same settings opens nothing."""
+        self.release_shape()
+        self.checks = {"gpu": 0, "host": 0}
+
+    def alive(self) -> bool:
+        """Whether a kept runner can serve another run (its context not lost)."""
+        return not self.context_lost
+
     @staticmethod
     def _host_shortfall(op: Operation, shape: Shape, dtype: str) -> str:
         """Why a shape cannot be set up in host memory ("" when it can): checked before a byte is
