@@ -214,7 +214,7 @@ def test_chunks_go_out_largest_work_first():
     assert [c[0].shape for c in chunks(points, workers=2)] == [big, Shape(64, 64, 64), small]
 
 
-def test_every_worker_compiles_the_runs_kernels_before_the_first_chunk():
+def test_each_host_compiles_the_runs_kernels_once_shared_among_its_workers_before_the_first_chunk():
     submitted, said = [], []
 
     class Client:
@@ -228,26 +228,26 @@ def test_every_worker_compiles_the_runs_kernels_before_the_first_chunk():
 
     runner = DaskPoints.__new__(DaskPoints)
     runner.client, runner.settings, runner.shares, runner.say = Client(), Settings(), {"h": 8}, said.append
-    runner.workers = {"tcp://a:1": {}, "tcp://b:2": {}}
+    runner.workers = {"tcp://a:1": {"host": "h"}, "tcp://b:2": {"host": "h"}}
     shape, other = Shape(64, 64, 64), Shape(96, 96, 96)
     points = [Point(REGISTRY["shared"], (("BLOCK", 8),), s, "cold") for s in (shape, other)]
     points += [Point(REGISTRY["naive"], (("BLOCK", 8),), shape, "cold"), Point(REGISTRY["blas"], (), shape, "cold")]
     runner.prepare(points)
     shared, naive = ("shared", (("BLOCK", 8),)), ("naive", (("BLOCK", 8),))
-    assert submitted == [("prepare_worker", [shared], ["tcp://a:1"]), ("prepare_worker", [naive], ["tcp://b:2"]),
-                         ("prepare_worker", [shared, naive], ["tcp://a:1"]),
-                         ("prepare_worker", [shared, naive], ["tcp://b:2"])]  # a share each, then all from the cache
+    assert submitted == [("prepare_worker", [shared], ["tcp://a:1"]), ("prepare_worker", [naive], ["tcp://b:2"])]
     submitted.clear()
-    runner.workers = {"tcp://a:1": {}}
+    runner.workers = {"tcp://a:1": {"host": "h"}}
     runner.prepare(points)
     assert submitted == [("prepare_worker", [shared, naive], ["tcp://a:1"])]
     submitted.clear()
     runner.prepare(points[-1:])  # CPU points only: nothing to compile
     assert submitted == [] and said == []
-    runner.workers = {"tcp://a:1": {}, "tcp://b:2": {}, "tcp://c:3": {}}
-    runner.prepare(points)  # three workers, two kernels: c gets none to build first, then fails to load all
-    assert len(submitted) == 2 + 3
-    assert said == ["cluster: 1 of 3 workers could not compile ahead; they compile as their chunks come"]
+    runner.workers = {"tcp://a:1": {"host": "h"}, "tcp://b:2": {"host": "h"}, "tcp://c:3": {"host": "g"},
+                      "tcp://d:4": {"host": "h"}}
+    runner.prepare(points)  # d gets none of h's two kernels; c, alone on g, all of them, and fails
+    assert submitted == [("prepare_worker", [shared], ["tcp://a:1"]), ("prepare_worker", [naive], ["tcp://b:2"]),
+                         ("prepare_worker", [shared, naive], ["tcp://c:3"])]
+    assert said == ["cluster: 1 of 3 workers could not compile ahead; their kernels compile as the chunks come"]
 
 
 def test_a_cpu_workers_prepare_compiles_nothing(scheduler):

@@ -237,31 +237,31 @@ class DaskPoints(Engine):
                 future.cancel()
 
     def prepare(self, points: Sequence[Point]) -> None:
-        """Every worker compiles the run's kernels before the first chunk (prepare_worker), in two
-        rounds: first each worker a share of them, then each worker all. Workers of one host share
-        PyCUDA's and mmbench's caches, so the second round finds there what the others built (a
-        worker on another host builds the rest). A worker gone meanwhile: its task runs elsewhere;
-        one whose compiling fails (said) compiles its kernels as chunks come."""
+        """Each host compiles the run's kernels once before the first chunk, shared out among its
+        workers (prepare_worker): workers of one host share PyCUDA's and mmbench's caches, so each
+        chunk then finds its kernels built (a second round in which every worker looked up every
+        kernel took 2 to 5 s of a 4-GPU run, docs/clusters.md). A worker gone meanwhile: its task runs
+        elsewhere; one whose compiling fails (said) leaves its share to the chunks that need it."""
         kernels = [wire(p) for p in {(p.variant.name, p.params): p for p in points
                                            if p.variant.backend == "cuda"}.values()]
-        n = len(self.workers)
-        if not kernels or not n:
+        if not kernels or not self.workers:
             return
-        for share in ((True, False) if n > 1 else (False,)):
-            futures = [self.client.submit(prepare_worker, self.settings, kernels[i::n] if share else kernels,
-                                          self.shares, isolation=self.isolation, workers=[address],
-                                          allow_other_workers=True, pure=False)
-                       for i, address in enumerate(self.workers) if not share or kernels[i::n]]
-            try:
-                done = self.client.gather(futures, errors="skip")
-            except Exception:  # cancelled, the scheduler lost: the chunks compile what they need
-                done = []
-            for result in done:
-                if isinstance(result, dict):
-                    add_spent(self._spent, result.get("time_spent") or {})
-            if len(done) < len(futures):
-                self.say(f"cluster: {len(futures) - len(done)} of {len(futures)} workers could not compile ahead; "
-                         "they compile as their chunks come")
+        hosts: dict[str | None, list[str]] = {}
+        for address, info in self.workers.items():
+            hosts.setdefault(info.get("host"), []).append(address)
+        futures = [self.client.submit(prepare_worker, self.settings, kernels[i::len(addresses)], self.shares,
+                                      isolation=self.isolation, workers=[address], allow_other_workers=True, pure=False)
+                   for addresses in hosts.values() for i, address in enumerate(addresses) if kernels[i::len(addresses)]]
+        try:
+            done = self.client.gather(futures, errors="skip")
+        except Exception:  # cancelled, the scheduler lost: the chunks compile what they need
+            done = []
+        for result in done:
+            if isinstance(result, dict):
+                add_spent(self._spent, result.get("time_spent") or {})
+        if len(done) < len(futures):
+            self.say(f"cluster: {len(futures) - len(done)} of {len(futures)} workers could not compile ahead; "
+                     "their kernels compile as the chunks come")
 
     def time_spent(self) -> dict[str, dict[str, float]]:
         """Where each worker's time went in the chunks returned so far (points_local.LocalPoints.spent_s),

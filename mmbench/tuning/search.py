@@ -72,7 +72,7 @@ def proposals(variant: Variant, strategy: str, budget: int, seed: int, space: Co
     if budget is None or budget < 1:
         raise TuneError(f"the {strategy} strategy needs --budget N (N >= 1)")
     allowed = set(space) if space is not None else None
-    feasible = (lambda p: p in allowed) if allowed is not None else (lambda p: not variant.violated(p))
+    feasible = (lambda p: p in allowed) if allowed is not None else variant.allows
     names = sorted(variant.space)
     distributions = {n: optuna.distributions.CategoricalDistribution(tuple(variant.space[n])) for n in names}
     study = optuna.create_study(direction="maximize", sampler=_sampler(optuna, strategy, seed, budget))
