@@ -75,6 +75,11 @@ def test_a_cluster_run_writes_the_same_points_as_one_process(tmp_path, scheduler
     assert spent and {key.split(":")[-1] for key in spent} <= pids
     for phases in spent.values():
         assert phases["run"] >= phases["cpu"] >= 0 and "inputs" in phases
+    # each chunk's trip: its worker, points, start and return, time on the worker and in its runner
+    trips = meta["cluster"]["chunks"]
+    assert sum(c["points"] for c in trips) == 16 and {c["worker"].split(":")[-1] for c in trips} <= pids
+    assert all(0 <= c["run_s"] <= c["task_s"] and c["started_s"] <= c["returned_s"] for c in trips)
+    assert sum(c["run_s"] for c in trips) == pytest.approx(sum(p["run"] for p in spent.values()), abs=0.01)
     assert set(read_metadata(one)["invocations"][-1]["time_spent_s"]) == {f"{os.uname().nodename}:{os.getpid()}"}
     # Dask's nanny set MALLOC_TRIM_THRESHOLD_; each worker took a plain process's thresholds back
     assert all(w["malloc"].startswith("mmap threshold 32 MiB, trim threshold 64 MiB")

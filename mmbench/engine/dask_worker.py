@@ -153,8 +153,11 @@ def run_chunk(settings: Settings, wires: list[tuple], shares: dict[str, int], is
     """On a worker: run a chunk of points with this process's runner, numpy's BLAS on the worker's
     share of cores; its rows (in the chunk's order), the resources of the kernels it ran, and
     where it ran."""
+    import time
+
     from .. import environment
 
+    started, began = time.time(), time.perf_counter()
     points = [unwire(w) for w in wires]
     with _LOCK, blas_threads(shares):
         runner = _runner(settings, points, shares, isolation)
@@ -165,7 +168,8 @@ def run_chunk(settings: Settings, wires: list[tuple], shares: dict[str, int], is
         return {"rows": rows, "kernels": dict(runner.kernels), "libraries": runner.library_meta(),
                 "time_spent": spent_between(spent_before, runner.time_spent()),  # this chunk's
                 "gpu": environment.gpu_info(runner.gpu) if runner.gpu is not None else None,
-                "worker": {"host": HOST, "pid": os.getpid()}, "isolation": runner.meta().get("isolation")}
+                "worker": {"host": HOST, "pid": os.getpid()}, "isolation": runner.meta().get("isolation"),
+                "task": {"started": started, "task_s": time.perf_counter() - began}}
 
 
 _TUNERS: dict[tuple, object] = {}  # per worker process: a batched tuner per variant and configurations

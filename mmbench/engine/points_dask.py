@@ -71,6 +71,19 @@ def chunks(points: Sequence[Point], workers: int) -> list[list[Point]]:
     return sorted(parts, key=work, reverse=True)
 
 
+def chunk_timeline(result: dict, points: int, began: float) -> dict:
+    """A chunk's entry in the metadata's `cluster.chunks`: its worker and points, when it started on
+    the worker and came back (seconds since the client sent the run's chunks; hosts' clocks agree to
+    NTP's precision), its time on the worker (task_s) and in the worker's runner (run_s): the gaps
+    say what the cluster's round trips cost."""
+    task, worker = result.get("task") or {}, result["worker"]
+    run_s = sum(phases.get("run", 0.0) for phases in (result.get("time_spent") or {}).values())
+    return {"worker": f"{worker['host']}:{worker['pid']}", "points": points,
+            "started_s": round(task["started"] - began, 3) if "started" in task else None,
+            "returned_s": round(time.time() - began, 3), "task_s": round(task.get("task_s", 0.0), 3),
+            "run_s": round(run_s, 3)}
+
+
 # -- the client's side ----------------------------------------------------------------------------------
 _EARLY: dict[tuple, dict] = {}  # (spec, gpus) -> a start begun ahead of the run: its thread, client or error
 
@@ -187,6 +200,7 @@ class DaskPoints(Engine):
         self._libraries: dict[str, dict] = {}
         self.gpus: dict[str, dict] = {}  # GPU uuid (or worker) -> its facts, as workers report them
         self._spent: dict[str, dict[str, float]] = {}  # "host:pid" -> phase -> seconds, the chunks' added up
+        self._chunks: list[dict] = []  # each chunk's worker, points, start, time on the worker and return (chunk_timeline)
         try:
             self.workers = {address: info for address, info in self.client.run(worker_identity).items()}
         except Exception as exc:  # a worker that cannot import mmbench, or none at all
@@ -209,13 +223,15 @@ class DaskPoints(Engine):
                                                                        if names else None)
         isolation = {**self.isolation.meta(), "workers": dict(self._isolation)} if self.isolation else {"mode": "none"}
         return {"cluster": {"scheduler": str(self.spec), "workers": self.workers,
-                            "blas_threads_per_worker": self.shares, "gpus": list(self.gpus.values())},
+                            "blas_threads_per_worker": self.shares, "gpus": list(self.gpus.values()),
+                            **({"chunks": self._chunks} if self._chunks else {})},
                 **({"gpu": gpu} if gpu else {}), "isolation": isolation}
 
     def run(self, points: Sequence[Point], on_row: Callable[[dict], None]) -> None:
         from distributed import as_completed
 
         self.prepare(points)
+        began = time.time()
         work = chunks(points, len(self.workers) or 1)
         futures = {self.client.submit(run_chunk, self.settings, [wire(p) for p in chunk], self.shares,
                                       isolation=self.isolation, pure=False): chunk for chunk in work}
@@ -230,6 +246,7 @@ class DaskPoints(Engine):
                         on_row(rows.row(point, self.settings, "failed", f"cluster: {why}"[:300]))
                     continue
                 self.absorb(result)
+                self._chunks.append(chunk_timeline(result, len(chunk), began))
                 for row in result["rows"]:
                     on_row(row)
         finally:
