@@ -213,6 +213,26 @@ def test_a_lone_worker_runs_blas_on_all_its_hosts_cores_not_on_dasks_one_thread(
     assert read_metadata(out)["cluster"]["blas_threads_per_worker"] == {os.uname().nodename: cpus}
 
 
+def test_small_shapes_travel_together_and_the_last_chunks_stay_small():
+    """121 shapes of 8 points each (a study's sweep): far fewer chunks than shapes (a chunk costs 20 to
+    30 ms beside its points); each shape whole in one chunk, the largest first, every chunk but the
+    last at least 1/16 of a worker's estimated share, none more than one shape beyond it."""
+    from mmbench.engine.points_dask import SMALLEST_SHARE, estimated_s
+    from mmbench.sizes import parse_sizes
+
+    shapes = parse_sizes("512:8192:+64")
+    points = [Point(REGISTRY["naive"], (("BLOCK", b),), s, "cold") for s in shapes for b in (8, 16, 32, 4, 2, 1, 64, 12)]
+    for workers in (1, 2, 4):
+        parts = chunks(points, workers)
+        assert sorted(map(str, (p for c in parts for p in c))) == sorted(map(str, points))
+        assert all(len({p.shape for p in c}) * 8 == len(c) for c in parts)  # whole shapes
+        assert parts[0][:8] == [p for p in points if p.shape == max(shapes, key=lambda s: s.m)]
+        share = sum(estimated_s([p]) for p in points) / (workers * SMALLEST_SHARE)
+        held = [sum(estimated_s(c[i:i + 8]) for i in range(0, len(c), 8)) for c in parts]
+        assert all(h >= share for h in held[:-1]) and all(h - estimated_s(c[-8:]) < share for h, c in zip(held, parts))
+        assert len(parts) < len(shapes) / (4 if workers == 1 else 2)
+
+
 def test_chunks_go_out_largest_work_first():
     small, big = Shape(32, 32, 32), Shape(512, 512, 512)
     points = [Point(REGISTRY["naive"], (("BLOCK", 8),), s, "cold") for s in (small, big, Shape(64, 64, 64))]

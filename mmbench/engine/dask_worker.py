@@ -102,9 +102,11 @@ def blas_threads(shares: dict[str, int]):
         yield
 
 
-def _runner(settings: Settings, points: list[Point], shares: dict[str, int], isolation=None) -> LocalPoints:
+def _runner(settings: Settings, points: list[Point], shares: dict[str, int], isolation=None,
+            run: bool = False) -> LocalPoints:
     """This process's runner for these settings and isolation (made anew when they change), with
-    what the points need opened. isolation: a points_isolated.Isolation (None: this process), whose
+    what the points need opened (for a run of them in an isolated child: by the child's run, which saves
+    a round trip a chunk). isolation: a points_isolated.Isolation (None: this process), whose
     child process then holds the worker's GPU and is replaced when a point's fault kills or poisons
     it. The caller holds _LOCK."""
     device.CURRENT_ON_OPEN = False  # tasks run on the worker's pool threads: Gpu.active() around each use
@@ -121,8 +123,9 @@ def _runner(settings: Settings, points: list[Point], shares: dict[str, int], iso
         if isolation:  # the child's numpy BLAS on the worker's share too
             _RUNNER[1].blas_threads = my_share(shares)
     runner = _RUNNER[1]
-    with in_context(runner.gpu):  # library handles opened now, in the GPU's context
-        runner.ensure(points)
+    if not (run and isolation):  # an isolated runner's child opens what a run's points need itself
+        with in_context(runner.gpu):  # library handles opened now, in the GPU's context
+            runner.ensure(points)
     return runner
 
 
@@ -160,7 +163,7 @@ def run_chunk(settings: Settings, wires: list[tuple], shares: dict[str, int], is
     started, began = time.time(), time.perf_counter()
     points = [unwire(w) for w in wires]
     with _LOCK, blas_threads(shares):
-        runner = _runner(settings, points, shares, isolation)
+        runner = _runner(settings, points, shares, isolation, run=True)
         spent_before = runner.time_spent()
         rows: list[dict] = []
         with in_context(runner.gpu):
