@@ -91,9 +91,9 @@ def test_replay_brute_equals_full_record_and_random_picks_from_its_sample(record
     assert {e["params"] for e in sample.values()} <= recorded_configs
 
 
-@pytest.mark.parametrize("strategy", ["tpe", "ga"])
+@pytest.mark.parametrize("strategy", ["tpe", "ga", "forest"])
 def test_a_search_replays_within_each_class_among_what_was_recorded(recorded, strategy):
-    """tpe and ga (Optuna) search each class on its own: the budget counts the configurations evaluated,
+    """tpe and ga (Optuna) and forest (surrogate.py) search each class on its own: the budget counts the configurations evaluated,
     all of them recorded ones, the defaults first; seeded, the same twice; with the whole budget they
     find the recorded best."""
     pytest.importorskip("optuna")
@@ -670,7 +670,7 @@ def test_the_strategy_benchmark_replays_each_strategy_on_each_recorded_space(tmp
     assert result.exit_code == 0, result.output
     assert "4 recorded spaces, budget 20% of each, 3 seeds" in result.output
     rows = pd.read_csv(out / "results.csv")
-    assert len(rows) == 12 and set(rows.strategy) == {"random", "tpe", "ga"} and (out / "strategies.png").exists()
+    assert len(rows) == 16 and set(rows.strategy) == {"random", "tpe", "ga", "forest"} and (out / "strategies.png").exists()
     assert (rows.median_fraction <= 1).all() and (rows.budget == (0.2 * rows["size"]).round()).all()
     values = [3.0, 1.0, 4.0, None, 5.0, 9.0, 2.0, 6.0]
     space = benchmark.Space("t", {(("A", i),): v for i, v in enumerate(values)})
@@ -682,7 +682,7 @@ def test_the_strategy_benchmark_replays_each_strategy_on_each_recorded_space(tmp
     assert benchmark.score(found, space, [1, 3]) == pytest.approx(np.mean([(4 / 9 - base[0]) / (1 - base[0]),
                                                                              (1.0 - base[1]) / (1 - base[1])]))
     bad = CliRunner().invoke(main, ["tune-benchmark", "-v", "pipelined", str(RECORDED), "--strategy", "sa"])
-    assert bad.exit_code == 2 and "--strategy 'sa'; choose from: random, tpe, ga" in bad.output
+    assert bad.exit_code == 2 and "--strategy 'sa'; choose from: random, tpe, ga, forest" in bad.output
 
 
 def test_a_recorded_space_replays_under_kernel_tuners_simulation_mode():

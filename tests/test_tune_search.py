@@ -67,7 +67,7 @@ def engines(monkeypatch, tmp_path):
     return made
 
 
-@pytest.mark.parametrize("strategy", ["tpe", "ga"])
+@pytest.mark.parametrize("strategy", ["tpe", "ga", "forest"])
 def test_a_search_measures_batches_within_its_budget_and_records_the_best_finalist(engines, tmp_path, strategy):
     said = []
     df = mmbench.tune("pipelined", "1024,2048", strategy=strategy, budget=20, seed=3, output="s.csv", say=said.append)
@@ -97,10 +97,11 @@ def test_a_configurations_score_is_its_geometric_mean_over_the_shapes_and_none_w
     assert configuration_scores(rows, [(("A", 1),), (("A", 2),), (("A", 3),)], 2, "gflops_median") == [6.0, None, None]
 
 
-def test_a_search_of_a_space_smaller_than_its_batch_measures_it_all_and_ends():
+@pytest.mark.parametrize("strategy", ["tpe", "forest"])
+def test_a_search_of_a_space_smaller_than_its_batch_measures_it_all_and_ends(strategy):
     from mmbench.tuning.search import proposals
 
-    asking = proposals(get_variant("best"), "tpe", 5, 0, batch=BATCH)  # 3 configurations, a budget of 5
+    asking = proposals(get_variant("best"), strategy, 5, 0, batch=BATCH)  # 3 configurations, a budget of 5
     batch = next(asking)
     assert len(batch) == len(set(batch)) == 3
     with pytest.raises(StopIteration) as finished:
@@ -128,3 +129,35 @@ def test_the_genetic_search_spends_its_last_share_one_step_from_its_best():
         values = VARIANT.space[moved[0]]
         assert abs(values.index(best[moved[0]]) - values.index(here[moved[0]])) == 1
     assert POLISH["tpe"] == 0
+
+
+def test_the_forest_search_measures_only_the_space_given_learns_from_failures_and_repeats_with_its_seed():
+    """A replay's space: a random fifth of pipelined's configurations, scored by known_time, one value of
+    BK failing. The forest measures nothing outside it and nothing twice, starts from the defaults,
+    comes back the same for a seed, and finds the space's best well before random draws would."""
+    import random
+
+    from mmbench.tuning.search import search
+    from mmbench.tuning.surrogate import STARTUP
+    from mmbench.variants import tuning_space
+
+    space = random.Random(1).sample(tuning_space(VARIANT), len(tuning_space(VARIANT)) // 5)
+    failing = VARIANT.space["BK"][-1]
+    scores = {p: None if dict(p)["BK"] == failing else 1.0 / known_time(p) for p in space}
+    best = max((s for s in scores.values() if s is not None))
+    asked = []
+
+    def evaluate(params):
+        asked.append(params)
+        return scores[params]
+
+    done = search(VARIANT, "forest", 40, 7, evaluate, space)
+    assert len(done) == 40 and len(set(asked)) == 40 and set(asked) <= set(space)
+    defaults = [p for p in mmbench.variants.param_points(VARIANT) if p in scores]
+    assert [e.params for e in done[:len(defaults)]] == defaults
+    assert [e.params for e in search(VARIANT, "forest", 40, 7, scores.get, space)] == asked  # the seed's
+    found = [i for i, e in enumerate(done) if e.score == best]
+    assert found and found[0] < 40  # random search finds the one best in 40 of this many in under 1 of 5 seeds
+    assert len(space) > 5 * 40 and found[0] >= STARTUP  # the model found it, not the first draws
+    after = [e for e in done[STARTUP + len(defaults):] if e.score is None]
+    assert len(after) <= 3  # it learnt to avoid the failing value
