@@ -373,7 +373,7 @@ class KeptRunner:
     gpu = None
 
     def __init__(self, alive=True, parks=True):
-        self.said, self._alive, self._parks = [], alive, parks
+        self.said, self._alive, self._parks, self.compile_jobs = [], alive, parks, 1
 
     def alive(self):
         return self._alive
@@ -401,6 +401,30 @@ def test_a_running_clusters_worker_parks_its_runner_and_the_next_run_of_the_same
     assert dask_worker._runner(key, [], {}) is runner  # same settings: taken as it is
     fresh = dask_worker._runner(Settings(runs=2, warmup=0), [], {})  # other settings: replaced
     assert fresh is not runner and runner.said == ["parked", "ensured", "closed"]
+
+
+def test_a_parked_runner_whose_kernel_was_edited_is_replaced_and_one_that_lost_its_context_mid_run_is_not(monkeypatch):
+    """A parked runner's modules are of the sources it served then: a run after an edit of one of them
+    opens a new runner. A runner not parked is kept whatever happened to it (a lost context then
+    gives each later point of the run its row saying so, not a failed chunk)."""
+    from mmbench.engine import dask_worker
+
+    hashes = {"tiled": "aaaa"}
+    monkeypatch.setattr(dask_worker, "source_hash", lambda variant: hashes[variant])
+    runner, key = KeptRunner(), Settings(runs=1, warmup=0)
+    monkeypatch.setattr(dask_worker, "_RUNNER", [key, runner])
+    monkeypatch.setattr(dask_worker, "_TUNERS", {})
+    monkeypatch.setattr(dask_worker, "_SERVED", {("tiled", None): "tiled"})
+    monkeypatch.setattr(dask_worker, "_PARKED", [])
+    assert dask_worker.release_worker(keep=True)["kept"] and dask_worker._PARKED == [("tiled", "aaaa")]
+    assert dask_worker._runner(key, [], {}) is runner and dask_worker._PARKED == []  # unchanged: taken
+    runner._alive = False  # its context lost in the run: not parked, so kept for the run's other points
+    assert dask_worker._runner(key, [], {}) is runner
+    runner._alive = True
+    dask_worker.release_worker(keep=True)
+    hashes["tiled"] = "bbbb"  # edited between the runs
+    fresh = dask_worker._runner(key, [], {})
+    assert fresh is not runner and runner.said[-1] == "closed" and dask_worker._SERVED == {}
 
 
 @pytest.mark.parametrize("alive, parks", [(False, True), (True, False)])

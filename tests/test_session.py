@@ -121,8 +121,8 @@ def test_a_runner_compiles_a_runs_new_kernels_at_once_before_the_first_point():
     runner.precompile(points)
     assert runner.gpu.calls == [([("shared", (("BLOCK", 8),)), ("shared", (("BLOCK", 16),)), ("naive", (("BLOCK", 8),))], 5)]
     runner.precompile(points)  # all compiled: nothing more
-    runner.precompile(points + [Point(REGISTRY["naive"], (("BLOCK", 16),), shape, "cold")])  # one new: loaded as it comes
-    assert len(runner.gpu.calls) == 1
+    runner.precompile(points + [Point(REGISTRY["naive"], (("BLOCK", 16),), shape, "cold")])  # one new: compiled too
+    assert runner.gpu.calls[1:] == [([("naive", (("BLOCK", 16),))], 5)]  # (a cluster worker's share may be one kernel)
 
 
 def test_a_pool_threads_gpu_is_opened_current_nowhere(monkeypatch):

@@ -29,9 +29,11 @@ COMMANDS = ("tune",)
               help="Shapes to tune at; the best configuration is kept per size class (nearest power of two).")
 @click.option("--strategy", type=click.Choice([*STRATEGIES, *SEARCHES]), default=DEFAULTS.strategy, show_default=True,
               help="brute: every configuration; random: --budget of them at random; tpe (Optuna's tree-structured "
-                   "Parzen estimator) and ga (its NSGA-II genetic algorithm): --budget of them, each chosen from what "
-                   "the ones before measured, the best 3 timed again (points engine, or --replay).")
-@click.option("--budget", type=click.IntRange(min=1), help="Configurations to try (random, tpe, ga; the defaults count).")
+                   "Parzen estimator), ga (its NSGA-II genetic algorithm) and forest (randomized trees over a pool of "
+                   "candidates, scikit-learn): --budget of them, each chosen from what the ones before measured, the "
+                   "best 3 timed again (points engine, or --replay).")
+@click.option("--budget", type=click.IntRange(min=1),
+              help="Configurations to try (random, tpe, ga, forest; the defaults count).")
 @click.option("--seed", type=SEED, default=DEFAULTS.seed, show_default=True,
               help="Seed of the random strategy and the inputs.")
 @click.option("--runs", type=SAMPLES, help="Timed samples per point (points engine; default 5).")

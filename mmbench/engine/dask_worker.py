@@ -13,6 +13,7 @@ from contextlib import contextmanager, nullcontext
 from .. import device
 from ..environment import own_cpus
 from ..schema import HOST
+from ..source import source_hash
 from ..sizes import Shape
 from .interface import spent_between
 from .plan import Point, Settings
@@ -25,6 +26,10 @@ from .wire import unwire, variant_of
 # running cluster gave several threads.
 _RUNNER: list = [None, None]  # [settings (with an isolation: the two), runner]
 _LOCK = threading.Lock()
+# The CUDA variants the runner has served (its loaded modules'), and, while it is parked between two runs
+# of a running cluster, their source hashes then: a run that finds a kernel edited since opens a new runner
+_SERVED: dict[tuple, object] = {}
+_PARKED: list = []  # [(variant, source hash)] of a parked runner; empty while none is parked
 
 
 def worker_identity() -> dict:
@@ -112,21 +117,33 @@ def _runner(settings: Settings, points: list[Point], shares: dict[str, int], iso
     device.CURRENT_ON_OPEN = False  # tasks run on the worker's pool threads: Gpu.active() around each use
     allocate_as_a_plain_process()  # a worker the nanny restarted has not reported itself
     key = settings if isolation is None else (settings, isolation)
-    if _RUNNER[1] is None or _RUNNER[0] != key or not _RUNNER[1].alive():
+    parked, _PARKED[:] = list(_PARKED), []
+    if _RUNNER[1] is None or _RUNNER[0] != key or (parked and not _still_good(_RUNNER[1], parked)):
         old = [r for r in _RUNNER[1:] if r is not None]
         _RUNNER[:] = [None, None]
+        _SERVED.clear()
         _free(old)
         runner = isolation.open(settings, points) if isolation else LocalPoints(settings, points)
         _RUNNER[:] = [key, runner]
         _RUNNER[1].keep_shape = True  # the next chunk is often of the same shape: its inputs stay
-        _RUNNER[1].compile_jobs = my_share(shares) or _RUNNER[1].compile_jobs
-        if isolation:  # the child's numpy BLAS on the worker's share too
-            _RUNNER[1].blas_threads = my_share(shares)
     runner = _RUNNER[1]
+    runner.compile_jobs = my_share(shares) or runner.compile_jobs  # the cluster's workers may have changed
+    if isolation:  # the child's numpy BLAS on the worker's share too
+        runner.blas_threads = my_share(shares)
+    _SERVED.update({(p.variant.name, p.variant.source_dir): p.variant for p in points if p.variant.backend == "cuda"})
     if not (run and isolation):  # an isolated runner's child opens what a run's points need itself
         with in_context(runner.gpu):  # library handles opened now, in the GPU's context
             runner.ensure(points)
     return runner
+
+
+def _still_good(runner, parked: list) -> bool:
+    """Whether a parked runner may serve the next run: its context not lost (its child alive), and
+    no kernel it loaded edited since (its modules are those of the source then)."""
+    try:
+        return runner.alive() and all(source_hash(variant) == then for variant, then in parked)
+    except Exception:  # a kernel file gone: a new runner says so at its point
+        return False
 
 
 def in_context(gpu):
@@ -246,12 +263,15 @@ def release_worker(keep: bool = False) -> dict:
             try:
                 with in_context(_RUNNER[1].gpu):
                     _RUNNER[1].park()
-            except Exception as exc:  # its child lost meanwhile: released as without keep
+                _PARKED[:] = [(variant, source_hash(variant)) for variant in _SERVED.values()]
+            except Exception as exc:  # its child lost meanwhile, a kernel file gone: released as without keep
                 failed.append(f"parking: {type(exc).__name__}: {exc}"[:200])
                 kept = False
         held = [h for h in ((None if kept else _RUNNER[1]), *_TUNERS.values()) if h is not None]  # with the tuners' Gpu
         if not kept:
             _RUNNER[:] = [None, None]
+            _SERVED.clear()
+            _PARKED.clear()
         _TUNERS.clear()
         released = sum(1 for h in held if not isinstance(h, device.Gpu))
         return {"released": released, "kept": kept, "failed": failed + _free(held)}
@@ -262,9 +282,8 @@ def prestart_unless_kept(runner: str) -> None:
     unless the worker keeps an isolated runner from the last run, whose child the run will likely take."""
     from .points_isolated import IsolatedPoints, prestart
 
-    with _LOCK:
-        kept = isinstance(_RUNNER[1], IsolatedPoints) and _RUNNER[1].alive()
-    if not kept:
+    held = _RUNNER[1]  # read without _LOCK: this runs on the worker's event loop, which a chunk must not stall
+    if not (isinstance(held, IsolatedPoints) and held.alive()):
         prestart(runner)
 
 

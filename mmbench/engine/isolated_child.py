@@ -77,7 +77,7 @@ def answer(runner, outbox: Connection, message: tuple) -> None:
         outbox.send(("done", state(runner)))
         return
     if kind == "park":  # between two runs of a running cluster: the runner kept (LocalPoints.park)
-        runner.park()
+        runner.park(keep_clock=True)
         outbox.send(("answered", None, state(runner)))
         return
     if kind == "prepare":

@@ -92,7 +92,7 @@ def estimated_s(points: list[Point]) -> float:
 
 def chunk_timeline(result: dict, points: int, began: float) -> dict:
     """A chunk's entry in the metadata's `cluster.chunks`: its worker and points, when it started on
-    the worker and came back (seconds since the client sent the run's chunks; hosts' clocks agree to
+    the worker and came back (seconds since the client sent the run's first chunks; hosts' clocks agree to
     NTP's precision), its time on the worker (task_s) and in the worker's runner (run_s): the gaps
     say what the cluster's round trips cost."""
     task, worker = result.get("task") or {}, result["worker"]
@@ -220,6 +220,7 @@ class DaskPoints(Engine):
         self.gpus: dict[str, dict] = {}  # GPU uuid (or worker) -> its facts, as workers report them
         self._spent: dict[str, dict[str, float]] = {}  # "host:pid" -> phase -> seconds, the chunks' added up
         self._chunks: list[dict] = []  # each chunk's worker, points, start, time on the worker and return (chunk_timeline)
+        self._began: float | None = None  # when the first chunks went out (a search runs batch after batch)
         try:
             self.workers = {address: info for address, info in self.client.run(worker_identity).items()}
         except Exception as exc:  # a worker that cannot import mmbench, or none at all
@@ -250,7 +251,7 @@ class DaskPoints(Engine):
         from distributed import as_completed
 
         self.prepare(points)
-        began = time.time()
+        self._began = self._began or time.time()
         work = chunks(points, len(self.workers) or 1)
         futures = {self.client.submit(run_chunk, self.settings, [wire(p) for p in chunk], self.shares,
                                       isolation=self.isolation, pure=False): chunk for chunk in work}
@@ -265,7 +266,7 @@ class DaskPoints(Engine):
                         on_row(rows.row(point, self.settings, "failed", f"cluster: {why}"[:300]))
                     continue
                 self.absorb(result)
-                self._chunks.append(chunk_timeline(result, len(chunk), began))
+                self._chunks.append(chunk_timeline(result, len(chunk), self._began))
                 for row in result["rows"]:
                     on_row(row)
         finally:

@@ -408,11 +408,11 @@ class IsolatedPoints(ChildKeeper, Engine):
                 return done
 
     def park(self) -> None:
-        """Kept between two runs of a running cluster: the child's runner parked (LocalPoints.park),
-        the restarts and faults counted anew for the next run."""
+        """Kept between two runs of a running cluster: the child's runner parked (LocalPoints.park,
+        its kernel clock kept), the restarts, faults and libraries recorded anew for the next run."""
         if self._child is not None:
             self._ask(("park", None, [], None), [])
-        self.restarts, self.faults = 0, []
+        self.restarts, self.faults, self._libraries = 0, [], {}
 
     def alive(self) -> bool:
         """Whether the child still runs (or none is open yet): a kept runner whose child died idle is not reused."""

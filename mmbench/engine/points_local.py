@@ -120,15 +120,17 @@ class LocalPoints(Engine):
     def ensure(self, points: Sequence[Point]) -> None:
         """Open what these points need and the runner has not opened yet: the GPU, library handles
         (a cluster worker's runner serves one chunk of points after another)."""
-        if self.gpu is None and any(p.variant.on_gpu for p in points):
+        on_gpu = any(p.variant.on_gpu for p in points)
+        if self.gpu is None and on_gpu:
             from ..device import open_gpu
 
             self.gpu = (self._gpu_factory or open_gpu)()
-            if self.settings.kernel_clock != "off" and self._gpu_factory is None:
-                try:
-                    self.cupti = KernelClock(self.settings.kernel_clock)
-                except KernelClockError as exc:
-                    self.cupti_error = str(exc)
+        if on_gpu and self.gpu is not None and self.cupti is None and not self.cupti_error \
+                and self.settings.kernel_clock != "off" and self._gpu_factory is None:  # a parked runner's: anew
+            try:
+                self.cupti = KernelClock(self.settings.kernel_clock)
+            except KernelClockError as exc:
+                self.cupti_error = str(exc)
         for variant in dict.fromkeys(p.variant for p in points if p.variant.on_gpu and p.variant.backend != "cuda"):
             if variant.name in self.libraries or variant.name in self.library_errors:
                 continue
@@ -264,9 +266,9 @@ class LocalPoints(Engine):
             return 0
         todo = list(dict.fromkeys((p.variant, p.compiled_params) for p in points
                                   if p.variant.backend == "cuda" and not self.gpu.compiled(p.variant, p.compiled_params)))
-        if len(todo) > 1:
+        if todo:  # one alone too: a cluster worker's share may be one kernel, compiled before its first chunk
             self.gpu.precompile_pairs(todo, self.compile_jobs, wait)
-        return len(todo) if len(todo) > 1 else 0
+        return len(todo)
 
     def precompile_configs(self, variant, configs: list, jobs: int, wait: bool = True) -> None:
         if self.gpu is not None:
@@ -284,11 +286,24 @@ class LocalPoints(Engine):
                 if not self.context_lost:  # a lost context frees nothing: its memory goes with the process
                     raise
 
-    def park(self) -> None:
-        """Between two runs of a running cluster (dask_worker.release_worker): the shape's buffers
-        freed and the run's counts begun anew; the GPU, its library handles and loaded modules kept,
-        so that the next run with the same settings opens nothing."""
+    def park(self, keep_clock: bool = False) -> None:
+        """Between two runs of a running cluster (dask_worker.release_worker): the GPU's context and
+        loaded modules kept, so that the next run with the same settings opens no process, context or
+        module; what a run records of itself begins anew: the shape's buffers freed, the library
+        handles closed and their errors forgotten (opened again as the next run's points need them,
+        said in its metadata), the checks counted from zero. CUPTI's collection ends too (a batched
+        tuner in the worker's process would run under it), unless keep_clock (an isolated worker's
+        child, where nothing else runs)."""
         self.release_shape()
+        if self.cupti is not None and not keep_clock:
+            self.cupti.close()
+            self.cupti = None
+        if self.cupti is None:
+            self.cupti_error = ""  # tried again at the next run's first GPU point
+        self.cupti_misses = {}
+        for handle in self.libraries.values():
+            handle.close()
+        self.libraries, self.library_errors, self.gpu_products_error = {}, {}, ""
         self.checks = {"gpu": 0, "host": 0}
 
     def alive(self) -> bool:

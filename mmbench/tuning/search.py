@@ -24,15 +24,15 @@ from typing import Any, Callable, Collection, Generator
 from ..variants import Params, Variant, param_points
 from ..variants.model import sample_space
 from .cache import TuneError
+from .surrogate import FAILED_SCORE, forest_proposals
 
 SEARCHES = ("tpe", "ga", "forest")  # forest: surrogate.py
-FAILED_SCORE = 0.0  # what a failed configuration scores: rates are positive, so it is the worst
 STALE = 5  # proposals in a row that evaluate nothing new before a random feasible one is taken
 STARTUP = 10  # random feasible configurations the samplers start from (after the defaults)
 # The share of the budget a search spends last on the best configuration's neighbours: the genetic
 # algorithm's population explores, and stepping from its best gained it 3 to 5 of 20 GEMV mesh
 # spaces within 2 % (tune-benchmark, 10 seeds); TPE gained nothing from it (one space fewer).
-POLISH = {"ga": 0.3, "tpe": 0.0, "forest": 0.0}
+POLISH = {"ga": 0.3, "tpe": 0.0}
 OUTSIDE = "outside"  # the constraint every trial sets: 1 when it could not be evaluated (<= 0 is feasible to Optuna)
 
 Evaluate = Callable[[Params], "float | None"]  # a configuration's score (higher is better), or None: it failed
@@ -71,8 +71,6 @@ def proposals(variant: Variant, strategy: str, budget: int, seed: int, space: Co
     if budget is None or budget < 1:
         raise TuneError(f"the {strategy} strategy needs --budget N (N >= 1)")
     if strategy == "forest":
-        from .surrogate import forest_proposals
-
         measured = yield from forest_proposals(variant, budget, seed, space, batch)
         return [Evaluation(params, score) for params, score in measured]
     optuna = _optuna()

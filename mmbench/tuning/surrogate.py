@@ -31,7 +31,7 @@ STARTUP = 8  # random candidates measured after the defaults, before the first m
 POOL = 4000  # candidates drawn from a space too large to list
 KAPPA = 1.0  # the trees' spread's weight (with STARTUP, chosen on the recorded GEMV and dbuf spaces: docs/tuning.md)
 TREES = 40
-FAILED = 0.0  # a failed configuration's score, the worst
+FAILED_SCORE = 0.0  # what a failed configuration scores in every search (search.py too): rates are positive
 
 
 def features(variant: Variant, params: Params) -> list[float]:
@@ -96,7 +96,7 @@ def _best_by_model(forest, table: np.ndarray, pool: list[Params], taken: dict, t
     the model fitted to what was measured (scores over the best so far; a failure the worst)."""
     known = [i for i, p in enumerate(pool) if p in measured]
     left = np.array([i for i, p in enumerate(pool) if p not in taken])
-    scores = np.array([FAILED if measured[pool[i]] is None else measured[pool[i]] for i in known], dtype=float)
+    scores = np.array([FAILED_SCORE if measured[pool[i]] is None else measured[pool[i]] for i in known], dtype=float)
     top = scores.max()
     model = forest(n_estimators=TREES, random_state=seed).fit(table[known], scores / top if top > 0 else scores)
     each = np.stack([tree.predict(table[left]) for tree in model.estimators_])
