@@ -252,9 +252,9 @@ def _class_rows(tuner, cls: str, group: list[Shape], seed: int, prune: float) ->
 def release_worker(keep: bool = False) -> dict:
     """On a worker at the end of a run: its batched tuners closed and dropped (_free), so that what
     they hold on the GPU goes now, not at the process's exit; its runner too, unless `keep` (a running
-    cluster's worker): then the runner is parked (its shape's buffers freed, its GPU context, library
-    handles and modules kept) and the next run with the same settings takes it without opening
-    anything; a run with other settings replaces it. How many it released, whether it kept a runner,
+    cluster's worker): then the runner is parked (LocalPoints.park: its GPU context and modules kept)
+    with the source hashes of the kernels it served, and the next run with the same settings takes it
+    while none of them was edited (_still_good); a run with other settings replaces it. How many it released, whether it kept a runner,
     and what failed to close."""
     with _LOCK:
         kept = keep and _RUNNER[1] is not None and _RUNNER[1].alive()

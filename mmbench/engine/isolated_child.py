@@ -3,7 +3,8 @@ mmbench.engine.isolated_child IN OUT RUNNER` holds the GPU in a runner (LocalPoi
 RUNNER names another "module:name"), reads requests from pipe IN and answers on pipe OUT.
 
 Requests: ("open", settings, points, options) first, then ("run" | "ensure" | "precompile",
-settings, points, options), ("park", None, [], None), ("precompile_configs", settings, points, (jobs, wait)) and ("close",). A run
+settings, points, options), ("park", None, [], None), ("precompile_configs", settings, points,
+(jobs, wait)) and ("close",). A run
 answers ("start",) before each GPU point's first launch, ("row", row, state) as each point
 finishes and ("done", state) at its end. A point whose fault lost the CUDA context is answered
 ("lost", row, fault, state), and the process exits at once: nothing more can run in it. A batched

@@ -69,17 +69,17 @@ def chunks(points: Sequence[Point], workers: int) -> list[list[Point]]:
     in the scheduler beside its points (a running cluster of one H100, the limits study's 153 shapes:
     4.9 s of a 47 s run), and the last chunks stay small enough to even the workers' ends."""
     size = max(1, math.ceil(len(points) / max(1, workers * CHUNKS_PER_WORKER)))
-    parts = sorted((group[i:i + size] for group in shape_groups(points).values() for i in range(0, len(group), size)),
-                   key=estimated_s, reverse=True)
-    smallest = sum(map(estimated_s, parts)) / (max(1, workers) * SMALLEST_SHARE)
+    parts = sorted(((estimated_s(group[i:i + size]), group[i:i + size]) for group in shape_groups(points).values()
+                    for i in range(0, len(group), size)), key=lambda part: part[0], reverse=True)
+    smallest = sum(estimate for estimate, _ in parts) / (max(1, workers) * SMALLEST_SHARE)
     packed: list[list[Point]] = []
     held = 0.0
-    for part in parts:
+    for estimate, part in parts:
         if not packed or held >= smallest:
             packed.append([])
             held = 0.0
         packed[-1] += part
-        held += estimated_s(part)
+        held += estimate
     return packed
 
 

@@ -40,7 +40,7 @@ def _choose_large(variant: Variant, strategy: str, budget: int | None, seed: int
                         f"use --strategy random --budget N, or pin parameters with --params")
     if budget is None:
         raise TuneError("the random strategy needs --budget N")
-    defaults = [p for p in param_points(variant) if not variant.violated(p)]
+    defaults = [p for p in param_points(variant) if variant.allows(p)]
     rest = [p for p in sample_space(variant, budget, seed) if p not in defaults]
     return (defaults + rest)[:max(budget, len(defaults))]
 

@@ -74,20 +74,16 @@ def forest_proposals(variant: Variant, budget: int, seed: int, space: Collection
     listed = set(pool)
     defaults = [p for p in param_points(variant) if p in listed]
     first = defaults + rng.sample([p for p in pool if p not in defaults], min(STARTUP, len(pool) - len(defaults)))
-    seen: dict[Params, float | None] = {}
-    done: list = []
+    seen: dict[Params, float | None] = {}  # in the order measured, each once
     queue = list(dict.fromkeys(first))
-    while len(done) < min(budget, len(pool)):
-        take = min(batch, budget - len(done), len(pool) - len(done))
+    while len(seen) < min(budget, len(pool)):
+        take = min(batch, budget - len(seen), len(pool) - len(seen))
         picked, queue = queue[:take], queue[take:]
         if len(picked) < take and seen:  # the first draws run out: the model fills the batch
             picked += _best_by_model(ExtraTreesRegressor, table, pool, {**seen, **dict.fromkeys(picked)},
-                                     take - len(picked), seed + len(done), measured=seen)
-        scores = yield picked
-        for params, score in zip(picked, scores):
-            seen[params] = score
-            done.append((params, score))
-    return done
+                                     take - len(picked), seed + len(seen), measured=seen)
+        seen.update(zip(picked, (yield picked)))
+    return list(seen.items())
 
 
 def _best_by_model(forest, table: np.ndarray, pool: list[Params], taken: dict, take: int, seed: int,
