@@ -59,11 +59,12 @@ def test_a_replay_says_records_and_returns_what_the_command_line_prints(tmp_path
 
 
 def test_a_dry_run_returns_the_points_it_would_measure_and_writes_nothing(tmp_path):
-    shown = CliRunner().invoke(main, ["tune", "-v", "pipelined", "-s", "1024,2049", "--budget", "3", "--dry-run"])
+    shown = CliRunner().invoke(main, ["tune", "-v", "pipelined", "-s", "1024,2049", "--budget", "3", "--strategy",
+                                       "random", "--dry-run"])
     assert shown.exit_code == 0, shown.output
     listed = [line.strip() for line in shown.output.splitlines() if line.startswith("  ")]
     said = []
-    df = mmbench.tune("pipelined", [1024, 2049], budget=3, dry_run=True, say=said.append)
+    df = mmbench.tune("pipelined", [1024, 2049], budget=3, strategy="random", dry_run=True, say=said.append)
     assert len(df) == 6 and list(df.params.unique()) == listed and sorted(set(df.m)) == [1024, 2049]
     assert set(df.variant) == {"pipelined"} and set(df.dtype) == {"fp32"} and set(df.cache) == {"cold"}
     assert re.sub(r"\d{8}-\d{6}", "T", "\n".join(said)) == re.sub(r"\d{8}-\d{6}", "T", shown.output.rstrip("\n"))
@@ -85,7 +86,7 @@ def test_a_tuning_returns_its_rows_and_the_best_it_recorded(monkeypatch, tmp_pat
 
     monkeypatch.setattr(session, "execute", measured)
     rows = []
-    df = mmbench.tune("pipelined", "1024,2048,2049,4096", budget=3, output="t.csv", say=lambda _: None,
+    df = mmbench.tune("pipelined", "1024,2048,2049,4096", budget=3, strategy="random", output="t.csv", say=lambda _: None,
                       on_row=rows.append)
     assert rows == [{"variant": "pipelined"}]
     out = tmp_path / "cwd" / "t.csv"
@@ -124,7 +125,7 @@ def test_a_batched_tuning_returns_its_class_rows(monkeypatch, tmp_path):
     ({"budget": "3"}, "budget='3': expected an integer"),
     ({"seed": 2**32}, "seed=4294967296: expected an integer from 0 to 4294967295"),
     ({"prune": 1.0}, "prune=1.0: expected a finite number from 0 and under 1"),
-    ({"strategy": "annealing"}, "strategy='annealing'; choose from: brute, random, tpe, ga"),
+    ({"strategy": "annealing"}, "strategy='annealing'; choose from: auto, brute, random, tpe, ga, forest"),
     ({"engine": "fast"}, "engine='fast'; choose from: auto, points, batched"),
     ({"bugdet": 3}, "unknown option bugdet=...; choose from: plan, strategy, budget"),
     ({"variant": None}, "give --variant NAME (the variant to tune) or --plan PLAN"),

@@ -122,7 +122,7 @@ CASES = [
     (["list", "-v", "nope"], "unknown variant 'nope'; choose from"),
     (["tune", "-v", "nope"], "unknown variant 'nope'; choose from"),
     (["tune", "-v", "blas", "--dry-run"], "variant 'blas' has no tuning space"),
-    (["tune", "-v", "pipelined", "--strategy", "annealing"], "'--strategy': 'annealing' is not one of 'brute', 'random'"),
+    (["tune", "-v", "pipelined", "--strategy", "annealing"], "'--strategy': 'annealing' is not one of 'auto', 'brute', 'random'"),
     (["tune", "-v", "pipelined", "-s", "0", "--dry-run"], "size spec '0': sizes must be positive"),
     (["tune", "-v", "pipelined", "--params", "BLOCK=8", "--dry-run"], "'pipelined' has no parameter BLOCK"),
     (["tune", "-v", "pipelined", "--strategy", "brute", "--prune", "0.5", "--dry-run"],

@@ -161,3 +161,34 @@ def test_the_forest_search_measures_only_the_space_given_learns_from_failures_an
     assert found and found[0] >= len(defaults) + STARTUP  # the forest found it, after its first draws
     after = [e for e in done[STARTUP + len(defaults):] if e.score is None]
     assert len(after) <= 3  # it learnt to avoid the failing value
+
+
+@pytest.mark.parametrize("asked,resolved", [
+    ({"variant": "dbuf"}, "forest"),  # the points engine: a search
+    ({"variant": "gemv_tuned"}, "random"),  # auto's engine for GEMV is the batched one: chosen ahead
+    ({"variant": "gemv_tuned", "engine": "points"}, "forest"),
+    ({"variant": "gemv_tuned", "dtype": "bf16"}, "forest"),  # another precision: point by point
+    ({"variant": "dbuf", "engine": "batched"}, "random"),
+    ({"variant": "warptile", "params": "BK=16"}, "random"),  # a narrowed space
+    ({"variant": "warptile", "candidates": ("x.csv",)}, "random"),
+    ({"variant": "dbuf", "replay": "x.csv"}, "forest"),
+    ({"variant": "dbuf", "strategy": "tpe"}, "tpe"),  # asked for: kept
+    ({"variant": "gemv_tuned", "strategy": "forest"}, "forest"),
+    ({"variant": "no_such_variant"}, "forest"),  # named by configurations(), not here
+])
+def test_the_default_strategy_is_the_forest_where_a_tuning_searches_point_by_point(asked, resolved):
+    from mmbench.tuning.request import TuneOptions
+    from mmbench.tuning.resolve import with_strategy
+
+    assert TuneOptions().strategy == "auto"
+    assert with_strategy(TuneOptions(**asked)).strategy == resolved
+
+
+def test_the_default_strategy_without_a_budget_says_so_and_how_to_measure_every_configuration():
+    from click.testing import CliRunner
+    from mmbench.cli import main
+
+    result = CliRunner().invoke(main, ["tune", "-v", "warptile", "-s", "2048", "--dry-run"])
+    assert result.exit_code == 2 and result.output.splitlines() == [
+        "Error: the default strategy (forest) needs --budget N: the configurations it may measure; --strategy brute "
+        "measures every one"]

@@ -13,7 +13,7 @@ from ..tuning import workflow
 from ..tuning.plan import shipped_plans
 from ..tuning.request import DEFAULTS, ENGINES, OPTIONS, PRUNE, TuneOptions
 from ..tuning.search import SEARCHES
-from ..tuning.strategies import STRATEGIES
+from ..tuning.strategies import AUTO, STRATEGIES
 from .common import ARGV, FILE, SEED, Finite, command, given, interrupts_count
 from .running import SAMPLES, WARMUP, cluster_options, isolation_options, print_summary, progress_bar, say
 
@@ -27,11 +27,13 @@ COMMANDS = ("tune",)
               "(--resume with its --output); takes --output, --jobs, --seed, --tuning-cache, --isolation, --dry-run.")
 @click.option("--sizes", "-s", default=DEFAULTS.sizes, show_default=True, metavar="SPEC",
               help="Shapes to tune at; the best configuration is kept per size class (nearest power of two).")
-@click.option("--strategy", type=click.Choice([*STRATEGIES, *SEARCHES]), default=DEFAULTS.strategy, show_default=True,
+@click.option("--strategy", type=click.Choice([AUTO, *STRATEGIES, *SEARCHES]), default=DEFAULTS.strategy,
+              show_default=True,
               help="brute: every configuration; random: --budget of them at random; tpe (Optuna's tree-structured "
                    "Parzen estimator), ga (its NSGA-II genetic algorithm) and forest (randomized trees over a pool of "
                    "candidates, scikit-learn): --budget of them, each chosen from what the ones before measured, the "
-                   "best 3 timed again (points engine, or --replay).")
+                   "best 3 timed again (points engine, or --replay). auto: forest, or random where the batched engine "
+                   "tunes or --params/--candidates narrow the space.")
 @click.option("--budget", type=click.IntRange(min=1),
               help="Configurations to try (random, tpe, ga, forest; the defaults count).")
 @click.option("--seed", type=SEED, default=DEFAULTS.seed, show_default=True,

@@ -26,7 +26,7 @@ class TuneOptions:
     variant: str | None = None
     plan: str | None = None  # a shipped plan's name or a plan file (tuning/plan.py)
     sizes: str = "1024,2048,4096"
-    strategy: str = "random"
+    strategy: str = "auto"  # strategies.AUTO
     budget: int | None = None
     seed: int = 0
     runs: int | None = None  # None: the points engine's 5

@@ -6,6 +6,7 @@ is touched here but the kernel's source, hashed once."""
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from pathlib import Path
 
 from .. import places, source
@@ -22,7 +23,32 @@ from ..variants import VariantError, get_variant
 from .cache import TuneError
 from .request import PRUNE, TuneOptions, TuneRequest
 from .search import SEARCHES
-from .strategies import STRATEGIES, candidates, choose
+from .strategies import AUTO, STRATEGIES, candidates, choose, no_space
+
+
+def with_strategy(options: TuneOptions) -> TuneOptions:
+    """The options with --strategy auto resolved: forest, which chooses each configuration from what
+    the ones before measured, except where the tuning narrows the space (--params, --candidates) or
+    runs on the batched engine (asked for, or auto's choice for the operation, as GEMV's): random,
+    whose configurations are chosen before any is measured. An unknown variant or form is left to
+    configurations() and request() to name."""
+    if options.strategy != AUTO:
+        return options
+    narrowed = options.params is not None or bool(options.candidates)
+    return replace(options, strategy="random" if narrowed or _batched(options) else "forest")
+
+
+def _batched(options: TuneOptions) -> bool:
+    """Whether the tuning would run on the batched engine with a strategy that chooses ahead."""
+    if options.engine != "auto" or options.replay:
+        return options.engine == "batched" and not options.replay
+    try:
+        variant = get_variant(options.variant)
+        (dtype,), (layout,), _ = check_forms([variant], [options.dtype or variant.dtypes[0]],
+                                             [options.layout or variant.layouts[0]])
+    except (VariantError, PrecisionError):
+        return False
+    return _engine(options, variant, (dtype, layout) != (DEFAULT, DEFAULT_LAYOUT)) == "batched"
 
 
 def configurations(options: TuneOptions):
@@ -44,8 +70,13 @@ def configurations(options: TuneOptions):
         if options.strategy in SEARCHES and not options.replay and (options.params or options.candidates):
             raise TuneError(f"--strategy {options.strategy} searches the whole space; --params and --candidates narrow "
                             f"it for {' and '.join(STRATEGIES)}")
+        if options.strategy in SEARCHES and not variant.space:
+            raise no_space(variant)
         if options.strategy in SEARCHES and not options.budget:
-            raise TuneError(f"--strategy {options.strategy} needs --budget N: the configurations it may measure")
+            asked = f"--strategy {options.strategy}" if "strategy" in options.given else \
+                f"the default strategy ({options.strategy})"
+            raise TuneError(f"{asked} needs --budget N: the configurations it may measure"
+                            + ("" if "strategy" in options.given else "; --strategy brute measures every one"))
         configs = [] if options.strategy in SEARCHES else choose(variant, options.strategy, options.budget,
                                                                  options.seed, narrowed, pinned=pinned)
     except (VariantError, SizeSpecError, TuneError, ResultsError) as exc:

@@ -24,6 +24,7 @@ from .cache import TuneError, entry_score
 from .search import SEARCHES, search
 
 STRATEGIES = ("brute", "random")
+AUTO = "auto"  # forest where the tuning searches point by point, else random (resolve.with_strategy)
 
 
 def size_class(variant: Variant, shape: Shape) -> str:
@@ -45,6 +46,11 @@ def _choose_large(variant: Variant, strategy: str, budget: int | None, seed: int
     return (defaults + rest)[:max(budget, len(defaults))]
 
 
+def no_space(variant: Variant) -> TuneError:
+    """The refusal of a tuning of a variant with nothing to tune."""
+    return TuneError(f"variant '{variant.name}' has no tuning space")
+
+
 def choose(variant: Variant, strategy: str, budget: int | None, seed: int = 0,
            space: Sequence[Params] | None = None, pinned: Mapping[str, tuple[int, ...]] | None = None) -> list[Params]:
     """The configurations a strategy tries, the variant's defaults first (the baseline).
@@ -63,7 +69,7 @@ def choose(variant: Variant, strategy: str, budget: int | None, seed: int = 0,
         if not space:
             raise TuneError(f"no configuration of '{variant.name}' satisfies its constraints with those --params")
     if not space:
-        raise TuneError(f"variant '{variant.name}' has no tuning space")
+        raise no_space(variant)
     defaults = [p for p in param_points(variant) if p in set(space)]
     rest = [p for p in space if p not in defaults]
     if strategy == "random":

@@ -32,7 +32,7 @@ from .plan import shipped_plans
 from .plan_run import tune_by_plan
 from .points_run import points_of, tune_points
 from .request import TuneOptions, TuneRequest
-from .resolve import configurations, jobs, request
+from .resolve import configurations, jobs, request, with_strategy
 from .search import SEARCHES
 from .searching import finalists_path, tune_searched
 from .strategies import describe
@@ -70,6 +70,7 @@ def perform(options: TuneOptions, *, say: Say = print, command: Sequence[str] = 
     if options.variant is None:
         raise RunRefused(f"give --variant NAME (the variant to tune) or --plan PLAN (shipped: "
                          f"{', '.join(shipped_plans())})")
+    options = with_strategy(options)
     variant, shapes, configs = configurations(options)
     cache_path = writing_cache(options.tuning_cache)
     if options.replay:
