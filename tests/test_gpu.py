@@ -27,8 +27,11 @@ CASES = [(v.name, b) for v in GPU_VARIANTS for b in (BLOCKS if "BLOCK" in v.axes
 
 def _run(gpu, variants, sizes, overrides=None, scopes=("kernel",), pads=(False,), dtypes=("fp32",), layouts=("nn",),
          **settings):
-    points = plan([Selection(tuple(variants), sizes, overrides or {}, scopes=scopes, pads=pads, dtypes=dtypes,
-                             layouts=layouts)], settings.pop("cache", "cold"))
+    """The rows of one run of these points; overrides a list of dicts: a selection each, in one run (its
+    kernels compiled side by side, as a sweep does)."""
+    each = overrides if isinstance(overrides, list) else [overrides or {}]
+    points = plan([Selection(tuple(variants), sizes, o, scopes=scopes, pads=pads, dtypes=dtypes, layouts=layouts)
+                   for o in each], settings.pop("cache", "cold"))
     runner = LocalPoints(Settings(**{"runs": 3, "warmup": 1, **settings}), points, gpu_factory=lambda: gpu)
     rows: list[dict] = []
     try:
@@ -66,9 +69,10 @@ def test_ladder_sample_of_the_tuning_space_is_correct(gpu, name):
     import random
 
     variant = REGISTRY[name]
-    for params in random.Random(7).sample(tuning_space(variant), 3):
-        rows = _run(gpu, [variant], "65,128,1000x37x2049", {k: (v,) for k, v in params})
-        assert [r["status"] for r in rows] == ["ok"] * 3, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
+    sample = random.Random(7).sample(tuning_space(variant), 3)
+    rows = _run(gpu, [variant], "65,128,1000x37x2049", [{k: (v,) for k, v in params} for params in sample])
+    assert len(rows) == 9 and len({r["params"] for r in rows}) == 3
+    assert [r["status"] for r in rows] == ["ok"] * 9, [(r["params"], r["m"], r["n"], r["k"], r["reason"]) for r in rows]
 
 
 @pytest.mark.parametrize("name", ["transpose_tiled", "transpose_vec", "transpose_swizzle", "transpose_pipe", "gemv_split",
@@ -79,10 +83,11 @@ def test_tuning_space_sample_is_correct_at_awkward_shapes(gpu, name):
 
     variant = REGISTRY[name]
     op = get_op(variant.op)
-    for params in random.Random(7).sample(tuning_space(variant), 3):
-        rows = _run(gpu, [variant], op.tested_sizes, {k: (v,) for k, v in params})
-        assert all(r["status"] == "ok" for r in rows), [(r["params"], r["m"], r["n"], r["reason"]) for r in rows
-                                                       if r["status"] != "ok"]
+    sample = random.Random(7).sample(tuning_space(variant), 3)
+    rows = _run(gpu, [variant], op.tested_sizes, [{k: (v,) for k, v in params} for params in sample])
+    assert len({r["params"] for r in rows}) == 3
+    assert all(r["status"] == "ok" for r in rows), [(r["params"], r["m"], r["n"], r["reason"]) for r in rows
+                                                   if r["status"] != "ok"]
 
 
 SCOPE_SHAPES = "1,33,1x97x5,97x1x64,1000x37x2049"

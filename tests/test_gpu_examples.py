@@ -40,14 +40,15 @@ def test_example_is_correct_at_awkward_shapes_over_its_space(gpu, example):
         op = get_op(variant.op)
         spec, _ = checking.check_shapes(variant)
         sample = random.Random(3).sample(tuning_space(variant), min(3, len(tuning_space(variant))))
-        for params in [()] + sample:
-            rows = _run(gpu, [variant], spec, {k: (v,) for k, v in params}, dtypes=variant.dtypes,
-                        layouts=variant.layouts)
-            assert len(rows) == len(op.parse_sizes(spec)) * len(variant.dtypes) * len(variant.layouts)
-            bad = [(r["params"], r["m"], r["n"], r["k"], r["reason"]) for r in rows
-                   if r["status"] != "ok" and not (r["status"] == "skipped" and " requires " in r["reason"])]
-            assert not bad
-            assert any(r["status"] == "ok" for r in rows)
+        configs = [{}] + [{k: (v,) for k, v in params} for params in sample]
+        rows = _run(gpu, [variant], spec, configs, dtypes=variant.dtypes, layouts=variant.layouts)
+        each = len(op.parse_sizes(spec)) * len(variant.dtypes) * len(variant.layouts)  # rows of one configuration
+        assert len(rows) == each * len({r["params"] for r in rows}) and len({r["params"] for r in rows}) >= len(sample)
+        bad = [(r["params"], r["m"], r["n"], r["k"], r["reason"]) for r in rows
+               if r["status"] != "ok" and not (r["status"] == "skipped" and " requires " in r["reason"])]
+        assert not bad
+        for params in {r["params"] for r in rows}:
+            assert any(r["status"] == "ok" for r in rows if r["params"] == params), params
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[p.stem for p in EXAMPLES])
