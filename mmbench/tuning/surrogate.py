@@ -88,13 +88,25 @@ def forest_proposals(variant: Variant, budget: int, seed: int, space: Collection
 
 def _best_by_model(forest, table: np.ndarray, pool: list[Params], taken: dict, take: int, seed: int,
                    measured: dict) -> list[Params]:
-    """The `take` candidates not taken of highest predicted score plus KAPPA times the trees' spread,
-    the model fitted to what was measured (scores over the best so far; a failure the worst)."""
-    known = [i for i, p in enumerate(pool) if p in measured]
-    left = np.array([i for i, p in enumerate(pool) if p not in taken])
-    scores = np.array([FAILED_SCORE if measured[pool[i]] is None else measured[pool[i]] for i in known], dtype=float)
-    top = scores.max()
-    model = forest(n_estimators=TREES, random_state=seed).fit(table[known], scores / top if top > 0 else scores)
-    each = np.stack([tree.predict(table[left]) for tree in model.estimators_])
-    wanted = each.mean(axis=0) + KAPPA * each.std(axis=0)
-    return [pool[i] for i in left[np.argsort(-wanted, kind="stable")[:take]]]
+    """The `take` candidates not taken, one after another, each of highest predicted score plus KAPPA
+    times the trees' spread, the model fitted to what was measured (scores over the best so far; a
+    failure the worst) and to the model's own prediction for each one picked before it in the batch
+    (a "believer": the batch spreads out as measuring them one by one would, instead of taking the
+    `take` highest of one fit, which crowd one spot)."""
+    index = {p: i for i, p in enumerate(pool)}
+    believed = {p: (FAILED_SCORE if s is None else s) for p, s in measured.items()}
+    top = max(believed.values())
+    scale = top if top > 0 else 1.0
+    picks: list[Params] = []
+    for step in range(take):
+        known = np.array(sorted(index[p] for p in believed))  # in the pool's order, as the fit has always seen them
+        left = np.array([i for i, p in enumerate(pool) if p not in taken and p not in believed])
+        if not len(left):
+            break
+        model = forest(n_estimators=TREES, random_state=seed + step).fit(
+            table[known], np.array([believed[pool[i]] for i in known]) / scale)
+        each = np.stack([tree.predict(table[left]) for tree in model.estimators_])
+        best = int(np.argmax(each.mean(axis=0) + KAPPA * each.std(axis=0)))
+        picks.append(pool[left[best]])
+        believed[picks[-1]] = float(each.mean(axis=0)[best]) * scale
+    return picks
