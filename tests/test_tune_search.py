@@ -192,3 +192,27 @@ def test_the_default_strategy_without_a_budget_says_so_and_how_to_measure_every_
     assert result.exit_code == 2 and result.output.splitlines() == [
         "Error: the default strategy (forest) needs --budget N: the configurations it may measure; --strategy brute "
         "measures every one"]
+
+
+def test_a_forest_batch_starts_where_one_by_one_would_and_spreads_beyond_one_fits_highest():
+    """_best_by_model: the batch's first pick is the one-by-one pick; the rest are distinct, none measured,
+    and not simply the highest of one fit (each later fit believes the model for the picks before it)."""
+    import random
+
+    import numpy as np
+    from sklearn.ensemble import ExtraTreesRegressor
+
+    from mmbench.tuning import surrogate
+    from mmbench.variants import tuning_space
+
+    pool = random.Random(2).sample(tuning_space(VARIANT), 300)
+    table = np.array([surrogate.features(VARIANT, p) for p in pool])
+    measured = {p: 1.0 / known_time(p) for p in pool[:30]}
+    one = surrogate._best_by_model(ExtraTreesRegressor, table, pool, dict(measured), 1, 5, measured)
+    batch = surrogate._best_by_model(ExtraTreesRegressor, table, pool, dict(measured), 8, 5, measured)
+    assert batch[0] == one[0] and len(set(batch)) == 8 and not set(batch) & set(measured)
+    model = ExtraTreesRegressor(n_estimators=surrogate.TREES, random_state=5).fit(
+        table[:30], np.array([measured[p] for p in pool[:30]]) / max(measured.values()))
+    each = np.stack([tree.predict(table[30:]) for tree in model.estimators_])
+    highest = {pool[30 + i] for i in np.argsort(-(each.mean(axis=0) + surrogate.KAPPA * each.std(axis=0)))[:8]}
+    assert set(batch) != highest
