@@ -216,3 +216,20 @@ def test_a_forest_batch_starts_where_one_by_one_would_and_spreads_beyond_one_fit
     each = np.stack([tree.predict(table[30:]) for tree in model.estimators_])
     highest = {pool[30 + i] for i in np.argsort(-(each.mean(axis=0) + surrogate.KAPPA * each.std(axis=0)))[:8]}
     assert set(batch) != highest
+
+
+def test_a_dry_run_of_the_default_strategy_shows_the_first_batch_the_gpu_would_measure():
+    from click.testing import CliRunner
+    from mmbench.cli import main
+    from mmbench.tuning.search import proposals
+    from mmbench.variants import format_params
+
+    shown = CliRunner().invoke(main, ["tune", "-v", "dbuf", "-s", "2048", "--budget", "20", "--seed", "3", "--dry-run"])
+    assert shown.exit_code == 0, shown.output
+    assert "trying up to 20, chosen as it measures, the first 8 below (forest)" in shown.output
+    listed = [line.strip() for line in shown.output.splitlines() if line.startswith("  ")]
+    first = next(proposals(get_variant("dbuf"), "forest", 20, 3, batch=BATCH))
+    assert listed == [format_params(p) for p in first] and len(listed) == BATCH
+    assert listed[0] == format_params(mmbench.variants.param_points(get_variant("dbuf"))[0])
+    df = mmbench.tune("dbuf", [2048], budget=20, seed=3, dry_run=True, say=lambda _: None)
+    assert list(df.params) == listed

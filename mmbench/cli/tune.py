@@ -11,9 +11,9 @@ from ..ops import batched_by_default
 from ..timing import CACHE_MODES
 from ..tuning import workflow
 from ..tuning.plan import shipped_plans
-from ..tuning.request import DEFAULTS, ENGINES, OPTIONS, PRUNE, TuneOptions
+from ..tuning.request import AUTO, DEFAULTS, ENGINES, OPTIONS, PRUNE, TuneOptions
 from ..tuning.search import SEARCHES
-from ..tuning.strategies import AUTO, STRATEGIES
+from ..tuning.strategies import STRATEGIES
 from .common import ARGV, FILE, SEED, Finite, command, given, interrupts_count
 from .running import SAMPLES, WARMUP, cluster_options, isolation_options, print_summary, progress_bar, say
 

@@ -14,9 +14,9 @@ from ..engine.points_isolated import MODES
 from ..engine.refusals import RunRefused
 from ..timing import CACHE_MODES
 from .cache import NO_CACHE, TuneError, check_writable_cache
-from .request import ENGINES, OPTIONS, TuneOptions, spelled
+from .request import AUTO, ENGINES, OPTIONS, TuneOptions, spelled
 from .search import SEARCHES
-from .strategies import AUTO, STRATEGIES
+from .strategies import STRATEGIES
 
 # What a replay (--replay) leaves unused: it reads a recorded tuning and runs nothing.
 REPLAY_IGNORES = ("sizes", "runs", "warmup", "cache", "engine", "resume", "prune", "jobs", "output", "dry_run", "dtype",
@@ -29,8 +29,8 @@ PLAN_IGNORES = ("variant", "sizes", "strategy", "budget", "runs", "warmup", "cac
 LIMITS = (Limit("budget", int, 1), Limit("seed", int, 0, 2**32 - 1), Limit("runs", int, 1, Settings().max_runs),
           Limit("warmup", int, 0, Settings().max_runs), Limit("prune", float, 0, 1, least_taken=True),
           Limit("jobs", int, 1), Limit("top", int, 1), Limit("workers", int, 1), Limit("point_timeout", float, 0))
-CHOICES = (("strategy", (AUTO, *STRATEGIES, *SEARCHES)), ("cache", CACHE_MODES), ("engine", ENGINES), ("cluster", ("local",)),
-           ("isolation", MODES))
+CHOICES = (("strategy", (AUTO, *STRATEGIES, *SEARCHES)), ("cache", CACHE_MODES), ("engine", ENGINES),
+           ("cluster", ("local",)), ("isolation", MODES))
 
 
 def check_values(options: TuneOptions) -> None:

@@ -14,6 +14,7 @@ from ..sizes import Shape
 from ..variants import Params, Variant
 
 ENGINES = ("auto", "points", "batched")
+AUTO = "auto"  # the default strategy: forest where the tuning searches point by point, else random (resolve.with_strategy)
 PRUNE = 0.5  # the batched tuner's default: see engine/batched_local.py
 
 
@@ -26,7 +27,7 @@ class TuneOptions:
     variant: str | None = None
     plan: str | None = None  # a shipped plan's name or a plan file (tuning/plan.py)
     sizes: str = "1024,2048,4096"
-    strategy: str = "auto"  # strategies.AUTO
+    strategy: str = AUTO
     budget: int | None = None
     seed: int = 0
     runs: int | None = None  # None: the points engine's 5

@@ -21,9 +21,9 @@ from ..results import ResultsError, read_results, run_csv
 from ..sizes import SizeSpecError
 from ..variants import VariantError, get_variant
 from .cache import TuneError
-from .request import PRUNE, TuneOptions, TuneRequest
+from .request import AUTO, PRUNE, TuneOptions, TuneRequest
 from .search import SEARCHES
-from .strategies import AUTO, STRATEGIES, candidates, choose, no_space
+from .strategies import STRATEGIES, candidates, choose, needs_budget, no_space
 
 
 def with_strategy(options: TuneOptions) -> TuneOptions:
@@ -35,20 +35,30 @@ def with_strategy(options: TuneOptions) -> TuneOptions:
     if options.strategy != AUTO:
         return options
     narrowed = options.params is not None or bool(options.candidates)
-    return replace(options, strategy="random" if narrowed or _batched(options) else "forest")
+    return replace(options, strategy="random" if narrowed or _batched(options) else "forest",
+                   given=options.given - {"strategy"})  # named as the default's, however it was asked for
 
 
 def _batched(options: TuneOptions) -> bool:
-    """Whether the tuning would run on the batched engine with a strategy that chooses ahead."""
-    if options.engine != "auto" or options.replay:
-        return options.engine == "batched" and not options.replay
+    """Whether the tuning runs on the batched engine (a replay runs none)."""
+    if options.replay:
+        return False
+    if options.engine != "auto":
+        return options.engine == "batched"
     try:
         variant = get_variant(options.variant)
-        (dtype,), (layout,), _ = check_forms([variant], [options.dtype or variant.dtypes[0]],
-                                             [options.layout or variant.layouts[0]])
+        dtype, layout = _form(options, variant)
     except (VariantError, PrecisionError):
         return False
     return _engine(options, variant, (dtype, layout) != (DEFAULT, DEFAULT_LAYOUT)) == "batched"
+
+
+def _form(options: TuneOptions, variant) -> tuple[str, str]:
+    """The precision and layout tuned at: those given, else the variant's first (PrecisionError where
+    the variant does not take them)."""
+    (dtype,), (layout,), _ = check_forms([variant], [options.dtype or variant.dtypes[0]],
+                                         [options.layout or variant.layouts[0]])
+    return dtype, layout
 
 
 def configurations(options: TuneOptions):
@@ -70,18 +80,28 @@ def configurations(options: TuneOptions):
         if options.strategy in SEARCHES and not options.replay and (options.params or options.candidates):
             raise TuneError(f"--strategy {options.strategy} searches the whole space; --params and --candidates narrow "
                             f"it for {' and '.join(STRATEGIES)}")
-        if options.strategy in SEARCHES and not variant.space:
+        if not variant.space:
             raise no_space(variant)
+        default = "strategy" not in options.given  # --strategy auto chose it
         if options.strategy in SEARCHES and not options.budget:
-            asked = f"--strategy {options.strategy}" if "strategy" in options.given else \
-                f"the default strategy ({options.strategy})"
-            raise TuneError(f"{asked} needs --budget N: the configurations it may measure"
-                            + ("" if "strategy" in options.given else "; --strategy brute measures every one"))
-        configs = [] if options.strategy in SEARCHES else choose(variant, options.strategy, options.budget,
-                                                                 options.seed, narrowed, pinned=pinned)
+            raise needs_budget(options.strategy, default)
+        if options.strategy in SEARCHES:  # it chooses as it measures; a dry run shows its first batch
+            configs = _first_batch(variant, options) if options.dry_run else []
+        else:
+            configs = choose(variant, options.strategy, options.budget, options.seed, narrowed, pinned=pinned,
+                             default=default)
     except (VariantError, SizeSpecError, TuneError, ResultsError) as exc:
         raise RunRefused(str(exc)) from None
     return variant, shapes, configs
+
+
+def _first_batch(variant, options: TuneOptions) -> list:
+    """The configurations a search measures first on the GPU (its defaults, then draws of its seed),
+    known before anything is measured."""
+    from .search import proposals
+    from .searching import BATCH
+
+    return list(next(proposals(variant, options.strategy, options.budget, options.seed, batch=BATCH)))
 
 
 def jobs(options: TuneOptions) -> int:
@@ -102,9 +122,8 @@ def _engine(options: TuneOptions, variant, typed: bool) -> str:
 def request(options: TuneOptions, variant, shapes, configs, cache_path: Path) -> tuple[TuneRequest, Settings]:
     """The tuning the options ask for, and the points engine's settings; RunRefused where options
     do not fit the engine or the machine. The kernel's source hash is computed here, once."""
-    try:  # the precision and layout tuned at: those given, else the variant's first
-        (dtype,), (layout,), _ = check_forms([variant], [options.dtype or variant.dtypes[0]],
-                                             [options.layout or variant.layouts[0]])
+    try:
+        dtype, layout = _form(options, variant)
     except PrecisionError as exc:
         raise RunRefused(str(exc)) from None
     typed = (dtype, layout) != (DEFAULT, DEFAULT_LAYOUT)

@@ -24,7 +24,6 @@ from .cache import TuneError, entry_score
 from .search import SEARCHES, search
 
 STRATEGIES = ("brute", "random")
-AUTO = "auto"  # forest where the tuning searches point by point, else random (resolve.with_strategy)
 
 
 def size_class(variant: Variant, shape: Shape) -> str:
@@ -33,17 +32,26 @@ def size_class(variant: Variant, shape: Shape) -> str:
     return get_op(variant.op).size_class(shape)
 
 
-def _choose_large(variant: Variant, strategy: str, budget: int | None, seed: int) -> list[Params]:
+def _choose_large(variant: Variant, strategy: str, budget: int | None, seed: int, default: bool) -> list[Params]:
     """choose() over a space too large to list (more than LARGE_SPACE raw points): the defaults, then
     a random sample drawn without building the space; brute force is refused."""
     if strategy == "brute":
         raise TuneError(f"'{variant.name}' has {raw_size(variant)} raw points (more than {LARGE_SPACE} are never listed): "
                         f"use --strategy random --budget N, or pin parameters with --params")
     if budget is None:
-        raise TuneError("the random strategy needs --budget N")
+        raise needs_budget(strategy, default)
     defaults = [p for p in param_points(variant) if variant.allows(p)]
     rest = [p for p in sample_space(variant, budget, seed) if p not in defaults]
     return (defaults + rest)[:max(budget, len(defaults))]
+
+
+def needs_budget(strategy: str, default: bool = False) -> TuneError:
+    """The refusal of a strategy that chooses --budget configurations, given none (`default`: the
+    strategy was not asked for, --strategy auto chose it)."""
+    if default:
+        return TuneError(f"the default strategy ({strategy}) needs --budget N: the configurations it may measure; "
+                         f"--strategy brute measures every one")
+    return TuneError(f"--strategy {strategy} needs --budget N: the configurations it may measure")
 
 
 def no_space(variant: Variant) -> TuneError:
@@ -52,14 +60,15 @@ def no_space(variant: Variant) -> TuneError:
 
 
 def choose(variant: Variant, strategy: str, budget: int | None, seed: int = 0,
-           space: Sequence[Params] | None = None, pinned: Mapping[str, tuple[int, ...]] | None = None) -> list[Params]:
+           space: Sequence[Params] | None = None, pinned: Mapping[str, tuple[int, ...]] | None = None,
+           default: bool = False) -> list[Params]:
     """The configurations a strategy tries, the variant's defaults first (the baseline).
     `space` narrows the variant's space (a replay chooses among what was recorded); `pinned`
     keeps only points whose named parameters take one of the given values."""
     if strategy not in STRATEGIES:
         raise TuneError(f"unknown strategy '{strategy}'; choose from: {', '.join(STRATEGIES)}")
     if space is None and raw_size(variant) > LARGE_SPACE and not pinned:
-        return _choose_large(variant, strategy, budget, seed)
+        return _choose_large(variant, strategy, budget, seed, default)
     space = list(space) if space is not None else tuning_space(variant)
     if pinned:
         unknown = sorted(set(pinned) - set(variant.space))
@@ -74,7 +83,7 @@ def choose(variant: Variant, strategy: str, budget: int | None, seed: int = 0,
     rest = [p for p in space if p not in defaults]
     if strategy == "random":
         if budget is None:
-            raise TuneError("the random strategy needs --budget N")
+            raise needs_budget(strategy, default)
         rest = random.Random(seed).sample(rest, min(max(budget - len(defaults), 0), len(rest)))
     elif budget is not None:  # a budget would mean nothing to it: refused, whether larger or smaller
         raise TuneError(f"brute force tries all {len(space)} configurations of '{variant.name}'; --budget {budget} is "

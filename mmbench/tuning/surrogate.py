@@ -65,7 +65,8 @@ def forest_proposals(variant: Variant, budget: int, seed: int, space: Collection
     try:
         from sklearn.ensemble import ExtraTreesRegressor
     except ImportError as exc:
-        raise TuneError(f"the forest strategy needs scikit-learn ({exc}), one of mmbench's dependencies: pip install scikit-learn") from None
+        raise TuneError(f"the forest strategy needs scikit-learn ({exc}), one of mmbench's dependencies: "
+                        f"pip install scikit-learn") from None
     pool = candidates(variant, budget, seed, space)
     if not pool:
         raise TuneError(f"'{variant.name}' has no configuration that keeps its constraints to search")

@@ -124,6 +124,8 @@ def _announce(request: TuneRequest, options: TuneOptions, say: Say) -> None:
         say(f"pinned: {options.params}")
     tried = (f"up to {options.budget}, chosen as it measures" if options.strategy in SEARCHES
              else str(len(request.configs)))
+    if options.strategy in SEARCHES and request.configs:  # a dry run's first batch
+        tried += f", the first {len(request.configs)} below"
     say(f"{request.variant.name}: {space_text(request.variant)} configurations satisfy its constraints; trying "
         f"{tried} ({options.strategy}) at {len(request.shapes)} shape(s)" + form_suffix(request.dtype, request.layout))
 
