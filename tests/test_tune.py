@@ -701,3 +701,24 @@ def test_a_recorded_space_replays_under_kernel_tuners_simulation_mode():
     for strategy in ("kt:random_sample", "kt:genetic_algorithm"):
         curve = benchmark.trace(space, PIPELINED, strategy, 10, seed=1)
         assert 1 <= len(curve) <= 10 and (np.diff(curve) >= 0).all() and curve[-1] <= 1.0
+
+
+def test_the_strategy_benchmark_replays_our_searches_in_the_gpus_batches():
+    """--batch 8: the forest proposes 8 before hearing them, as on the GPU: as many evaluations as the
+    budget, each recorded, the first batch's choices those of one-by-one up to where the model starts,
+    and the curve then differs from one-by-one's (the choices are not the same)."""
+    from mmbench.tuning import benchmark, search
+
+    classes, _ = strategies.read_recorded(RECORDED, PIPELINED)
+    space = benchmark.spaces_of(classes, "rec")[0]
+    one = search.search(PIPELINED, "forest", 24, 2, space.scores.get, space.scores)
+    eight = search.search(PIPELINED, "forest", 24, 2, space.scores.get, space.scores, batch=8)
+    assert len(one) == len(eight) == 24 and {e.params for e in eight} <= set(space.scores)
+    assert [e.params for e in one][:8] == [e.params for e in eight][:8]  # the defaults and the seed's draws
+    assert [e.params for e in one] != [e.params for e in eight]
+    curve = benchmark.trace(space, PIPELINED, "forest", 24, 2, batch=8)
+    assert len(curve) == 24 and (np.diff(curve) >= 0).all()
+    result = CliRunner().invoke(main, ["tune-benchmark", "-v", "pipelined", str(RECORDED), "--seeds", "2",
+                                       "--strategy", "forest", "--batch", "8", "--budget", "0.2"])
+    assert result.exit_code == 0, result.output
+    assert "batches of 8" in result.output

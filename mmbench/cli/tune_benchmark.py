@@ -11,6 +11,7 @@ import click
 from ..results import ResultsError
 from ..tuning.benchmark import KERNEL_TUNER, STRATEGIES, figure, run, spaces_of, summary_rows
 from ..tuning.cache import TuneError
+from ..tuning.searching import BATCH
 from ..tuning.strategies import read_recorded
 from ..variants import VariantError, get_variant
 from .common import FILE, FOLDER, InputError, command, console, print_table
@@ -29,8 +30,10 @@ COMMANDS = ("tune_benchmark",)
 @click.option("--seeds", type=click.IntRange(1, 1000), default=20, show_default=True, help="Seeds of each search.")
 @click.option("--spaces", type=click.IntRange(min=1), metavar="N",
               help="Replay N of the recorded spaces (size classes), drawn at random (seed 0); default: all.")
+@click.option("--batch", type=click.IntRange(1, 64), default=1, show_default=True,
+              help=f"Configurations our searches propose before hearing their scores (on the GPU: {BATCH}).")
 @click.option("--out", type=FOLDER, help="Write results.csv and strategies.png there.")
-def tune_benchmark(recorded, variant_name, strategies, budget, seeds, spaces, out):
+def tune_benchmark(recorded, variant_name, strategies, budget, seeds, spaces, batch, out):
     """Replay tuning strategies on recorded tunings, no GPU: per space (a size class of a recorded
     tuning), how close each comes to the recorded best within a budget, over seeds, and its score
     between random search (0) and the optimum (1)."""
@@ -48,10 +51,11 @@ def tune_benchmark(recorded, variant_name, strategies, budget, seeds, spaces, ou
     if spaces is not None and spaces < len(found):
         found = random.Random(0).sample(found, spaces)
     try:
-        results = run(found, variant, chosen, budget, seeds)
+        results = run(found, variant, chosen, budget, seeds, batch)
     except ValueError as exc:  # KernelTuner missing, or its strategy unknown to it
         raise InputError(str(exc)) from None
-    print_table(f"{len(found)} recorded spaces, budget {budget:.0%} of each, {seeds} seeds",
+    print_table(f"{len(found)} recorded spaces, budget {budget:.0%} of each, {seeds} seeds"
+                + (f", batches of {batch}" if batch > 1 else ""),
                 ["strategy", "spaces", "median best / recorded best", "within 2 % in budget (median seed)",
                  "score (random 0, optimum 1)"], summary_rows(results, budget))
     if out is not None:

@@ -46,16 +46,17 @@ def spaces_of(classes: Mapping[str, tuple[int, Mapping[str, float | None]]], nam
     return [s for s in out if s.best > 0]
 
 
-def trace(space: Space, variant: Variant, strategy: str, budget: int, seed: int) -> np.ndarray:
+def trace(space: Space, variant: Variant, strategy: str, budget: int, seed: int, batch: int = 1) -> np.ndarray:
     """The best fraction of the space's best found after each of `budget` evaluations (fewer where the
-    space is smaller): random search draws without replacement; tpe and ga search (search.py)."""
+    space is smaller): random search draws without replacement; tpe, ga and forest search (search.py),
+    proposing `batch` configurations before hearing their scores."""
     if strategy == "random":
         order = random.Random(seed).sample(sorted(space.scores), min(budget, len(space.scores)))
         found = [space.scores[p] for p in order]
     elif strategy.startswith(KERNEL_TUNER):
         found = kernel_tuner_trace(space, variant, strategy[len(KERNEL_TUNER):], budget, seed)
     else:
-        found = [e.score for e in search(variant, strategy, budget, seed, space.scores.get, space.scores)]
+        found = [e.score for e in search(variant, strategy, budget, seed, space.scores.get, space.scores, batch)]
     return np.maximum.accumulate(np.array([s or 0.0 for s in found])) / space.best
 
 
@@ -177,14 +178,15 @@ class Result:
 
 
 def run(spaces: Sequence[Space], variant: Variant, strategies: Sequence[str], budget_share: float,
-        seeds: int) -> list[Result]:
-    """Every strategy on every space at a budget of budget_share of the space (at least 1), over seeds."""
+        seeds: int, batch: int = 1) -> list[Result]:
+    """Every strategy on every space at a budget of budget_share of the space (at least 1), over seeds;
+    our searches proposing `batch` at a time (KernelTuner's and random search one)."""
     results = []
     for space in spaces:
         budget = max(1, round(budget_share * len(space.scores)))
         steps = sorted({max(1, round(budget * f)) for f in (0.25, 0.5, 0.75, 1.0)})
         for strategy in strategies:
-            curves = [trace(space, variant, strategy, budget, seed) for seed in range(seeds)]
+            curves = [trace(space, variant, strategy, budget, seed, batch) for seed in range(seeds)]
             finals = [c[-1] for c in curves]
             needed = [evaluations_to(c) for c in curves]
             got = sorted(n if n is not None else math.inf for n in needed)

@@ -45,12 +45,12 @@ class Evaluation:
 
 
 def search(variant: Variant, strategy: str, budget: int, seed: int, evaluate: Evaluate,
-           space: Collection[Params] | None = None) -> list[Evaluation]:
+           space: Collection[Params] | None = None, batch: int = 1) -> list[Evaluation]:
     """Evaluate up to `budget` configurations of the variant chosen by the strategy (SEARCHES), in the
     order evaluated: its defaults first, then STARTUP drawn at random, then the sampler's, one at a
-    time. `space`: the configurations that may be evaluated (default: every one that keeps the
-    constraints)."""
-    asking = proposals(variant, strategy, budget, seed, space)
+    time (or `batch` proposed before any of them is heard, as on the GPU). `space`: the configurations
+    that may be evaluated (default: every one that keeps the constraints)."""
+    asking = proposals(variant, strategy, budget, seed, space, batch)
     try:
         batch = next(asking)
         while True:
