@@ -254,8 +254,8 @@ def release_worker(keep: bool = False) -> dict:
     they hold on the GPU goes now, not at the process's exit; its runner too, unless `keep` (a running
     cluster's worker): then the runner is parked (LocalPoints.park: its GPU context and modules kept)
     with the source hashes of the kernels it served, and the next run with the same settings takes it
-    while none of them was edited (_still_good); a run with other settings replaces it. How many it released, whether it kept a runner,
-    and what failed to close."""
+    while none of them was edited (_still_good); a run with other settings replaces it. How many it
+    released, whether it kept a runner, and what failed to close."""
     with _LOCK:
         kept = keep and _RUNNER[1] is not None and _RUNNER[1].alive()
         failed: list[str] = []

@@ -14,7 +14,7 @@ from ..sizes import Shape
 from ..variants import Params, Variant
 
 ENGINES = ("auto", "points", "batched")
-AUTO = "auto"  # the default strategy: forest where the tuning searches point by point, else random (resolve.with_strategy)
+AUTO = "auto"  # the default strategy: forest where a tuning searches point by point, else random (resolve.py)
 PRUNE = 0.5  # the batched tuner's default: see engine/batched_local.py
 
 
