@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 from . import environment, places
 from .config import ConfigError, load_config
 from .engine import session
+from .engine.ahead import started_ahead
 from .engine.session import Progress
 from .engine.options import Limit, check_given, cluster_spec, int_list, isolation_of, parse_params, split
 from .engine.outcome import Outcome
@@ -129,27 +130,13 @@ def perform(request: RunRequest, *, say: Say = print, dry_run: bool = False, com
             and any(v.on_gpu for v in chosen):
         given["max_interval"] = INTERVAL
     budgets = {k: v for k, v in (("cpu_budget_s", request.cpu_budget), ("budget_s", request.time_budget)) if v is not None}
-    if not dry_run and isolation.mode == "process" and spec is None and any(v.on_gpu for v in chosen):
-        from .engine.points_isolated import prestart
-
-        prestart(isolation.runner)  # the GPU's worker starts while the run is planned
+    gpus = any(v.on_gpu for v in chosen)
     output_checked = not dry_run and spec is not None
     if output_checked:
-        from .engine.points_dask import start_early
-
         _checked_output(output, request.resume)  # the refusals a cluster start would otherwise stand before
-        start_early(spec, any(v.on_gpu for v in chosen), isolation)  # the cluster starts while the run is planned
-    try:
+    with started_ahead(spec, gpus, isolation, start=not dry_run):  # the GPU's worker or the cluster starts while planned
         return _planned_and_run(request, name, selections, caches, output, given, budgets, chosen, spec, isolation,
                                 say, dry_run, command, progress, output_checked)
-    finally:
-        from .engine.points_isolated import discard_prestarted
-
-        discard_prestarted()  # a child the run did not take (refused, nothing to do, a dry run)
-        if spec is not None:
-            from .engine.points_dask import discard_early
-
-            discard_early()  # a cluster no run took
 
 
 def _planned_and_run(request: RunRequest, name: str, selections, caches, output: Path, given: dict, budgets: dict,

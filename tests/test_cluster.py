@@ -589,3 +589,29 @@ def test_a_run_refused_for_its_output_starts_no_cluster(tmp_path, monkeypatch):
     assert invoke("run", "-v", "blas", "-s", "32", "--runs", "1", "-o", out).exit_code == 0
     refused = invoke("run", "-v", "blas", "-s", "32", "--cluster", "local", "--workers", "2", "-o", out)
     assert refused.exit_code == 2 and "already exists; pass --resume" in refused.output
+
+
+def test_a_tuning_on_a_cluster_starts_it_while_its_points_are_made_and_a_dry_run_starts_none(tmp_path, monkeypatch):
+    """The points engine's tuning starts its cluster ahead (as a run does) and ends one no run took;
+    a dry run starts none."""
+    from mmbench.engine import points_dask
+    from mmbench.engine.refusals import RunRefused
+    from mmbench.tuning import workflow
+
+    started, made = [], []
+    monkeypatch.setattr(points_dask, "start_early", lambda spec, gpus, isolation=None: started.append((spec, gpus)))
+    monkeypatch.setattr(points_dask, "discard_early", lambda: made.append("discarded"))
+
+    def points_made(*_):
+        made.append(list(started))
+        raise RunRefused("stop here")  # said as one line, exit 2
+
+    monkeypatch.setattr(workflow, "_tune_points", points_made)
+    common = ["tune", "-v", "dbuf", "-s", "64", "--strategy", "random", "--budget", "2", "--engine", "points",
+              "--scheduler", "tcp://127.0.0.1:9", "--tuning-cache", tmp_path / "c.json"]
+    assert invoke(*common, "-o", tmp_path / "dry.csv", "--dry-run").exit_code == 0
+    assert started == [] and made == []
+    assert invoke(*common, "-o", tmp_path / "t.csv").exit_code == 2
+    (spec, gpus), = started
+    assert spec.scheduler == "tcp://127.0.0.1:9" and gpus
+    assert made == [[(spec, True)], "discarded"]  # started before the points, ended after

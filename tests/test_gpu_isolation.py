@@ -29,6 +29,9 @@ pytestmark = pytest.mark.gpu
 BROKEN = Path(__file__).parent / "broken_kernels"
 SHAPE = Shape(256, 256, 256)
 SETTINGS = Settings(runs=3, warmup=1)
+# the endless kernels wait this long to be failed rows: long enough for a good point at 256 (milliseconds), short
+# enough that the waits (six in this file) do not dominate the GPU suite
+TIMEOUT_S = 4
 
 
 def broken(name: str) -> Variant:
@@ -49,7 +52,7 @@ def test_broken_kernels_are_their_own_rows_and_the_sweep_goes_on(tmp_path, gpu):
     out = tmp_path / "broken.csv"
     started = time.perf_counter()
     outcome = session.execute(sweep(), SETTINGS, out, {"name": "broken"}, ["test"],
-                              isolation=Isolation(timeout_s=10))
+                              isolation=Isolation(timeout_s=TIMEOUT_S))
     took = time.perf_counter() - started
     df = read_results(out)
     assert outcome.state == "finished" and took < 120
@@ -57,7 +60,7 @@ def test_broken_kernels_are_their_own_rows_and_the_sweep_goes_on(tmp_path, gpu):
     assert list(df.status) == ["ok", "failed", "ok", "failed", "wrong", "ok"], list(df.reason)
     reasons = dict(zip(df.variant, df.reason))
     assert "illegal memory access" in reasons["oob_write"] or "illegal address" in reasons["oob_write"], reasons
-    assert reasons["endless"].startswith("timed out after 10 s: a kernel that never ends?")
+    assert reasons["endless"].startswith(f"timed out after {TIMEOUT_S} s: a kernel that never ends?")
     assert "not finite" in reasons["writes_nothing"]
     assert all(df.time_ms_median[df.status == "ok"] > 0) and set(df.gpu) == {gpu.facts.name}
     meta = read_metadata(out)
@@ -103,13 +106,13 @@ def test_a_users_broken_kernels_cost_one_row_each_from_the_command_line(tmp_path
     out = tmp_path / "cli.csv"
     command = [sys.executable, "-m", "mmbench", "-f", str(BROKEN / "broken.toml"), "run", "-v",
                "best,oob_write,shared,endless,writes_nothing,naive", "-s", "256", "--runs", "3",
-               "--point-timeout", "10", "-o", str(out), *where]
+               "--point-timeout", str(TIMEOUT_S), "-o", str(out), *where]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr  # failed points: exit 1, every row kept
     df = read_results(out).set_index("variant")
     assert df.status.to_dict() == {"best": "ok", "oob_write": "failed", "shared": "ok", "endless": "failed",
                                    "writes_nothing": "wrong", "naive": "ok"}
-    assert "illegal" in df.reason["oob_write"] and "timed out after 10" in df.reason["endless"]
+    assert "illegal" in df.reason["oob_write"] and f"timed out after {TIMEOUT_S} s" in df.reason["endless"]
 
 
 # -- the batched tuner (issue 46, section 4) -------------------------------------------------------------
@@ -158,7 +161,7 @@ def test_a_batched_tunings_faulting_and_endless_configurations_are_failed_rows_a
     from mmbench.engine.batched_isolated import IsolatedBatched
 
     started = time.perf_counter()
-    engine = IsolatedBatched(broken_gemv(tmp_path), GEMV_CONFIGS, "cold", "read", Isolation(timeout_s=10))
+    engine = IsolatedBatched(broken_gemv(tmp_path), GEMV_CONFIGS, "cold", "read", Isolation(timeout_s=TIMEOUT_S))
     rows = batched(engine, "cell:9x9,cell:12x10", tmp_path / "t.csv")
     assert time.perf_counter() - started < 300
     assert list(rows.size_class) == ["cell09x09"] * 4 + ["cell12x10"] * 4
@@ -167,7 +170,7 @@ def test_a_batched_tunings_faulting_and_endless_configurations_are_failed_rows_a
     for reason in rows.reason[rows.params.str.startswith("BLOCKSIZE=64,")]:
         assert "illegal" in reason, reason
     for reason in rows.reason[rows.params.str.startswith("BLOCKSIZE=96,")]:
-        assert "timed out after 10 s: a kernel that never ends?" in reason, reason
+        assert f"timed out after {TIMEOUT_S} s: a kernel that never ends?" in reason, reason
     isolation = engine.meta()["isolation"]
     assert isolation["restarts"] == 6
     assert [f["configuration"].split(",")[0] if f["configuration"] else None for f in isolation["faults"]] == \

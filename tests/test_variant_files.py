@@ -453,3 +453,15 @@ def test_a_variant_the_registry_lacks_travels_whole_and_pickles(tmp_path):
     registry._ENTRIES.pop("mine")
     again = unwire(pickle.loads(pickle.dumps(wire(point))))
     assert again == point and again.variant.defines == v.defines and again.variant.declaration == v.declaration
+
+
+def test_a_large_spaces_count_multiplies_its_free_parameters_and_agrees_with_walking_every_point():
+    """count_space multiplies the parameters no constraint names (dbuf's ORDER and VEC4) instead of
+    walking them: the count must be every point the walk yields, and a cap still stops it."""
+    from mmbench.variants.model import LARGE_SPACE, _valid_points, count_space, raw_size
+
+    dbuf = REGISTRY["dbuf"]
+    assert raw_size(dbuf) > LARGE_SPACE  # counted, never built
+    walked = sum(1 for _ in _valid_points(dbuf))
+    assert count_space(dbuf) == (walked, True) == (79200, True)
+    assert count_space(dbuf, cap=1000) == (1000, False)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..engine import batched_local
+from ..engine.ahead import started_ahead
 from ..engine.outcome import Outcome
 from ..engine.plan import Point, Settings
 from ..engine.options import isolation_of
@@ -90,7 +91,8 @@ def perform(options: TuneOptions, *, say: Say = print, command: Sequence[str] = 
         return TuneDone("dry run", tuning.output, None, {}, _about(tuning, options), points_of(tuning))
     if tuning.engine == "batched":
         return _tune_batched(tuning, options, hooks)
-    return _tune_points(tuning, options, settings, hooks)
+    with started_ahead(tuning.cluster, tuning.variant.on_gpu, tuning.isolation):  # while the points are made
+        return _tune_points(tuning, options, settings, hooks)
 
 
 def _by_plan(options: TuneOptions, hooks: Hooks) -> TuneDone:

@@ -264,10 +264,11 @@ LARGE_SPACE = 1_000_000
 COUNT_CAP = 100_000
 
 
-def _valid_points(variant: Variant):
+def _valid_points(variant: Variant, order=None):
     """The points of the tuning space that satisfy its constraints, one at a time (depth first over
-    _binding_order, each constraint tested as soon as its names are bound), in no stated order."""
-    order = _binding_order(variant.space, tuple(variant.constraints))
+    _binding_order, or the first parameters of it given as order, each constraint tested as soon as
+    its names are bound), in no stated order."""
+    order = _binding_order(variant.space, tuple(variant.constraints)) if order is None else order
 
     def walk(depth: int, values: dict):
         if depth == len(order):
@@ -288,16 +289,22 @@ def space_text(variant: Variant) -> str:
     return str(count) if whole else f"more than {count}"
 
 
+@lru_cache(maxsize=64)  # a tuning's announcement and its metadata both say it
 def count_space(variant: Variant, cap: int = COUNT_CAP) -> tuple[int, bool]:
-    """(points that satisfy the constraints, whether that is all of them): counted one at a time,
-    stopping at cap, so a space of millions is never listed."""
+    """(points that satisfy the constraints, whether that is all of them): counted stopping at cap,
+    so a space of millions is never listed. The parameters the binding order leaves free at its
+    end (in no constraint) multiply the count instead of being walked (dbuf's: 6x fewer steps)."""
     if raw_size(variant) <= LARGE_SPACE:
         return len(tuning_space(variant)), True
+    order = _binding_order(variant.space, tuple(variant.constraints))
+    free = 1
+    while order and not order[-1][1]:
+        free *= len(variant.space[order.pop()[0]])
     count = 0
-    for _ in _valid_points(variant):
-        count += 1
+    for _ in _valid_points(variant, order):
+        count += free
         if count >= cap:
-            return count, False
+            return cap, False
     return count, True
 
 
