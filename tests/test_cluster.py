@@ -215,9 +215,10 @@ def test_a_lone_worker_runs_blas_on_all_its_hosts_cores_not_on_dasks_one_thread(
 
 def test_small_shapes_travel_together_and_the_last_chunks_stay_small():
     """121 shapes of 8 points each (a study's sweep): far fewer chunks than shapes (a chunk costs 20 to
-    30 ms beside its points); each shape whole in one chunk, the largest first, every chunk but the
-    last at least 1/16 of a worker's estimated share, none more than one shape beyond it."""
-    from mmbench.engine.points_dask import SMALLEST_SHARE, estimated_s
+    30 ms beside its points); each shape whole in one chunk, the largest first; every chunk at least
+    1/16 of a worker's estimated share until the tail, where they shrink to no less than 1/64 (but the
+    last), none more than one shape beyond its target."""
+    from mmbench.engine.points_dask import SMALLEST_SHARE, estimated_s, tail_target
     from mmbench.sizes import parse_sizes
 
     shapes = parse_sizes("512:8192:+64")
@@ -227,10 +228,35 @@ def test_small_shapes_travel_together_and_the_last_chunks_stay_small():
         assert sorted(map(str, (p for c in parts for p in c))) == sorted(map(str, points))
         assert all(len({p.shape for p in c}) * 8 == len(c) for c in parts)  # whole shapes
         assert parts[0][:8] == [p for p in points if p.shape == max(shapes, key=lambda s: s.m)]
-        share = sum(estimated_s([p]) for p in points) / (workers * SMALLEST_SHARE)
+        total = sum(estimated_s([p]) for p in points)
+        packing = total / (workers * SMALLEST_SHARE)
         held = [sum(estimated_s(c[i:i + 8]) for i in range(0, len(c), 8)) for c in parts]
-        assert all(h >= share for h in held[:-1]) and all(h - estimated_s(c[-8:]) < share for h, c in zip(held, parts))
+        left = total
+        for h, c in zip(held[:-1], parts):
+            target = tail_target(left, total, workers)
+            assert packing / 4 <= target <= packing and h >= target and h - estimated_s(c[-8:]) < target
+            assert target == packing or left / workers / 2 < packing  # smaller only in the tail
+            left -= h
+        assert held[-2] < packing  # the tail shrank
         assert len(parts) < len(shapes) / (4 if workers == 1 else 2)
+
+
+def test_a_tunings_last_chunks_are_split_small_so_that_the_workers_end_together():
+    """4 shapes x 1000 configurations on 4 workers: parts of a quarter of a shape until the tail, then
+    the last shape's parts in pieces that shrink (4 x H200: the last chunks of 1 s each left the workers'
+    ends 1 s apart); every point once, each chunk of one shape."""
+    from mmbench.engine.points_dask import estimated_s
+
+    configs = [(("BLOCK", b),) for b in range(1, 1001)]
+    shapes = [Shape(n, n, n) for n in (1024, 2048, 2049, 4096)]
+    points = [Point(REGISTRY["naive"], c, s, "cold") for s in shapes for c in configs]
+    parts = chunks(points, 4)
+    assert sorted(map(str, (p for c in parts for p in c))) == sorted(map(str, points))
+    assert all(len({p.shape for p in c}) == 1 for c in parts)
+    held = [estimated_s(c) for c in parts]
+    assert [len(c) for c in parts[:13]] == [250] * 13 and parts[0][0].shape == Shape(4096, 4096, 4096)
+    assert held == sorted(held, reverse=True)  # the work shrinks chunk by chunk
+    assert len(parts) > 16 and all(len(c) < 250 for c in parts[13:]) and held[-1] < held[12] / 4
 
 
 def test_chunks_go_out_largest_work_first():

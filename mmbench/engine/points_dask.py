@@ -67,20 +67,40 @@ def chunks(points: Sequence[Point], workers: int) -> list[list[Point]]:
     idle at the end. Shapes too small to be worth a trip of their own are packed together until a
     chunk holds 1/SMALLEST_SHARE of a worker's share: each chunk costs 20 to 30 ms on the worker and
     in the scheduler beside its points (a running cluster of one H100, the limits study's 153 shapes:
-    4.9 s of a 47 s run), and the last chunks stay small enough to even the workers' ends."""
+    4.9 s of a 47 s run). The tail shrinks (tail_target): once less than TAIL of a worker's share is
+    left, a chunk holds half of what is left a worker, down to a quarter of the packing's size, a
+    tuning's big parts split to it, so that the workers end together (4 x H200: the last chunks of
+    0.4 s and 1 s left the workers' ends 0.4 s and 1 s apart)."""
     size = max(1, math.ceil(len(points) / max(1, workers * CHUNKS_PER_WORKER)))
     parts = sorted(((estimated_s(group[i:i + size]), group[i:i + size]) for group in shape_groups(points).values()
                     for i in range(0, len(group), size)), key=lambda part: part[0], reverse=True)
-    smallest = sum(estimate for estimate, _ in parts) / (max(1, workers) * SMALLEST_SHARE)
+    total = sum(estimate for estimate, _ in parts)
     packed: list[list[Point]] = []
-    held = 0.0
+    held, left, target = 0.0, total, 0.0
     for estimate, part in parts:
-        if not packed or held >= smallest:
-            packed.append([])
-            held = 0.0
-        packed[-1] += part
-        held += estimate
+        for piece in _split(part, estimate, tail_target(left, total, workers), total / max(1, workers) / SMALLEST_SHARE):
+            if not packed or held >= target:
+                packed.append([])
+                held, target = 0.0, tail_target(left, total, workers)
+            packed[-1] += piece
+            held += estimate * len(piece) / len(part)
+            left -= estimate * len(piece) / len(part)
     return packed
+
+
+def tail_target(left: float, total: float, workers: int) -> float:
+    """The estimated seconds a chunk made now holds (chunks): 1/SMALLEST_SHARE of a worker's share
+    while much is left, then half of what is left a worker, never under a quarter of that."""
+    share = total / max(1, workers)
+    return max(share / (4 * SMALLEST_SHARE), min(share / SMALLEST_SHARE, left / max(1, workers) / 2))
+
+
+def _split(part: list[Point], estimate: float, target: float, packing: float) -> list[list[Point]]:
+    """A part of one shape's points in pieces of about target seconds in the tail (target under the
+    packing's size); whole before it."""
+    pieces = min(len(part), max(1, math.floor(estimate / target))) if 0 < target < packing else 1
+    step = math.ceil(len(part) / pieces)
+    return [part[i:i + step] for i in range(0, len(part), step)]
 
 
 def estimated_s(points: list[Point]) -> float:
