@@ -15,7 +15,7 @@ from mmbench.cli import main
 from mmbench.ops import get_op
 from mmbench.precisions import form_suffix
 from mmbench.results import read_results
-from mmbench.variants import files, registry, tuning_space
+from mmbench.variants import files, format_params, param_points, registry, tuning_space
 from test_gpu import _run  # every variant's GPU test runs its points so
 
 pytestmark = pytest.mark.gpu
@@ -43,7 +43,8 @@ def test_example_is_correct_at_awkward_shapes_over_its_space(gpu, example):
         configs = [{}] + [{k: (v,) for k, v in params} for params in sample]
         rows = _run(gpu, [variant], spec, configs, dtypes=variant.dtypes, layouts=variant.layouts)
         each = len(op.parse_sizes(spec)) * len(variant.dtypes) * len(variant.layouts)  # rows of one configuration
-        assert len(rows) == each * len({r["params"] for r in rows}) and len({r["params"] for r in rows}) >= len(sample)
+        ran = {format_params(p) for p in [param_points(variant, {})[0], *sample]}  # the defaults and the sample
+        assert {r["params"] for r in rows} == ran and len(rows) == each * len(ran)  # none lost, none twice
         bad = [(r["params"], r["m"], r["n"], r["k"], r["reason"]) for r in rows
                if r["status"] != "ok" and not (r["status"] == "skipped" and " requires " in r["reason"])]
         assert not bad
