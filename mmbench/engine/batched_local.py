@@ -37,10 +37,9 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
 from ..device import HOLD_SLOTS
 from ..ops import get_op
@@ -51,6 +50,9 @@ from ..sizes import Shape
 from ..variants import Params, Variant, format_params
 from .interface import BatchedEngine
 from .points_local import error_line
+
+if TYPE_CHECKING:  # pandas where rows are read back only: the batched worker process never loads it
+    import pandas as pd
 
 BATCH = 16  # configurations behind one hold: about 100 commands, far from a full launch queue
 COLUMNS = ("size_class", "params", "status", "reason", "shapes", "gflops", "time_ms_min", "time_ms_max",
@@ -121,6 +123,8 @@ def gz_path(path: Path) -> Path:
 
 def read_rows(path: Path) -> pd.DataFrame:
     """A batched tuning file's rows, from the CSV being written or its finished CSV.gz."""
+    import pandas as pd
+
     for candidate in (path, gz_path(path)):
         if candidate.exists():
             return pd.read_csv(candidate, dtype={"size_class": str, "params": str, "reason": str},
