@@ -11,12 +11,19 @@ _FROM = {"run": "api", "plan": "api", "tune": "api", "RunRefused": "engine.refus
 
 def __getattr__(name: str):
     """The API on first use (PEP 562), so that a process importing one of mmbench's modules (a GPU
-    worker, a Dask worker) does not import the whole API with it: pandas, the studies, tuning."""
-    if name not in _FROM:
-        raise AttributeError(f"module 'mmbench' has no attribute {name!r}")
+    worker, a Dask worker) does not import the whole API with it: pandas, the studies, tuning. A
+    submodule (mmbench.variants, ...) is imported when first named, as the eager import used to."""
     from importlib import import_module
 
-    value = getattr(import_module(f".{_FROM[name]}", __name__), name)
+    if name in _FROM:
+        value = getattr(import_module(f".{_FROM[name]}", __name__), name)
+    else:
+        try:
+            value = import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module 'mmbench' has no attribute {name!r}") from None
     globals()[name] = value
     return value
 

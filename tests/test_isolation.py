@@ -225,3 +225,34 @@ def test_a_gpu_workers_imports_leave_out_the_api_and_pandas():
     import mmbench
 
     assert mmbench.run.__module__ == "mmbench.api" and "tune" in dir(mmbench)
+
+
+@pytest.mark.parametrize("command", [
+    ["run", "-v", "dbuf", "-s", "64", "--tuning-cache", "none"],
+    ["tune", "-v", "dbuf", "-s", "64", "--strategy", "random", "--budget", "2", "--engine", "points"],
+])
+@pytest.mark.parametrize("isolation", ["process", "none"])
+def test_a_gpu_run_or_tuning_starts_its_worker_while_planned_and_ends_one_it_did_not_take(tmp_path, monkeypatch,
+                                                                                          command, isolation):
+    """engine/ahead.py: an isolated GPU run or points tuning starts its worker before its points are
+    made (prestart) and ends it when no run took it (here: the run is stopped before it opens the GPU);
+    --isolation none starts none; a dry run starts none."""
+    from mmbench.engine.refusals import RunRefused
+
+    events = []
+    monkeypatch.setattr(points_isolated, "prestart", lambda runner: events.append("prestart"))
+    monkeypatch.setattr(points_isolated, "discard_prestarted", lambda: events.append("discarded"))
+
+    def stopped(*_, **__):
+        events.append("execute")
+        raise RunRefused("stopped before the GPU")
+
+    monkeypatch.setattr(session, "execute", stopped)
+    args = [*command, "--isolation", isolation] + (["--tuning-cache", tmp_path / "c.json"] if command[0] == "tune" else [])
+    assert CliRunner().invoke(main, [str(a) for a in [*args, "-o", tmp_path / "dry.csv", "--dry-run"]]).exit_code == 0
+    assert "prestart" not in events
+    events.clear()
+    done = CliRunner().invoke(main, [str(a) for a in [*args, "-o", tmp_path / "x.csv"]])
+    assert done.exit_code == 2 and "stopped before the GPU" in done.output, done.output
+    started = ["prestart"] if isolation == "process" else []
+    assert events == [*started, "execute", "discarded"]  # started before the points, ended after

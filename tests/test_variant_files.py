@@ -465,3 +465,4 @@ def test_a_large_spaces_count_multiplies_its_free_parameters_and_agrees_with_wal
     walked = sum(1 for _ in _valid_points(dbuf))
     assert count_space(dbuf) == (walked, True) == (79200, True)
     assert count_space(dbuf, cap=1000) == (1000, False)
+    assert count_space(dbuf, cap=79200) == (79200, True) and count_space(dbuf, cap=79199) == (79199, False)

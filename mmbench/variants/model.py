@@ -291,8 +291,8 @@ def space_text(variant: Variant) -> str:
 
 @lru_cache(maxsize=64)  # a tuning's announcement and its metadata both say it
 def count_space(variant: Variant, cap: int = COUNT_CAP) -> tuple[int, bool]:
-    """(points that satisfy the constraints, whether that is all of them): counted stopping at cap,
-    so a space of millions is never listed. The parameters the binding order leaves free at its
+    """(points that satisfy the constraints, whether that is all of them): counted stopping past cap
+    (cap, False), so a space of millions is never listed. The parameters the binding order leaves free at its
     end (in no constraint) multiply the count instead of being walked (dbuf's: 6x fewer steps)."""
     if raw_size(variant) <= LARGE_SPACE:
         return len(tuning_space(variant)), True
@@ -303,7 +303,7 @@ def count_space(variant: Variant, cap: int = COUNT_CAP) -> tuple[int, bool]:
     count = 0
     for _ in _valid_points(variant, order):
         count += free
-        if count >= cap:
+        if count > cap:
             return cap, False
     return count, True
 
