@@ -123,6 +123,17 @@ def test_split_k_is_correct_at_awkward_sizes(gpu, splits, vec4):
     assert [r["status"] for r in rows] == ["ok"] * 8, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
 
 
+@pytest.mark.parametrize("splits", [2, 3, 4])
+def test_multistage_split_k_is_correct_at_awkward_and_unaligned_sizes(gpu, splits):
+    """multistage's layers add into C: k shorter than the layers (some add nothing), rows aligned (16-byte
+    cp.async) and not (4-byte: K or N odd), a mid size of few tiles (895) and an odd one (2047), at the
+    default 256 x 128 tile and a 64 x 64 one."""
+    sizes = "1,7,31,65,895,2047,1000x37x2049,37x1000x65,128x128x9,256x260x68"
+    small = {"BM": (64,), "BN": (64,), "BK": (8,), "WM": (32,), "WN": (32,), "TM": (4,), "TN": (8,), "THREADS": (128,)}
+    rows = _run(gpu, [REGISTRY["multistage"]], sizes, [{"SPLITK": (splits,)}, {**small, "SPLITK": (splits,)}])
+    assert [r["status"] for r in rows] == ["ok"] * 20, [(r["params"], r["m"], r["n"], r["k"], r["reason"]) for r in rows]
+
+
 @pytest.mark.parametrize("stage,splits", [(0, 1), (1, 3)])
 def test_thin_remainders_as_strips_are_correct(gpu, stage, splits):
     """STRIP = 4 (128 x 128 tiles): 1 to 4 rows and/or columns past the last whole tile go to the

@@ -113,7 +113,7 @@ def test_constraints_and_space_sizes():
     assert len(tuning_space(REGISTRY["warptile"])) == 665 and len(tuning_space(REGISTRY["pipelined"])) == 1005
     # warptile's space x SPLITK x MINB x VEC4 x STAGE x STRIP, BK 8 or 16, registers fit; SK = 1 only without split-K
     assert len(tuning_space(REGISTRY["dbuf"])) == 2 * (31680 + 31680 // 4) == 79200  # ORDER 0 or 1
-    assert len(tuning_space(REGISTRY["multistage"])) == 1112
+    assert len(tuning_space(REGISTRY["multistage"])) == 1112 * 4  # x SPLITK 1 to 4
     warp = REGISTRY["warptile"]
     default = param_points(warp)[0]
     assert warp.violated(default) == [] and warp.block_threads(default) == 128

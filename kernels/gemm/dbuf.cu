@@ -24,6 +24,7 @@
 // STAGE, how edge tiles store C; STRIP, the widest remainder sent to the strip kernels (0: none);
 // ORDER, the loop order of the products' FFMAs (products).
 #include "common/cp_async.cuh"
+#include "common/split_k.cuh"
 #include "common/unpack.cuh"
 
 #define WMITER ((WM * WN) / (32 * TM * TN * WNITER))
@@ -251,28 +252,6 @@ __device__ __forceinline__ void products(const float (*As)[AS_LD], const float (
     }
 }
 
-// C gets this lane's register tile, or (add: split-K layers, stream-K shares) adds it into C.
-__device__ __forceinline__ void put4(float* p, float4 v, bool add)
-{
-    if (!add) {
-        *reinterpret_cast<float4*>(p) = v;
-    } else {
-#if __CUDA_ARCH__ >= 900
-        atomicAdd(reinterpret_cast<float4*>(p), v);  // one 16-byte reduction (sm_90)
-#else
-        atomicAdd(p, v.x); atomicAdd(p + 1, v.y); atomicAdd(p + 2, v.z); atomicAdd(p + 3, v.w);
-#endif
-    }
-}
-
-__device__ __forceinline__ void put1(float* p, float v, bool add)
-{
-    if (add)
-        atomicAdd(p, v);
-    else
-        *p = v;
-}
-
 // Aligned rows, a tile inside C: each lane stores its register tile as float4s.
 __device__ __forceinline__ void write_tile(float* __restrict__ C, const float acc[WMITER * TM][WNITER * TN], int N,
                                            int r0, int c0, bool add)
@@ -469,8 +448,8 @@ dbuf(const float* __restrict__ A, const float* __restrict__ B, float* __restrict
 {
     __shared__ __align__(16) float As[2][BK][AS_LD];
     __shared__ __align__(16) float Bs[2][BK][BN];
-    const int per_layer = ((K + BK - 1) / BK + SPLITK - 1) / SPLITK * BK;
-    const int kbegin = blockIdx.z * per_layer, kend = min(K, kbegin + per_layer);
+    int kbegin, kend;
+    layer_k_range(K, kbegin, kend);
     const GridTile t{(int)blockIdx.y * BM, (int)blockIdx.x * BN, kbegin, kend};
     if (kbegin >= kend) return;  // a layer with no k-tiles adds nothing (uniform across the block)
     tile_product(A, B, C, M, N, K, t, As, Bs);

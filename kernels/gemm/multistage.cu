@@ -10,8 +10,11 @@
 //  * Shared memory is dynamic (STAGES * (BM * (BK + 4) + BK * BN) floats): three stages of a
 //    256 x 128 x 8 tile need 48 KiB and more.
 // Borders: cp.async with a source size of 0 writes zeros and reads nothing. Rows that are not
-// 16-byte aligned (K or N not a multiple of 4) go element by element.
-// Tunable: BM, BN, BK, WM, WN, TM, TN, THREADS, STAGES, MINB (blocks per SM for __launch_bounds__).
+// 16-byte aligned (K or N not a multiple of 4) go element by element (4-byte cp.async).
+//  * Split-K (common/split_k.cuh): with SPLITK > 1 the grid has SPLITK layers, each summing its share
+//    of the k-tiles and adding its tile into C with atomics, for the sizes whose few tiles leave SMs
+//    idle. SPLITK = 1 compiles to the kernel without it.
+// Tunable: BM, BN, BK, WM, WN, TM, TN, THREADS, STAGES, SPLITK, MINB (blocks per SM for __launch_bounds__).
 #include "common/unpack.cuh"
 
 #define AS_LD (BK + 4)
@@ -21,24 +24,26 @@
 #define B_STAGE (BK * BN)
 
 #include "common/cp_async.cuh"
+#include "common/split_k.cuh"
 
 // One k-tile into one stage: 16-byte chunks along k for A and along n for B, consecutive threads
 // on consecutive chunks (coalesced), or the same chunks element by element when rows are unaligned.
+// K is the rows' length, kend where this layer's k ends (K without split-K).
 template <bool VEC>
 __device__ __forceinline__ void load_tile(const float* __restrict__ A, const float* __restrict__ B, float* As,
-                                          float* Bs, int row0, int col0, int k0, int M, int N, int K)
+                                          float* Bs, int row0, int col0, int k0, int M, int N, int K, int kend)
 {
 #pragma unroll
     for (int j = 0; j < BM * BK / 4 / THREADS; ++j) {
         const int i = threadIdx.x + j * THREADS, r = i / (BK / 4), c = (i % (BK / 4)) * 4;
         const int gr = row0 + r, gc = k0 + c;
         if (VEC) {
-            const bool ok = gr < M && gc < K;
+            const bool ok = gr < M && gc < kend;
             cp_async16(&As[r * AS_LD + c], ok ? &A[gr * K + gc] : A, ok);
         } else {
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
-                const bool ok = gr < M && gc + q < K;
+                const bool ok = gr < M && gc + q < kend;
                 cp_async4(&As[r * AS_LD + c + q], ok ? &A[gr * K + gc + q] : A, ok);
             }
         }
@@ -48,12 +53,12 @@ __device__ __forceinline__ void load_tile(const float* __restrict__ A, const flo
         const int i = threadIdx.x + j * THREADS, r = i / (BN / 4), c = (i % (BN / 4)) * 4;
         const int gr = k0 + r, gc = col0 + c;
         if (VEC) {
-            const bool ok = gr < K && gc < N;
+            const bool ok = gr < kend && gc < N;
             cp_async16(&Bs[r * BN + c], ok ? &B[gr * N + gc] : B, ok);
         } else {
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
-                const bool ok = gr < K && gc + q < N;
+                const bool ok = gr < kend && gc + q < N;
                 cp_async4(&Bs[r * BN + c + q], ok ? &B[gr * N + gc + q] : B, ok);
             }
         }
@@ -86,23 +91,37 @@ __device__ __forceinline__ void products(const float* As, const float* Bs, float
     }
 }
 
+// A layer's k range reaches the GEMM as arguments with split-K; without, the GEMM takes none and
+// sums all of k (its code is then the kernel's before SPLITK, instruction for instruction).
+#if SPLITK > 1
+#define K_RANGE_PARAMS , int kbegin, int kend
+#define K_RANGE_ARGS , kbegin, kend
+#else
+#define K_RANGE_PARAMS
+#define K_RANGE_ARGS
+#endif
+
 // Not inlined: with both alignment paths inlined into one kernel, ptxas spills registers.
 template <bool VEC>
 __device__ __noinline__ void multistage_gemm(const float* __restrict__ A, const float* __restrict__ B,
-                                             float* __restrict__ C, int M, int N, int K, float* smem)
+                                             float* __restrict__ C, int M, int N, int K K_RANGE_PARAMS, float* smem)
 {
+#if SPLITK == 1
+    const int kbegin = 0, kend = K;
+#endif
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int warp_row = warp / (BN / WN), warp_col = warp % (BN / WN);
     const int am = warp_row * WM + lane / LANE_COLS, bn = warp_col * WN + (lane % LANE_COLS) * 4;
     const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
-    const int tiles = (K + BK - 1) / BK;
+    const int tiles = (kend - kbegin + BK - 1) / BK;
     float* As = smem;
     float* Bs = smem + STAGES * A_STAGE;
     float acc[TM][TN] = {};
 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < tiles) load_tile<VEC>(A, B, As + s * A_STAGE, Bs + s * B_STAGE, row0, col0, s * BK, M, N, K);
+        if (s < tiles)
+            load_tile<VEC>(A, B, As + s * A_STAGE, Bs + s * B_STAGE, row0, col0, kbegin + s * BK, M, N, K, kend);
         cp_async_commit();  // empty groups keep the count uniform
     }
     for (int t = 0; t < tiles; ++t) {
@@ -111,7 +130,8 @@ __device__ __noinline__ void multistage_gemm(const float* __restrict__ A, const 
         // which the load below refills.
         __syncthreads();
         const int next = t + STAGES - 1, s = next % STAGES;
-        if (next < tiles) load_tile<VEC>(A, B, As + s * A_STAGE, Bs + s * B_STAGE, row0, col0, next * BK, M, N, K);
+        if (next < tiles)
+            load_tile<VEC>(A, B, As + s * A_STAGE, Bs + s * B_STAGE, row0, col0, kbegin + next * BK, M, N, K, kend);
         cp_async_commit();
         products(As + (t % STAGES) * A_STAGE, Bs + (t % STAGES) * B_STAGE, acc, am, bn);
     }
@@ -123,11 +143,11 @@ __device__ __noinline__ void multistage_gemm(const float* __restrict__ A, const 
         for (int j = 0; j < TN; j += 4) {
             const int c = col0 + bn + j * LANE_COLS;
             if (fast) {
-                *reinterpret_cast<float4*>(&C[r * N + c]) = make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
+                put4(&C[r * N + c], make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]), SPLITK > 1);
             } else {
 #pragma unroll
                 for (int q = 0; q < 4; ++q)
-                    if (r < M && c + q < N) C[r * N + c + q] = acc[i][j + q];
+                    if (r < M && c + q < N) put1(&C[r * N + c + q], acc[i][j + q], SPLITK > 1);
             }
         }
     }
@@ -137,8 +157,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 multistage(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K)
 {
     extern __shared__ __align__(16) float smem[];
+#if SPLITK > 1
+    int kbegin, kend;
+    layer_k_range(K, kbegin, kend);
+    if (kbegin >= kend) return;  // a layer with no k-tiles adds nothing (uniform across the block)
+#endif
     if (((K | N) & 3) == 0)
-        multistage_gemm<true>(A, B, C, M, N, K, smem);
+        multistage_gemm<true>(A, B, C, M, N, K K_RANGE_ARGS, smem);
     else
-        multistage_gemm<false>(A, B, C, M, N, K, smem);
+        multistage_gemm<false>(A, B, C, M, N, K K_RANGE_ARGS, smem);
 }

@@ -63,10 +63,10 @@ _MULTI_RULES = (
 )
 _MULTI_SPACE = {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16, 32), "WM": (32, 64, 128),
                 "WN": (32, 64, 128), "TM": (4, 8, 16), "TN": (4, 8, 16), "THREADS": (64, 128, 256),
-                "STAGES": (2, 3, 4), "MINB": (1, 2)}
+                "STAGES": (2, 3, 4), "SPLITK": (1, 2, 3, 4), "MINB": (1, 2)}
 # cuBLAS's shape at 4096 on the H200: 256 x 128 x 8, three stages, 8 warps of 64 x 64, 8 x 16 a lane
 _MULTI_DEFAULT = {"BM": (256,), "BN": (128,), "BK": (8,), "WM": (64,), "WN": (64,), "TM": (8,), "TN": (16,),
-                  "THREADS": (256,), "STAGES": (3,), "MINB": (1,)}
+                  "THREADS": (256,), "STAGES": (3,), "SPLITK": (1,), "MINB": (1,)}
 
 
 def _ladder(name: str, label: str, description: str, defaults: dict, space: dict, rules: tuple, threads: str,
@@ -128,8 +128,9 @@ _KERNELS = (
                            "SK == 0 or SPLITK == 1"),  # stream-K splits k itself
             "THREADS", layers="SPLITK", strips="STRIP", persistent="SK * MINB"),
     _ladder("multistage", "multistage cp.async", "cuBLAS's kernel shape: STAGES k-tiles in flight by cp.async "
-            "straight into shared memory, A as stored, read as float4s along k",
-            _MULTI_DEFAULT, _MULTI_SPACE, _MULTI_RULES, "THREADS", shared=_MULTI_SHARED),
+            "straight into shared memory, A as stored, read as float4s along k; split-K over SPLITK grid layers",
+            _MULTI_DEFAULT, _MULTI_SPACE, _MULTI_RULES + ("SPLITK >= 1",), "THREADS", shared=_MULTI_SHARED,
+            layers="SPLITK"),
     # -- the AMD tiling tutorial's register tiling (its naive and LDS kernels are naive and shared) --
     Variant(name="register_tiling", backend="cuda", paper="amd-tiling", family="gemm/register_tiling",
             label="register tiling", description="the AMD tutorial's kernel: TM x TN outputs a thread in registers, "
