@@ -115,7 +115,8 @@ def perform(request: RunRequest, *, say: Say = print, dry_run: bool = False, com
         say(note)
     caches = reading_caches(request.tuning_cache)
     chosen = {v for sel in selections for v in sel.variants}
-    spec = cluster_spec(request.cluster, request.scheduler, request.workers, any(v.on_gpu for v in chosen))
+    gpus = any(v.on_gpu for v in chosen)
+    spec = cluster_spec(request.cluster, request.scheduler, request.workers, gpus)
     isolation = isolation_of(request.isolation, request.point_timeout)
     if request.resume and request.output is None:
         raise RunRefused("--resume needs --output naming the CSV to continue")
@@ -126,11 +127,9 @@ def perform(request: RunRequest, *, say: Say = print, dry_run: bool = False, com
     given = {**cfg, **{k: v for k, v in asked.items() if v is not None}}  # cfg: what the config's [run] sets
     if given.get("max_interval") == OFF:
         given["max_interval"] = None  # given as none: a resume of a file sampled to an interval is refused
-    elif "max_interval" not in given and "max_noise" not in given and not request.resume \
-            and any(v.on_gpu for v in chosen):
+    elif "max_interval" not in given and "max_noise" not in given and not request.resume and gpus:
         given["max_interval"] = INTERVAL
     budgets = {k: v for k, v in (("cpu_budget_s", request.cpu_budget), ("budget_s", request.time_budget)) if v is not None}
-    gpus = any(v.on_gpu for v in chosen)
     output_checked = not dry_run and spec is not None
     if output_checked:
         _checked_output(output, request.resume)  # the refusals a cluster start would otherwise stand before

@@ -233,7 +233,7 @@ def test_small_shapes_travel_together_and_the_last_chunks_stay_small():
         held = [sum(estimated_s(c[i:i + 8]) for i in range(0, len(c), 8)) for c in parts]
         left = total
         for h, c in zip(held[:-1], parts):
-            target = tail_target(left, total, workers)
+            target = tail_target(left / workers, total / workers)
             assert packing / 4 <= target <= packing and h >= target and h - estimated_s(c[-8:]) < target
             assert target == packing or left / workers / 2 < packing  # smaller only in the tail
             left -= h

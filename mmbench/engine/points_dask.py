@@ -67,32 +67,33 @@ def chunks(points: Sequence[Point], workers: int) -> list[list[Point]]:
     idle at the end. Shapes too small to be worth a trip of their own are packed together until a
     chunk holds 1/SMALLEST_SHARE of a worker's share: each chunk costs 20 to 30 ms on the worker and
     in the scheduler beside its points (a running cluster of one H100, the limits study's 153 shapes:
-    4.9 s of a 47 s run). The tail shrinks (tail_target): once less than TAIL of a worker's share is
-    left, a chunk holds half of what is left a worker, down to a quarter of the packing's size, a
-    tuning's big parts split to it, so that the workers end together (4 x H200: the last chunks of
-    0.4 s and 1 s left the workers' ends 0.4 s and 1 s apart)."""
+    4.9 s of a 47 s run). The tail shrinks (tail_target): once less than 1/8 of a worker's share is
+    left a worker, a chunk holds half of what is left a worker, down to a quarter of the packing's
+    size, a tuning's big parts split to it, so that the workers end together (4 x H200: the last
+    chunks of 0.4 s and 1 s left the workers' ends 0.4 s and 1 s apart)."""
     size = max(1, math.ceil(len(points) / max(1, workers * CHUNKS_PER_WORKER)))
     parts = sorted(((estimated_s(group[i:i + size]), group[i:i + size]) for group in shape_groups(points).values()
                     for i in range(0, len(group), size)), key=lambda part: part[0], reverse=True)
-    total = sum(estimate for estimate, _ in parts)
+    share = sum(estimate for estimate, _ in parts) / max(1, workers)  # a worker's estimated seconds
     packed: list[list[Point]] = []
-    held, left, target = 0.0, total, 0.0
+    held, left, target = 0.0, share, 0.0  # left: what is still to be chunked, a worker
     for estimate, part in parts:
-        for piece in _split(part, estimate, tail_target(left, total, workers), total / max(1, workers) / SMALLEST_SHARE):
+        for piece in _split(part, estimate, tail_target(left, share), share / SMALLEST_SHARE):
             if not packed or held >= target:
                 packed.append([])
-                held, target = 0.0, tail_target(left, total, workers)
+                held, target = 0.0, tail_target(left, share)
             packed[-1] += piece
-            held += estimate * len(piece) / len(part)
-            left -= estimate * len(piece) / len(part)
+            piece_s = estimate * len(piece) / len(part)
+            held += piece_s
+            left -= piece_s / max(1, workers)
     return packed
 
 
-def tail_target(left: float, total: float, workers: int) -> float:
-    """The estimated seconds a chunk made now holds (chunks): 1/SMALLEST_SHARE of a worker's share
-    while much is left, then half of what is left a worker, never under a quarter of that."""
-    share = total / max(1, workers)
-    return max(share / (4 * SMALLEST_SHARE), min(share / SMALLEST_SHARE, left / max(1, workers) / 2))
+def tail_target(left: float, share: float) -> float:
+    """The estimated seconds a chunk made now holds (chunks), `left` of a worker's `share` still to
+    chunk: 1/SMALLEST_SHARE of the share while much is left, then half of what is left, never under a
+    quarter of that."""
+    return max(share / (4 * SMALLEST_SHARE), min(share / SMALLEST_SHARE, left / 2))
 
 
 def _split(part: list[Point], estimate: float, target: float, packing: float) -> list[list[Point]]:

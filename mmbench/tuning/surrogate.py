@@ -107,7 +107,8 @@ def _best_by_model(forest, table: np.ndarray, pool: list[Params], taken: dict, t
         model = forest(n_estimators=TREES, random_state=seed + step).fit(
             table[known], np.array([believed[pool[i]] for i in known]) / scale)
         each = np.stack([tree.predict(table[left]) for tree in model.estimators_])
-        best = int(np.argmax(each.mean(axis=0) + KAPPA * each.std(axis=0)))
+        mean = each.mean(axis=0)
+        best = int(np.argmax(mean + KAPPA * each.std(axis=0)))
         picks.append(pool[left[best]])
-        believed[picks[-1]] = float(each.mean(axis=0)[best]) * scale
+        believed[picks[-1]] = float(mean[best]) * scale
     return picks
