@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-import pandas as pd
 
 from .precisions import form_suffix
 from .variants.model import CPU_BACKENDS
 from .schema import samples_of
+
+if TYPE_CHECKING:  # frames come from the caller; only frame() makes one (a run's start imports this module)
+    import pandas as pd
 
 # Named thresholds: the change in time below which a pair is the same (the default measured, on an
 # H100, false positives under 1 in 100 points between two runs of one commit: docs/compare.md).
@@ -201,6 +203,8 @@ def percent(x: float) -> str:
 
 def frame(comparison: Comparison) -> pd.DataFrame:
     """Every pair as a row (MATCH's columns, the medians, ratio, interval, verdict, flags, why)."""
+    import pandas as pd
+
     return pd.DataFrame([p.as_dict() for p in comparison.pairs])
 
 

@@ -22,11 +22,12 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
-
-import pandas as pd
+from typing import TYPE_CHECKING, Mapping
 
 from .schema import ADDED_COLUMNS, COLUMNS, FLOATS, INTS, KEY, REQUIRED, STATUSES, utc_now
+
+if TYPE_CHECKING:  # pandas is imported where a file is read into a frame: a run's start needs none of it
+    import pandas as pd
 
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d)$")
 
@@ -429,6 +430,8 @@ def done_keys(path: Path) -> set[tuple]:
 def read_results(path: Path) -> pd.DataFrame:
     """A results CSV as a DataFrame; a clear error when it is missing, empty, damaged or foreign.
     A torn last row is left out, and ``df.attrs["warning"]`` says so."""
+    import pandas as pd
+
     found = scan(path)
     if not found.complete_text:
         raise ResultsError(f"{path} holds nothing but a header cut short")

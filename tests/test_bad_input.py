@@ -389,8 +389,9 @@ def test_every_command_refuses_an_option_given_twice():
     from mmbench.cli.common import OneValueEach
 
     ctx = click.Context(main)
-    plot = main.commands["plot"]
-    commands = [c for c in main.commands.values() if not isinstance(c, click.Group)]
+    every = [main.get_command(ctx, name) for name in main.list_commands(ctx)]
+    plot = main.get_command(ctx, "plot")
+    commands = [c for c in every if not isinstance(c, click.Group)]
     commands += [plot.get_command(ctx, name) for name in plot.list_commands(ctx)]
     assert len(commands) > 12 and all(isinstance(c, OneValueEach) for c in commands)
 

@@ -5,6 +5,7 @@ module per family of commands: listing, running (run, tune), gpu (info, ceilings
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
@@ -16,6 +17,12 @@ from ..variants import VariantError, files
 from .common import ARGV, COUNTED_OUTPUT, InputError, Interrupted, RunFailed
 
 
+# Each command's module (its COMMANDS name the functions); imported when the command is used.
+COMMAND_HOMES = {"list": "listing", "run": "running", "check": "checking", "tune": "tune",
+                 "tune-benchmark": "tune_benchmark", "compare": "comparing", "info": "gpu", "ceilings": "gpu",
+                 "profile": "gpu", "verify-timing": "gpu", "plot": "figures", "table": "figures", "report": "figures"}
+
+
 class OneLineErrors(click.Group):
     """Click's own usage errors (an unknown option, a value outside its choices or range) as one
     line naming the bad value, exit 2, like mmbench's own InputError, without the usage text; the
@@ -25,6 +32,19 @@ class OneLineErrors(click.Group):
         ARGV[:] = ["mmbench", *(sys.argv[1:] if args is None else args)]  # as typed, for the metadata
         environment.WHOLE_COMMAND[:] = [True]  # its first run's metadata records the whole command's time
         return super().main(args, *rest, **kwargs)
+
+    def list_commands(self, ctx):
+        return sorted(COMMAND_HOMES)
+
+    def get_command(self, ctx, name):
+        """A command's module is imported when the command is asked for: `mmbench run` then starts
+        without what only other commands import (pandas for compare, report and tune's analysis)."""
+        home = COMMAND_HOMES.get(name)
+        if home is not None and name not in self.commands:
+            module = importlib.import_module(f"{__package__}.{home}")
+            for function in module.COMMANDS:
+                self.add_command(getattr(module, function))
+        return super().get_command(ctx, name)
 
     def format_commands(self, ctx, formatter):
         """The command list with each command's first sentence whole, wrapped to the terminal: Click
@@ -75,12 +95,3 @@ def main(ctx, variant_files):
         raise InputError(where + str(exc)) from None
 
 
-def _register() -> None:
-    from . import checking, comparing, figures, gpu, listing, running, tune, tune_benchmark
-
-    for module in (listing, running, checking, tune, tune_benchmark, comparing, gpu, figures):
-        for name in module.COMMANDS:
-            main.add_command(getattr(module, name))
-
-
-_register()

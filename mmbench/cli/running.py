@@ -11,7 +11,6 @@ import click
 from rich.table import Table
 
 from .. import places, sweep
-from ..analysis import series_summary
 from ..ops import get_op, size_forms_help
 from ..ops.base import SCOPES
 from ..precisions import DEFAULT, DEFAULT_LAYOUT, LAYOUTS, PRECISIONS, form_suffix
@@ -170,6 +169,8 @@ def _summary(csv_path: Path) -> Table:
 
 
 def _summary_table(df, csv_path) -> Table:
+    from ..analysis import series_summary  # pandas: after the run's last row, not before its first
+
     series = series_summary(df, lambda op: get_op(op).rate)
     hidden = max(0, len(series) - SUMMARY_ROWS)
     title = f"summary of {csv_path}"
