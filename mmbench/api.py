@@ -308,10 +308,8 @@ def points_of_run(df, names: Sequence[str], points_spec: str, path: Path) -> lis
         raise RunRefused(str(exc)) from None
     by_name = {v.name: v for v in chosen if v.on_gpu}
     rows = df[(df.status == "ok") & df.variant.isin(list(by_name))]
-    if "dtype" in rows:  # Nsight Compute's target builds fp32 inputs at layout nn: it profiles those rows
-        rows = rows[(rows.dtype == "fp32") & (rows.layout == "nn")]
     points = [Point(by_name[r.variant], parse_params(r.params), Shape(int(r.m), int(r.n), int(r.k)), r.cache,
-                    r.scope, bool(r.pad))
+                    r.scope, bool(r.pad), r.dtype, r.layout)  # the profiler's target takes any precision and layout
               for r in rows.itertuples() if (by_name[r.variant].op, Shape(int(r.m), int(r.n), int(r.k))) in shapes]
     if not points:
         raise RunRefused(f"{path} has no verified GPU row of {', '.join(names)} at --points {points_spec}")
@@ -369,7 +367,7 @@ def _series_at(on_gpu: Sequence[Point], shapes: set, wanted: set) -> list[Point]
                 continue
             there = [p for p in points if p.shape == shape] or [replace(p, shape=shape) for p in points]
             for p in there:
-                out.setdefault((name, p.params, p.pad, shape), replace(p, scope="kernel"))
+                out.setdefault((name, p.params, p.pad, p.dtype, p.layout, shape), replace(p, scope="kernel"))
     return list(out.values())
 
 

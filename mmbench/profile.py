@@ -96,7 +96,7 @@ COLUMNS = ("variant", "params", "m", "n", "k", "kernels", "gpu_time_ns", "dram_b
            "shared_bytes", "l1_bytes", "l2_bytes", "global_ld_sectors", "global_ld_requests", "global_st_sectors",
            "global_st_requests", "sectors_per_global_ld", "sectors_per_global_st", "branch_inst",
            "divergent_branches", "warp_inst", *MEANS.values(),
-           "peak_fp32_flops_per_s", *(f"peak_{level}_bytes_per_s" for level in LEVELS))
+           "peak_fp32_flops_per_s", *(f"peak_{level}_bytes_per_s" for level in LEVELS), "dtype", "layout")
 
 
 class ProfileError(RuntimeError):
@@ -199,7 +199,7 @@ def _row(point: Point, launches: list[dict]) -> dict:
                                               "branch_inst", "divergent_branches", "warp_inst", *MEANS.values())},
             **{f"sectors_per_global_{op}": _ratio(total[f"global_{op}_sectors"], total[f"global_{op}_requests"])
                for op in ("ld", "st")},
-            **peaks(total)}
+            **peaks(total), "dtype": point.dtype, "layout": point.layout}
 
 
 def peaks(total: dict) -> dict:
@@ -292,4 +292,7 @@ def read_profile(path) -> pd.DataFrame:
     if missing:
         raise ProfileError(f"{path} is not an mmbench profile: it has no column {', '.join(missing)} "
                            f"(rerun `mmbench profile` or move it away)")
+    for column, value in (("dtype", DEFAULT), ("layout", DEFAULT_LAYOUT)):  # profiles from before the columns
+        if column not in df:
+            df[column] = value
     return df.fillna({"params": ""})

@@ -190,3 +190,42 @@ def test_a_config_profile_takes_the_tuned_parameters_a_run_would(monkeypatch):
     entry = shipped[cache_key("NVIDIA H200", "dbuf", source.source_hash(R["dbuf"]), "1024x1024x1024")]
     assert profile.format_params(point.params) == entry["params"]
     assert point.params != param_points(R["dbuf"])[0]
+
+
+def test_a_typed_runs_rows_are_profiled_at_their_precision_and_layout(tmp_path):
+    """`profile --results` took only fp32 rows at layout nn, so a BF16 run's verified rows were
+    refused as "no verified GPU row": the profiler's target builds any precision and layout, so each
+    row is profiled at its own; its profile row says which."""
+    import pandas as pd
+
+    from mmbench import api
+
+    df = pd.DataFrame([{"variant": "tc_tiles", "params": "", "m": 2048, "n": 2048, "k": 2048, "cache": "cold",
+                        "scope": "kernel", "pad": 0, "status": "ok", "dtype": dtype, "layout": "nt"}
+                       for dtype in ("bf16", "fp16")])
+    points = api.points_of_run(df, ["tc_tiles"], "2048", tmp_path / "run.csv")
+    assert sorted((p.dtype, p.layout) for p in points) == [("bf16", "nt"), ("fp16", "nt")]
+    assert profile._args(points[0])[-1] == "2048x2048x2048@bf16/nt"
+    row = profile._row(points[0], [{"kernel": "tc_tiles", "gpu_time_ns": 1000.0}])
+    assert (row["dtype"], row["layout"]) == ("bf16", "nt")
+
+
+def test_a_configs_series_of_one_kernel_at_two_precisions_are_profiled_apart():
+    """The tensor-core study runs cuBLASLt at BF16 and at FP8: one profile point each (its profiles
+    held one cuBLASLt row at 8192, of whichever came first)."""
+    from pathlib import Path
+
+    from mmbench import api
+    from mmbench.sweep import selections_of
+
+    config = Path("configs/tensor-cores.toml")
+    _, selections, _ = selections_of((), None, None, (), config)
+    points = api.points_to_profile(selections, "cold", "8192", ("cublas",), {"cublas"}, config)
+    assert sorted((p.dtype, p.layout) for p in points) == [("bf16", "nt"), ("fp8e4m3", "nt")]
+
+
+def test_a_profile_from_before_the_precision_columns_reads_as_fp32_nn(tmp_path):
+    path = tmp_path / "old.profile.csv"
+    path.write_text(",".join(profile.ROOFLINE_COLUMNS) + "\nbest,BLOCK=16,64,64,64,best,1,1,1,1,1\n")
+    df = profile.read_profile(path)
+    assert (df.dtype.tolist(), df.layout.tolist()) == (["fp32"], ["nn"])

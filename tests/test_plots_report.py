@@ -355,8 +355,22 @@ def test_a_reference_runs_figures_redraw_byte_identical(redrawn, name):
     drew = _matplotlib_that_drew(folder / next(f for f in figures if f.endswith(".png")))
     if drew != matplotlib.__version__:
         pytest.skip(f"{name}'s figures were drawn by matplotlib {drew}; this is {matplotlib.__version__}")
-    differ = [f for f in figures if (out / f).read_bytes() != (folder / f).read_bytes()]
+    differ = [f for f in figures if (out / f).read_bytes() != (folder / f).read_bytes() and not _antialiased(out, folder, f)]
     assert not differ, f"{name}: {differ} differ from the committed files"
+
+
+def _antialiased(out: Path, folder: Path, png: str) -> bool:
+    """Whether a PNG that differs does so only in the antialiasing of an edge: its SVG twin is
+    byte-identical (every coordinate the same) and under 0.1 % of its pixels differ. NumPy's math
+    on a CPU without AVX-512 can move a line by a sub-pixel (seen on an AMD EPYC: 381 of 2 million
+    pixels of one roofline, the SVG identical)."""
+    from PIL import Image
+
+    svg = Path(png).with_suffix(".svg").name
+    if not png.endswith(".png") or not (out / svg).exists() or (out / svg).read_bytes() != (folder / svg).read_bytes():
+        return False
+    drawn, kept = (np.asarray(Image.open(d / png).convert("RGB"), dtype=int) for d in (out, folder))
+    return drawn.shape == kept.shape and (np.abs(drawn - kept).sum(axis=2) > 0).mean() < 1e-3
 
 
 def test_a_variants_colour_is_its_own_not_its_place_in_the_registry():
