@@ -190,6 +190,54 @@ template <> __device__ __forceinline__ void wgmma_tile<128>(float* d, uint64_t d
         : "l"(da), "l"(db), "r"(scale_d));
 }
 
+// Tiles of 144, 160 and 176 columns (cuBLASLt's few-wave tiles are of such widths): more tiles across
+// the SMs where 128, 192 or 256 columns leave a last wave nearly empty.
+template <> __device__ __forceinline__ void wgmma_tile<144>(float* d, uint64_t da, uint64_t db, int scale_d)
+{
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %74, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n144" MMA_KSTR ".f32" MMA_AB " {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+        "%64, %65, %66, %67, %68, %69, %70, %71"
+        "}, %72, %73, p, 1, 1" MMA_TRANS ";\n}\n"
+        : MMA_ACC64(0), MMA_ACC8(64)
+        : "l"(da), "l"(db), "r"(scale_d));
+}
+
+template <> __device__ __forceinline__ void wgmma_tile<160>(float* d, uint64_t da, uint64_t db, int scale_d)
+{
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n160" MMA_KSTR ".f32" MMA_AB " {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
+        "}, %80, %81, p, 1, 1" MMA_TRANS ";\n}\n"
+        : MMA_ACC64(0), MMA_ACC8(64), MMA_ACC8(72)
+        : "l"(da), "l"(db), "r"(scale_d));
+}
+
+template <> __device__ __forceinline__ void wgmma_tile<176>(float* d, uint64_t da, uint64_t db, int scale_d)
+{
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n176" MMA_KSTR ".f32" MMA_AB " {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
+        "%80, %81, %82, %83, %84, %85, %86, %87"
+        "}, %88, %89, p, 1, 1" MMA_TRANS ";\n}\n"
+        : MMA_ACC64(0), MMA_ACC8(64), MMA_ACC8(72), MMA_ACC8(80)
+        : "l"(da), "l"(db), "r"(scale_d));
+}
+
 template <> __device__ __forceinline__ void wgmma_tile<192>(float* d, uint64_t da, uint64_t db, int scale_d)
 {
     asm volatile(

@@ -47,6 +47,8 @@ constexpr int ROWS = 64 * WM;                 // a consumer's rows of the tile
 constexpr int TILE_M = ROWS * CONSUMERS, TILE_N = BN;
 constexpr int A_SLOT = TILE_M * TC_BK, B_SLOT = TILE_N * TC_BK, B_SHARE = B_SLOT / CLUSTER;
 constexpr int CONSUMER_WARPS = 4 * CONSUMERS, THREADS = 128 * (CONSUMERS + 1);
+// TMA stores C in boxes of 64 x 64: a tile of 144, 160 or 176 columns stores its last 16, 32 or 48 directly.
+constexpr int BOXED = BN / 64 * 64;
 // The producer keeps 40 registers; the consumers share what is left of the SM's 64 Ki (multiples of 8).
 constexpr int PRODUCER_REGISTERS = 40;
 constexpr int CONSUMER_REGISTERS = CONSUMERS == 1 ? 256 : 232;
@@ -320,7 +322,7 @@ tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor
             if (threadIdx.x % 128 == 0) tma_store_wait_read();  // the last tile's stores have read the staging
             named_barrier(1 + consumer, 128);
 #pragma unroll
-            for (int i = 0; i < WM; ++i) stage_accumulator<BN>(staging + i * 64 * BN, d[i], scale);
+            for (int i = 0; i < WM; ++i) stage_accumulator<BOXED>(staging + i * 64 * BN, d[i], scale);
             async_proxy_fence();
             named_barrier(1 + consumer, 128);
             if (threadIdx.x % 128 == 0) {
@@ -328,6 +330,11 @@ tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor
                     for (int box = 0; box < BN / 64; ++box)
                         tma_store(&map_c, staging + i * 64 * BN + box * 64 * 64, col0 + box * 64, row0 + i * 64);
                 tma_store_commit();
+            }
+            if constexpr (BOXED < BN) {  // the columns past the last whole box: stored as step (f) stores them
+#pragma unroll
+                for (int i = 0; i < WM; ++i)
+                    store_accumulator<BN - BOXED>(C, m, n, row0 + i * 64, col0 + BOXED, d[i] + BOXED / 2, scale);
             }
 #else
 #pragma unroll

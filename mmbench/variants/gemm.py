@@ -178,13 +178,15 @@ _TENSOR_CORES = (
 _SHARED_LIMIT = "227 * 1024"  # dynamic shared memory a block may opt in to on sm_90
 _TC_FORMS = {"dtypes": ("bf16", "fp16"), "layouts": ("nt",), "requires": ("k % 8 == 0",)}
 _WGMMA_N = "(BN == 64 or BN == 128 or BN == 192 or BN == 256)"  # the wgmma shapes common/hopper.cuh spells out
+# tc_ws also takes tiles of 144, 160 and 176 columns (its TMA store boxes 64 of them; the rest stored directly)
+_WS_WGMMA_N = f"({_WGMMA_N[1:-1]} or BN == 144 or BN == 160 or BN == 176)"
 _MMA_SHARED = "STAGES * (BM + BN) * (BK + 8) * 2"
 _TMA_SHARED = "STAGES * (BM + BN) * 128 + 1024"  # 64 k of 2 bytes a row, and room to align to 1024
 _WS_ROWS = "64 * WM * CONSUMERS"
 _WS_SHARED = f"STAGES * ({_WS_ROWS} + BN) * 128 + 1024 + TMA_STORE * {_WS_ROWS} * BN * 2"  # + C's staging
 _WS_AXES = {"CONSUMERS": (2,), "WM": (1,), "BN": (256,), "STAGES": (4,)}
-_WS_SPACE = {"CONSUMERS": (1, 2), "WM": (1, 2), "BN": (64, 128, 192, 256), "STAGES": (2, 3, 4, 5, 6)}
-_WS_RULES = (_WGMMA_N, "WM * BN // 2 <= 128", f"{_WS_SHARED} <= {_SHARED_LIMIT}",
+_WS_SPACE = {"CONSUMERS": (1, 2), "WM": (1, 2), "BN": (64, 128, 144, 160, 176, 192, 256), "STAGES": (2, 3, 4, 5, 6)}
+_WS_RULES = (_WS_WGMMA_N, "WM * BN // 2 <= 128", f"{_WS_SHARED} <= {_SHARED_LIMIT}",
              "CLUSTER == 1 or WALK == 1",  # a cluster's blocks walk tiles together
              "STREAMK == 0 or WALK == 1")  # stream-K shares out the walkers' last wave
 _WS_SWITCHES = {"WALK": 0, "OVERLAP": 0, "CLUSTER": 1, "ORDER": 0, "TMA_STORE": 0, "STREAMK": 0}
