@@ -722,3 +722,20 @@ def test_the_strategy_benchmark_replays_our_searches_in_the_gpus_batches():
                                        "--strategy", "forest", "--batch", "8", "--budget", "0.2"])
     assert result.exit_code == 0, result.output
     assert "batches of 8" in result.output
+
+
+def test_a_tuning_measures_its_costliest_shape_first(tmp_path):
+    """With a cold compile cache the first shape's points wait on nvcc module by module, so its
+    measuring overlaps the builds: the costliest shape goes first (ties keep the order given), each
+    shape's configurations in the strategy's order."""
+    from mmbench.sizes import Shape
+    from mmbench.tuning.points_run import points_of
+    from mmbench.tuning.request import TuneRequest
+    from mmbench.variants import REGISTRY, param_points
+
+    configs = tuple(param_points(REGISTRY["dbuf"])[:1]) + (tuple(sorted({"BM": 64, "BN": 64}.items())),)
+    shapes = (Shape(2048, 2048, 2048), Shape(4096, 4096, 4096), Shape(1000, 37, 2049), Shape(37, 1000, 2049))
+    request = TuneRequest(REGISTRY["dbuf"], shapes, configs, tmp_path / "t.csv", tmp_path / "c.json", "x")
+    points = points_of(request)
+    assert [p.shape for p in points[::2]] == [shapes[1], shapes[0], shapes[2], shapes[3]]
+    assert [p.params for p in points[:2]] == list(configs)

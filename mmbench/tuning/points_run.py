@@ -14,11 +14,16 @@ from .writeback import record_tuning
 
 
 def points_of(request: TuneRequest) -> list[Point]:
-    """Every configuration of the request at each of its shapes, shape by shape."""
-    variant = request.variant
-    unchecked = must_pad(get_op(variant.op), variant)  # a kernel without border checks runs padded
+    """Every configuration of the request at each of its shapes, shape by shape, the costliest shape
+    first. Where nvcc still builds the configurations (a cold compile cache), the first shape's points
+    wait on it, one module after another: its measuring overlaps the builds, and what follows them is
+    the cheaper shapes' (a cold dbuf tuning at 2048 and then 4096 on an H100 measured the 4096 points,
+    about 7 s, after nvcc's 17.5 s)."""
+    variant, op = request.variant, get_op(request.variant.op)
+    unchecked = must_pad(op, variant)  # a kernel without border checks runs padded
+    shapes = sorted(request.shapes, key=lambda s: (op.flops(s), op.min_bytes(s, request.dtype)), reverse=True)
     return [Point(variant, p, s, request.cache, pad=unchecked, dtype=request.dtype, layout=request.layout)
-            for s in request.shapes for p in request.configs]
+            for s in shapes for p in request.configs]
 
 
 def tune_points(request: TuneRequest, about: dict, settings: Settings, hooks: Hooks) -> tuple[dict, DeviceId]:
