@@ -114,6 +114,8 @@ def roofline_points(df: pd.DataFrame, profile: pd.DataFrame | None, size: int, d
         measured = None
         if profile is not None:
             p = profile[(profile.variant == s.variant) & (profile.params.fillna("") == s.params) & (profile.n == size)]
+            if "dtype" in p:  # a profile of a typed run holds other precisions' rows too
+                p = p[(p.dtype == DEFAULT) & (p.layout == DEFAULT_LAYOUT)]
             measured = float(p.dram_intensity.iloc[0]) if len(p) else None
         rows.append({"series": s, "op": at.op, "gflops": float(at.gflops_mean), "gbytes_per_s": float(at.gbytes_per_s),
                      "intensity": measured if measured else analysis.algorithmic_intensity(at.op, at.m, at.n, at.k),

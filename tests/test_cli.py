@@ -452,3 +452,9 @@ def test_a_run_imports_no_pandas_before_its_last_row(tmp_path):
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "x.csv")], capture_output=True, text=True,
                           timeout=120)
     assert done.stderr.strip().splitlines()[-1] == "False", done.stdout[-2000:] + done.stderr
+
+
+def test_a_mistyped_command_is_told_the_nearest_one():
+    """Commands load when used, so Click's hint (drawn from the commands loaded) would name none."""
+    result = invoke("lis")
+    assert result.exit_code == 2 and "Did you mean 'list'?" in result.output, result.output

@@ -5,6 +5,7 @@ traceback; a resume on another machine keeps the first machine's record; a compr
 never written to again."""
 
 import gzip
+import importlib
 import inspect
 import json
 import os
@@ -82,8 +83,8 @@ STAGES = [
 
 def stop_at(monkeypatch, stage, error):
     _, target, name, nth = stage
-    if isinstance(target, str):
-        target = sys.modules[target]
+    if isinstance(target, str):  # imported here: a command's module loads when the command is used
+        target = importlib.import_module(target)
     real = getattr(target, name)
     wrapper = injected(real, error, nth)
     static = isinstance(inspect.getattr_static(target, name), staticmethod)

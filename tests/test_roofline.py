@@ -104,3 +104,16 @@ def test_an_architecture_without_a_known_fp32_peak_draws_its_bandwidth_roof():
     [roof] = [line.get_label() for line in fig.axes[0].get_lines()]
     assert roof.startswith("datasheet: FP32 peak unknown, 4814 GB/s DRAM")
     plt.close(fig)
+
+
+def test_the_fp32_roofline_takes_the_fp32_profile_row_of_a_series(lab3):
+    """A profile of a typed run holds a series' rows at several precisions (profile --results):
+    the roofline of the papers' fp32 rows reads the fp32, nn one."""
+    from mmbench.plots import roofline_points
+
+    df, _, profile = lab3
+    at = roofline_points(df, profile, 4096)
+    other = profile.assign(dtype="bf16", layout="nt", dram_intensity=123.0)
+    both = pd.concat([other, profile.assign(dtype="fp32", layout="nn")], ignore_index=True)
+    again = roofline_points(df, both, 4096)
+    assert again.intensity.tolist() == at.intensity.tolist() and 123.0 not in again.intensity.tolist()

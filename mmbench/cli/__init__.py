@@ -5,6 +5,7 @@ module per family of commands: listing, running (run, tune), gpu (info, ceilings
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import sys
 
@@ -45,6 +46,14 @@ class OneLineErrors(click.Group):
             for function in module.COMMANDS:
                 self.add_command(getattr(module, function))
         return super().get_command(ctx, name)
+
+    def resolve_command(self, ctx, args):
+        """Click's own, its "Did you mean" hint drawn from every command, not only those loaded."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            exc.possibilities = difflib.get_close_matches(str(args[0]), self.list_commands(ctx)) or None
+            raise
 
     def format_commands(self, ctx, formatter):
         """The command list with each command's first sentence whole, wrapped to the terminal: Click
