@@ -196,13 +196,17 @@ def test_compare_says_what_could_mislead(cpu_runs, tmp_path):
     assert "torn" in _compare(a, torn).output.lower()
 
 
-def test_a_gate_never_passes_on_what_it_did_not_compare(cpu_runs):
-    a, b, other = (cpu_runs / f"{n}.csv" for n in ("a", "b", "other"))
+def test_a_gate_never_passes_on_what_it_did_not_compare(cpu_runs, tmp_path):
+    a, other = cpu_runs / "a.csv", cpu_runs / "other.csv"
     nothing = _compare(a, other, "--fail-slower", "5%")
     assert nothing.exit_code == 3 and "cannot judge" in nothing.output
     assert _compare(a, other).exit_code == 2  # without a gate: bad input, as before
-    assert _compare(a, b, "--fail-slower", "50%").exit_code == 0
-    too_few = _compare(a, b, "--fail-slower", "50%", "--min-compared", "100%")  # 2 of 2: enough
+    # a's samples again (two 3-sample runs of a 32 x 32 CPU BLAS can differ by half on a noisy host)
+    twin = tmp_path / "twin.csv"
+    twin.write_bytes(a.read_bytes())
+    twin.with_suffix(".meta.json").write_bytes(a.with_suffix(".meta.json").read_bytes())
+    assert _compare(a, twin, "--fail-slower", "50%").exit_code == 0
+    too_few = _compare(a, twin, "--fail-slower", "50%", "--min-compared", "100%")  # 2 of 2: enough
     assert too_few.exit_code == 0
 
 
