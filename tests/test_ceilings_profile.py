@@ -229,3 +229,17 @@ def test_a_profile_from_before_the_precision_columns_reads_as_fp32_nn(tmp_path):
     path.write_text(",".join(profile.ROOFLINE_COLUMNS) + "\nbest,BLOCK=16,64,64,64,best,1,1,1,1,1\n")
     df = profile.read_profile(path)
     assert (df.dtype.tolist(), df.layout.tolist()) == (["fp32"], ["nn"])
+
+
+def test_the_run_a_profile_belongs_to_holds_each_point_at_its_precision_and_layout():
+    """A run of cuBLASLt at BF16 and FP8 holds those points, not the same shape at FP16."""
+    from pathlib import Path
+
+    from mmbench.cli.common import InputError
+    from mmbench.cli.gpu import _holding
+
+    run = Path("results/tensor-cores-h100/tensor-cores-h100.csv.gz")
+    at = lambda dtype: Point(REGISTRY["cublas"], (), Shape(8192, 8192, 8192), "cold", dtype=dtype, layout="nt")  # noqa: E731
+    assert _holding([at("bf16"), at("fp8e4m3")])(run) == run
+    with pytest.raises(InputError, match="no verified row of 1 of the 2 points"):
+        _holding([at("bf16"), at("fp16")])(run)

@@ -196,7 +196,8 @@ def _holding(points):
     """For newest_run: a run with a verified row of every point to profile (the run the profile is of)."""
     from ..variants import format_params
 
-    wanted = {(p.variant.name, format_params(p.params), p.shape.m, p.shape.n, p.shape.k) for p in points}
+    wanted = {(p.variant.name, format_params(p.params), p.shape.m, p.shape.n, p.shape.k, p.dtype, p.layout)
+              for p in points}
 
     def usable(path: Path) -> Path:
         try:
@@ -204,7 +205,7 @@ def _holding(points):
         except ResultsError as exc:
             raise InputError(str(exc)) from None
         ok = df[df.status == "ok"]
-        lacking = wanted - set(zip(ok.variant, ok.params, ok.m, ok.n, ok.k))
+        lacking = wanted - set(zip(ok.variant, ok.params, ok.m, ok.n, ok.k, ok.dtype, ok.layout))
         if lacking:
             raise InputError(f"it has no verified row of {len(lacking)} of the {len(wanted)} points to profile")
         return path
