@@ -160,117 +160,58 @@ template <int COUNT> __device__ __forceinline__ void hold_registers(float* d)
 #define MMA_ACC32(i) MMA_ACC8(i), MMA_ACC8(i + 8), MMA_ACC8(i + 16), MMA_ACC8(i + 24)
 #define MMA_ACC64(i) MMA_ACC32(i), MMA_ACC32(i + 32)
 
+// The accumulators' operand numbers as asm text, eight at a time ("%0, ... %7" to "%120, ... %127"), sixteen to a
+// group, groups joined by ",": MMA_LISTn lists "%0" to "%(n - 1)".
+#define MMA_R8_0 "%0, %1, %2, %3, %4, %5, %6, %7"
+#define MMA_R8_1 "%8, %9, %10, %11, %12, %13, %14, %15"
+#define MMA_R8_2 "%16, %17, %18, %19, %20, %21, %22, %23"
+#define MMA_R8_3 "%24, %25, %26, %27, %28, %29, %30, %31"
+#define MMA_R8_4 "%32, %33, %34, %35, %36, %37, %38, %39"
+#define MMA_R8_5 "%40, %41, %42, %43, %44, %45, %46, %47"
+#define MMA_R8_6 "%48, %49, %50, %51, %52, %53, %54, %55"
+#define MMA_R8_7 "%56, %57, %58, %59, %60, %61, %62, %63"
+#define MMA_R8_8 "%64, %65, %66, %67, %68, %69, %70, %71"
+#define MMA_R8_9 "%72, %73, %74, %75, %76, %77, %78, %79"
+#define MMA_R8_10 "%80, %81, %82, %83, %84, %85, %86, %87"
+#define MMA_R8_11 "%88, %89, %90, %91, %92, %93, %94, %95"
+#define MMA_R8_12 "%96, %97, %98, %99, %100, %101, %102, %103"
+#define MMA_R8_13 "%104, %105, %106, %107, %108, %109, %110, %111"
+#define MMA_R8_14 "%112, %113, %114, %115, %116, %117, %118, %119"
+#define MMA_R8_15 "%120, %121, %122, %123, %124, %125, %126, %127"
+#define MMA_R16(a, b) MMA_R8_##a ", " MMA_R8_##b
+#define MMA_LIST32 MMA_R16(0, 1) "," MMA_R16(2, 3)
+#define MMA_LIST64 MMA_LIST32 "," MMA_R16(4, 5) "," MMA_R16(6, 7)
+#define MMA_LIST72 MMA_LIST64 "," MMA_R8_8
+#define MMA_LIST80 MMA_LIST64 "," MMA_R16(8, 9)
+#define MMA_LIST88 MMA_LIST80 "," MMA_R8_10
+#define MMA_LIST96 MMA_LIST80 "," MMA_R16(10, 11)
+#define MMA_LIST128 MMA_LIST96 "," MMA_R16(12, 13) "," MMA_R16(14, 15)
+
 // D (64 x N, float, N / 2 registers a thread) += A (64 x 16) . B (16 x N), both K-major in shared
 // memory (descriptors); scale_d = 0 ignores D's old value.
 template <int N> __device__ __forceinline__ void wgmma_tile(float* d, uint64_t da, uint64_t db, int scale_d);
 
-template <> __device__ __forceinline__ void wgmma_tile<64>(float* d, uint64_t da, uint64_t db, int scale_d)
-{
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64" MMA_KSTR ".f32" MMA_AB " {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-        "}, %32, %33, p, 1, 1" MMA_TRANS ";\n}\n"
-        : MMA_ACC32(0)
-        : "l"(da), "l"(db), "r"(scale_d));
-}
+// One wgmma_tile<N>: the accumulators are operands %0 to %(N / 2 - 1) (LIST, the operands ACC...), A's and B's
+// descriptors %A and %B, scale_d %P.
+#define WGMMA_TILE(N, LIST, A, B, P, ...)                                                                  \
+    template <> __device__ __forceinline__ void wgmma_tile<N>(float* d, uint64_t da, uint64_t db, int scale_d) \
+    {                                                                                                      \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #P ", 0;\n"                                     \
+                     "wgmma.mma_async.sync.aligned.m64n" #N MMA_KSTR ".f32" MMA_AB " {" LIST "}, %" #A ", %" #B \
+                     ", p, 1, 1" MMA_TRANS ";\n}\n"                                                         \
+                     : __VA_ARGS__                                                                         \
+                     : "l"(da), "l"(db), "r"(scale_d));                                                    \
+    }
 
-template <> __device__ __forceinline__ void wgmma_tile<128>(float* d, uint64_t da, uint64_t db, int scale_d)
-{
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128" MMA_KSTR ".f32" MMA_AB " {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-        "}, %64, %65, p, 1, 1" MMA_TRANS ";\n}\n"
-        : MMA_ACC64(0)
-        : "l"(da), "l"(db), "r"(scale_d));
-}
-
+WGMMA_TILE(64, MMA_LIST32, 32, 33, 34, MMA_ACC32(0))
+WGMMA_TILE(128, MMA_LIST64, 64, 65, 66, MMA_ACC64(0))
 // Tiles of 144, 160 and 176 columns (cuBLASLt's few-wave tiles are of such widths): more tiles across
 // the SMs where 128, 192 or 256 columns leave a last wave nearly empty.
-template <> __device__ __forceinline__ void wgmma_tile<144>(float* d, uint64_t da, uint64_t db, int scale_d)
-{
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %74, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n144" MMA_KSTR ".f32" MMA_AB " {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
-        "%64, %65, %66, %67, %68, %69, %70, %71"
-        "}, %72, %73, p, 1, 1" MMA_TRANS ";\n}\n"
-        : MMA_ACC64(0), MMA_ACC8(64)
-        : "l"(da), "l"(db), "r"(scale_d));
-}
-
-template <> __device__ __forceinline__ void wgmma_tile<160>(float* d, uint64_t da, uint64_t db, int scale_d)
-{
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n160" MMA_KSTR ".f32" MMA_AB " {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
-        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
-        "}, %80, %81, p, 1, 1" MMA_TRANS ";\n}\n"
-        : MMA_ACC64(0), MMA_ACC8(64), MMA_ACC8(72)
-        : "l"(da), "l"(db), "r"(scale_d));
-}
-
-template <> __device__ __forceinline__ void wgmma_tile<176>(float* d, uint64_t da, uint64_t db, int scale_d)
-{
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n176" MMA_KSTR ".f32" MMA_AB " {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
-        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
-        "%80, %81, %82, %83, %84, %85, %86, %87"
-        "}, %88, %89, p, 1, 1" MMA_TRANS ";\n}\n"
-        : MMA_ACC64(0), MMA_ACC8(64), MMA_ACC8(72), MMA_ACC8(80)
-        : "l"(da), "l"(db), "r"(scale_d));
-}
-
-template <> __device__ __forceinline__ void wgmma_tile<192>(float* d, uint64_t da, uint64_t db, int scale_d)
-{
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n192" MMA_KSTR ".f32" MMA_AB " {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
-        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
-        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
-        "}, %96, %97, p, 1, 1" MMA_TRANS ";\n}\n"
-        : MMA_ACC64(0), MMA_ACC32(64)
-        : "l"(da), "l"(db), "r"(scale_d));
-}
-
-template <> __device__ __forceinline__ void wgmma_tile<256>(float* d, uint64_t da, uint64_t db, int scale_d)
-{
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256" MMA_KSTR ".f32" MMA_AB " {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
-        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
-        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
-        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
-        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-        "}, %128, %129, p, 1, 1" MMA_TRANS ";\n}\n"
-        : MMA_ACC64(0), MMA_ACC64(64)
-        : "l"(da), "l"(db), "r"(scale_d));
-}
+WGMMA_TILE(144, MMA_LIST72, 72, 73, 74, MMA_ACC64(0), MMA_ACC8(64))
+WGMMA_TILE(160, MMA_LIST80, 80, 81, 82, MMA_ACC64(0), MMA_ACC8(64), MMA_ACC8(72))
+WGMMA_TILE(176, MMA_LIST88, 88, 89, 90, MMA_ACC64(0), MMA_ACC8(64), MMA_ACC8(72), MMA_ACC8(80))
+WGMMA_TILE(192, MMA_LIST96, 96, 97, 98, MMA_ACC64(0), MMA_ACC32(64))
+WGMMA_TILE(256, MMA_LIST128, 128, 129, 130, MMA_ACC64(0), MMA_ACC64(64))
 
 // -- warpgroup roles -------------------------------------------------------------------------------------
 // Register reallocation: a warpgroup that only issues copies gives registers back, one that holds
