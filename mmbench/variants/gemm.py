@@ -177,9 +177,17 @@ _TENSOR_CORES = (
 # operands (layout nt), each step a technique; k a multiple of 8 (16-byte rows for cp.async and TMA).
 _SHARED_LIMIT = "227 * 1024"  # dynamic shared memory a block may opt in to on sm_90
 _TC_FORMS = {"dtypes": ("bf16", "fp16"), "layouts": ("nt",), "requires": ("k % 8 == 0",)}
-_WGMMA_N = "(BN == 64 or BN == 128 or BN == 192 or BN == 256)"  # the wgmma shapes common/hopper.cuh spells out
-# tc_ws also takes tiles of 144, 160 and 176 columns (its TMA store boxes 64 of them; the rest stored directly)
-_WS_WGMMA_N = f"({_WGMMA_N[1:-1]} or BN == 144 or BN == 160 or BN == 176)"
+
+
+def _one_of(name: str, values: tuple[int, ...]) -> str:
+    """A constraint that the parameter takes one of the values: "(BN == 64 or BN == 128)"."""
+    return "(" + " or ".join(f"{name} == {v}" for v in values) + ")"
+
+
+# The wgmma widths (common/hopper.cuh's WGMMA_TILE) whose tiles every step stores in whole 64-column boxes;
+# tc_ws also takes 144, 160 and 176 columns (its TMA store boxes 128 of them and stores the rest directly).
+_WGMMA_N = _one_of("BN", (64, 128, 192, 256))
+_WS_WGMMA_N = _one_of("BN", (64, 128, 192, 256, 144, 160, 176))
 _MMA_SHARED = "STAGES * (BM + BN) * (BK + 8) * 2"
 _TMA_SHARED = "STAGES * (BM + BN) * 128 + 1024"  # 64 k of 2 bytes a row, and room to align to 1024
 _WS_ROWS = "64 * WM * CONSUMERS"
