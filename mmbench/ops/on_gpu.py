@@ -122,6 +122,17 @@ def measures_verdict(words: np.ndarray, shape: tuple[int, int], terms: int, prec
                             squares, terms, precision, magnitude_norm)
 
 
+class StreamProtocol:
+    """A stream handle as the CUDA stream protocol has it, what CuPy's Stream.from_external takes
+    (its ExternalStream, which took the bare handle, is deprecated)."""
+
+    def __init__(self, handle: int):
+        self.handle = int(handle)
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return (0, self.handle)
+
+
 def product_sums(gpu, a, b, m: int, n: int, k: int, a_transposed: bool, b_transposed: bool, p: Precision,
                  scales: tuple[float, float]) -> SumsOnGpu:
     """The reference A.B and bound of a product from its operands in device memory (A m x k, stored
@@ -136,7 +147,7 @@ def product_sums(gpu, a, b, m: int, n: int, k: int, a_transposed: bool, b_transp
         made.append(wide_b)
         reference, magnitude = gpu.alloc(8 * m * n), gpu.alloc(8 * m * n)
         made += [reference, magnitude]
-        with cupy.cuda.ExternalStream(gpu.stream.handle):
+        with cupy.cuda.Stream.from_external(StreamProtocol(gpu.stream.handle)):
             va = view(cupy, wide_a, (k, m) if a_transposed else (m, k))
             vb = view(cupy, wide_b, (n, k) if b_transposed else (k, n))
             va, vb = (va.T if a_transposed else va), (vb.T if b_transposed else vb)
