@@ -13,7 +13,7 @@ import pytest
 from mmbench.draws import CounterDraws, run_key
 from mmbench.ops.base import check_sums
 from mmbench.ops.gemm import GEMM, make_gemm_inputs
-from mmbench.ops.on_gpu import CHECK_WORDS, measures_verdict
+from mmbench.ops.on_gpu import CHECK_WORDS, StreamProtocol, measures_verdict
 from mmbench.precisions import LAYOUTS, PRECISIONS, as_float64, get_precision, raw_view, transposed
 from mmbench.sizes import Shape
 
@@ -62,6 +62,13 @@ def test_the_slots_read_to_the_hosts_verdict(product, blocks):
         slots_of(bad_nan, inputs.reference, inputs.bound, blocks), bad_nan.shape, 65, FP32, None).reason
     assert "at (30, 7)" in measures_verdict(slots_of(bad_far, inputs.reference, inputs.bound, blocks), good.shape,
                                             65, FP32, None).reason
+
+
+def test_our_stream_reaches_cupy_by_the_cuda_stream_protocol():
+    """CuPy's Stream.from_external takes (version 0, handle) from __cuda_stream__ (its ExternalStream,
+    which took the handle alone, is deprecated): the handle must pass as an int, unchanged."""
+    assert StreamProtocol(0x7F3A12C0).__cuda_stream__() == (0, 0x7F3A12C0)
+    assert StreamProtocol(0).__cuda_stream__() == (0, 0)  # the legacy default stream
 
 
 def test_the_worst_is_the_first_of_equals_across_blocks(product):
