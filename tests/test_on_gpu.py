@@ -6,6 +6,7 @@ bit at every precision and layout, and the GPU's verdict on an output is the hos
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from mmbench.draws import CounterDraws, run_key
 from mmbench.ops.base import check_sums
 from mmbench.ops.gemm import GEMM, make_gemm_inputs
-from mmbench.ops.on_gpu import CHECK_WORDS, StreamProtocol, measures_verdict
+from mmbench.ops.on_gpu import CHECK_WORDS, StreamProtocol, cupy_stream, measures_verdict
 from mmbench.precisions import LAYOUTS, PRECISIONS, as_float64, get_precision, raw_view, transposed
 from mmbench.sizes import Shape
 
@@ -65,10 +66,16 @@ def test_the_slots_read_to_the_hosts_verdict(product, blocks):
 
 
 def test_our_stream_reaches_cupy_by_the_cuda_stream_protocol():
-    """CuPy's Stream.from_external takes (version 0, handle) from __cuda_stream__ (its ExternalStream,
-    which took the handle alone, is deprecated): the handle must pass as an int, unchanged."""
+    """CuPy 14's Stream.from_external takes (version 0, handle) from __cuda_stream__ (its ExternalStream,
+    which took the handle alone, is deprecated); CuPy 13 has only ExternalStream: each gets the handle
+    unchanged."""
     assert StreamProtocol(0x7F3A12C0).__cuda_stream__() == (0, 0x7F3A12C0)
     assert StreamProtocol(0).__cuda_stream__() == (0, 0)  # the legacy default stream
+    cupy14 = SimpleNamespace(cuda=SimpleNamespace(Stream=SimpleNamespace(from_external=lambda o: ("new", o))))
+    kind, protocol = cupy_stream(cupy14, 0x7F3A12C0)
+    assert kind == "new" and protocol.__cuda_stream__() == (0, 0x7F3A12C0)
+    cupy13 = SimpleNamespace(cuda=SimpleNamespace(Stream=SimpleNamespace(), ExternalStream=lambda h: ("old", h)))
+    assert cupy_stream(cupy13, 0x7F3A12C0) == ("old", 0x7F3A12C0)
 
 
 def test_the_worst_is_the_first_of_equals_across_blocks(product):

@@ -123,14 +123,23 @@ def measures_verdict(words: np.ndarray, shape: tuple[int, int], terms: int, prec
 
 
 class StreamProtocol:
-    """A stream handle as the CUDA stream protocol has it, what CuPy's Stream.from_external takes
-    (its ExternalStream, which took the bare handle, is deprecated)."""
+    """A stream handle as the CUDA stream protocol has it, what CuPy's Stream.from_external takes."""
 
     def __init__(self, handle: int):
         self.handle = int(handle)
 
     def __cuda_stream__(self) -> tuple[int, int]:
         return (0, self.handle)
+
+
+def cupy_stream(cupy, handle: int):
+    """CuPy's view of our stream: Stream.from_external with the CUDA stream protocol (CuPy 14, which
+    deprecates ExternalStream), else ExternalStream (CuPy 13, e.g. a cupy-cuda12x wheel)."""
+    try:
+        from_external = cupy.cuda.Stream.from_external
+    except AttributeError:  # CuPy 13
+        return cupy.cuda.ExternalStream(handle)
+    return from_external(StreamProtocol(handle))
 
 
 def product_sums(gpu, a, b, m: int, n: int, k: int, a_transposed: bool, b_transposed: bool, p: Precision,
@@ -147,7 +156,7 @@ def product_sums(gpu, a, b, m: int, n: int, k: int, a_transposed: bool, b_transp
         made.append(wide_b)
         reference, magnitude = gpu.alloc(8 * m * n), gpu.alloc(8 * m * n)
         made += [reference, magnitude]
-        with cupy.cuda.Stream.from_external(StreamProtocol(gpu.stream.handle)):
+        with cupy_stream(cupy, gpu.stream.handle):
             va = view(cupy, wide_a, (k, m) if a_transposed else (m, k))
             vb = view(cupy, wide_b, (n, k) if b_transposed else (k, n))
             va, vb = (va.T if a_transposed else va), (vb.T if b_transposed else vb)
