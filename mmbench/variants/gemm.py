@@ -186,8 +186,9 @@ def _one_of(name: str, values: tuple[int, ...]) -> str:
 
 # The wgmma widths (common/hopper.cuh's WGMMA_TILE) whose tiles every step stores in whole 64-column boxes;
 # tc_ws also takes 144, 160 and 176 columns (its TMA store boxes 128 of them and stores the rest directly).
-_WGMMA_N = _one_of("BN", (64, 128, 192, 256))
-_WS_WGMMA_N = _one_of("BN", (64, 128, 192, 256, 144, 160, 176))
+_WGMMA_WIDTHS = (64, 128, 192, 256)
+_WGMMA_N = _one_of("BN", _WGMMA_WIDTHS)
+_WS_WGMMA_N = _one_of("BN", _WGMMA_WIDTHS + (144, 160, 176))
 _MMA_SHARED = "STAGES * (BM + BN) * (BK + 8) * 2"
 _TMA_SHARED = "STAGES * (BM + BN) * 128 + 1024"  # 64 k of 2 bytes a row, and room to align to 1024
 _WS_ROWS = "64 * WM * CONSUMERS"
