@@ -114,8 +114,9 @@ def test_only_the_last_step_and_its_fp8_form_tune_stream_k():
 @pytest.mark.parametrize("name", ["tc_ws", "tc_persistent", "tc_overlap", "tc_cluster", "tc_tiles", "tc_fp8"])
 def test_the_boxes_bring_the_bytes_each_slot_expects(name):
     """tc_ws.cu's producer expects (A_SLOT + B_SLOT) elements a slot: A's box of TILE_M rows and, from every
-    block of the cluster, B's share of BN / CLUSTER rows, each row 128 bytes. Boxes declared otherwise
-    would leave the barrier waiting for bytes that never come: a hang, not a wrong row."""
+    block of the cluster, B's share of BN / CLUSTER rows rounded up to whole 8-row swizzle atoms (88 of
+    168 in a cluster of two), each row 128 bytes. Boxes declared otherwise would leave the barrier waiting
+    for bytes that never come: a hang, not a wrong row. The slots in shared memory hold every share."""
     from mmbench.precisions import PRECISIONS
     from mmbench.variants.model import evaluate
     from mmbench.variants import tuning_space
@@ -127,8 +128,10 @@ def test_the_boxes_bring_the_bytes_each_slot_expects(name):
         p = dict(params)
         a_rows, a_cols = (evaluate(e, params) for e in maps["A"].box)
         b_rows, b_cols = (evaluate(e, params) for e in maps["B"].box)
-        assert a_rows == 64 * p["WM"] * p["CONSUMERS"] and b_rows * p["CLUSTER"] == p["BN"], params
+        assert a_rows == 64 * p["WM"] * p["CONSUMERS"] and b_rows % 8 == 0, params
+        assert 0 <= b_rows * p["CLUSTER"] - p["BN"] < 8 * p["CLUSTER"], params
         assert a_cols * width == b_cols * width == 128, params
+        assert evaluate(v.shared, params) >= p["STAGES"] * (a_rows + b_rows * p["CLUSTER"]) * 128, params
 
 
 def test_a_kernel_launched_in_clusters_or_with_tensor_maps_is_skipped_before_sm_90():

@@ -154,9 +154,9 @@ template <int COUNT> __device__ __forceinline__ void hold_registers(float* d)
     for (int i = 0; i < COUNT; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// The accumulator registers of a wgmma as asm operands, read and written: d[i] ... d[i + 31] (+ 63).
-#define MMA_ACC8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
-    "+f"(d[i + 6]), "+f"(d[i + 7])
+// The accumulator registers of a wgmma as asm operands, read and written: d[i] ... d[i + 3] (+ 7, 31, 63).
+#define MMA_ACC4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define MMA_ACC8(i) MMA_ACC4(i), MMA_ACC4(i + 4)
 #define MMA_ACC32(i) MMA_ACC8(i), MMA_ACC8(i + 8), MMA_ACC8(i + 16), MMA_ACC8(i + 24)
 #define MMA_ACC64(i) MMA_ACC32(i), MMA_ACC32(i + 32)
 
@@ -183,6 +183,7 @@ template <int COUNT> __device__ __forceinline__ void hold_registers(float* d)
 #define MMA_LIST64 MMA_LIST32 "," MMA_R16(4, 5) "," MMA_R16(6, 7)
 #define MMA_LIST72 MMA_LIST64 "," MMA_R8_8
 #define MMA_LIST80 MMA_LIST64 "," MMA_R16(8, 9)
+#define MMA_LIST84 MMA_LIST80 ", %80, %81, %82, %83"
 #define MMA_LIST88 MMA_LIST80 "," MMA_R8_10
 #define MMA_LIST96 MMA_LIST80 "," MMA_R16(10, 11)
 #define MMA_LIST128 MMA_LIST96 "," MMA_R16(12, 13) "," MMA_R16(14, 15)
@@ -205,10 +206,11 @@ template <int N> __device__ __forceinline__ void wgmma_tile(float* d, uint64_t d
 
 WGMMA_TILE(64, MMA_LIST32, 32, 33, 34, MMA_ACC32(0))
 WGMMA_TILE(128, MMA_LIST64, 64, 65, 66, MMA_ACC64(0))
-// Tiles of 144, 160 and 176 columns (cuBLASLt's few-wave tiles are of such widths): more tiles across
-// the SMs where 128, 192 or 256 columns leave a last wave nearly empty.
+// Tiles of 144, 160, 168 and 176 columns (cuBLASLt's few-wave tiles are of such widths): more tiles
+// across the SMs where 128, 192 or 256 columns leave a last wave nearly empty.
 WGMMA_TILE(144, MMA_LIST72, 72, 73, 74, MMA_ACC64(0), MMA_ACC8(64))
 WGMMA_TILE(160, MMA_LIST80, 80, 81, 82, MMA_ACC64(0), MMA_ACC8(64), MMA_ACC8(72))
+WGMMA_TILE(168, MMA_LIST84, 84, 85, 86, MMA_ACC64(0), MMA_ACC8(64), MMA_ACC8(72), MMA_ACC4(80))
 WGMMA_TILE(176, MMA_LIST88, 88, 89, 90, MMA_ACC64(0), MMA_ACC8(64), MMA_ACC8(72), MMA_ACC8(80))
 WGMMA_TILE(192, MMA_LIST96, 96, 97, 98, MMA_ACC64(0), MMA_ACC32(64))
 WGMMA_TILE(256, MMA_LIST128, 128, 129, 130, MMA_ACC64(0), MMA_ACC64(64))

@@ -45,9 +45,12 @@
 
 constexpr int ROWS = 64 * WM;                 // a consumer's rows of the tile
 constexpr int TILE_M = ROWS * CONSUMERS, TILE_N = BN;
-constexpr int A_SLOT = TILE_M * TC_BK, B_SLOT = TILE_N * TC_BK, B_SHARE = B_SLOT / CLUSTER;
+// A block's share of B's box is whole 8-row swizzle atoms (where it lands must be 1024-byte aligned): at
+// 168 columns in a cluster of two each loads 88 rows, the second 8 past the tile (unused, or zeros).
+constexpr int SHARE_ROWS = (TILE_N / CLUSTER + 7) / 8 * 8;
+constexpr int A_SLOT = TILE_M * TC_BK, B_SLOT = SHARE_ROWS * CLUSTER * TC_BK, B_SHARE = SHARE_ROWS * TC_BK;
 constexpr int CONSUMER_WARPS = 4 * CONSUMERS, THREADS = 128 * (CONSUMERS + 1);
-// TMA stores C in boxes of 64 x 64: a tile of 144, 160 or 176 columns stores its last 16, 32 or 48 directly.
+// TMA stores C in boxes of 64 x 64: a tile of 144 to 176 columns stores its last 16 to 48 directly.
 constexpr int BOXED = BN / 64 * 64;
 // The producer keeps 40 registers; the consumers share what is left of the SM's 64 Ki (multiples of 8).
 constexpr int PRODUCER_REGISTERS = 40;
@@ -252,7 +255,7 @@ tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor
                         tma_load(bs + slot * B_SLOT, &map_b, &full[slot], t * TC_BK, tn * TILE_N);
                     else
                         tma_load_multicast(bs + slot * B_SLOT + rank * B_SHARE, &map_b, &full[slot], t * TC_BK,
-                                           tn * TILE_N + rank * (TILE_N / CLUSTER), (1 << CLUSTER) - 1);
+                                           tn * TILE_N + rank * SHARE_ROWS, (1 << CLUSTER) - 1);
                 }
             }
         }

@@ -185,16 +185,18 @@ def _one_of(name: str, values: tuple[int, ...]) -> str:
 
 
 # The wgmma widths (common/hopper.cuh's WGMMA_TILE) whose tiles every step stores in whole 64-column boxes;
-# tc_ws also takes 144, 160 and 176 columns (its TMA store boxes 128 of them and stores the rest directly).
+# tc_ws also takes 144, 160, 168 and 176 columns (its TMA store boxes 128 of them and stores the rest directly).
 _WGMMA_WIDTHS = (64, 128, 192, 256)
 _WGMMA_N = _one_of("BN", _WGMMA_WIDTHS)
-_WS_WGMMA_N = _one_of("BN", _WGMMA_WIDTHS + (144, 160, 176))
+_WS_WGMMA_N = _one_of("BN", _WGMMA_WIDTHS + (144, 160, 168, 176))
 _MMA_SHARED = "STAGES * (BM + BN) * (BK + 8) * 2"
 _TMA_SHARED = "STAGES * (BM + BN) * 128 + 1024"  # 64 k of 2 bytes a row, and room to align to 1024
 _WS_ROWS = "64 * WM * CONSUMERS"
-_WS_SHARED = f"STAGES * ({_WS_ROWS} + BN) * 128 + 1024 + TMA_STORE * {_WS_ROWS} * BN * 2"  # + C's staging
+_WS_B_SHARE = "((BN // CLUSTER + 7) // 8 * 8)"  # a block's rows of B's box: whole 8-row swizzle atoms (tc_ws.cu)
+_WS_SHARED = (f"STAGES * ({_WS_ROWS} + CLUSTER * {_WS_B_SHARE}) * 128 + 1024"
+              f" + TMA_STORE * {_WS_ROWS} * BN * 2")  # + C's staging
 _WS_AXES = {"CONSUMERS": (2,), "WM": (1,), "BN": (256,), "STAGES": (4,)}
-_WS_SPACE = {"CONSUMERS": (1, 2), "WM": (1, 2), "BN": (64, 128, 144, 160, 176, 192, 256), "STAGES": (2, 3, 4, 5, 6)}
+_WS_SPACE = {"CONSUMERS": (1, 2), "WM": (1, 2), "BN": (64, 128, 144, 160, 168, 176, 192, 256), "STAGES": (2, 3, 4, 5, 6)}
 _WS_RULES = (_WS_WGMMA_N, "WM * BN // 2 <= 128", f"{_WS_SHARED} <= {_SHARED_LIMIT}",
              "CLUSTER == 1 or WALK == 1",  # a cluster's blocks walk tiles together
              "STREAMK == 0 or WALK == 1")  # stream-K shares out the walkers' last wave
@@ -223,7 +225,7 @@ def _tc_ws(name: str, label: str, description: str, stages: int = 4, fp8: bool =
                                                "stream_k": "STREAMK * CONSUMERS"}),  # a flag a consumer
                    constraints=_WS_RULES, space=MappingProxyType(space), target="sm_90a",
                    cluster=("CLUSTER", "1", "1"),
-                   tensor_maps=(TensorMapSpec("A", (_WS_ROWS, k_row)), TensorMapSpec("B", ("BN // CLUSTER", k_row)),
+                   tensor_maps=(TensorMapSpec("A", (_WS_ROWS, k_row)), TensorMapSpec("B", (_WS_B_SHARE, k_row)),
                                 *c_map), **forms)
 
 
