@@ -14,12 +14,6 @@
 // (g) ORDER = G: the walk goes down G rows of tiles (of clusters) before it moves right, so the tiles
 //     in flight share A's and B's boxes in L2; TMA_STORE = 1: a consumer stages its accumulator in
 //     shared memory (swizzled, conflict-free) and one thread stores it by TMA, which takes n % 8 == 0.
-// PINGPONG = 1 (with WALK, two consumers): each consumer takes every other tile of the walk, a whole tile
-//     of its ROWS x BN, instead of half of each; the ring brings the k-tiles tile by tile, so the consumers'
-//     main loops alternate and one's store overlaps the other's wgmmas (the "ping-pong" schedule of
-//     CUTLASS's Hopper kernels; one warpgroup's wgmmas keep the SM's four tensor cores busy). A consumer
-//     begins a main loop when the other has ended its own (an mbarrier each way): a `full` barrier's
-//     parity tells only its last two phases apart, so no consumer may wait on a slot two fills ahead.
 // STREAMK = 1 (with WALK): where the clusters' tiles end in a partial last wave, that wave's tiles are
 //     shared out by k-tiles instead (stream-K): each cluster walks its whole tiles, then an even share of
 //     the last wave's k-tiles; a block whose share begins inside a tile leaves its float sums in a
@@ -48,18 +42,14 @@
 #ifndef STREAMK
 #define STREAMK 0
 #endif
-#ifndef PINGPONG
-#define PINGPONG 0
-#endif
 
 constexpr int ROWS = 64 * WM;                 // a consumer's rows of the tile
-constexpr int TILE_M = PINGPONG ? ROWS : ROWS * CONSUMERS, TILE_N = BN;
+constexpr int TILE_M = ROWS * CONSUMERS, TILE_N = BN;
 // A block's share of B's box is whole 8-row swizzle atoms (where it lands must be 1024-byte aligned): at
 // 168 columns in a cluster of two each loads 88 rows, the second 8 past the tile (unused, or zeros).
 constexpr int SHARE_ROWS = (TILE_N / CLUSTER + 7) / 8 * 8;
 constexpr int A_SLOT = TILE_M * TC_BK, B_SLOT = SHARE_ROWS * CLUSTER * TC_BK, B_SHARE = SHARE_ROWS * TC_BK;
 constexpr int CONSUMER_WARPS = 4 * CONSUMERS, THREADS = 128 * (CONSUMERS + 1);
-constexpr int SLOT_READERS = PINGPONG ? 4 : CONSUMER_WARPS;  // the warps of a block that read (and free) a slot
 // TMA stores C in boxes of 64 x 64: a tile of 144 to 176 columns stores its last 16 to 48 directly.
 constexpr int BOXED = BN / 64 * 64;
 // The producer keeps 40 registers; the consumers share what is left of the SM's 64 Ki (multiples of 8).
@@ -220,9 +210,6 @@ tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor
     elem_t* as = aligned_tiles(raw);
     elem_t* bs = as + STAGES * A_SLOT;
     __shared__ uint64_t full[STAGES], empty[STAGES];
-#if PINGPONG
-    __shared__ uint64_t turn[2];  // turn[c] completes when the other consumer's main loop has ended
-#endif
     const int tiles_n = (n + TILE_N - 1) / TILE_N, cluster_rows = ((m + TILE_M - 1) / TILE_M + CLUSTER - 1) / CLUSTER;
     const int units = tiles_n * cluster_rows, k_tiles = (k + TC_BK - 1) / TC_BK;
 #if WALK
@@ -241,12 +228,8 @@ tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);
-            mbar_init(&empty[s], SLOT_READERS * CLUSTER);
+            mbar_init(&empty[s], CONSUMER_WARPS * CLUSTER);
         }
-#if PINGPONG
-        mbar_init(&turn[0], 4);  // a consumer's four warps
-        mbar_init(&turn[1], 4);
-#endif
         mbar_init_fence();
     }
     if (CLUSTER > 1)
@@ -289,32 +272,16 @@ tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor
 #endif
         float d[WM][BN / 2];
         int use = 0;
-#if PINGPONG
-        int pieces = 0, loops = 0;  // the walk's pieces so far, this consumer's main loops so far
-#define FIRST_ROW 0                 // a consumer's tile is all its rows
-#else
-#define FIRST_ROW (consumer * ROWS)  // this consumer's rows of the tile
-#endif
         FOR_EACH_PIECE(p) {
-#if PINGPONG
-            if (pieces++ % CONSUMERS != consumer) {  // the other consumer's tile: its k-tiles pass by
-                use += p.ke - p.kb;
-                continue;
-            }
-#endif
             int tm, tn;
             place(p.unit, tiles_n, cluster_rows, tm, tn);
-            const int row0 = tm * TILE_M + FIRST_ROW, col0 = tn * TILE_N;
+            const int row0 = tm * TILE_M + consumer * ROWS, col0 = tn * TILE_N;
 #pragma unroll
             for (int i = 0; i < WM; ++i)
 #pragma unroll
                 for (int j = 0; j < BN / 2; ++j) d[i][j] = 0.0f;
 #if OVERLAP
             int held = -1;  // the slot whose wgmmas may still be running
-#endif
-#if PINGPONG
-            // the first consumer's n-th main loop follows the second's (n - 1)-th, the second's n-th the first's n-th
-            if (consumer == 1 || loops > 0) mbar_wait(&turn[consumer], (loops - (consumer == 0)) & 1);
 #endif
             for (int t = p.kb; t < p.ke; ++t, ++use) {
                 const int slot = use % STAGES;
@@ -326,7 +293,7 @@ tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor
                 for (int kk = 0; kk < TC_BK / MMA_K; ++kk)
 #pragma unroll
                     for (int i = 0; i < WM; ++i)
-                        wgmma_tile<BN>(d[i], wgmma_desc(as + slot * A_SLOT + (FIRST_ROW + i * 64) * TC_BK + kk * MMA_K),
+                        wgmma_tile<BN>(d[i], wgmma_desc(as + slot * A_SLOT + (consumer * ROWS + i * 64) * TC_BK + kk * MMA_K),
                                        wgmma_desc(bs + slot * B_SLOT + kk * MMA_K), 1);
                 wgmma_commit();
 #if OVERLAP
@@ -341,10 +308,6 @@ tc_ws(const __grid_constant__ tensor_map_t map_a, const __grid_constant__ tensor
 #pragma unroll
                 for (int i = 0; i < WM; ++i) hold_registers<BN / 2>(d[i]);
             }
-#if PINGPONG
-            if (lane == 0) mbar_arrive(&turn[consumer ^ 1]);  // every full barrier this loop waited on: the other's turn
-            ++loops;
-#endif
 #if OVERLAP
             wgmma_wait<0>();
             if (held >= 0 && lane == 0) release(&empty[held]);

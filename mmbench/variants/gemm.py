@@ -191,19 +191,16 @@ _WGMMA_N = _one_of("BN", _WGMMA_WIDTHS)
 _WS_WGMMA_N = _one_of("BN", _WGMMA_WIDTHS + (144, 160, 168, 176))
 _MMA_SHARED = "STAGES * (BM + BN) * (BK + 8) * 2"
 _TMA_SHARED = "STAGES * (BM + BN) * 128 + 1024"  # 64 k of 2 bytes a row, and room to align to 1024
-_WS_ROWS = "64 * WM * (CONSUMERS - PINGPONG * (CONSUMERS - 1))"  # a tile's rows: a consumer's with PINGPONG
-_WS_STAGING = "64 * WM * CONSUMERS * BN * 2"  # C's staging: every consumer's rows
+_WS_ROWS = "64 * WM * CONSUMERS"
 _WS_B_SHARE = "((BN // CLUSTER + 7) // 8 * 8)"  # a block's rows of B's box: whole 8-row swizzle atoms (tc_ws.cu)
 _WS_SHARED = (f"STAGES * ({_WS_ROWS} + CLUSTER * {_WS_B_SHARE}) * 128 + 1024"
-              f" + TMA_STORE * {_WS_STAGING}")
+              f" + TMA_STORE * {_WS_ROWS} * BN * 2")  # + C's staging
 _WS_AXES = {"CONSUMERS": (2,), "WM": (1,), "BN": (256,), "STAGES": (4,)}
 _WS_SPACE = {"CONSUMERS": (1, 2), "WM": (1, 2), "BN": (64, 128, 144, 160, 168, 176, 192, 256), "STAGES": (2, 3, 4, 5, 6)}
 _WS_RULES = (_WS_WGMMA_N, "WM * BN // 2 <= 128", f"{_WS_SHARED} <= {_SHARED_LIMIT}",
              "CLUSTER == 1 or WALK == 1",  # a cluster's blocks walk tiles together
-             "STREAMK == 0 or WALK == 1",  # stream-K shares out the walkers' last wave
-             # ping-pong: two consumers take turns with whole tiles of a walk; a stream-K part is a consumer's
-             "PINGPONG == 0 or (WALK == 1 and CONSUMERS == 2 and STREAMK == 0)")
-_WS_SWITCHES = {"WALK": 0, "OVERLAP": 0, "CLUSTER": 1, "ORDER": 0, "TMA_STORE": 0, "STREAMK": 0, "PINGPONG": 0}
+             "STREAMK == 0 or WALK == 1")  # stream-K shares out the walkers' last wave
+_WS_SWITCHES = {"WALK": 0, "OVERLAP": 0, "CLUSTER": 1, "ORDER": 0, "TMA_STORE": 0, "STREAMK": 0}
 
 
 def _tc_ws(name: str, label: str, description: str, stages: int = 4, fp8: bool = False, **switches: int) -> Variant:
@@ -211,8 +208,8 @@ def _tc_ws(name: str, label: str, description: str, stages: int = 4, fp8: bool =
     the ring and, from step (g), the tile order are tuned). TMA stores take C's rows 16-byte aligned."""
     fixed = {**_WS_SWITCHES, **switches}
     # the switches sit in the space at their one value: the constraints name them
-    # from step (g): the tile order, stream-K for the last wave and the consumers' ping-pong are tuned
-    tuned = {"ORDER": (1, 2, 4, 8, 16), "STREAMK": (0, 1), "PINGPONG": (0, 1)} if fixed["ORDER"] else {}
+    # from step (g): the tile order, and stream-K for the last wave, are tuned
+    tuned = {"ORDER": (1, 2, 4, 8, 16), "STREAMK": (0, 1)} if fixed["ORDER"] else {}
     space = {**_WS_SPACE, **{k: (v,) for k, v in fixed.items()}, **tuned}
     c_map = (TensorMapSpec("C", ("64", "64")),) if fixed["TMA_STORE"] else ()  # C: 16-bit (bfloat16 at FP8)
     k_row = "128" if fp8 else "64"  # elements in a 128-byte row
