@@ -18,7 +18,6 @@
 //     shared out by k-tiles instead (stream-K): each cluster walks its whole tiles, then an even share of
 //     the last wave's k-tiles; a block whose share begins inside a tile leaves its float sums in a
 //     workspace (the launch's last argument), and the block that began the tile adds them and stores it.
-//     STREAMK = 2 shares out a last wave however full it is (small tiles, whose parts cost little).
 // At fp8e4m3 (the best step's FP8 form) C is bfloat16, scaled by scale_a scale_b (device scalars).
 // Any m and n (TMA zero-fills past A's and B's edges; stores are checked or clipped); k's rows 16-byte
 // aligned (k a multiple of 8 at 16 bits, of 16 at FP8).
@@ -89,14 +88,10 @@ struct Piece { int unit, kb, ke; };
 // unit's k-tiles or more, and at least 2; a unit's k-tiles may still fall to 5 blocks where the shares
 // do not line up with it): a tile split finer spends more on adding the parts than the wave saves.
 constexpr int SPLIT_MAX = 4;
-// With STREAMK = 1 a last wave more than half full stays whole: its parts (a float tile a block, written
-// and read back) cost more than the SMs it leaves idle (on an H100: 2048 at 128 x 256 tiles, 64 units on
-// 66 clusters, ran 23 % slower split). STREAMK = 2 splits it all the same: a 64 x 64 tile's part is a
-// sixteenth of those, and a grid of fewer tiles than clusters then shares all their k-tiles out.
-__device__ __forceinline__ bool worth_splitting(int rest, int clusters)
-{
-    return rest != 0 && (STREAMK == 2 || 2 * rest <= clusters);
-}
+// A last wave more than half full stays whole: its parts (a float tile a block, written and read
+// back) cost more than the SMs it leaves idle (on an H100: 2048 at 128 x 256 tiles, 64 units on 66
+// clusters, ran 23 % slower split).
+__device__ __forceinline__ bool worth_splitting(int rest, int clusters) { return rest != 0 && 2 * rest <= clusters; }
 
 // The cluster `c` of `clusters` walks the data-parallel units c, c + clusters, ... below `dp` whole,
 // then its share [begin(c), begin(c + 1)) of the stream-K iterations: the last (partial) wave's units

@@ -209,7 +209,7 @@ def _tc_ws(name: str, label: str, description: str, stages: int = 4, fp8: bool =
     fixed = {**_WS_SWITCHES, **switches}
     # the switches sit in the space at their one value: the constraints name them
     # from step (g): the tile order, and stream-K for the last wave, are tuned
-    tuned = {"ORDER": (1, 2, 4, 8, 16), "STREAMK": (0, 1, 2)} if fixed["ORDER"] else {}
+    tuned = {"ORDER": (1, 2, 4, 8, 16), "STREAMK": (0, 1)} if fixed["ORDER"] else {}
     space = {**_WS_SPACE, **{k: (v,) for k, v in fixed.items()}, **tuned}
     c_map = (TensorMapSpec("C", ("64", "64")),) if fixed["TMA_STORE"] else ()  # C: 16-bit (bfloat16 at FP8)
     k_row = "128" if fp8 else "64"  # elements in a 128-byte row
@@ -222,7 +222,7 @@ def _tc_ws(name: str, label: str, description: str, stages: int = 4, fp8: bool =
                    axes=MappingProxyType({**_WS_AXES, "STAGES": (stages,), **{k: (v,) for k, v in fixed.items()}}),
                    threads=("128 * (CONSUMERS + 1)",), shared=_WS_SHARED,
                    geometry=MappingProxyType({"tile": (_WS_ROWS, "BN"), "k_tile": k_row, "tile_walkers": "WALK",
-                                               "stream_k": "min(STREAMK, 1) * CONSUMERS"}),  # a flag a consumer
+                                               "stream_k": "STREAMK * CONSUMERS"}),  # a flag a consumer
                    constraints=_WS_RULES, space=MappingProxyType(space), target="sm_90a",
                    cluster=("CLUSTER", "1", "1"),
                    tensor_maps=(TensorMapSpec("A", (_WS_ROWS, k_row)), TensorMapSpec("B", (_WS_B_SHARE, k_row)),
