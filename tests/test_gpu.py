@@ -63,7 +63,8 @@ def test_variant_correct_at_awkward_sizes(awkward_rows, name, block):
         assert r["time_ms_median"] > 0 and len(samples_of(r["time_ms_samples"])) == 3
 
 
-@pytest.mark.parametrize("name", ["tile2d", "vec4", "warptile", "pipelined", "dbuf", "multistage", "register_tiling"])
+@pytest.mark.parametrize("name", ["tile2d", "vec4", "warptile", "pipelined", "dbuf", "multistage", "kmajor",
+                                  "register_tiling"])
 def test_ladder_sample_of_the_tuning_space_is_correct(gpu, name):
     """Beyond the defaults: a seeded sample of each space at aligned and unaligned shapes."""
     import random
@@ -123,14 +124,15 @@ def test_split_k_is_correct_at_awkward_sizes(gpu, splits, vec4):
     assert [r["status"] for r in rows] == ["ok"] * 8, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
 
 
-@pytest.mark.parametrize("splits", [2, 3, 4])
-def test_multistage_split_k_is_correct_at_awkward_and_unaligned_sizes(gpu, splits):
-    """multistage's layers add into C: k shorter than the layers (some add nothing), rows aligned (16-byte
-    cp.async) and not (4-byte: K or N odd), a mid size of few tiles (895) and an odd one (2047), at the
-    default 256 x 128 tile and a 64 x 64 one."""
+@pytest.mark.parametrize("name", ["multistage", "kmajor"])
+@pytest.mark.parametrize("splits", [1, 2, 3, 4])
+def test_cp_async_kernels_split_k_is_correct_at_awkward_and_unaligned_sizes(gpu, name, splits):
+    """multistage's and kmajor's layers add into C: k shorter than the layers (some add nothing), rows
+    aligned (16-byte cp.async) and not (4-byte: K or N odd), a mid size of few tiles (895) and an odd one
+    (2047), at the default 256 x 128 tile and a 64 x 64 one."""
     sizes = "1,7,31,65,895,2047,1000x37x2049,37x1000x65,128x128x9,256x260x68"
     small = {"BM": (64,), "BN": (64,), "BK": (8,), "WM": (32,), "WN": (32,), "TM": (4,), "TN": (8,), "THREADS": (128,)}
-    rows = _run(gpu, [REGISTRY["multistage"]], sizes, [{"SPLITK": (splits,)}, {**small, "SPLITK": (splits,)}])
+    rows = _run(gpu, [REGISTRY[name]], sizes, [{"SPLITK": (splits,)}, {**small, "SPLITK": (splits,)}])
     assert [r["status"] for r in rows] == ["ok"] * 20, [(r["params"], r["m"], r["n"], r["k"], r["reason"]) for r in rows]
 
 

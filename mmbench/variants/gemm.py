@@ -69,6 +69,25 @@ _MULTI_DEFAULT = {"BM": (256,), "BN": (128,), "BK": (8,), "WM": (64,), "WN": (64
                   "THREADS": (256,), "STAGES": (3,), "SPLITK": (1,), "MINB": (1,)}
 
 
+# kmajor: multistage's pipeline with A transposed on the way in (every A element by a 4-byte cp.async) and
+# a lane's tile in 4 x 4 blocks; the next k's fragments read during this k's products (two sets a lane)
+_KMAJOR_SHARED = "4 * STAGES * (BK * (BM + 4) + BK * BN)"
+_KMAJOR_RULES = (
+    "THREADS == (BM // WM) * (BN // WN) * 32", "BM % WM == 0", "BN % WN == 0", "WM % TM == 0", "WN % TN == 0",
+    "(WM // TM) * (WN // TN) == 32", "TM % 4 == 0", "TN % 4 == 0", "BK >= 2", "STAGES >= 2",
+    "(BM * BK) % THREADS == 0", "(BK * BN) % THREADS == 0", "(BK * BN // 4) % THREADS == 0",
+    "TM * TN <= 128",  # accumulators, beside two sets of fragments
+    "TM * TN + 2 * (TM + TN) + 40 <= 65536 // (MINB * THREADS)",
+    f"MINB * {_KMAJOR_SHARED} <= 227 * 1024",
+)
+_KMAJOR_SPACE = {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16), "WM": (32, 64, 128),
+                 "WN": (32, 64, 128), "TM": (4, 8, 16), "TN": (4, 8, 16), "THREADS": (64, 128, 256),
+                 "STAGES": (2, 3, 4, 5), "SPLITK": (1, 2, 3, 4), "MINB": (1, 2)}
+# CUTLASS's tile at 1951 to 2048: 256 x 128 x 8, 8 warps of 64 x 64, 8 x 16 a lane, four stages
+_KMAJOR_DEFAULT = {"BM": (256,), "BN": (128,), "BK": (8,), "WM": (64,), "WN": (64,), "TM": (8,), "TN": (16,),
+                   "THREADS": (256,), "STAGES": (4,), "SPLITK": (1,), "MINB": (1,)}
+
+
 def _ladder(name: str, label: str, description: str, defaults: dict, space: dict, rules: tuple, threads: str,
             layers: str = "1", strips: str = "0", shared: str = "0", persistent: str = "0") -> Variant:
     family = "gemm/" + ("warptile" if name == "pipelined" else name)  # pipelined shares warptile.cu's warp tiles
@@ -130,6 +149,11 @@ _KERNELS = (
     _ladder("multistage", "multistage cp.async", "cuBLAS's kernel shape: STAGES k-tiles in flight by cp.async "
             "straight into shared memory, A as stored, read as float4s along k; split-K over SPLITK grid layers",
             _MULTI_DEFAULT, _MULTI_SPACE, _MULTI_RULES + ("SPLITK >= 1",), "THREADS", shared=_MULTI_SHARED,
+            layers="SPLITK"),
+    _ladder("kmajor", "k-major cp.async", "CUTLASS's SIMT kernel shape: every element of A by a 4-byte cp.async, "
+            "transposed into shared memory, B by 16 bytes where its rows are aligned, STAGES k-tiles in flight, the "
+            "next k's fragments read during this k's products; split-K over SPLITK grid layers",
+            _KMAJOR_DEFAULT, _KMAJOR_SPACE, _KMAJOR_RULES + ("SPLITK >= 1",), "THREADS", shared=_KMAJOR_SHARED,
             layers="SPLITK"),
     # -- the AMD tiling tutorial's register tiling (its naive and LDS kernels are naive and shared) --
     Variant(name="register_tiling", backend="cuda", paper="amd-tiling", family="gemm/register_tiling",
