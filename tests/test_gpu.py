@@ -175,6 +175,14 @@ def test_64_thread_blocks_are_correct_at_awkward_sizes(gpu, params):
     assert [r["status"] for r in rows] == ["ok"] * 14, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
 
 
+def test_64_thread_kmajor_is_correct_at_awkward_sizes(gpu):
+    """64 threads, a 64 x 128 tile: a thread's B elements (unaligned rows) lie along a row of the tile as well
+    as down it; split-K's layers add."""
+    params = "BK=8,BM=64,BN=128,MINB=1,SPLITK=2,STAGES=3,THREADS=64,TM=16,TN=8,WM=64,WN=64"
+    rows = _run(gpu, [REGISTRY["kmajor"]], AWKWARD, {k: (v,) for k, v in parse_params(params)})
+    assert [r["status"] for r in rows] == ["ok"] * 14, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
+
+
 def test_64_thread_multistage_is_correct_at_awkward_sizes(gpu):
     params = "BK=16,BM=64,BN=64,MINB=1,STAGES=3,THREADS=64,TM=16,TN=4,WM=32,WN=64"
     rows = _run(gpu, [REGISTRY["multistage"]], AWKWARD, {k: (v,) for k, v in parse_params(params)})

@@ -14,44 +14,93 @@
 // Tunable: BM, BN, BK, WM, WN, TM, TN, THREADS, STAGES, SPLITK, MINB.
 #define LANE_ROWS (WM / TM)  // lanes along m in a warp; LANE_ROWS * LANE_COLS == 32
 #define LANE_COLS (WN / TN)
-#define AS_LD (BM + 4)
+#define AS_LD (BM + 4)  // As rows: a warp's copies of BK-long runs of 32 / BK rows fall in distinct banks
 #define A_STAGE (BK * AS_LD)
 #define B_STAGE (BK * BN)
 
 #include "common/cp_async.cuh"
 #include "common/split_k.cuh"
 
-// One k-tile into one stage. A: element e of the tile is row e / BK, k e % BK (a warp reads whole runs
-// of k); B: 16-byte chunks along n (VEC), or elements.
+// A thread's copies of every k-tile: its A elements are rows tid / BK + j * A_PASS (j < A_COPIES) at column
+// tid % BK; its B chunks (VEC: 4 floats) or elements lie B_ROWS(j) rows and B_COLS(j) floats past its
+// first (down one column where a row has at most THREADS copies, else along rows too). The
+// pointers, the offsets in shared memory and which rows and columns lie inside C are worked out once;
+// a k-tile then costs a pointer step a copy, and the bounds are tested only in a block on C's edge or in
+// the last k-tile.
+#define A_COPIES (BM * BK / THREADS)
+#define A_PASS (THREADS / BK)                        // rows between a thread's A elements
+#define B_WIDTH (VEC ? 4 : 1)                        // floats a B copy
+#define B_COPIES (BK * BN / B_WIDTH / THREADS)
+#define B_PER_ROW (BN / B_WIDTH)                     // copies along a row of B's tile (a power of two)
+#define B_PASS (THREADS >= B_PER_ROW ? THREADS / B_PER_ROW : 0)  // rows between a thread's copies (0: see below)
+#define B_ALONG (B_PASS ? 1 : B_PER_ROW / THREADS)   // a thread's copies along a row
+#define B_ROWS(j) (B_PASS ? (j) * B_PASS : (j) / B_ALONG)
+#define B_COLS(j) (B_PASS ? 0 : (j) % B_ALONG * THREADS * B_WIDTH)
 template <bool VEC>
-__device__ __forceinline__ void load_tile(const float* __restrict__ A, const float* __restrict__ B, float* As,
-                                          float* Bs, int row0, int col0, int k0, int M, int N, int K, int kend)
-{
+struct TileCopies {
+    const float* a;     // A at this thread's first element of the next k-tile
+    const float* b;     // B likewise
+    int a_step;         // elements between a thread's copies in A
+    int a_col, b_row;   // its column of A's k-tile and first row of B's
+    int a_dst, b_dst;   // its first destination in a stage (floats)
+    bool edge;          // some of its rows of A or columns of B lie outside C
+    unsigned a_rows;    // bit j: A's row of copy j inside C
+    unsigned b_cols;    // bit j: B's column of copy j inside C
+
+    __device__ TileCopies(const float* A, const float* B, int row0, int col0, int kbegin, int M, int N, int K)
+    {
+        const int t = threadIdx.x;
+        a_col = t % BK;
+        const int a_row = t / BK;
+        a = A + (row0 + a_row) * K + kbegin + a_col;
+        a_step = A_PASS * K;
+        a_dst = a_col * AS_LD + a_row;
+        a_rows = 0;
 #pragma unroll
-    for (int j = 0; j < BM * BK / THREADS; ++j) {
-        const int e = threadIdx.x + j * THREADS, r = e / BK, c = e % BK;
-        const int gr = row0 + r, gk = k0 + c;
-        const bool ok = gr < M && gk < kend;
-        cp_async4(&As[c * AS_LD + r], ok ? &A[static_cast<long long>(gr) * K + gk] : A, ok);
+        for (int j = 0; j < A_COPIES; ++j) a_rows |= unsigned(row0 + a_row + j * A_PASS < M) << j;
+        b_row = B_PASS ? t / B_PER_ROW : 0;
+        const int b_col = (B_PASS ? t % B_PER_ROW : t) * B_WIDTH;
+        b = B + (kbegin + b_row) * N + col0 + b_col;
+        b_dst = b_row * BN + b_col;
+        b_cols = 0;
+#pragma unroll
+        for (int j = 0; j < B_COPIES; ++j) b_cols |= unsigned(col0 + b_col + B_COLS(j) < N) << j;
+        edge = a_rows != (1u << A_COPIES) - 1 || b_cols != (1u << B_COPIES) - 1;
     }
-    if (VEC) {
+
+    // The next k-tile (whose first k is k0, this layer's k ending at kend) into a stage; the pointers step on.
+    __device__ __forceinline__ void load(float* As, float* Bs, int k0, int kend, int N)
+    {
+        if (!edge && k0 + BK <= kend) {
 #pragma unroll
-        for (int j = 0; j < BK * BN / 4 / THREADS; ++j) {
-            const int e = threadIdx.x + j * THREADS, r = e / (BN / 4), c = (e % (BN / 4)) * 4;
-            const int gk = k0 + r, gc = col0 + c;
-            const bool ok = gk < kend && gc < N;
-            cp_async16(&Bs[r * BN + c], ok ? &B[static_cast<long long>(gk) * N + gc] : B, ok);
-        }
-    } else {
+            for (int j = 0; j < A_COPIES; ++j) cp_async4(As + a_dst + j * A_PASS, a + j * a_step, true);
 #pragma unroll
-        for (int j = 0; j < BK * BN / THREADS; ++j) {
-            const int e = threadIdx.x + j * THREADS, r = e / BN, c = e % BN;
-            const int gk = k0 + r, gc = col0 + c;
-            const bool ok = gk < kend && gc < N;
-            cp_async4(&Bs[r * BN + c], ok ? &B[static_cast<long long>(gk) * N + gc] : B, ok);
+            for (int j = 0; j < B_COPIES; ++j) copy_b(Bs + b_dst + B_ROWS(j) * BN + B_COLS(j), b + B_ROWS(j) * N + B_COLS(j), true);
+        } else {
+            const bool a_k = k0 + a_col < kend;
+#pragma unroll
+            for (int j = 0; j < A_COPIES; ++j) {
+                const bool ok = a_k && (a_rows >> j & 1);
+                cp_async4(As + a_dst + j * A_PASS, ok ? a + j * a_step : a, ok);
+            }
+#pragma unroll
+            for (int j = 0; j < B_COPIES; ++j) {
+                const bool ok = k0 + b_row + B_ROWS(j) < kend && (b_cols >> j & 1);
+                copy_b(Bs + b_dst + B_ROWS(j) * BN + B_COLS(j), ok ? b + B_ROWS(j) * N + B_COLS(j) : b, ok);
+            }
         }
+        a += BK;
+        b += BK * N;
     }
-}
+
+    __device__ __forceinline__ static void copy_b(float* dst, const float* src, bool ok)
+    {
+        if (VEC)
+            cp_async16(dst, src, ok);
+        else
+            cp_async4(dst, src, ok);
+    }
+};
 
 // A lane's fragments of one k: its TM rows of A and TN columns of B, float4 by float4.
 __device__ __forceinline__ void read_fragments(const float* As, const float* Bs, int kk, int am, int bn,
@@ -96,10 +145,10 @@ __device__ __noinline__ void kmajor_gemm(const float* __restrict__ A, const floa
     float acc[TM][TN] = {};
     float a[2][TM], b[2][TN];
 
+    TileCopies<VEC> copies(A, B, row0, col0, kbegin, M, N, K);
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < tiles)
-            load_tile<VEC>(A, B, As + s * A_STAGE, Bs + s * B_STAGE, row0, col0, kbegin + s * BK, M, N, K, kend);
+        if (s < tiles) copies.load(As + s * A_STAGE, Bs + s * B_STAGE, kbegin + s * BK, kend, N);
         cp_async_commit();  // empty groups keep the count uniform
     }
     cp_async_wait<STAGES - 2>();
@@ -124,9 +173,7 @@ __device__ __noinline__ void kmajor_gemm(const float* __restrict__ A, const floa
             if (kk == 0) {
                 // the stage of tile t - 1, which every thread has read (the barrier at its last k)
                 const int fill = t + STAGES - 1, s = fill % STAGES;
-                if (fill < tiles)
-                    load_tile<VEC>(A, B, As + s * A_STAGE, Bs + s * B_STAGE, row0, col0, kbegin + fill * BK, M, N,
-                                   K, kend);
+                if (fill < tiles) copies.load(As + s * A_STAGE, Bs + s * B_STAGE, kbegin + fill * BK, kend, N);
                 cp_async_commit();
             }
 #pragma unroll

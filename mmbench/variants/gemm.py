@@ -76,6 +76,7 @@ _KMAJOR_RULES = (
     "THREADS == (BM // WM) * (BN // WN) * 32", "BM % WM == 0", "BN % WN == 0", "WM % TM == 0", "WN % TN == 0",
     "(WM // TM) * (WN // TN) == 32", "TM % 4 == 0", "TN % 4 == 0", "BK >= 2", "STAGES >= 2",
     "(BM * BK) % THREADS == 0", "(BK * BN) % THREADS == 0", "(BK * BN // 4) % THREADS == 0",
+    "BM * BK <= 16 * THREADS", "BK * BN <= 16 * THREADS",  # a thread's copies of a k-tile: a bit each in a mask
     "TM * TN <= 128",  # accumulators, beside two sets of fragments
     "TM * TN + 2 * (TM + TN) + 40 <= 65536 // (MINB * THREADS)",
     f"MINB * {_KMAJOR_SHARED} <= 227 * 1024",
