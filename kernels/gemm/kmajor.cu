@@ -26,7 +26,8 @@
 // first (down one column where a row has at most THREADS copies, else along rows too). The
 // pointers, the offsets in shared memory and which rows and columns lie inside C are worked out once;
 // a k-tile then costs a pointer step a copy, and the bounds are tested only in a block on C's edge or in
-// the last k-tile.
+// the last k-tile. Which path a k-tile's copies take is the block's (not the thread's) choice: a warp
+// whose threads parted there would run both, and the barrier would hold every warp to it.
 #define A_COPIES (BM * BK / THREADS)
 #define A_PASS (THREADS / BK)                        // rows between a thread's A elements
 #define B_WIDTH (VEC ? 4 : 1)                        // floats a B copy
@@ -43,7 +44,7 @@ struct TileCopies {
     int a_step;         // elements between a thread's copies in A
     int a_col, b_row;   // its column of A's k-tile and first row of B's
     int a_dst, b_dst;   // its first destination in a stage (floats)
-    bool edge;          // some of its rows of A or columns of B lie outside C
+    bool edge;          // the block's tile reaches past C (the same for every thread)
     unsigned a_rows;    // bit j: A's row of copy j inside C
     unsigned b_cols;    // bit j: B's column of copy j inside C
 
@@ -65,7 +66,7 @@ struct TileCopies {
         b_cols = 0;
 #pragma unroll
         for (int j = 0; j < B_COPIES; ++j) b_cols |= unsigned(col0 + b_col + B_COLS(j) < N) << j;
-        edge = a_rows != (1u << A_COPIES) - 1 || b_cols != (1u << B_COPIES) - 1;
+        edge = row0 + BM > M || col0 + BN > N;
     }
 
     // The next k-tile (whose first k is k0, this layer's k ending at kend) into a stage; the pointers step on.
@@ -183,20 +184,21 @@ __device__ __noinline__ void kmajor_gemm(const float* __restrict__ A, const floa
         }
     }
 
-    const bool fast = VEC && row0 + BM <= M && col0 + BN <= N;
+    // with rows 16-byte aligned (VEC) a lane's four columns lie inside C whole or not at all
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
         const int r = row0 + am + (i / 4) * 4 * LANE_ROWS + i % 4;
 #pragma unroll
         for (int j = 0; j < TN; j += 4) {
             const int c = col0 + bn + j * LANE_COLS;
-            if (fast) {
-                put4(&C[static_cast<long long>(r) * N + c],
-                     make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]), SPLITK > 1);
+            float* out = &C[static_cast<long long>(r) * N + c];
+            if (VEC) {
+                if (r < M && c < N)
+                    put4(out, make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]), SPLITK > 1);
             } else {
 #pragma unroll
                 for (int q = 0; q < 4; ++q)
-                    if (r < M && c + q < N) put1(&C[static_cast<long long>(r) * N + c + q], acc[i][j + q], SPLITK > 1);
+                    if (r < M && c + q < N) put1(out + q, acc[i][j + q], SPLITK > 1);
             }
         }
     }
