@@ -11,8 +11,7 @@
 //    are 16-byte aligned (N a multiple of 4), else 4. So an unaligned shape costs only B's and C's wider
 //    traffic (cuBLAS's kernel loses 1.2 % from 2048 to 2047).
 // Borders: a cp.async with source size 0 writes zeros. Split-K (common/split_k.cuh) as multistage's.
-// Tunable: BM, BN, BK, WM, WN, TM, TN, THREADS, STAGES, SPLITK, MINB, FILL_PARTS (the parts a k-tile's copies
-// are issued in, over the k-steps of the tile before).
+// Tunable: BM, BN, BK, WM, WN, TM, TN, THREADS, STAGES, SPLITK, MINB.
 #define LANE_ROWS (WM / TM)  // lanes along m in a warp; LANE_ROWS * LANE_COLS == 32
 #define LANE_COLS (WN / TN)
 #define AS_LD (BM + 4)  // As rows: a warp's copies of BK-long runs of 32 / BK rows fall in distinct banks
@@ -70,36 +69,27 @@ struct TileCopies {
         edge = row0 + BM > M || col0 + BN > N;
     }
 
-    // Part `part` of `parts` (copy j is in part j % parts) of the next k-tile (whose first k is k0, this
-    // layer's k ending at kend) into a stage; step() then moves the pointers on a k-tile.
-    __device__ __forceinline__ void load(float* As, float* Bs, int k0, int kend, int N, int part, int parts)
+    // The next k-tile (whose first k is k0, this layer's k ending at kend) into a stage; the pointers step on.
+    __device__ __forceinline__ void load(float* As, float* Bs, int k0, int kend, int N)
     {
         if (!edge && k0 + BK <= kend) {
 #pragma unroll
-            for (int j = 0; j < A_COPIES; ++j)
-                if (j % parts == part) cp_async4(As + a_dst + j * A_PASS, a + j * a_step, true);
+            for (int j = 0; j < A_COPIES; ++j) cp_async4(As + a_dst + j * A_PASS, a + j * a_step, true);
 #pragma unroll
-            for (int j = 0; j < B_COPIES; ++j)
-                if (j % parts == part)
-                    copy_b(Bs + b_dst + B_ROWS(j) * BN + B_COLS(j), b + B_ROWS(j) * N + B_COLS(j), true);
+            for (int j = 0; j < B_COPIES; ++j) copy_b(Bs + b_dst + B_ROWS(j) * BN + B_COLS(j), b + B_ROWS(j) * N + B_COLS(j), true);
         } else {
             const bool a_k = k0 + a_col < kend;
 #pragma unroll
             for (int j = 0; j < A_COPIES; ++j) {
                 const bool ok = a_k && (a_rows >> j & 1);
-                if (j % parts == part) cp_async4(As + a_dst + j * A_PASS, ok ? a + j * a_step : a, ok);
+                cp_async4(As + a_dst + j * A_PASS, ok ? a + j * a_step : a, ok);
             }
 #pragma unroll
             for (int j = 0; j < B_COPIES; ++j) {
                 const bool ok = k0 + b_row + B_ROWS(j) < kend && (b_cols >> j & 1);
-                if (j % parts == part)
-                    copy_b(Bs + b_dst + B_ROWS(j) * BN + B_COLS(j), ok ? b + B_ROWS(j) * N + B_COLS(j) : b, ok);
+                copy_b(Bs + b_dst + B_ROWS(j) * BN + B_COLS(j), ok ? b + B_ROWS(j) * N + B_COLS(j) : b, ok);
             }
         }
-    }
-
-    __device__ __forceinline__ void step(int N)
-    {
         a += BK;
         b += BK * N;
     }
@@ -159,10 +149,7 @@ __device__ __noinline__ void kmajor_gemm(const float* __restrict__ A, const floa
     TileCopies<VEC> copies(A, B, row0, col0, kbegin, M, N, K);
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < tiles) {
-            copies.load(As + s * A_STAGE, Bs + s * B_STAGE, kbegin + s * BK, kend, N, 0, 1);
-            copies.step(N);
-        }
+        if (s < tiles) copies.load(As + s * A_STAGE, Bs + s * B_STAGE, kbegin + s * BK, kend, N);
         cp_async_commit();  // empty groups keep the count uniform
     }
     cp_async_wait<STAGES - 2>();
@@ -184,17 +171,11 @@ __device__ __noinline__ void kmajor_gemm(const float* __restrict__ A, const floa
             const float* nas = kk == BK - 1 ? As + ((t + 1) % STAGES) * A_STAGE : as;
             const float* nbs = kk == BK - 1 ? Bs + ((t + 1) % STAGES) * B_STAGE : bs;
             read_fragments(nas, nbs, next, am, bn, a[(kk + 1) % 2], b[(kk + 1) % 2]);
-            if (kk % (BK / FILL_PARTS) == 0) {
-                // tile t + STAGES - 1 into the stage of tile t - 1, which every thread has read (the barrier
-                // at its last k), in FILL_PARTS parts over this tile's k-steps: in one burst the copies queue
-                // ahead of the fragments' reads (at BK = 16 with B's 4-byte copies, 14 % slower at 2048)
-                const int fill = t + STAGES - 1, s = fill % STAGES, part = kk / (BK / FILL_PARTS);
-                if (fill < tiles)
-                    copies.load(As + s * A_STAGE, Bs + s * B_STAGE, kbegin + fill * BK, kend, N, part, FILL_PARTS);
-                if (part == FILL_PARTS - 1) {
-                    if (fill < tiles) copies.step(N);
-                    cp_async_commit();
-                }
+            if (kk == 0) {
+                // the stage of tile t - 1, which every thread has read (the barrier at its last k)
+                const int fill = t + STAGES - 1, s = fill % STAGES;
+                if (fill < tiles) copies.load(As + s * A_STAGE, Bs + s * B_STAGE, kbegin + fill * BK, kend, N);
+                cp_async_commit();
             }
 #pragma unroll
             for (int i = 0; i < TM; ++i)

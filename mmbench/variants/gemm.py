@@ -76,7 +76,6 @@ _KMAJOR_RULES = (
     "THREADS == (BM // WM) * (BN // WN) * 32", "BM % WM == 0", "BN % WN == 0", "WM % TM == 0", "WN % TN == 0",
     "(WM // TM) * (WN // TN) == 32", "TM % 4 == 0", "TN % 4 == 0", "BK >= 2", "STAGES >= 2",
     "(BM * BK) % THREADS == 0", "(BK * BN) % THREADS == 0", "(BK * BN // 4) % THREADS == 0",
-    "BK % FILL_PARTS == 0", "FILL_PARTS < BK",  # the last part is issued before the k-tile's last k-step
     "BM * BK <= 16 * THREADS", "BK * BN <= 16 * THREADS",  # a thread's copies of a k-tile: a bit each in a mask
     "TM * TN <= 128",  # accumulators, beside two sets of fragments
     "TM * TN + 2 * (TM + TN) + 40 <= 65536 // (MINB * THREADS)",
@@ -84,10 +83,10 @@ _KMAJOR_RULES = (
 )
 _KMAJOR_SPACE = {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16), "WM": (32, 64, 128),
                  "WN": (32, 64, 128), "TM": (4, 8, 16), "TN": (4, 8, 16), "THREADS": (64, 128, 256),
-                 "STAGES": (2, 3, 4, 5), "SPLITK": (1, 2, 3, 4), "MINB": (1, 2), "FILL_PARTS": (1, 2, 4)}
+                 "STAGES": (2, 3, 4, 5), "SPLITK": (1, 2, 3, 4), "MINB": (1, 2)}
 # CUTLASS's tile at 1951 to 2048: 256 x 128 x 8, 8 warps of 64 x 64, 8 x 16 a lane, four stages
 _KMAJOR_DEFAULT = {"BM": (256,), "BN": (128,), "BK": (8,), "WM": (64,), "WN": (64,), "TM": (8,), "TN": (16,),
-                   "THREADS": (256,), "STAGES": (4,), "SPLITK": (1,), "MINB": (1,), "FILL_PARTS": (2,)}
+                   "THREADS": (256,), "STAGES": (4,), "SPLITK": (1,), "MINB": (1,)}
 
 
 def _ladder(name: str, label: str, description: str, defaults: dict, space: dict, rules: tuple, threads: str,
