@@ -8,8 +8,9 @@
 //    a k-row of each operand in one pass (no bank conflicts).
 //  * A's elements come 4 bytes at a time whatever its alignment (a warp copies BK-long runs of 32 / BK rows
 //    into 32 distinct banks: As rows are padded to BM + 4 floats); B's 16 bytes at a time where its rows
-//    are 16-byte aligned (N a multiple of 4), else 4. So an unaligned shape costs only B's and C's wider
-//    traffic (cuBLAS's kernel loses 1.2 % from 2048 to 2047).
+//    are 16-byte aligned (N a multiple of 4), else 4 (cuBLAS's kernel copies every element by 4 bytes and
+//    loses 1.2 % from 2048 to 2047; here, on an H200, B's 4-byte copies cost nothing at BK = 8 and 14 %
+//    at BK = 16: docs/studies.md).
 // Borders: a cp.async with source size 0 writes zeros. Split-K (common/split_k.cuh) as multistage's.
 // Tunable: BM, BN, BK, WM, WN, TM, TN, THREADS, STAGES, SPLITK, MINB.
 #define LANE_ROWS (WM / TM)  // lanes along m in a warp; LANE_ROWS * LANE_COLS == 32
@@ -39,6 +40,8 @@
 #define B_COLS(j) (B_PASS ? 0 : (j) % B_ALONG * THREADS * B_WIDTH)
 template <bool VEC>
 struct TileCopies {
+    const float* A;     // the matrices: where a copy that brings nothing points (its own place may lie past them)
+    const float* B;
     const float* a;     // A at this thread's first element of the next k-tile
     const float* b;     // B likewise
     int a_step;         // elements between a thread's copies in A
@@ -48,7 +51,8 @@ struct TileCopies {
     unsigned a_rows;    // bit j: A's row of copy j inside C
     unsigned b_cols;    // bit j: B's column of copy j inside C
 
-    __device__ TileCopies(const float* A, const float* B, int row0, int col0, int kbegin, int M, int N, int K)
+    __device__ TileCopies(const float* A_, const float* B_, int row0, int col0, int kbegin, int M, int N, int K)
+        : A(A_), B(B_)
     {
         const int t = threadIdx.x;
         a_col = t % BK;
@@ -82,12 +86,12 @@ struct TileCopies {
 #pragma unroll
             for (int j = 0; j < A_COPIES; ++j) {
                 const bool ok = a_k && (a_rows >> j & 1);
-                cp_async4(As + a_dst + j * A_PASS, ok ? a + j * a_step : a, ok);
+                cp_async4(As + a_dst + j * A_PASS, ok ? a + j * a_step : A, ok);
             }
 #pragma unroll
             for (int j = 0; j < B_COPIES; ++j) {
                 const bool ok = k0 + b_row + B_ROWS(j) < kend && (b_cols >> j & 1);
-                copy_b(Bs + b_dst + B_ROWS(j) * BN + B_COLS(j), ok ? b + B_ROWS(j) * N + B_COLS(j) : b, ok);
+                copy_b(Bs + b_dst + B_ROWS(j) * BN + B_COLS(j), ok ? b + B_ROWS(j) * N + B_COLS(j) : B, ok);
             }
         }
         a += BK;
