@@ -21,6 +21,7 @@
 
 #include "common/cp_async.cuh"
 #include "common/split_k.cuh"
+#include "common/k_range.cuh"
 
 // A thread's copies of every k-tile: its A elements are rows tid / BK + j * A_PASS (j < A_COPIES) at column
 // tid % BK; its B chunks (VEC: 4 floats) or elements lie B_ROWS(j) rows and B_COLS(j) floats past its
@@ -123,22 +124,12 @@ __device__ __forceinline__ void read_fragments(const float* As, const float* Bs,
     }
 }
 
-#if SPLITK > 1
-#define K_RANGE_PARAMS , int kbegin, int kend
-#define K_RANGE_ARGS , kbegin, kend
-#else
-#define K_RANGE_PARAMS
-#define K_RANGE_ARGS
-#endif
-
 // Not inlined: both alignment paths inlined into one kernel would share (and overrun) its registers.
 template <bool VEC>
 __device__ __noinline__ void kmajor_gemm(const float* __restrict__ A, const float* __restrict__ B,
                                          float* __restrict__ C, int M, int N, int K K_RANGE_PARAMS, float* smem)
 {
-#if SPLITK == 1
-    const int kbegin = 0, kend = K;
-#endif
+    WHOLE_K_RANGE
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int warp_row = warp / (BN / WN), warp_col = warp % (BN / WN);
     // a lane's first row and column: its 4 x 4 blocks then step 4 * LANE_ROWS rows and 4 * LANE_COLS columns
@@ -212,11 +203,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 kmajor(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K)
 {
     extern __shared__ __align__(16) float smem[];
-#if SPLITK > 1
-    int kbegin, kend;
-    layer_k_range(K, kbegin, kend);
-    if (kbegin >= kend) return;  // a layer with no k-tiles adds nothing (uniform across the block)
-#endif
+    LAYER_OR_RETURN
     if ((N & 3) == 0)
         kmajor_gemm<true>(A, B, C, M, N, K K_RANGE_ARGS, smem);
     else

@@ -25,6 +25,7 @@
 
 #include "common/cp_async.cuh"
 #include "common/split_k.cuh"
+#include "common/k_range.cuh"
 
 // One k-tile into one stage: 16-byte chunks along k for A and along n for B, consecutive threads
 // on consecutive chunks (coalesced), or the same chunks element by element when rows are unaligned.
@@ -91,24 +92,12 @@ __device__ __forceinline__ void products(const float* As, const float* Bs, float
     }
 }
 
-// A layer's k range reaches the GEMM as arguments with split-K; without, the GEMM takes none and
-// sums all of k (its code is then the kernel's before SPLITK, instruction for instruction).
-#if SPLITK > 1
-#define K_RANGE_PARAMS , int kbegin, int kend
-#define K_RANGE_ARGS , kbegin, kend
-#else
-#define K_RANGE_PARAMS
-#define K_RANGE_ARGS
-#endif
-
 // Not inlined: with both alignment paths inlined into one kernel, ptxas spills registers.
 template <bool VEC>
 __device__ __noinline__ void multistage_gemm(const float* __restrict__ A, const float* __restrict__ B,
                                              float* __restrict__ C, int M, int N, int K K_RANGE_PARAMS, float* smem)
 {
-#if SPLITK == 1
-    const int kbegin = 0, kend = K;
-#endif
+    WHOLE_K_RANGE
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int warp_row = warp / (BN / WN), warp_col = warp % (BN / WN);
     const int am = warp_row * WM + lane / LANE_COLS, bn = warp_col * WN + (lane % LANE_COLS) * 4;
@@ -157,11 +146,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 multistage(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K)
 {
     extern __shared__ __align__(16) float smem[];
-#if SPLITK > 1
-    int kbegin, kend;
-    layer_k_range(K, kbegin, kend);
-    if (kbegin >= kend) return;  // a layer with no k-tiles adds nothing (uniform across the block)
-#endif
+    LAYER_OR_RETURN
     if (((K | N) & 3) == 0)
         multistage_gemm<true>(A, B, C, M, N, K K_RANGE_ARGS, smem);
     else
