@@ -144,12 +144,18 @@ def main(argv: list[str]) -> int:
                 cache[new_key] = {**cache.pop(key), "source_hash": new_hash,
                                   "rehashed_from": e.get("rehashed_from") or e["source_hash"],
                                   "params": ",".join(f"{k}={v}" for k, v in params),
-                                  "rehashed_because": f"kernel text changed since {rev}; code identical (scripts/same_code.py)"
-                                  + (f"; {added} added, the new parameter's default" if added else "")}
+                                  "rehashed_because": rehash_reason(rev, added, e.get("rehashed_because"))}
                 moved += 1
         write_cache(args.cache, cache)
         print(f"rehashed {moved} entries in {args.cache}")
     return 0 if all(same.values()) else 1
+
+
+def rehash_reason(rev: str, added: str, earlier: str | None) -> str:
+    """Why an entry moved to a new hash, after the reasons of its earlier moves (the metadata keeps its history)."""
+    reason = f"kernel text changed since {rev}; code identical (scripts/same_code.py)"
+    reason += f"; {added} added, the new parameter's default" if added else ""
+    return f"{earlier} | then: {reason}" if earlier else reason
 
 
 if __name__ == "__main__":

@@ -127,9 +127,9 @@ def test_split_k_is_correct_at_awkward_sizes(gpu, splits, vec4):
 @pytest.mark.parametrize("name", ["multistage", "kmajor"])
 @pytest.mark.parametrize("splits", [1, 2, 3, 4])
 def test_cp_async_kernels_split_k_is_correct_at_awkward_and_unaligned_sizes(gpu, name, splits):
-    """multistage's and kmajor's layers add into C: k shorter than the layers (some add nothing), rows
-    aligned (16-byte cp.async) and not (4-byte: K or N odd), a mid size of few tiles (895) and an odd one
-    (2047), at the default 256 x 128 tile and a 64 x 64 one."""
+    """multistage's and kmajor's products, whole (SPLITK = 1) and in layers that add into C: k shorter than
+    the layers (some add nothing), rows aligned (16-byte cp.async) and not (4-byte: K or N odd), a mid size
+    of few tiles (895) and an odd one (2047), at the default 256 x 128 tile and a 64 x 64 one."""
     sizes = "1,7,31,65,895,2047,1000x37x2049,37x1000x65,128x128x9,256x260x68"
     small = {"BM": (64,), "BN": (64,), "BK": (8,), "WM": (32,), "WN": (32,), "TM": (4,), "TN": (8,), "THREADS": (128,)}
     rows = _run(gpu, [REGISTRY[name]], sizes, [{"SPLITK": (splits,)}, {**small, "SPLITK": (splits,)}])

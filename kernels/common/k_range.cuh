@@ -1,5 +1,5 @@
 // A layer's k range for kernels whose GEMM function takes no split-K arguments at SPLITK = 1 (multistage,
-// kmajor: their code then the kernel's before split-K, instruction for instruction). K_RANGE_PARAMS and
+// kmajor; multistage's code is then what it was before it had split-K). K_RANGE_PARAMS and
 // K_RANGE_ARGS carry the range into the function, WHOLE_K_RANGE gives it all of k without split-K, and
 // LAYER_OR_RETURN takes the block's layer in the kernel (a layer with no k-tiles adds nothing: it returns,
 // uniformly across the block). Include after common/split_k.cuh.

@@ -6,16 +6,15 @@
 //  * A lane's TM x TN tile is blocks of 4 x 4: its rows lie in TM / 4 groups of 4, 4 * LANE_ROWS rows apart,
 //    its columns in TN / 4 groups 4 * LANE_COLS apart, so the lanes of a warp read distinct float4s of
 //    a k-row of each operand in one pass (no bank conflicts).
-//  * A's elements come 4 bytes at a time whatever its alignment (a warp copies BK-long runs of 32 / BK rows
-//    into 32 distinct banks: As rows are padded to BM + 4 floats); B's 16 bytes at a time where its rows
-//    are 16-byte aligned (N a multiple of 4), else 4 (cuBLAS's kernel copies every element by 4 bytes and
-//    loses 1.2 % from 2048 to 2047; here, on an H200, B's 4-byte copies cost nothing at BK = 8 and 14 %
-//    at BK = 16: docs/studies.md).
+//  * A's elements come 4 bytes at a time whatever its alignment (a warp copies BK-long runs of 32 / BK rows;
+//    As rows are padded to BM + 4 floats, so at BK = 8 they fall in 32 distinct banks, at 16 two ways); B's
+//    16 bytes at a time where its rows are 16-byte aligned (N a multiple of 4), else 4. What the unaligned
+//    path costs, measured: docs/studies.md.
 // Borders: a cp.async with source size 0 writes zeros. Split-K (common/split_k.cuh) as multistage's.
 // Tunable: BM, BN, BK, WM, WN, TM, TN, THREADS, STAGES, SPLITK, MINB.
 #define LANE_ROWS (WM / TM)  // lanes along m in a warp; LANE_ROWS * LANE_COLS == 32
 #define LANE_COLS (WN / TN)
-#define AS_LD (BM + 4)  // As rows: a warp's copies of BK-long runs of 32 / BK rows fall in distinct banks
+#define AS_LD (BM + 4)  // As rows: a warp's copies of BK-long runs of 32 / BK rows fall in distinct banks at BK = 8
 #define A_STAGE (BK * AS_LD)
 #define B_STAGE (BK * BN)
 
@@ -34,7 +33,7 @@
 #define A_PASS (THREADS / BK)                        // rows between a thread's A elements
 #define B_WIDTH (VEC ? 4 : 1)                        // floats a B copy
 #define B_COPIES (BK * BN / B_WIDTH / THREADS)
-#define B_PER_ROW (BN / B_WIDTH)                     // copies along a row of B's tile (a power of two)
+#define B_PER_ROW (BN / B_WIDTH)                     // copies along a row of B's tile
 #define B_PASS (THREADS >= B_PER_ROW ? THREADS / B_PER_ROW : 0)  // rows between a thread's copies (0: see below)
 #define B_ALONG (B_PASS ? 1 : B_PER_ROW / THREADS)   // a thread's copies along a row
 #define B_ROWS(j) (B_PASS ? (j) * B_PASS : (j) / B_ALONG)
@@ -81,7 +80,8 @@ struct TileCopies {
 #pragma unroll
             for (int j = 0; j < A_COPIES; ++j) cp_async4(As + a_dst + j * A_PASS, a + j * a_step, true);
 #pragma unroll
-            for (int j = 0; j < B_COPIES; ++j) copy_b(Bs + b_dst + B_ROWS(j) * BN + B_COLS(j), b + B_ROWS(j) * N + B_COLS(j), true);
+            for (int j = 0; j < B_COPIES; ++j)
+                copy_b(Bs + b_dst + B_ROWS(j) * BN + B_COLS(j), b + B_ROWS(j) * N + B_COLS(j), true);
         } else {
             const bool a_k = k0 + a_col < kend;
 #pragma unroll

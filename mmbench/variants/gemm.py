@@ -75,7 +75,10 @@ _KMAJOR_SHARED = "4 * STAGES * (BK * (BM + 4) + BK * BN)"
 _KMAJOR_RULES = (
     "THREADS == (BM // WM) * (BN // WN) * 32", "BM % WM == 0", "BN % WN == 0", "WM % TM == 0", "WN % TN == 0",
     "(WM // TM) * (WN // TN) == 32", "TM % 4 == 0", "TN % 4 == 0", "BK >= 2", "STAGES >= 2",
-    "(BM * BK) % THREADS == 0", "(BK * BN) % THREADS == 0", "(BK * BN // 4) % THREADS == 0",
+    "(BM * BK) % THREADS == 0", "(BK * BN // 4) % THREADS == 0", "BK % 2 == 0",  # two sets of fragments
+    "THREADS % BK == 0",  # a thread's A copies are whole rows apart
+    # a row of B's tile is copied by whole threads, or a thread's copies lie along whole rows
+    "THREADS % (BN // 4) == 0 or (BN // 4) % THREADS == 0", "THREADS % BN == 0 or BN % THREADS == 0",
     "BM * BK <= 16 * THREADS", "BK * BN <= 16 * THREADS",  # a thread's copies of a k-tile: a bit each in a mask
     "TM * TN <= 128",  # accumulators, beside two sets of fragments
     "TM * TN + 2 * (TM + TN) + 40 <= 65536 // (MINB * THREADS)",
@@ -221,7 +224,8 @@ _WS_B_SHARE = "((BN // CLUSTER + 7) // 8 * 8)"  # a block's rows of B's box: who
 _WS_SHARED = (f"STAGES * ({_WS_ROWS} + CLUSTER * {_WS_B_SHARE}) * 128 + 1024"
               f" + TMA_STORE * {_WS_ROWS} * BN * 2")  # + C's staging
 _WS_AXES = {"CONSUMERS": (2,), "WM": (1,), "BN": (256,), "STAGES": (4,)}
-_WS_SPACE = {"CONSUMERS": (1, 2), "WM": (1, 2), "BN": (64, 128, 144, 160, 168, 176, 192, 256), "STAGES": (2, 3, 4, 5, 6)}
+_WS_SPACE = {"CONSUMERS": (1, 2), "WM": (1, 2), "BN": (64, 128, 144, 160, 168, 176, 192, 256),
+             "STAGES": (2, 3, 4, 5, 6)}
 _WS_RULES = (_WS_WGMMA_N, "WM * BN // 2 <= 128", f"{_WS_SHARED} <= {_SHARED_LIMIT}",
              "CLUSTER == 1 or WALK == 1",  # a cluster's blocks walk tiles together
              "STREAMK == 0 or WALK == 1")  # stream-K shares out the walkers' last wave
