@@ -183,6 +183,23 @@ def test_64_thread_kmajor_is_correct_at_awkward_sizes(gpu):
     assert [r["status"] for r in rows] == ["ok"] * 14, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
 
 
+# kmajor's C through shared memory (unaligned rows): 2, 4 and 16 lanes along a warp's row (padded region rows,
+# a region row shorter than 32 floats), both places of the copies, split-K; and a tile whose regions would not
+# fit in its stages (stored directly)
+KMAJOR_STAGED = (
+    "BK=8,BM=64,BN=64,COPY_AT=0,MINB=1,SPLITK=1,STAGES=3,THREADS=64,TM=4,TN=16,WM=64,WN=32",
+    "BK=8,BM=128,BN=64,COPY_AT=1,MINB=1,SPLITK=2,STAGES=4,THREADS=128,TM=8,TN=8,WM=64,WN=32",
+    "BK=8,BM=64,BN=128,COPY_AT=1,MINB=1,SPLITK=3,STAGES=2,THREADS=128,TM=16,TN=4,WM=32,WN=64",
+    "BK=8,BM=128,BN=128,COPY_AT=1,MINB=1,SPLITK=2,STAGES=2,THREADS=256,TM=4,TN=16,WM=64,WN=32",
+)
+
+
+@pytest.mark.parametrize("params", KMAJOR_STAGED)
+def test_kmajor_staged_stores_are_correct_at_awkward_sizes(gpu, params):
+    rows = _run(gpu, [REGISTRY["kmajor"]], AWKWARD, {k: (v,) for k, v in parse_params(params)})
+    assert [r["status"] for r in rows] == ["ok"] * 14, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
+
+
 def test_64_thread_multistage_is_correct_at_awkward_sizes(gpu):
     params = "BK=16,BM=64,BN=64,MINB=1,STAGES=3,THREADS=64,TM=16,TN=4,WM=32,WN=64"
     rows = _run(gpu, [REGISTRY["multistage"]], AWKWARD, {k: (v,) for k, v in parse_params(params)})

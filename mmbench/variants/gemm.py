@@ -86,10 +86,10 @@ _KMAJOR_RULES = (
 )
 _KMAJOR_SPACE = {"BM": (64, 128, 256), "BN": (64, 128, 256), "BK": (8, 16), "WM": (32, 64, 128),
                  "WN": (32, 64, 128), "TM": (4, 8, 16), "TN": (4, 8, 16), "THREADS": (64, 128, 256),
-                 "STAGES": (2, 3, 4, 5), "SPLITK": (1, 2, 3, 4), "MINB": (1, 2)}
+                 "STAGES": (2, 3, 4, 5), "SPLITK": (1, 2, 3, 4), "MINB": (1, 2), "COPY_AT": (0, 1)}
 # CUTLASS's tile at 1951 to 2048: 256 x 128 x 8, 8 warps of 64 x 64, 8 x 16 a lane, four stages
 _KMAJOR_DEFAULT = {"BM": (256,), "BN": (128,), "BK": (8,), "WM": (64,), "WN": (64,), "TM": (8,), "TN": (16,),
-                   "THREADS": (256,), "STAGES": (4,), "SPLITK": (1,), "MINB": (1,)}
+                   "THREADS": (256,), "STAGES": (4,), "SPLITK": (1,), "MINB": (1,), "COPY_AT": (1,)}
 
 
 def _ladder(name: str, label: str, description: str, defaults: dict, space: dict, rules: tuple, threads: str,
