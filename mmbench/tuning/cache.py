@@ -214,6 +214,9 @@ def candidates(caches: Sequence[CacheFile], device: DeviceId, variant: Variant, 
     return None
 
 
+SHAPE_CLASS = re.compile(r"\d+x\d+x\d+")  # a per-shape entry's size class (compiled once: 100k matches a study)
+
+
 def nearest_of(found: tuple[list, str, bool] | None, variant: Variant, shape: Shape) -> Tuned | None:
     """The entry a shape takes among candidates()' (None where there are none)."""
     return None if found is None else _nearest(found[0], variant, shape, found[1], found[2])
@@ -232,7 +235,7 @@ def _nearest(entries: list[tuple[CacheFile, dict]], variant: Variant, shape: Sha
         cls, yours = str(e["size_class"]), cache.origin == YOURS
         if cls == exact:
             return (0 if yours else 2,)
-        if re.fullmatch(r"\d+x\d+x\d+", cls):  # another shape's own entry
+        if SHAPE_CLASS.fullmatch(cls):  # another shape's own entry
             return None
         if cls == wanted:
             return (1 if yours else 3,)
