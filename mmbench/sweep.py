@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 from . import environment, places
 from .config import ConfigError, load_config
 from .engine import session
-from .engine.ahead import import_ahead, started_ahead
+from .engine.ahead import started_ahead
 from .engine.session import Progress
 from .engine.options import Limit, check_given, cluster_spec, int_list, isolation_of, parse_params, split
 from .engine.outcome import Outcome
@@ -154,8 +154,6 @@ def _planned_and_run(request: RunRequest, name: str, selections, caches, output:
         say(f"nothing to do: all {len(ran.points)} points are already in {output}")
         return Performed(name, ran, None)
     about = {"name": name, "config": str(request.config) if request.config else None}
-    if spec is not None or (isolation is not None and isolation.isolates_all(ran.todo)):
-        import_ahead("pandas", "mmbench.analysis")  # the summary's, while other processes measure
     with (progress(len(ran.todo)) if progress is not None else nullcontext(None)) as on_row:
         outcome = session.execute(ran.todo, ran.settings, output, about, list(command), resume=request.resume,
                                   previous=ran.previous, on_row=on_row, say=say, cluster=spec, tuning=ran.tuning,

@@ -256,38 +256,3 @@ def test_a_gpu_run_or_tuning_starts_its_worker_while_planned_and_ends_one_it_did
     assert done.exit_code == 2 and "stopped before the GPU" in done.output, done.output
     started = ["prestart"] if isolation == "process" else []
     assert events == [*started, "execute", "discarded"]  # started before the points, ended after
-
-
-@pytest.mark.parametrize("args,ahead", [
-    (["-v", "dbuf", "--isolation", "process"], True),  # every point in the GPU's worker: this process only waits
-    (["-v", "dbuf", "--isolation", "none"], False),  # points timed here: nothing may take this process's time
-    (["-v", "dbuf,blas", "--isolation", "process"], False),  # blas's points are timed in this process
-])
-def test_a_run_measured_elsewhere_imports_its_summarys_modules_while_it_runs(tmp_path, monkeypatch, args, ahead):
-    from mmbench import sweep
-    from mmbench.engine.refusals import RunRefused
-
-    events = []
-    monkeypatch.setattr(points_isolated, "prestart", lambda runner: None)
-    monkeypatch.setattr(sweep, "import_ahead", lambda *modules: events.append(modules))
-
-    def stopped(*_, **__):
-        events.append("execute")
-        raise RunRefused("stopped before the GPU")
-
-    monkeypatch.setattr(session, "execute", stopped)
-    done = CliRunner().invoke(main, ["run", *args, "-s", "64", "--tuning-cache", "none", "-o", str(tmp_path / "x.csv")])
-    assert done.exit_code == 2 and "stopped before the GPU" in done.output, done.output
-    assert events == ([("pandas", "mmbench.analysis"), "execute"] if ahead else ["execute"])
-
-
-def test_import_ahead_imports_on_its_own_thread_and_leaves_a_failed_import_to_later(tmp_path, monkeypatch):
-    from mmbench.engine.ahead import import_ahead
-
-    (tmp_path / "ahead_probe.py").write_text("import threading\nTHREAD = threading.current_thread().name\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    import_ahead("no_such_module_here", "ahead_probe").join(10)  # the failure stops the thread quietly
-    assert "ahead_probe" not in sys.modules
-    import_ahead("ahead_probe").join(10)
-    assert sys.modules["ahead_probe"].THREAD == "import-ahead"
-    del sys.modules["ahead_probe"]

@@ -1,13 +1,10 @@
 """What a run starts while it is still planned: the GPU's worker process (a run isolated on this
 machine) or the cluster's client (a run on a Dask cluster), and their ends where no run took them.
 `mmbench run` and the points engine's tuning both start theirs here, so that neither pays the start
-after its planning. The modules a run's summary needs are imported here too, while the points are
-measured in other processes."""
+after its planning."""
 
 from __future__ import annotations
 
-import importlib
-import threading
 from contextlib import contextmanager
 
 
@@ -34,20 +31,3 @@ def started_ahead(spec, gpus: bool, isolation, start: bool = True):
             from .points_dask import discard_early
 
             discard_early()  # a cluster no run took
-
-
-def import_ahead(*modules: str) -> threading.Thread:
-    """Import modules on a thread of their own (pandas for the summary that reads the file back: 0.4 s
-    of a whole command that measures nothing itself). Only for a run whose points are all measured in
-    other processes: the import would take this process's time from a point timed here. A failed import
-    is left to the import that needs it."""
-    def work() -> None:
-        for name in modules:
-            try:
-                importlib.import_module(name)
-            except Exception:  # raised again, with its traceback, where the module is needed
-                return
-
-    thread = threading.Thread(target=work, name="import-ahead", daemon=True)
-    thread.start()
-    return thread

@@ -77,10 +77,6 @@ class Isolation:
     def isolates(self, points: Sequence[Point]) -> bool:
         return self.mode == "process" and (self.cpu_points or any(p.variant.on_gpu for p in points))
 
-    def isolates_all(self, points: Sequence[Point]) -> bool:
-        """Every point is measured in the child (none in this process)."""
-        return self.mode == "process" and (self.cpu_points or all(p.variant.on_gpu for p in points))
-
     def open(self, settings: Settings, points: Sequence[Point]) -> "IsolatedPoints":
         """The isolated engine (a Dask worker opens its runner so, without importing this module)."""
         return IsolatedPoints(settings, points, self)
