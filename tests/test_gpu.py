@@ -183,9 +183,9 @@ def test_64_thread_kmajor_is_correct_at_awkward_sizes(gpu):
     assert [r["status"] for r in rows] == ["ok"] * 14, [(r["m"], r["n"], r["k"], r["reason"]) for r in rows]
 
 
-# kmajor's C through shared memory (unaligned rows): 2, 4 and 16 lanes along a warp's row (padded region rows,
-# a region row shorter than 32 floats), both places of the copies, split-K; and a tile whose regions would not
-# fit in its stages (stored directly)
+# kmajor's C through shared memory (unaligned rows): 2, 4 and 16 lanes along a warp's row (2 and 4: padded region
+# rows; 8 lanes: test_64_thread_kmajor), both places of the copies, split-K; and a tile whose regions would not fit
+# in its stages (stored directly)
 KMAJOR_STAGED = (
     "BK=8,BM=64,BN=64,COPY_AT=0,MINB=1,SPLITK=1,STAGES=3,THREADS=64,TM=4,TN=16,WM=64,WN=32",
     "BK=8,BM=128,BN=64,COPY_AT=1,MINB=1,SPLITK=2,STAGES=4,THREADS=128,TM=8,TN=8,WM=64,WN=32",

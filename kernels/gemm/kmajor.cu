@@ -132,7 +132,7 @@ __device__ __forceinline__ void read_fragment(const float* As, const float* Bs, 
 // a warp puts its LANE_ROWS rows into its own region (float4s) and stores them back a row segment of 32
 // floats an instruction. Where a quarter-warp's float4s span several region rows, the rows are padded so
 // that those lanes write distinct banks. Staged where the pipeline's stages hold every warp's region.
-#define C_PITCH (LANE_COLS < 8 ? (WN + 31) / 32 * 32 + 4 * LANE_COLS : WN)  // rows 4 * LANE_COLS banks apart
+#define C_PITCH (WN + (LANE_COLS < 8 ? 4 * LANE_COLS : 0))  // WN is a multiple of 32: rows 4 * LANE_COLS banks apart
 #define C_REGION (LANE_ROWS * C_PITCH)
 #define STAGE_C ((THREADS / 32) * C_REGION <= STAGES * (A_STAGE + B_STAGE))
 __device__ __forceinline__ void store_staged(const float (&acc)[TM][TN], float* C, float* region, int r0, int c0,
@@ -229,23 +229,23 @@ __device__ __noinline__ void kmajor_gemm(const float* __restrict__ A, const floa
         cp_async_wait<0>();  // only empty groups are left; every warp has read its last fragments after the barrier
         __syncthreads();
         store_staged(acc, C, smem + warp * C_REGION, row0 + warp_row * WM, col0 + warp_col * WN, M, N, lane);
-        return;
-    }
-    // with rows 16-byte aligned (VEC) a lane's four columns lie inside C whole or not at all
+    } else {
+        // with rows 16-byte aligned (VEC) a lane's four columns lie inside C whole or not at all
 #pragma unroll
-    for (int i = 0; i < TM; ++i) {
-        const int r = row0 + am + (i / 4) * 4 * LANE_ROWS + i % 4;
+        for (int i = 0; i < TM; ++i) {
+            const int r = row0 + am + (i / 4) * 4 * LANE_ROWS + i % 4;
 #pragma unroll
-        for (int j = 0; j < TN; j += 4) {
-            const int c = col0 + bn + j * LANE_COLS;
-            float* out = &C[static_cast<long long>(r) * N + c];
-            if (VEC) {
-                if (r < M && c < N)
-                    put4(out, make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]), SPLITK > 1);
-            } else {
+            for (int j = 0; j < TN; j += 4) {
+                const int c = col0 + bn + j * LANE_COLS;
+                float* out = &C[static_cast<long long>(r) * N + c];
+                if (VEC) {
+                    if (r < M && c < N)
+                        put4(out, make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]), SPLITK > 1);
+                } else {
 #pragma unroll
-                for (int q = 0; q < 4; ++q)
-                    if (r < M && c + q < N) put1(out + q, acc[i][j + q], SPLITK > 1);
+                    for (int q = 0; q < 4; ++q)
+                        if (r < M && c + q < N) put1(out + q, acc[i][j + q], SPLITK > 1);
+                }
             }
         }
     }
