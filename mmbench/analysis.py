@@ -233,41 +233,11 @@ def target_summary(pct: pd.DataFrame, at: tuple[int, ...], over: list[int]) -> p
     return pd.DataFrame(rows)
 
 
-SERIES_KEY = ["op", "variant", "params", "scope", "pad", "dtype", "layout"]
-
-
 def with_forms(df: pd.DataFrame) -> pd.DataFrame:
     """Rows with their precision and layout, those of a frame made without them (a file's rows always
     have them) taken as every row before precisions was: fp32, nn."""
     missing = {c: v for c, v in (("dtype", DEFAULT), ("layout", DEFAULT_LAYOUT)) if c not in df}
     return df.assign(**missing) if missing else df  # what makes a series of a results CSV
-
-
-def series_summary(df: pd.DataFrame, rate_of) -> pd.DataFrame:
-    """One row per series, in the file's order: ok (verified rows with a rate), not_ok ("2 wrong,
-    1 failed", or "0"), the median and peak of its operation's rate (`rate_of(op)`: the column,
-    e.g. gflops_mean), the shape of the peak (m, n, k), the median cv. A series without ok rows has
-    NaN for its numbers. Grouped once over the whole file: a tuning's hundreds of series take
-    milliseconds, not seconds."""
-    df = with_forms(df.reset_index(drop=True))
-    rate = pd.Series(np.nan, index=df.index)
-    for op in df.op.unique():
-        mine = df.op == op
-        rate[mine] = df.loc[mine, rate_of(op)]
-    df = df.assign(_rate=rate)
-    out = pd.DataFrame(index=df.groupby(SERIES_KEY, sort=False).size().index)  # (a row with a blank key: in none)
-    ok = df[(df.status == "ok") & df._rate.notna()]
-    by = ok.groupby(SERIES_KEY, sort=False)
-    peak = ok.loc[by._rate.idxmax(), SERIES_KEY + ["_rate", "m", "n", "k"]].set_index(SERIES_KEY)
-    out = out.join(by.size().rename("ok")).join(by._rate.median().rename("median")).join(
-        peak.rename(columns={"_rate": "peak"})).join(by.cv.median().rename("cv_median"))
-    out["ok"] = out.ok.fillna(0).astype(int)
-    bad: dict[tuple, list[tuple[int, str]]] = {}
-    for (*key, status), n in df[df.status != "ok"].groupby(SERIES_KEY + ["status"], sort=False).size().items():
-        bad.setdefault(tuple(key), []).append((n, status))
-    out["not_ok"] = [", ".join(f"{n} {s}" for n, s in sorted(bad[key], key=lambda c: -c[0])) if key in bad else "0"
-                     for key in out.index]
-    return out.reset_index()
 
 
 # -- any run, any operation: its rate by size, and % of its operation's library -----------------------

@@ -206,11 +206,10 @@ def test_series_summary_pins_each_column_and_the_cli_caps_the_table_at_the_faste
     a series with no ok row has NaN numbers. The CLI shows the SUMMARY_ROWS fastest of more."""
     import io
 
-    import pandas as pd
     from rich.console import Console
 
-    from mmbench.analysis import series_summary
     from mmbench.cli import running
+    from mmbench.summary import series_summary
 
     def rows(variant, params, rates, statuses, cvs, op="gemm", rate="gflops_median"):
         # the other rate columns hold a decoy: the summary reads the operation's rate (medians) alone
@@ -219,23 +218,24 @@ def test_series_summary_pins_each_column_and_the_cli_caps_the_table_at_the_faste
                  "cv": c, "m": 10 * (i + 1), "n": 20 * (i + 1), "k": 30 * (i + 1) if op == "gemm" else 0}
                 for i, (r, s, c) in enumerate(zip(rates, statuses, cvs))]
 
-    df = pd.DataFrame(rows("dbuf", "BM=64", [1.0, 5.0, 3.0, float("nan"), 2.0], ["ok", "ok", "ok", "ok", "wrong"],
-                           [0.1, 0.3, 0.2, 0.9, 0.5])
-                      + rows("tile2d", "", [7.0, 7.0, 7.0], ["failed", "skipped", "failed"], [0.1] * 3)
-                      + rows("transpose_tiled", "", [100.0, 300.0], ["ok", "ok"], [0.01, 0.03], op="transpose",
-                             rate="gbytes_per_s"))
-    s = series_summary(df, {"gemm": "gflops_median", "transpose": "gbytes_per_s"}.get).set_index("variant")
-    assert list(s.index) == ["dbuf", "tile2d", "transpose_tiled"]
-    d = s.loc["dbuf"]  # ok: 1, 5, 3 (a NaN rate is not ok; the wrong row neither)
-    assert (d.ok, d.not_ok, d["median"], d.peak, (d.m, d.n, d.k)) == (3, "1 wrong", 3.0, 5.0, (20, 40, 60))
-    assert d.cv_median == pytest.approx(0.2)
-    t = s.loc["tile2d"]
-    assert t.ok == 0 and t.not_ok == "2 failed, 1 skipped" and math.isnan(t["median"]) and math.isnan(t.peak)
-    x = s.loc["transpose_tiled"]
-    assert (x.ok, x["median"], x.peak, (x.m, x.n)) == (2, 200.0, 300.0, (20, 40))
+    # as results.scan gives them: every cell text, a missing rate an empty cell, pad and precision as written
+    text = [{k: "" if isinstance(v, float) and math.isnan(v) else str(v) for k, v in r.items()}
+            for r in rows("dbuf", "BM=64", [1.0, 5.0, 3.0, float("nan"), 2.0], ["ok", "ok", "ok", "ok", "wrong"],
+                          [0.1, 0.3, 0.2, 0.9, 0.5])
+            + rows("tile2d", "", [7.0, 7.0, 7.0], ["failed", "skipped", "failed"], [0.1] * 3)
+            + rows("transpose_tiled", "", [100.0, 300.0], ["ok", "ok"], [0.01, 0.03], op="transpose",
+                   rate="gbytes_per_s")]
+    s = {x.variant: x for x in series_summary(text, {"gemm": "gflops_median", "transpose": "gbytes_per_s"}.get)}
+    assert list(s) == ["dbuf", "tile2d", "transpose_tiled"]
+    d = s["dbuf"]  # ok: 1, 5, 3 (a NaN rate is not ok; the wrong row neither)
+    assert (d.ok, d.not_ok, d.median, d.peak, (d.m, d.n, d.k)) == (3, "1 wrong", 3.0, 5.0, (20, 40, 60))
+    assert d.cv_median == pytest.approx(0.2) and (d.scope, d.pad, d.dtype, d.layout) == ("kernel", 0, "fp32", "nn")
+    t = s["tile2d"]
+    assert t.ok == 0 and t.not_ok == "2 failed, 1 skipped" and math.isnan(t.median) and math.isnan(t.peak)
+    x = s["transpose_tiled"]
+    assert (x.ok, x.median, x.peak, (x.m, x.n)) == (2, 200.0, 300.0, (20, 40))
 
-    many = pd.DataFrame([r for i in range(running.SUMMARY_ROWS + 5)
-                         for r in rows("dbuf", f"BM={i}", [float(i)], ["ok"], [0.1])])
+    many = [r for i in range(running.SUMMARY_ROWS + 5) for r in rows("dbuf", f"BM={i}", [float(i)], ["ok"], [0.1])]
     path = io.StringIO()
     Console(file=path, width=200).print(running._summary_table(many, "x.csv"))
     shown = path.getvalue()

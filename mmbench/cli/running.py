@@ -4,6 +4,7 @@ summary, the cluster and isolation options."""
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -14,8 +15,9 @@ from .. import places, sweep
 from ..ops import get_op, size_forms_help
 from ..ops.base import SCOPES
 from ..precisions import DEFAULT, DEFAULT_LAYOUT, LAYOUTS, PRECISIONS, form_suffix
-from ..results import metadata_path, read_results
+from ..results import metadata_path, scan
 from ..sizes import FORMS, row_shape
+from ..summary import series_summary
 from ..engine import session
 from ..engine.outcome import interrupted_message
 from ..engine.plan import Point, Settings, scoped_name
@@ -164,27 +166,27 @@ def _summary(csv_path: Path) -> Table:
     """Per series: points ok and not, the median and peak of its operation's rate (GFLOP/s for
     GEMM, GB/s for a transpose), where the peak was, and the median cv. Up to SUMMARY_ROWS series
     in the file's order; beyond, the fastest by median rate (per operation) and a last row saying
-    how many more there are."""
-    return _summary_table(read_results(csv_path), csv_path)
+    how many more there are. Read with the file's own check (results.scan), not pandas."""
+    return _summary_table(scan(csv_path).rows, csv_path)
 
 
-def _summary_table(df, csv_path) -> Table:
-    from ..analysis import series_summary  # pandas: after the run's last row, not before its first
-
-    series = series_summary(df, lambda op: get_op(op).rate)
+def _summary_table(rows, csv_path) -> Table:
+    series = series_summary(rows, lambda op: get_op(op).rate)
     hidden = max(0, len(series) - SUMMARY_ROWS)
     title = f"summary of {csv_path}"
     if hidden:
-        first = {op: i for i, op in enumerate(series.op.unique())}
-        series = series.assign(_op=series.op.map(first)).sort_values(["_op", "median"], ascending=[True, False],
-                                                                     na_position="last", kind="stable")
-        series, title = series.head(SUMMARY_ROWS), f"{title}: the {SUMMARY_ROWS} fastest of {len(series)} series"
+        first: dict[str, int] = {}
+        for s in series:
+            first.setdefault(s.op, len(first))
+        # per operation in the file's order, the fastest median first, series without one last
+        series = sorted(series, key=lambda s: (first[s.op], math.isnan(s.median), 0.0 if math.isnan(s.median) else -s.median))
+        series, title = series[:SUMMARY_ROWS], f"{title}: the {SUMMARY_ROWS} fastest of {len(series)} series"
     table = Table(title=title)
     # A series' parameters go under its name and fold, so the table fits 80 columns.
     table.add_column("variant, params", overflow="fold", min_width=16, ratio=1)
     for col in ("ok", "not ok", "median", "peak", "at size", "cv\nmedian"):
         table.add_column(col, justify="right", overflow="fold")
-    for s in series.itertuples(index=False):
+    for s in series:
         unit = "GFLOP/s" if get_op(s.op).rate.startswith("gflops") else "GB/s"
         variant = scoped_name(s.variant, s.scope, s.pad) + form_suffix(s.dtype, s.layout)
         name = f"{variant}\n{s.params.replace(',', ' ')}" if s.params else variant
