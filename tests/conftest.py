@@ -24,6 +24,10 @@ os.environ["MMBENCH_CACHE_DIR"] = SESSION_FOLDERS[0]
 os.environ["MMBENCH_TUNING_CACHE"] = os.path.join(SESSION_FOLDERS[1], "tuning-cache.json")
 # A run a test leaves to its default output lands here, never in the user's runs folder.
 os.environ["MMBENCH_RUNS"] = SESSION_FOLDERS[2]
+# pytest-xdist's workers run with COLUMNS=80 in their environment, and rich's console (mmbench/cli/common.py)
+# keeps a COLUMNS it finds when it is made, at the CLI's first import: the tests that set COLUMNS to narrow a
+# listing then saw 80 columns under `-n`. Without it the console reads COLUMNS as it prints, as in one process.
+os.environ.pop("COLUMNS", None)
 
 
 def pytest_unconfigure(config):
