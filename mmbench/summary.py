@@ -1,11 +1,13 @@
 """The numbers of a run's closing summary, per series, from a results file's rows as the file holds
-them (results.scan: text): no pandas, so that `mmbench run` and `mmbench tune` end without importing
-it (0.4 s of a whole command on a 2-core machine, beside a run of a few seconds on a cluster)."""
+them (results.scan: text): no pandas, so that `mmbench run` ends without importing it (0.4 s of a whole
+command on a 2-core machine, beside a run of a few seconds on a cluster; a tuning still reads its file into
+a frame to fill the cache)."""
 
 from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
@@ -67,16 +69,13 @@ def _one(key: tuple, rows: list[Mapping[str, str]], rate_of: Callable[[str], str
     rate = rate_of(op)
     ok = [(r, _number(r.get(rate))) for r in rows if r.get("status") == "ok"]
     ok = [(r, x) for r, x in ok if not math.isnan(x)]
-    counts: dict[str, int] = {}
-    for r in rows:
-        if r.get("status") != "ok":
-            counts[r.get("status", "")] = counts.get(r.get("status", ""), 0) + 1
+    counts = Counter(r.get("status", "") for r in rows if r.get("status") != "ok")  # in the order first met
     not_ok = ", ".join(f"{n} {s}" for s, n in sorted(counts.items(), key=lambda c: -c[1])) or "0"
     if not ok:
         return Series(op, variant, params, scope, int(pad or 0), dtype, layout, 0, not_ok, math.nan, math.nan, 0, 0, 0,
                       math.nan)
-    best = max(ok, key=lambda rx: rx[1])[0]  # the first of equal peaks, as the file orders them
+    best, peak = max(ok, key=lambda rx: rx[1])  # the first of equal peaks, as the file orders them
     cvs = [x for x in (_number(r.get("cv")) for r, _ in ok) if not math.isnan(x)]
     return Series(op, variant, params, scope, int(pad or 0), dtype, layout, len(ok), not_ok,
-                  statistics.median(x for _, x in ok), max(x for _, x in ok), int(best["m"]), int(best["n"]),
-                  int(best["k"] or 0), statistics.median(cvs) if cvs else math.nan)
+                  statistics.median(x for _, x in ok), peak, int(best["m"]), int(best["n"]), int(best["k"] or 0),
+                  statistics.median(cvs) if cvs else math.nan)

@@ -179,7 +179,8 @@ def _summary_table(rows, csv_path) -> Table:
         for s in series:
             first.setdefault(s.op, len(first))
         # per operation in the file's order, the fastest median first, series without one last
-        series = sorted(series, key=lambda s: (first[s.op], math.isnan(s.median), 0.0 if math.isnan(s.median) else -s.median))
+        series = sorted(series, key=lambda s: (first[s.op], math.isnan(s.median),
+                                               0.0 if math.isnan(s.median) else -s.median))
         series, title = series[:SUMMARY_ROWS], f"{title}: the {SUMMARY_ROWS} fastest of {len(series)} series"
     table = Table(title=title)
     # A series' parameters go under its name and fold, so the table fits 80 columns.
