@@ -90,7 +90,7 @@ def test_tune_takes_a_variant_or_a_plan_and_a_plan_refuses_what_it_names(tmp_pat
     _one_line_exit_2(CliRunner().invoke(main, ["tune", "--plan", "ladder", "--resume"]), "give it as --output")
     dry = CliRunner().invoke(main, ["tune", "--plan", "ladder", "--dry-run"])
     assert dry.exit_code == 0, dry.output
-    assert f"plan ladder ({SHIPPED_PLANS / 'ladder.toml'}): 7 searches, {len(load_plan('ladder').points())} points" \
+    assert f"plan ladder ({SHIPPED_PLANS / 'ladder.toml'}): 8 searches, {len(load_plan('ladder').points())} points" \
         in dry.output and f"tuning cache: your cache {tmp_path / 'c.json'}" in dry.output
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
