@@ -88,6 +88,10 @@ def test_tune_takes_a_variant_or_a_plan_and_a_plan_refuses_what_it_names(tmp_pat
     _one_line_exit_2(CliRunner().invoke(main, ["tune", "--plan", "nope"]), "--plan nope: no such plan file; shipped "
                                                                           "plans: ladder")
     _one_line_exit_2(CliRunner().invoke(main, ["tune", "--plan", "ladder", "--resume"]), "give it as --output")
+    # a plan's points spread over a cluster's GPUs: one worker per GPU, never --workers CPU processes
+    _one_line_exit_2(CliRunner().invoke(main, ["tune", "--plan", "ladder", "--cluster", "local", "--workers", "3"]),
+                     "--workers 3 sizes a local cluster of CPU processes; these points need a GPU")
+    assert CliRunner().invoke(main, ["tune", "--plan", "ladder", "--cluster", "local", "--dry-run"]).exit_code == 0
     dry = CliRunner().invoke(main, ["tune", "--plan", "ladder", "--dry-run"])
     assert dry.exit_code == 0, dry.output
     assert f"plan ladder ({SHIPPED_PLANS / 'ladder.toml'}): 8 searches, {len(load_plan('ladder').points())} points" \

@@ -36,9 +36,10 @@ class PlanRun:
 
 
 def tune_by_plan(plan_name: str, output: Path | None, resume: bool, jobs: int, seed: int, cache_path: Path,
-                 dry_run: bool, isolation, hooks: Hooks) -> PlanRun:
+                 dry_run: bool, isolation, hooks: Hooks, cluster=None) -> PlanRun:
     """Run a plan into output (a new file, or with resume the file to continue), then record its
-    best configurations per shape and variant in cache_path."""
+    best configurations per shape and variant in cache_path; cluster: a ClusterSpec that spreads the
+    points over a Dask cluster's GPUs (GPUs of one model: the entries go under its name), or None."""
     say = hooks.say
     try:
         plan = load_plan(plan_name)
@@ -68,7 +69,7 @@ def tune_by_plan(plan_name: str, output: Path | None, resume: bool, jobs: int, s
     started = time.monotonic()
     if todo:
         measure(todo, settings, output, about, hooks, prepare=compile_all, resume=resume, previous=previous,
-                isolation=isolation)  # previous: the earlier invocations stay recorded
+                isolation=isolation, cluster=cluster)  # previous: the earlier invocations stay recorded
     best = _record(plan, output, cache_path, say)
     say(f"plan {plan.name}: {time.monotonic() - started:.0f} s this invocation; the file's metadata keeps every "
         f"invocation's time ({output.with_suffix('.meta.json').name})")

@@ -17,7 +17,7 @@ from ..engine import batched_local
 from ..engine.ahead import started_ahead
 from ..engine.outcome import Outcome
 from ..engine.plan import Point, Settings
-from ..engine.options import isolation_of
+from ..engine.options import cluster_spec, isolation_of
 from ..engine.refusals import RunRefused, Say, check_new_output, check_output
 from ..engine.session import Progress
 from ..ops import get_op
@@ -100,9 +100,11 @@ def _by_plan(options: TuneOptions, hooks: Hooks) -> TuneDone:
     refuse_given(options, PLAN_IGNORES, f"the plan (--plan {options.plan}) names the variants, sizes, configurations "
                                         f"and measurement settings")
     isolation = isolation_of(options.isolation, options.point_timeout)
+    # a plan's searches tune GPU kernels: a local cluster has a worker per GPU (--workers is refused there)
+    cluster = cluster_spec(options.cluster, options.scheduler, options.workers, gpus=True)
     cache_path = writing_cache(options.tuning_cache)
     ran = tune_by_plan(options.plan, options.output, options.resume, jobs(options), options.seed, cache_path,
-                       options.dry_run, isolation, hooks)
+                       options.dry_run, isolation, hooks, cluster=cluster)
     about = {"name": f"tune-{ran.plan.name}", "tuning": ran.plan.about()}
     if options.dry_run:
         return TuneDone("dry run", ran.output, None, {}, about, ran.todo)
