@@ -287,7 +287,7 @@ REFERENCE_RUNS = ("zosa2017-h200", "lab3-h200", "lameski2013-h100", "amd-tiling-
 def _inputs(name: str) -> set[str]:
     """What a reference folder holds that no command of mmbench draws: the run's files and its notes."""
     return {f"{name}.csv", f"{name}.csv.gz", f"{name}.meta.json", f"{name}.profile.csv", f"{name}.profile.meta.json",
-            "README.md", "run.log"}
+            "README.md", "run.log", "config.toml"}
 
 
 def _committed(folder: Path) -> dict[str, int]:
@@ -306,9 +306,10 @@ def redrawn(tmp_path_factory):
         if name not in made:
             folder, out = REPO / "results" / name, tmp_path_factory.mktemp(name)
             csv = next(folder / f for f in (f"{name}.csv", f"{name}.csv.gz") if (folder / f).exists())
-            # the study whose reference run this is gives the config (the metadata names the one the run had)
+            # the study whose reference run this is gives the config (the metadata names the one the run had),
+            # or the folder's own config.toml: the study's config as it was when a run older than its last change ran
             paper = next(p for p in papers() if name.startswith(f"{p}-"))  # results/PAPER-GPU/
-            config = REPO / "configs" / f"{paper}.toml"
+            config = folder / "config.toml" if (folder / "config.toml").exists() else REPO / "configs" / f"{paper}.toml"
             before = _committed(folder)
             with pytest.MonkeyPatch.context() as mp:
                 mp.chdir(tmp_path_factory.mktemp("elsewhere"))
@@ -445,8 +446,8 @@ def test_limits_report_gives_the_targets_and_the_spread_over_the_paper_sizes(tmp
     cut = tmp_path / "limits.csv"
     shutil.copy(LIMITS, cut)
     shutil.copy(LIMITS.with_suffix(".meta.json"), cut.with_suffix(".meta.json"))
-    config = tmp_path / "limits.toml"  # the config as the cut's run had it, before dbuf and multistage joined
-    config.write_text((ZOSA.parent / "limits.toml").read_text().replace('"dbuf", "multistage", ', ""))
+    config = tmp_path / "limits.toml"  # the config as the cut's run had it, before dbuf, multistage and kmajor joined
+    config.write_text((ZOSA.parent / "limits.toml").read_text().replace('"dbuf", "multistage", "kmajor", ', ""))
     result = invoke("report", "--config", config, cut)
     assert result.exit_code == 0, result.output
     text = (tmp_path / "limits" / "REPORT.md").read_text()
