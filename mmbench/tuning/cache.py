@@ -193,10 +193,31 @@ def lookup(caches: Sequence[CacheFile], device: DeviceId, variant: Variant, sour
     return nearest_of(candidates(caches, device, variant, source_hash, dtype, layout), variant, shape)
 
 
+@dataclass
+class Candidates:
+    """candidates()' choice: one GPU's entries of a variant, source and form, that GPU's name and
+    whether they are borrowed; indexed by size class at the first lookup, so that a study's hundreds
+    of shapes each take their entry without scanning them all."""
+
+    entries: list
+    device: str
+    borrowed: bool
+    _index: tuple | None = None
+
+    def index(self) -> tuple[dict, list]:
+        """(size class -> its entries, the entries of size classes that are not one shape's own)."""
+        if self._index is None:
+            by_class: dict[str, list] = {}
+            for ce in self.entries:
+                by_class.setdefault(str(ce[1]["size_class"]), []).append(ce)
+            self._index = by_class, [ce for cls, ces in by_class.items() if not SHAPE_CLASS.fullmatch(cls) for ce in ces]
+        return self._index
+
+
 def candidates(caches: Sequence[CacheFile], device: DeviceId, variant: Variant, source_hash: str,
-               dtype: str = DEFAULT, layout: str = DEFAULT_LAYOUT) -> tuple[list, str, bool] | None:
-    """lookup's choice of entries, the same for every shape: (one GPU's entries of the variant, source
-    and form, that GPU, whether borrowed), or None. A run finds them once per variant and form."""
+               dtype: str = DEFAULT, layout: str = DEFAULT_LAYOUT) -> Candidates | None:
+    """lookup's choice of entries, the same for every shape, or None. A run finds them once per
+    variant and form."""
     merged: dict[str, tuple[CacheFile, dict]] = {}
     for cache in reversed(caches):
         merged.update({key_of(e): (cache, e) for e in cache.entries.values()})
@@ -207,48 +228,46 @@ def candidates(caches: Sequence[CacheFile], device: DeviceId, variant: Variant, 
                   and e.get("arch") == device.arch and e.get("sm_count") == device.sm_count),
                  key=lambda ce: ce[1]["device"])
     if own:
-        return own, device.name, False
+        return Candidates(own, device.name, False)
     if kin:
         first = kin[0][1]["device"]
-        return [(c, e) for c, e in kin if e["device"] == first], first, True
+        return Candidates([(c, e) for c, e in kin if e["device"] == first], first, True)
     return None
 
 
 SHAPE_CLASS = re.compile(r"\d+x\d+x\d+")  # a per-shape entry's size class (compiled once: 100k matches a study)
 
 
-def nearest_of(found: tuple[list, str, bool] | None, variant: Variant, shape: Shape) -> Tuned | None:
-    """The entry a shape takes among candidates()' (None where there are none)."""
-    return None if found is None else _nearest(found[0], variant, shape, found[1], found[2])
-
-
-def _nearest(entries: list[tuple[CacheFile, dict]], variant: Variant, shape: Shape, device: str,
-             borrowed: bool) -> Tuned | None:
-    """The entry a shape takes among one GPU's: yours before the shipped one's at the shape itself
-    and at its size class (a class you tuned is not hidden by a shipped per-shape entry), then the
-    nearest tuned class."""
+def nearest_of(found: Candidates | None, variant: Variant, shape: Shape) -> Tuned | None:
+    """The entry a shape takes among candidates()' (None where there are none): yours before the
+    shipped one's at the shape itself and at its size class (a class you tuned is not hidden by a
+    shipped per-shape entry), then the nearest tuned class."""
+    if found is None:
+        return None
     op = get_op(variant.op)
     exact, wanted = shape_class(shape), op.size_class(shape)
+    by_class, classes = found.index()
 
-    def rank(ce: tuple[CacheFile, dict]) -> tuple | None:
+    def rank(ce: tuple[CacheFile, dict]) -> tuple:
         cache, e = ce
         cls, yours = str(e["size_class"]), cache.origin == YOURS
         if cls == exact:
             return (0 if yours else 2,)
-        if SHAPE_CLASS.fullmatch(cls):  # another shape's own entry
-            return None
         if cls == wanted:
             return (1 if yours else 3,)
         return (4, op.class_distance(wanted, cls))
 
-    ranked = [(r, ce) for ce in entries if (r := rank(ce)) is not None]
+    # the shape's own entries and its class's where there are any, else every class's: the same
+    # minimum as ranking them all, since the first two outrank any other class
+    near = by_class.get(exact, []) + (by_class.get(wanted, []) if wanted != exact else [])
+    ranked = [(rank(ce), ce) for ce in (near or classes)]
     if not ranked:
         return None
     cache, nearest = min(ranked, key=lambda rce: rce[0])[1]
     params = parse_params(nearest["params"])
     if set(dict(params)) != set(variant.axes) or variant.violated(params):  # another version's parameters
         return None
-    return Tuned(params, device, borrowed, cache.path, cache.origin)
+    return Tuned(params, found.device, found.borrowed, cache.path, cache.origin)
 
 
 def entry_score(entry: Mapping) -> float:
