@@ -1,5 +1,5 @@
-"""dbuf's parameters by rule where no cache has an entry: which configuration each shape gets on a
-GPU of a given SM count, and that a run without caches takes them (and says so)."""
+"""dbuf's and kmajor's parameters by rule where no cache has an entry: which configuration each shape
+gets on a GPU of a given SM count, and that a run without caches takes them (and says so)."""
 
 import pytest
 
@@ -42,6 +42,31 @@ def test_a_shallow_k_is_not_split_three_ways():
 @pytest.mark.parametrize("params", [rules.DBUF_SMALL, rules.DBUF_SPLIT3, rules.DBUF_STREAM], ids=format_params)
 def test_each_configuration_is_a_whole_point_of_dbufs_space(params):
     assert params in tuning_space(REGISTRY["dbuf"])  # every parameter set, every constraint met
+
+
+@pytest.mark.parametrize("shape, expected", [
+    (square(1600), rules.KMAJOR_SMALL),             # 13 x 7 = 91 tiles of 128 x 256: 0.69 of a wave
+    (square(1857), rules.KMAJOR_LARGE_UNALIGNED),   # 15 x 8 = 120 tiles: 0.91 of a wave; rows unaligned
+    (square(2048), rules.KMAJOR_LARGE_ALIGNED),     # 16 x 8 = 128: 0.97
+    (square(2049), rules.KMAJOR_SMALL),             # 17 x 9 = 153: a second wave 16 % full
+    (square(3072), rules.KMAJOR_SMALL),             # 24 x 12 = 288: 2.18 waves
+    (square(4096), rules.KMAJOR_LARGE_ALIGNED),     # 32 x 16 = 512: 3.88 waves, the last 88 % full
+    (square(4097), rules.KMAJOR_SMALL),             # 33 x 17 = 561: 4.25 waves
+    (square(8191), rules.KMAJOR_LARGE_UNALIGNED),   # 64 x 32 = 2048: 15.5 waves, many
+    (Shape(2048, 2048, 2047), rules.KMAJOR_LARGE_UNALIGNED),  # A's rows (k long) unaligned
+])
+def test_kmajors_rule_on_132_sms(shape, expected):
+    assert rules.kmajor_rule(shape, H100) == expected
+
+
+def test_kmajors_rule_follows_the_sm_count():
+    assert rules.kmajor_rule(square(2048), DeviceId("more", "sm_90", 160)) == rules.KMAJOR_SMALL  # 0.8 of a wave
+
+
+@pytest.mark.parametrize("params", [rules.KMAJOR_SMALL, rules.KMAJOR_LARGE_ALIGNED, rules.KMAJOR_LARGE_UNALIGNED],
+                         ids=format_params)
+def test_each_configuration_is_a_whole_point_of_kmajors_space(params):
+    assert params in tuning_space(REGISTRY["kmajor"])
 
 
 def test_a_run_without_caches_takes_the_rule_and_says_so(monkeypatch):

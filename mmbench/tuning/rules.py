@@ -15,6 +15,14 @@ where that tuning lives; each was best or near it wherever the rule picks it):
 Against the tuned best of the same space on the H200 (146 sizes), the rule gives 97.8 % on
 geometric mean and at least 88.5 % of cuBLAS at every size from 1024, the tuned best's own
 worst there (`mmbench run -v dbuf,cublas --tuning-cache none` measures it on yours).
+
+kmajor's rule (issue 47) picks between the two shapes its H200 tuning chose at 132 of the limits
+study's 153 sizes: CUTLASS-like 128 x 256 tiles, one block an SM (k-steps of 16 where the rows are
+16-byte aligned, of 8 with 16 x 8 register tiles where not), wherever those tiles fill the GPU's waves
+of one block an SM: a last wave at least 85 % full, or 8 waves and more; else 64 x 64 tiles of 64
+threads, k split 4 ways. Against the best of its five tuned finalists at each of the study's 153
+sizes (the ladder plan's run on an H200, results/limits-h200/), the rule gives 99.7 % on geometric
+mean and at least 92.3 % (at 1087).
 """
 
 from __future__ import annotations
@@ -46,4 +54,22 @@ def dbuf_rule(shape: Shape, device: DeviceId) -> Params:
     return DBUF_STREAM
 
 
-RULES: dict[str, Callable[[Shape, DeviceId], Params]] = {"dbuf": dbuf_rule}
+_KMAJOR = "COPY_AT=1,MINB=1,SPLITK=1,STAGES=4,THREADS=256,BM=128,BN=256"
+KMAJOR_LARGE_ALIGNED = parse_params(f"{_KMAJOR},BK=16,TM=8,TN=16,WM=64,WN=64")
+KMAJOR_LARGE_UNALIGNED = parse_params(f"{_KMAJOR},BK=8,TM=16,TN=8,WM=32,WN=128")
+KMAJOR_SMALL = parse_params("BK=8,BM=64,BN=64,COPY_AT=0,MINB=1,SPLITK=4,STAGES=3,THREADS=64,TM=8,TN=8,WM=64,WN=32")
+FULL_WAVE = 0.85  # the large tiles are kept where their last wave of blocks is at least this full
+MANY_WAVES = 8  # ... or where there are this many waves: the last one's idle SMs cost little
+
+
+def kmajor_rule(shape: Shape, device: DeviceId) -> Params:
+    """kmajor's configuration for a shape on a GPU of device.sm_count SMs (see the module's text)."""
+    waves = math.ceil(shape.m / 128) * math.ceil(shape.n / 256) / (device.sm_count or 132)
+    last = waves % 1
+    if waves >= MANY_WAVES or (waves >= FULL_WAVE and (last == 0 or last >= FULL_WAVE)):
+        aligned = shape.n % 4 == 0 and shape.k % 4 == 0  # B's and A's rows start on 16 bytes
+        return KMAJOR_LARGE_ALIGNED if aligned else KMAJOR_LARGE_UNALIGNED
+    return KMAJOR_SMALL
+
+
+RULES: dict[str, Callable[[Shape, DeviceId], Params]] = {"dbuf": dbuf_rule, "kmajor": kmajor_rule}
