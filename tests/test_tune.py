@@ -364,6 +364,15 @@ def test_every_shipped_cache_entry_names_its_gpu_architecture_and_sm_count():
     assert cache and all(e["arch"].startswith("sm_") and e["sm_count"] > 0 for e in cache.values())
 
 
+def test_every_shipped_cache_entry_is_of_a_kernel_source_that_exists():
+    """A run takes an entry only at its variant's current source hash: an entry of an older source is
+    never read, only carried (scripts/same_code.py moves entries whose machine code did not change)."""
+    cache = tuning_cache.load_cache(places.SHIPPED_CACHE)
+    current = {name: source.source_hash(REGISTRY[name]) for name in {e["variant"] for e in cache.values()}}
+    stale = sorted({(e["variant"], e["source_hash"]) for e in cache.values() if e["source_hash"] != current[e["variant"]]})
+    assert not stale, f"entries of sources no kernel has now: {stale}"
+
+
 # -- where the caches live: the shipped one inside the package, the user's own read first --------------
 def _sha(path: Path) -> str:
     import hashlib
