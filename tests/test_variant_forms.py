@@ -186,3 +186,14 @@ def test_list_says_what_a_variant_takes():
     library = invoke("list", "-v", "cublas").output
     assert "takes: fp64, fp32, tf32, fp16, bf16, fp8e4m3, fp8e5m2 at layout nn, nt, tn, tt" in library
     assert "takes:" not in invoke("list", "-v", "best").output
+
+
+def test_kmajor_skips_a_shape_whose_a_or_b_outgrows_its_32_bit_indexes():
+    """kmajor's copies index A (m x k) and B (k x n) with 32-bit products: a shape past 2**31 elements of
+    either is a skipped row saying so, never a wrong one."""
+    from mmbench.variants import REGISTRY
+
+    kmajor = REGISTRY["kmajor"]
+    assert kmajor.unmet((), {"m": 46340, "n": 46340, "k": 46340}) is None  # 2,147,395,600 elements
+    assert kmajor.unmet((), {"m": 46341, "n": 8, "k": 46341}) == "kmajor requires m * k < 2147483648; k = 46341, m = 46341"
+    assert kmajor.unmet((), {"m": 8, "n": 2**20, "k": 2**11}) == "kmajor requires k * n < 2147483648; k = 2048, n = 1048576"

@@ -72,6 +72,8 @@ _MULTI_DEFAULT = {"BM": (256,), "BN": (128,), "BK": (8,), "WM": (64,), "WN": (64
 # kmajor: multistage's pipeline with A transposed on the way in (every A element by a 4-byte cp.async) and
 # a lane's tile in 4 x 4 blocks; the next k's fragments read during this k's products (two sets a lane)
 _KMAJOR_SHARED = "4 * STAGES * (BK * (BM + 4) + BK * BN)"
+# its copies index A and B with 32-bit products (C's stores with 64-bit ones): past 2**31 elements a shape is skipped
+_KMAJOR_INDEXES = ("m * k < 2147483648", "k * n < 2147483648")
 _KMAJOR_RULES = (
     "THREADS == (BM // WM) * (BN // WN) * 32", "BM % WM == 0", "BN % WN == 0", "WM % TM == 0", "WN % TN == 0",
     "(WM // TM) * (WN // TN) == 32", "TM % 4 == 0", "TN % 4 == 0", "BK >= 2", "STAGES >= 2",
@@ -93,12 +95,13 @@ _KMAJOR_DEFAULT = {"BM": (256,), "BN": (128,), "BK": (8,), "WM": (64,), "WN": (6
 
 
 def _ladder(name: str, label: str, description: str, defaults: dict, space: dict, rules: tuple, threads: str,
-            layers: str = "1", strips: str = "0", shared: str = "0", persistent: str = "0") -> Variant:
+            layers: str = "1", strips: str = "0", shared: str = "0", persistent: str = "0",
+            requires: tuple[str, ...] = ()) -> Variant:
     family = "gemm/" + ("warptile" if name == "pipelined" else name)  # pipelined shares warptile.cu's warp tiles
     geometry = {"tile": ("BM", "BN"), "k_tile": "BK", "layers": layers, "strips": strips, "persistent": persistent}
     return Variant(name=name, backend="cuda", label=label, description=description, paper="ladder", family=family,
                    axes=MappingProxyType(defaults), threads=(threads,), shared=shared, constraints=rules,
-                   geometry=MappingProxyType(geometry), space=MappingProxyType(space))
+                   geometry=MappingProxyType(geometry), space=MappingProxyType(space), requires=requires)
 
 
 # register_tiling (the AMD tutorial): its values, its block tile and the rules its even loads need
@@ -158,7 +161,7 @@ _KERNELS = (
             "transposed into shared memory, B by 16 bytes where its rows are aligned, STAGES k-tiles in flight, the "
             "next k's fragments read during this k's products; split-K over SPLITK grid layers",
             _KMAJOR_DEFAULT, _KMAJOR_SPACE, _KMAJOR_RULES + ("SPLITK >= 1",), "THREADS", shared=_KMAJOR_SHARED,
-            layers="SPLITK"),
+            layers="SPLITK", requires=_KMAJOR_INDEXES),
     # -- the AMD tiling tutorial's register tiling (its naive and LDS kernels are naive and shared) --
     Variant(name="register_tiling", backend="cuda", paper="amd-tiling", family="gemm/register_tiling",
             label="register tiling", description="the AMD tutorial's kernel: TM x TN outputs a thread in registers, "
