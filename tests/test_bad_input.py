@@ -222,6 +222,8 @@ CASES = [
      "--pool-gpus pools the timings of GPUs of different models on a cluster"),
     (["tune", "-v", "gemv_tuned", "-s", "cell:3x3", "--strategy", "brute", "--pool-gpus", "--cluster", "local", "--dry-run"],
      "this tuning uses --engine batched"),
+    (["tune", "--plan", "ladder", "--pool-gpus", "--dry-run"], "--pool-gpus pools the timings of GPUs of different "
+     "models on a cluster (--cluster or --scheduler) into one cache entry; this plan runs on one machine"),
     (["tune", "-v", "pipelined", "--strategy", "brute", "--replay", "r.csv", "--runs", "3"],
      "--runs 3: a replay (--replay r.csv) runs nothing: it takes the variant, --strategy, --budget, --seed and --tuning-cache only"),
     (["tune", "-v", "pipelined", "--strategy", "brute", "--replay", "r.csv", "--dry-run"], "--dry-run: a replay (--replay r.csv)"),

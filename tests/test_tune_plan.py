@@ -91,12 +91,33 @@ def test_tune_takes_a_variant_or_a_plan_and_a_plan_refuses_what_it_names(tmp_pat
     # a plan's points spread over a cluster's GPUs: one worker per GPU, never --workers CPU processes
     _one_line_exit_2(CliRunner().invoke(main, ["tune", "--plan", "ladder", "--cluster", "local", "--workers", "3"]),
                      "--workers 3 sizes a local cluster of CPU processes; these points need a GPU")
-    assert CliRunner().invoke(main, ["tune", "--plan", "ladder", "--cluster", "local", "--dry-run"]).exit_code == 0
+    for extra in ([], ["--pool-gpus"]):
+        dry = CliRunner().invoke(main, ["tune", "--plan", "ladder", "--cluster", "local", *extra, "--dry-run"])
+        assert dry.exit_code == 0, dry.output
     dry = CliRunner().invoke(main, ["tune", "--plan", "ladder", "--dry-run"])
     assert dry.exit_code == 0, dry.output
     assert f"plan ladder ({SHIPPED_PLANS / 'ladder.toml'}): 8 searches, {len(load_plan('ladder').points())} points" \
         in dry.output and f"tuning cache: your cache {tmp_path / 'c.json'}" in dry.output
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_plans_recording_pools_gpus_of_several_models_only_when_asked(tmp_path, monkeypatch):
+    """--pool-gpus reaches each of the plan's variants' recording (writeback refuses mixed models without it)."""
+    from mmbench.tuning import plan_run
+    from mmbench.vocabulary import DeviceId
+
+    asked = []
+
+    def record(request):
+        asked.append((request.variant.name, request.pool_gpus))
+        return {}, DeviceId("NVIDIA H200")
+
+    monkeypatch.setattr(plan_run, "record_tuning", record)
+    plan = load_plan("ladder")
+    for pool in (False, True):
+        plan_run._record(plan, tmp_path / "t.csv", tmp_path / "c.json", lambda _: None, pool)
+    names = list(dict.fromkeys(name for name, _ in asked))
+    assert asked == [(n, False) for n in names] + [(n, True) for n in names] and "kmajor" in names
 
 
 def test_a_plan_records_each_variants_best_per_shape_in_your_cache(tmp_path, monkeypatch):

@@ -24,7 +24,7 @@ REPLAY_IGNORES = ("sizes", "runs", "warmup", "cache", "engine", "resume", "prune
                   "isolation", "point_timeout")
 # What a plan (--plan) leaves to its plan.
 PLAN_IGNORES = ("variant", "sizes", "strategy", "budget", "runs", "warmup", "cache", "engine", "prune", "dtype", "layout",
-                "replay", "params", "per_shape", "candidates", "top", "pool_gpus")
+                "replay", "params", "per_shape", "candidates", "top")
 # What the command line's option types check (click.IntRange, Finite, Choice).
 LIMITS = (Limit("budget", int, 1), Limit("seed", int, 0, 2**32 - 1), Limit("runs", int, 1, Settings().max_runs),
           Limit("warmup", int, 0, Settings().max_runs), Limit("prune", float, 0, 1, least_taken=True),

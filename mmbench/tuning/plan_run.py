@@ -36,10 +36,11 @@ class PlanRun:
 
 
 def tune_by_plan(plan_name: str, output: Path | None, resume: bool, jobs: int, seed: int, cache_path: Path,
-                 dry_run: bool, isolation, hooks: Hooks, cluster=None) -> PlanRun:
+                 dry_run: bool, isolation, hooks: Hooks, cluster=None, pool_gpus: bool = False) -> PlanRun:
     """Run a plan into output (a new file, or with resume the file to continue), then record its
     best configurations per shape and variant in cache_path; cluster: a ClusterSpec that spreads the
-    points over a Dask cluster's GPUs (GPUs of one model: the entries go under its name), or None."""
+    points over a Dask cluster's GPUs, or None; pool_gpus: GPUs of several models on it pool their
+    timings into each model's entry (without it, such a plan's recording is refused)."""
     say = hooks.say
     try:
         plan = load_plan(plan_name)
@@ -70,7 +71,7 @@ def tune_by_plan(plan_name: str, output: Path | None, resume: bool, jobs: int, s
     if todo:
         measure(todo, settings, output, about, hooks, prepare=compile_all, resume=resume, previous=previous,
                 isolation=isolation, cluster=cluster)  # previous: the earlier invocations stay recorded
-    best = _record(plan, output, cache_path, say)
+    best = _record(plan, output, cache_path, say, pool_gpus)
     say(f"plan {plan.name}: {time.monotonic() - started:.0f} s this invocation; the file's metadata keeps every "
         f"invocation's time ({output.with_suffix('.meta.json').name})")
     return PlanRun(plan, output, todo, best)
@@ -96,13 +97,13 @@ def _plan_points(plan: TunePlan, output: Path, resume: bool, seed: int, say):
     return wanted, points, [p for p in points if p.key not in done], previous
 
 
-def _record(plan: TunePlan, output: Path, cache_path: Path, say) -> dict[str, dict]:
+def _record(plan: TunePlan, output: Path, cache_path: Path, say, pool_gpus: bool = False) -> dict[str, dict]:
     """Each variant's best configuration per shape (or size class, where its searches say), from the
     whole file, into the cache; the best of each, by label."""
     recorded = {}
     for (name, dtype, layout, per), (variant, shapes, configs) in plan.variants().items():
         request = TuneRequest(variant, shapes, configs, output, cache_path, source.source_hash(variant),
-                              per_shape=per == "shape", dtype=dtype, layout=layout)
+                              per_shape=per == "shape", dtype=dtype, layout=layout, pool_gpus=pool_gpus)
         label = name + form_suffix(dtype, layout)
         try:
             best, device = record_tuning(request)

@@ -102,9 +102,12 @@ def _by_plan(options: TuneOptions, hooks: Hooks) -> TuneDone:
     isolation = isolation_of(options.isolation, options.point_timeout)
     # a plan's searches tune GPU kernels: a local cluster has a worker per GPU (--workers is refused there)
     cluster = cluster_spec(options.cluster, options.scheduler, options.workers, gpus=True)
+    if options.pool_gpus and cluster is None:
+        raise RunRefused("--pool-gpus pools the timings of GPUs of different models on a cluster (--cluster or "
+                         "--scheduler) into one cache entry; this plan runs on one machine")
     cache_path = writing_cache(options.tuning_cache)
     ran = tune_by_plan(options.plan, options.output, options.resume, jobs(options), options.seed, cache_path,
-                       options.dry_run, isolation, hooks, cluster=cluster)
+                       options.dry_run, isolation, hooks, cluster=cluster, pool_gpus=options.pool_gpus)
     about = {"name": f"tune-{ran.plan.name}", "tuning": ran.plan.about()}
     if options.dry_run:
         return TuneDone("dry run", ran.output, None, {}, about, ran.todo)
