@@ -99,6 +99,12 @@ def gemm_flops(shape: Shape) -> float:
     return 2.0 * shape.m * shape.n * shape.k
 
 
+def rows_aligned(shape: Shape) -> bool:
+    """Whether A's and B's rows (k and n floats long, as stored) start on 16 bytes: K and N multiples of 4.
+    Kernels take another path where they do not."""
+    return shape.k % 4 == 0 and shape.n % 4 == 0
+
+
 def gemm_min_bytes(shape: Shape, precision: str = DEFAULT) -> float:
     """Fewest bytes a GEMM moves: each input read once, C written once, at their element sizes."""
     p = get_precision(precision)
@@ -651,8 +657,7 @@ class Gemm(Operation, Padded, CpuBaseline, LibraryBaseline, InputsOnGpu):
         16-byte aligned (K and N multiples of 4), since kernels take another path when they are
         not: 2048 -> "2048", 2049 -> "2048u", 1000x37x2049 -> "512u"."""
         mean = (shape.m * shape.n * shape.k) ** (1 / 3)
-        aligned = shape.k % 4 == 0 and shape.n % 4 == 0
-        return f"{2 ** max(0, round(math.log2(mean)))}{'' if aligned else 'u'}"
+        return f"{2 ** max(0, round(math.log2(mean)))}{'' if rows_aligned(shape) else 'u'}"
 
 
 GEMM = Gemm()

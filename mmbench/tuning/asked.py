@@ -25,6 +25,9 @@ REPLAY_IGNORES = ("sizes", "runs", "warmup", "cache", "engine", "resume", "prune
 # What a plan (--plan) leaves to its plan.
 PLAN_IGNORES = ("variant", "sizes", "strategy", "budget", "runs", "warmup", "cache", "engine", "prune", "dtype", "layout",
                 "replay", "params", "per_shape", "candidates", "top")
+# What --pool-gpus does, said where it is refused (a tuning on one machine, or on the batched engine).
+POOL_GPUS = ("--pool-gpus pools the timings of GPUs of different models on a cluster (--cluster or --scheduler) into "
+             "one cache entry")
 # What the command line's option types check (click.IntRange, Finite, Choice).
 LIMITS = (Limit("budget", int, 1), Limit("seed", int, 0, 2**32 - 1), Limit("runs", int, 1, Settings().max_runs),
           Limit("warmup", int, 0, Settings().max_runs), Limit("prune", float, 0, 1, least_taken=True),

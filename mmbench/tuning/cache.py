@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -202,7 +202,7 @@ class Candidates:
     entries: list
     device: str
     borrowed: bool
-    _index: tuple | None = None
+    _index: tuple | None = field(default=None, init=False, repr=False)
 
     def index(self) -> tuple[dict, list]:
         """(size class -> its entries, the entries of size classes that are not one shape's own)."""

@@ -20,6 +20,7 @@ from ..precisions import DEFAULT, DEFAULT_LAYOUT, PrecisionError
 from ..results import ResultsError, read_results, run_csv
 from ..sizes import SizeSpecError
 from ..variants import VariantError, get_variant
+from .asked import POOL_GPUS
 from .cache import TuneError
 from .request import AUTO, PRUNE, TuneOptions, TuneRequest
 from .search import SEARCHES
@@ -148,8 +149,7 @@ def request(options: TuneOptions, variant, shapes, configs, cache_path: Path) ->
         raise RunRefused("--resume continues a batched tuning file: give --engine batched (or auto) and --output")
     spec = cluster_spec(options.cluster, options.scheduler, options.workers, variant.on_gpu)
     if options.pool_gpus and (spec is None or engine == "batched"):
-        raise RunRefused("--pool-gpus pools the timings of GPUs of different models on a cluster (--cluster or "
-                         "--scheduler) into one cache entry, for --engine points"
+        raise RunRefused(f"{POOL_GPUS}, for --engine points"
                          + (f"; this tuning uses --engine {engine}" if spec else "; this tuning runs on one machine"))
     settings = Settings(runs=options.runs or 5, warmup=2 if options.warmup is None else options.warmup,
                         cache=options.cache, seed=options.seed, skip_spills=True)

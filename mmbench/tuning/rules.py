@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from ..ops.gemm import rows_aligned
 from ..sizes import Shape
 from ..variants import Params, parse_params
 from ..vocabulary import DeviceId
@@ -67,8 +68,7 @@ def kmajor_rule(shape: Shape, device: DeviceId) -> Params:
     waves = math.ceil(shape.m / 128) * math.ceil(shape.n / 256) / (device.sm_count or 132)
     last = waves % 1
     if waves >= MANY_WAVES or (waves >= FULL_WAVE and (last == 0 or last >= FULL_WAVE)):
-        aligned = shape.n % 4 == 0 and shape.k % 4 == 0  # B's and A's rows start on 16 bytes
-        return KMAJOR_LARGE_ALIGNED if aligned else KMAJOR_LARGE_UNALIGNED
+        return KMAJOR_LARGE_ALIGNED if rows_aligned(shape) else KMAJOR_LARGE_UNALIGNED
     return KMAJOR_SMALL
 
 

@@ -26,7 +26,7 @@ from ..variants import format_params, space_text
 from ..variants.model import count_space
 from ..vocabulary import DeviceId
 from . import batched_run, replaying
-from .asked import PLAN_IGNORES, REPLAY_IGNORES, check_values, refuse_given, writing_cache
+from .asked import PLAN_IGNORES, POOL_GPUS, REPLAY_IGNORES, check_values, refuse_given, writing_cache
 from .cache import describe_cache
 from .measure import Hooks
 from .plan import shipped_plans
@@ -103,8 +103,7 @@ def _by_plan(options: TuneOptions, hooks: Hooks) -> TuneDone:
     # a plan's searches tune GPU kernels: a local cluster has a worker per GPU (--workers is refused there)
     cluster = cluster_spec(options.cluster, options.scheduler, options.workers, gpus=True)
     if options.pool_gpus and cluster is None:
-        raise RunRefused("--pool-gpus pools the timings of GPUs of different models on a cluster (--cluster or "
-                         "--scheduler) into one cache entry; this plan runs on one machine")
+        raise RunRefused(f"{POOL_GPUS}; this plan runs on one machine")
     cache_path = writing_cache(options.tuning_cache)
     ran = tune_by_plan(options.plan, options.output, options.resume, jobs(options), options.seed, cache_path,
                        options.dry_run, isolation, hooks, cluster=cluster, pool_gpus=options.pool_gpus)
