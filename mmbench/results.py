@@ -73,10 +73,18 @@ def torn_path(csv_path: Path) -> Path:
     return sibling(csv_path, ".torn.txt")
 
 
+def cell(row: Mapping, column: str) -> str:
+    """A row's value as text, or, where it is empty, the value rows had before its column was added (a
+    file made before it)."""
+    value = row.get(column)
+    if value in (None, "") and column in ADDED_COLUMNS:
+        return str(ADDED_COLUMNS[column])
+    return "" if value is None else str(value)
+
+
 def row_key(row: Mapping) -> tuple:
-    return (str(row.get("op") or ADDED_COLUMNS["op"]), str(row["variant"]), str(row["params"] or ""), int(row["m"]), int(row["n"]),
-            int(row["k"]), str(row["cache"]), str(row.get("scope") or ADDED_COLUMNS["scope"]), int(row.get("pad") or 0),
-            str(row.get("dtype") or ADDED_COLUMNS["dtype"]), str(row.get("layout") or ADDED_COLUMNS["layout"]))
+    return (cell(row, "op"), str(row["variant"]), str(row["params"] or ""), int(row["m"]), int(row["n"]), int(row["k"]),
+            str(row["cache"]), cell(row, "scope"), int(row.get("pad") or 0), cell(row, "dtype"), cell(row, "layout"))
 
 
 def older_columns(header: tuple[str, ...]) -> bool:

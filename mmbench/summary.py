@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
-from .schema import ADDED_COLUMNS
+from .results import cell
 
 SERIES_KEY = ("op", "variant", "params", "scope", "pad", "dtype", "layout")  # what makes a series of a file
 
@@ -39,14 +39,6 @@ class Series:
     cv_median: float
 
 
-def _cell(row: Mapping[str, str], column: str) -> str:
-    """A row's value, or the value rows had before its column was added (a file made before it)."""
-    value = row.get(column)
-    if value in (None, "") and column in ADDED_COLUMNS:
-        return str(ADDED_COLUMNS[column])
-    return "" if value is None else value
-
-
 def _number(text: str | None) -> float:
     try:
         return float(text) if text not in (None, "") else math.nan
@@ -59,7 +51,7 @@ def series_summary(rows: Iterable[Mapping[str, str]], rate_of: Callable[[str], s
     column (`rate_of(op)`, e.g. gflops_median)."""
     groups: dict[tuple, list[Mapping[str, str]]] = {}
     for row in rows:
-        key = tuple(_cell(row, c) for c in SERIES_KEY)
+        key = tuple(cell(row, c) for c in SERIES_KEY)
         groups.setdefault(key, []).append(row)
     return [_one(key, members, rate_of) for key, members in groups.items()]
 
