@@ -10,7 +10,7 @@ from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
 
-from . import source
+from . import blas_threads, source
 from .version import __version__
 
 PACKAGES = ("numpy", "pandas", "click", "matplotlib", "threadpoolctl", "ml_dtypes", "pycuda", "cupy-cuda13x",
@@ -31,11 +31,8 @@ def package_versions() -> dict[str, str | None]:
 
 def blas_info() -> list[dict]:
     """The BLAS libraries numpy loaded, with their thread counts (threadpoolctl)."""
-    import numpy  # noqa: F401  (loads its BLAS so threadpoolctl can see it)
-    from threadpoolctl import threadpool_info
-
     keep = ("internal_api", "version", "num_threads", "threading_layer", "architecture", "filepath")
-    return [{k: i.get(k) for k in keep} for i in threadpool_info() if i.get("user_api") == "blas"]
+    return [{k: i.get(k) for k in keep} for i in blas_threads.blas_libraries()]
 
 
 def git_info(cwd: Path | None = None) -> dict:

@@ -23,7 +23,7 @@ LAYERS = (
     ("vocabulary", ["version", "places", "precisions", "sizes", "timing", "kernel_clock", "launch_ex", "draws",
                     "schema", "results", "vocabulary", "papers", "toml_files", "variants"]),
     ("device, sources, operations", ["source", "device", "ops", "cublas", "cublaslt", "naive_cpu", "kernel_text",
-                                     "environment", "variants.files", "checking", "ceilings", "analysis", "summary",
+                                     "environment", "blas_threads", "variants.files", "checking", "ceilings", "analysis", "summary",
                                      "profiler_target"]),
     ("engine", ["engine", "profile", "verify_timing"]),
     ("tuning", ["tuning"]),

@@ -528,6 +528,7 @@ def test_the_batched_engine_on_a_cluster_writes_each_class_once_and_leaves_a_fai
     and GPU reach the engine's metadata."""
     from mmbench.engine import batched_dask, batched_local
     from mmbench.engine.interface import BatchedEngine
+    from mmbench.engine.wire import packed
     from mmbench.ops import get_op
 
     def run_class(ref, configs, cache, l2_flush, jobs, cls, shapes, seed, prune, shares, isolation):
@@ -537,8 +538,8 @@ def test_the_batched_engine_on_a_cluster_writes_each_class_once_and_leaves_a_fai
             raise RuntimeError("CUDA_ERROR_ILLEGAL_ADDRESS")
         rows = [{"size_class": cls, "params": f"A={i}", "status": "ok", "shapes": len(shapes), "gflops": 1.0 + i}
                 for i in range(len(configs))]
-        return {"rows": rows, "kernels": {f"{variant_name}[A={jobs}]": {}}, "libraries": {},
-                "gpu": {"name": "Fake GPU", "uuid": "GPU-1"}, "worker": {"host": "h", "pid": 1}}
+        return packed({"rows": rows, "kernels": {f"{variant_name}[A={jobs}]": {}}, "libraries": {},
+                       "gpu": {"name": "Fake GPU", "uuid": "GPU-1"}, "worker": {"host": "h", "pid": 1}})
 
     monkeypatch.setattr(batched_dask, "run_class", run_class)  # the workers are this process's threads
     shapes = get_op("gemv").parse_sizes("cell:3x3,cell:5x5,cell:7x7")

@@ -14,7 +14,7 @@ from ..variants import Params, Variant
 from .batched_isolated import isolation_meta
 from .batched_local import by_class, record
 from .dask_worker import run_class
-from .wire import variant_ref
+from .wire import unpacked, variant_ref
 from .interface import BatchedEngine
 from .plan import Settings
 from .points_dask import ClusterSpec, DaskPoints
@@ -76,7 +76,7 @@ class DaskBatched(BatchedEngine):
             for future in as_completed(futures):
                 cls, group = futures.pop(future)
                 try:
-                    result = future.result()
+                    result = unpacked(future.result())
                 except Exception as exc:
                     counts["classes_failed"] = counts.get("classes_failed", 0) + 1
                     counts.setdefault("errors", []).append(f"{cls}: {type(exc).__name__}: {str(exc)[:200]}")

@@ -11,6 +11,7 @@ from collections import Counter
 from contextlib import contextmanager, nullcontext
 
 from .. import device
+from ..blas_threads import limited as blas_threads_limited
 from ..environment import own_cpus
 from ..schema import HOST
 from ..source import source_hash
@@ -18,7 +19,7 @@ from ..sizes import Shape
 from .interface import spent_between
 from .plan import Point, Settings
 from .points_local import LocalPoints
-from .wire import unwire, variant_of
+from .wire import packed, unwire, variant_of
 
 
 # Per worker process: one runner (a second would open the GPU and CUPTI's callbacks again), kept
@@ -101,9 +102,7 @@ def my_share(shares: dict[str, int]) -> int | None:
 def blas_threads(shares: dict[str, int]):
     """This worker's share of its host's cores for numpy's BLAS for a block (a point's own
     `--threads` still applies inside it)."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=my_share(shares), user_api="blas"):
+    with blas_threads_limited(my_share(shares)):
         yield
 
 
@@ -169,10 +168,10 @@ def prepare_worker(settings: Settings, wires: list[tuple], shares: dict[str, int
         return {"compiled": compiled, "time_spent": spent_between(before, runner.time_spent())}
 
 
-def run_chunk(settings: Settings, wires: list[tuple], shares: dict[str, int], isolation=None) -> dict:
+def run_chunk(settings: Settings, wires: list[tuple], shares: dict[str, int], isolation=None) -> bytes:
     """On a worker: run a chunk of points with this process's runner, numpy's BLAS on the worker's
     share of cores; its rows (in the chunk's order), the resources of the kernels it ran, and
-    where it ran."""
+    where it ran, packed (wire.packed)."""
     import time
 
     from .. import environment
@@ -185,22 +184,22 @@ def run_chunk(settings: Settings, wires: list[tuple], shares: dict[str, int], is
         rows: list[dict] = []
         with in_context(runner.gpu):
             runner.run(points, rows.append)
-        return {"rows": rows, "kernels": dict(runner.kernels), "libraries": runner.library_meta(),
-                "time_spent": spent_between(spent_before, runner.time_spent()),  # this chunk's
-                "gpu": environment.gpu_info(runner.gpu) if runner.gpu is not None else None,
-                "worker": {"host": HOST, "pid": os.getpid()}, "isolation": runner.meta().get("isolation"),
-                "task": {"started": started, "task_s": time.perf_counter() - began}}
+        return packed({"rows": rows, "kernels": dict(runner.kernels), "libraries": runner.library_meta(),
+                       "time_spent": spent_between(spent_before, runner.time_spent()),  # this chunk's
+                       "gpu": environment.gpu_info(runner.gpu) if runner.gpu is not None else None,
+                       "worker": {"host": HOST, "pid": os.getpid()}, "isolation": runner.meta().get("isolation"),
+                       "task": {"started": started, "task_s": time.perf_counter() - began}})
 
 
 _TUNERS: dict[tuple, object] = {}  # per worker process: a batched tuner per variant and configurations
 
 
 def run_class(ref: tuple[str, str | None], configs: list, cache: str, l2_flush: str, jobs: int, cls: str, shapes: list[tuple],
-              seed: int, prune: float, shares: dict[str, int], isolation=None) -> dict:
+              seed: int, prune: float, shares: dict[str, int], isolation=None) -> bytes:
     """On a worker: one size class of a batched tuning (batched_local.measure_class), the tuner's
     configurations compiled and loaded at the worker's first class and kept for the rest. With an
     isolation of mode process, the tuner is in a child process of the worker that is replaced when
-    a configuration's fault kills or poisons it (batched_isolated.IsolatedBatched)."""
+    a configuration's fault kills or poisons it (batched_isolated.IsolatedBatched). Its result packed (wire.packed)."""
     from .. import environment
 
     variant = variant_of(tuple(ref))
@@ -214,9 +213,9 @@ def run_class(ref: tuple[str, str | None], configs: list, cache: str, l2_flush: 
         tuner = _TUNERS.get(key) or _TUNERS.setdefault(key, _batched_tuner(variant, configs, cache, l2_flush, jobs,
                                                                            isolation))
         rows = _class_rows(tuner, cls, group, seed, prune)
-    return {"rows": rows, "kernels": dict(tuner.kernels), "libraries": {}, "gpu": environment.gpu_info(tuner.gpu),
-            "worker": {"host": HOST, "pid": os.getpid()},
-            "isolation": tuner.meta()["isolation"] if isolation is not None else None}
+    return packed({"rows": rows, "kernels": dict(tuner.kernels), "libraries": {}, "gpu": environment.gpu_info(tuner.gpu),
+                   "worker": {"host": HOST, "pid": os.getpid()},
+                   "isolation": tuner.meta()["isolation"] if isolation is not None else None})
 
 
 def _batched_tuner(variant, configs: list, cache: str, l2_flush: str, jobs: int, isolation):
@@ -295,6 +294,8 @@ def _free(held: list) -> list[str]:
     each kind, that it could not clean them up. Empties `held`; what failed to close."""
     import gc
 
+    if not held:  # a parked runner and no tuner: nothing to collect (gc.collect alone takes 50 ms in a worker)
+        return []
     gpu = next((g for g in map(_gpu_of, held) if g is not None), None)  # one GPU a worker
     context, drv = (gpu.context, gpu.drv) if gpu is not None else (None, None)
     del gpu

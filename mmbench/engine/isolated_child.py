@@ -19,9 +19,9 @@ import os
 import signal
 import sys
 import traceback
-from contextlib import nullcontext
 from multiprocessing.connection import Connection
 
+from .. import blas_threads
 from .wire import unwire
 
 EXIT_LOST = 3  # the exit status of a child whose context a fault lost
@@ -45,8 +45,6 @@ def configure(runner, settings, options: dict) -> None:
 
 def run(runner, outbox: Connection, settings, wires: list, options: dict) -> None:
     """The points, a message before each GPU point's first launch and one with each row."""
-    from threadpoolctl import threadpool_limits
-
     configure(runner, settings, options)
     points = [unwire(w) for w in wires]
     sent = set(runner.kernels)
@@ -61,8 +59,7 @@ def run(runner, outbox: Connection, settings, wires: list, options: dict) -> Non
         outbox.send(("row", row, state(runner, new)))
 
     runner.on_launch = lambda point: outbox.send(("start",))
-    blas = options.get("blas_threads")
-    with threadpool_limits(limits=blas, user_api="blas") if blas else nullcontext():
+    with blas_threads.limited(options.get("blas_threads")):
         runner.ensure(points)
         runner.run(points, on_row)
     outbox.send(("done", state(runner)))

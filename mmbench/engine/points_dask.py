@@ -32,7 +32,7 @@ from .dask_worker import (blas_shares, prepare_worker, prestart_unless_kept, rel
 from .interface import Engine, add_spent
 from .plan import Point, Settings
 from .points_local import shape_groups
-from .wire import wire
+from .wire import unpacked, wire
 
 CHUNKS_PER_WORKER = 4  # chunks of a shape's points: enough to share a tuning shape's configurations out
 SMALLEST_SHARE = 16  # a chunk holds at least 1/16 of a worker's estimated share: small shapes travel together
@@ -280,7 +280,7 @@ class DaskPoints(Engine):
             for future in as_completed(futures):
                 chunk = futures.pop(future)
                 try:
-                    result = future.result()
+                    result = unpacked(future.result())
                 except Exception as exc:  # KilledWorker past the allowed failures, or an error in the task
                     why = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
                     for point in chunk:

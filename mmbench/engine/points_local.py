@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .. import environment, source
+from .. import blas_threads, environment, source
 from ..draws import CounterDraws, run_key
 from ..kernel_clock import KernelClock, KernelClockError, per_call_ms
 from ..ops import DeviceBuffers, Operation, get_op
@@ -387,16 +387,14 @@ class LocalPoints(Engine):
 
     # -- backends --------------------------------------------------------------------------------
     def _run_cpu(self, point: Point, inputs) -> dict:
-        from threadpoolctl import threadpool_info, threadpool_limits
-
         op = point.op
         if point.variant.backend == "cpu":
             over = self._over_cpu_budget(point)
             if over:
                 raise NotRun("skipped", over)
         compute, out = needs(op, CpuBaseline).cpu(point.variant, inputs)
-        with threadpool_limits(limits=self.settings.threads, user_api="blas"):
-            threads = max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"), default=None)
+        with blas_threads.limited(self.settings.threads):
+            threads = max((i["num_threads"] for i in blas_threads.blas_libraries()), default=None)
             compute()
             check = op.check(out, inputs)
             if not check.ok:

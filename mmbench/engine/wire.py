@@ -6,6 +6,7 @@ its name (a test's kernel from another folder)."""
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import replace
 from types import MappingProxyType
 
@@ -59,3 +60,16 @@ def unwire(sent: tuple) -> Point:
     variant = variant_of(tuple(ref)) if whole is None else replace(
         whole, **{f: _frozen(getattr(whole, f)) for f in MAPPINGS})
     return Point(variant, tuple(map(tuple, params)), Shape(m, n, k), cache, scope, pad, dtype, layout)
+
+
+def packed(result: dict) -> bytes:
+    """A cluster task's result as one bytes object (unpacked gives it back): a dask-cuda worker keeps a
+    task's result in its DeviceHostFile, which walks every value of a dict to see whether it holds GPU
+    memory, on the worker's event loop (10 ms a chunk of the limits study's rows, py-spy on 4 x H200,
+    while the next chunk waits to start); bytes are one check."""
+    return pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def unpacked(sent: bytes) -> dict:
+    """The result packed() sent."""
+    return pickle.loads(sent)
