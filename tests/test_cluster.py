@@ -241,11 +241,12 @@ def test_small_shapes_travel_together_and_the_last_chunks_stay_small():
         assert len(parts) < len(shapes) / (4 if workers == 1 else 2)
 
 
-def test_a_tunings_last_chunks_are_split_small_so_that_the_workers_end_together():
-    """4 shapes x 1000 configurations on 4 workers: parts of a quarter of a shape until the tail, then
-    the last shape's parts in pieces that shrink (4 x H200: the last chunks of 1 s each left the workers'
-    ends 1 s apart); every point once, each chunk of one shape."""
-    from mmbench.engine.points_dask import estimated_s
+def test_a_tunings_chunks_hold_a_sixteenth_of_a_workers_share_and_the_last_ones_shrink():
+    """4 shapes x 1000 configurations on 4 workers: a shape's parts (a quarter of it) split to 1/16 of
+    a worker's estimated share, no chunk more than twice that, the largest shape first, then pieces
+    that shrink in the tail (4 x H200: the last chunks of 1 s each left the workers' ends 1 s apart); every
+    point once, each chunk of one shape."""
+    from mmbench.engine.points_dask import SMALLEST_SHARE, estimated_s
 
     configs = [(("BLOCK", b),) for b in range(1, 1001)]
     shapes = [Shape(n, n, n) for n in (1024, 2048, 2049, 4096)]
@@ -254,9 +255,31 @@ def test_a_tunings_last_chunks_are_split_small_so_that_the_workers_end_together(
     assert sorted(map(str, (p for c in parts for p in c))) == sorted(map(str, points))
     assert all(len({p.shape for p in c}) == 1 for c in parts)
     held = [estimated_s(c) for c in parts]
-    assert [len(c) for c in parts[:13]] == [250] * 13 and parts[0][0].shape == Shape(4096, 4096, 4096)
-    assert held == sorted(held, reverse=True)  # the work shrinks chunk by chunk
-    assert len(parts) > 16 and all(len(c) < 250 for c in parts[13:]) and held[-1] < held[12] / 4
+    packing = sum(held) / (4 * SMALLEST_SHARE)
+    assert parts[0][0].shape == Shape(4096, 4096, 4096) and packing / 2 < held[0] <= 2 * packing
+    assert max(held) <= 2 * packing and {c[0].shape for c in parts[:16]} == {Shape(4096, 4096, 4096)}
+    assert held[-1] < packing / 2  # the tail shrank
+
+
+def test_a_shape_bigger_than_a_chunk_is_split_into_chunks_of_its_own():
+    """The limits study's largest shapes (9 variants each) on 4 workers: 8192 is far more than 1/16 of a
+    worker's share, so its points go out in pieces of about that, each a chunk of its own (one GPU of
+    four that sampled 8192 slowly held a run 21 s with all nine, the others done in 8 s), while
+    the small shapes still travel together."""
+    from mmbench.engine.points_dask import SMALLEST_SHARE, estimated_s
+    from mmbench.sizes import parse_sizes
+
+    variants = ("best", "tile2d", "vec4", "warptile", "pipelined", "dbuf", "multistage", "kmajor", "cublas")
+    shapes = parse_sizes("512:8192:+256,8191")
+    points = [Point(REGISTRY[v], (), s, "cold") for s in shapes for v in variants]
+    parts = chunks(points, 4)
+    held = [estimated_s(c) for c in parts]
+    packing = sum(held) / (4 * SMALLEST_SHARE)
+    big = [c for c in parts if c[0].shape == Shape(8192, 8192, 8192)]
+    assert estimated_s([p for c in big for p in c]) > 4 * packing  # so it is split
+    assert len(big) >= 4 and all(len(c) < 9 and estimated_s(c) <= 2 * packing for c in big)
+    assert all(len({p.shape for p in c}) == 1 for c in big) and parts[0] in big
+    assert max(held) <= 2 * packing and any(len({p.shape for p in c}) > 1 for c in parts)
 
 
 def test_chunks_go_out_largest_work_first():

@@ -65,12 +65,13 @@ def chunks(points: Sequence[Point], workers: int) -> list[list[Point]]:
     configurations) split so that every worker gets some; the largest estimated work first (Dask
     starts tasks in the order given), so that no worker is left with a big shape while the others
     idle at the end. Shapes too small to be worth a trip of their own are packed together until a
-    chunk holds 1/SMALLEST_SHARE of a worker's share: each chunk costs 20 to 30 ms on the worker and
-    in the scheduler beside its points (a running cluster of one H100, the limits study's 153 shapes:
-    4.9 s of a 47 s run). The tail shrinks (tail_target): once less than 1/8 of a worker's share is
-    left a worker, a chunk holds half of what is left a worker, down to a quarter of the packing's
-    size, a tuning's big parts split to it, so that the workers end together (4 x H200: the last
-    chunks of 0.4 s and 1 s left the workers' ends 0.4 s and 1 s apart)."""
+    chunk holds 1/SMALLEST_SHARE of a worker's share (a chunk cost 20 to 30 ms on the worker and in the
+    scheduler beside its points; 3 ms since the costs py-spy found went). A shape bigger than that is
+    split to it, each piece a chunk: one GPU of four that sampled the limits study's 8192 slowly (21 s for its nine points,
+    against 4 s on the others; 4 x H200) held the whole run that long. The tail shrinks (tail_target):
+    once less than 1/8 of a worker's share is left a worker, a chunk holds half of what is left a
+    worker, down to a quarter of the packing's size, so that the workers end together (4 x H200: the
+    last chunks of 0.4 s and 1 s left the workers' ends 0.4 s and 1 s apart)."""
     size = max(1, math.ceil(len(points) / max(1, workers * CHUNKS_PER_WORKER)))
     parts = sorted(((estimated_s(group[i:i + size]), group[i:i + size]) for group in shape_groups(points).values()
                     for i in range(0, len(group), size)), key=lambda part: part[0], reverse=True)
@@ -78,13 +79,14 @@ def chunks(points: Sequence[Point], workers: int) -> list[list[Point]]:
     packed: list[list[Point]] = []
     held, left, target = 0.0, share, 0.0  # left: what is still to be chunked, a worker
     for estimate, part in parts:
-        for piece in _split(part, estimate, tail_target(left, share), share / SMALLEST_SHARE):
+        pieces = _split(part, estimate, tail_target(left, share))
+        for piece in pieces:
             if not packed or held >= target:
                 packed.append([])
                 held, target = 0.0, tail_target(left, share)
             packed[-1] += piece
             piece_s = estimate * len(piece) / len(part)
-            held += piece_s
+            held = held + piece_s if len(pieces) == 1 else math.inf  # a split shape's pieces travel alone
             left -= piece_s / max(1, workers)
     return packed
 
@@ -96,12 +98,11 @@ def tail_target(left: float, share: float) -> float:
     return max(share / (4 * SMALLEST_SHARE), min(share / SMALLEST_SHARE, left / 2))
 
 
-def _split(part: list[Point], estimate: float, target: float, packing: float) -> list[list[Point]]:
-    """A part of one shape's points in pieces of about target seconds in the tail (target under the
-    packing's size); whole before it."""
-    pieces = min(len(part), max(1, math.floor(estimate / target))) if 0 < target < packing else 1
-    step = math.ceil(len(part) / pieces)
-    return [part[i:i + step] for i in range(0, len(part), step)]
+def _split(part: list[Point], estimate: float, target: float) -> list[list[Point]]:
+    """A part of one shape's points in pieces of about target seconds (at most twice that: a piece of
+    a point cannot be made), whole where it holds less."""
+    pieces = min(len(part), max(1, math.floor(estimate / target))) if target > 0 else 1
+    return [part[i * len(part) // pieces:(i + 1) * len(part) // pieces] for i in range(pieces)]
 
 
 def estimated_s(points: list[Point]) -> float:
