@@ -161,18 +161,21 @@ class SmClock:
                 f"power_w_{when}": power / 1000 if power is not None else None}
 
     def facts(self) -> dict:
-        """The GPU's facts through NVML: those fixed while the process lives read once (four NVML calls,
-        4 ms: an isolated child reports its facts at the end of every request, every chunk of a cluster's
-        run), the power limit, which an administrator may change, each time."""
+        """The GPU's facts through NVML: those fixed while the process lives read once (three NVML calls
+        beside the maximum SM clock's, 4 ms: an isolated child reports its facts at the end of every
+        request, every chunk of a cluster's run), kept once every read gave a value; the power limit,
+        which an administrator may change, each time."""
         if self.handle is None:
             return {"nvml": f"unavailable ({self.error})"}
-        if self._facts is None:
-            n = self.nvml
-            driver = n.nvmlSystemGetDriverVersion()
-            self._facts = {"uuid": self.uuid(), "driver_version": driver.decode() if isinstance(driver, bytes) else driver,
-                           "sm_clock_max_mhz": self.max_mhz(),
-                           "memory_clock_max_mhz": self._read("nvmlDeviceGetMaxClockInfo", n.NVML_CLOCK_MEM)}
-        return {**self._facts, "power_limit_w": (self._read("nvmlDeviceGetEnforcedPowerLimit") or 0) / 1000 or None,
+        fixed = self._facts
+        if fixed is None:
+            driver = self.nvml.nvmlSystemGetDriverVersion()
+            fixed = {"uuid": self.uuid(), "driver_version": driver.decode() if isinstance(driver, bytes) else driver,
+                     "sm_clock_max_mhz": self.max_mhz(),
+                     "memory_clock_max_mhz": self._read("nvmlDeviceGetMaxClockInfo", self.nvml.NVML_CLOCK_MEM)}
+            if all(fixed.values()):  # a read that failed once is tried again next time
+                self._facts = fixed
+        return {**fixed, "power_limit_w": (self._read("nvmlDeviceGetEnforcedPowerLimit") or 0) / 1000 or None,
                 "nvml_version": getattr(self.nvml, "__version__", None)}
 
 

@@ -43,6 +43,7 @@ class FakeNvml:
     def __init__(self):
         self.calls: list[str] = []
         self.power_mw = 700_000
+        self.memory_fails = 0
 
     def _called(self, name, value):
         self.calls.append(name)
@@ -55,6 +56,9 @@ class FakeNvml:
         return self._called("uuid", "GPU-1")
 
     def nvmlDeviceGetMaxClockInfo(self, handle, which):
+        if which == 1 and self.memory_fails:
+            self.memory_fails -= 1
+            raise RuntimeError("NVML_ERROR_UNKNOWN")
         return self._called(f"max{which}", 1980 if which == 0 else 3201)
 
     def nvmlDeviceGetEnforcedPowerLimit(self, handle):
@@ -65,6 +69,8 @@ def test_the_fixed_facts_are_read_once_and_the_power_limit_each_time():
     clock = SmClock.__new__(SmClock)
     clock.handle, clock.error, clock._max_mhz, clock._facts = "handle", "", None, None
     clock.nvml = nvml = FakeNvml()
+    nvml.memory_fails = 1  # a read that fails once is not kept
+    assert clock.facts()["memory_clock_max_mhz"] is None
     first = clock.facts()
     assert first == {"uuid": "GPU-1", "driver_version": "580.1", "sm_clock_max_mhz": 1980,
                      "memory_clock_max_mhz": 3201, "power_limit_w": 700.0, "nvml_version": "fake"}

@@ -261,11 +261,11 @@ def test_a_tunings_chunks_hold_a_sixteenth_of_a_workers_share_and_the_last_ones_
     assert held[-1] < packing / 2  # the tail shrank
 
 
-def test_a_shape_bigger_than_a_chunk_is_split_into_chunks_of_its_own():
-    """The limits study's largest shapes (9 variants each) on 4 workers: 8192 is far more than 1/16 of a
-    worker's share, so its points go out in pieces of about that, each a chunk of its own (one GPU of
-    four that sampled 8192 slowly held a run 21 s with all nine, the others done in 8 s), while
-    the small shapes still travel together."""
+def test_a_studys_big_shape_stays_on_one_gpu_and_a_tunings_is_split():
+    """The limits study's shapes (9 variants each) on 4 workers: 8192 holds far more than 1/16 of a
+    worker's share, yet its nine points stay in one chunk, for its rows are compared with each other
+    (% of cuBLAS, on one GPU); the configurations of one variant at one shape (a tuning's) go out in even
+    pieces of 1/16 to 1/8 of a worker's share, each a chunk of its own."""
     from mmbench.engine.points_dask import SMALLEST_SHARE, estimated_s
     from mmbench.sizes import parse_sizes
 
@@ -274,12 +274,18 @@ def test_a_shape_bigger_than_a_chunk_is_split_into_chunks_of_its_own():
     points = [Point(REGISTRY[v], (), s, "cold") for s in shapes for v in variants]
     parts = chunks(points, 4)
     held = [estimated_s(c) for c in parts]
+    assert estimated_s([p for p in points if p.shape == Shape(8192, 8192, 8192)]) > 4 * sum(held) / (4 * SMALLEST_SHARE)
+    assert all(len([p for p in c if p.shape == s]) in (0, len(variants)) for c in parts for s in shapes)
+    configs = [(("BLOCK", b),) for b in range(1, 101)]
+    tuning = [Point(REGISTRY["naive"], c, s, "cold") for s in (Shape(4096, 4096, 4096), Shape(512, 512, 512))
+              for c in configs]
+    parts = chunks(tuning, 4)
+    held = [estimated_s(c) for c in parts]
     packing = sum(held) / (4 * SMALLEST_SHARE)
-    big = [c for c in parts if c[0].shape == Shape(8192, 8192, 8192)]
-    assert estimated_s([p for c in big for p in c]) > 4 * packing  # so it is split
-    assert len(big) >= 4 and all(len(c) < 9 and estimated_s(c) <= 2 * packing for c in big)
-    assert all(len({p.shape for p in c}) == 1 for c in big) and parts[0] in big
-    assert max(held) <= 2 * packing and any(len({p.shape for p in c}) > 1 for c in parts)
+    big = [c for c in parts if c[0].shape == Shape(4096, 4096, 4096)]
+    assert len(big) >= 16 and all(len({p.shape for p in c}) == 1 for c in big)
+    assert all(packing <= estimated_s(c) < 2 * packing for c in big)
+    assert max(len(c) for c in big) - min(len(c) for c in big) <= 1  # even pieces
 
 
 def test_chunks_go_out_largest_work_first():

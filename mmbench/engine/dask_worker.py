@@ -213,8 +213,8 @@ def run_class(ref: tuple[str, str | None], configs: list, cache: str, l2_flush: 
         tuner = _TUNERS.get(key) or _TUNERS.setdefault(key, _batched_tuner(variant, configs, cache, l2_flush, jobs,
                                                                            isolation))
         rows = _class_rows(tuner, cls, group, seed, prune)
-    return packed({"rows": rows, "kernels": dict(tuner.kernels), "libraries": {}, "gpu": environment.gpu_info(tuner.gpu),
-                   "worker": {"host": HOST, "pid": os.getpid()},
+    return packed({"rows": rows, "kernels": dict(tuner.kernels), "libraries": {},
+                   "gpu": environment.gpu_info(tuner.gpu), "worker": {"host": HOST, "pid": os.getpid()},
                    "isolation": tuner.meta()["isolation"] if isolation is not None else None})
 
 
@@ -294,7 +294,7 @@ def _free(held: list) -> list[str]:
     each kind, that it could not clean them up. Empties `held`; what failed to close."""
     import gc
 
-    if not held:  # a parked runner and no tuner: nothing to collect (gc.collect alone takes 50 ms in a worker)
+    if not held:  # a parked runner and no tuner: nothing to collect (gc.collect alone took 60 ms in a worker)
         return []
     gpu = next((g for g in map(_gpu_of, held) if g is not None), None)  # one GPU a worker
     context, drv = (gpu.context, gpu.drv) if gpu is not None else (None, None)

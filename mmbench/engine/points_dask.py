@@ -66,12 +66,13 @@ def chunks(points: Sequence[Point], workers: int) -> list[list[Point]]:
     starts tasks in the order given), so that no worker is left with a big shape while the others
     idle at the end. Shapes too small to be worth a trip of their own are packed together until a
     chunk holds 1/SMALLEST_SHARE of a worker's share (a chunk cost 20 to 30 ms on the worker and in the
-    scheduler beside its points; 3 ms since the costs py-spy found went). A shape bigger than that is
-    split to it, each piece a chunk: one GPU of four that sampled the limits study's 8192 slowly (21 s for its nine points,
-    against 4 s on the others; 4 x H200) held the whole run that long. The tail shrinks (tail_target):
-    once less than 1/8 of a worker's share is left a worker, a chunk holds half of what is left a
-    worker, down to a quarter of the packing's size, so that the workers end together (4 x H200: the
-    last chunks of 0.4 s and 1 s left the workers' ends 0.4 s and 1 s apart)."""
+    scheduler beside its points; 3 ms since the costs py-spy found went). A part of one variant's points
+    (a tuning's configurations of a shape) of at least twice that is split to it, each piece a chunk of its
+    own; a study's shape (several variants) stays whole on one GPU, for its rows are compared with each
+    other (% of cuBLAS). The tail shrinks (tail_target): once less than 1/8 of a worker's share is left a
+    worker, a chunk holds half of what is left a worker, down to a quarter of the packing's size, so
+    that the workers end together (4 x H200: the last chunks of 0.4 s and 1 s left the workers' ends 0.4
+    s and 1 s apart)."""
     size = max(1, math.ceil(len(points) / max(1, workers * CHUNKS_PER_WORKER)))
     parts = sorted(((estimated_s(group[i:i + size]), group[i:i + size]) for group in shape_groups(points).values()
                     for i in range(0, len(group), size)), key=lambda part: part[0], reverse=True)
@@ -79,14 +80,15 @@ def chunks(points: Sequence[Point], workers: int) -> list[list[Point]]:
     packed: list[list[Point]] = []
     held, left, target = 0.0, share, 0.0  # left: what is still to be chunked, a worker
     for estimate, part in parts:
-        pieces = _split(part, estimate, tail_target(left, share))
+        one_variant = len({p.variant.name for p in part}) == 1
+        pieces = _split(part, estimate, tail_target(left, share)) if one_variant else [part]
         for piece in pieces:
             if not packed or held >= target:
                 packed.append([])
                 held, target = 0.0, tail_target(left, share)
             packed[-1] += piece
             piece_s = estimate * len(piece) / len(part)
-            held = held + piece_s if len(pieces) == 1 else math.inf  # a split shape's pieces travel alone
+            held = held + piece_s if len(pieces) == 1 else math.inf  # a split part's pieces travel alone
             left -= piece_s / max(1, workers)
     return packed
 
@@ -99,8 +101,8 @@ def tail_target(left: float, share: float) -> float:
 
 
 def _split(part: list[Point], estimate: float, target: float) -> list[list[Point]]:
-    """A part of one shape's points in pieces of about target seconds (at most twice that: a piece of
-    a point cannot be made), whole where it holds less."""
+    """A part of one shape's points in even pieces of target to twice target seconds (one point a
+    piece at least), whole where it holds less than twice target."""
     pieces = min(len(part), max(1, math.floor(estimate / target))) if target > 0 else 1
     return [part[i * len(part) // pieces:(i + 1) * len(part) // pieces] for i in range(pieces)]
 
