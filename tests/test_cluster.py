@@ -74,7 +74,7 @@ def test_a_cluster_run_writes_the_same_points_as_one_process(tmp_path, scheduler
     pids = {str(w["pid"]) for w in meta["cluster"]["workers"].values()}
     assert spent and {key.split(":")[-1] for key in spent} <= pids
     for phases in spent.values():
-        assert phases["run"] >= phases["cpu"] >= 0 and "inputs" in phases
+        assert phases["run"] >= phases.get("cpu", 0.0) >= 0 and "inputs" in phases  # a phase under 0.5 ms is left out
     # each chunk's trip: its worker, points, start and return, time on the worker and in its runner
     trips = meta["cluster"]["chunks"]
     assert sum(c["points"] for c in trips) == 16 and {c["worker"].split(":")[-1] for c in trips} <= pids
