@@ -6,6 +6,7 @@ anything is touched), a run that cannot go on RunAborted; messages go to `say`, 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from .timing import CACHE_MODES
 from .tuning import for_runs
 from .tuning.cache import NO_CACHE, TuneError, read_caches
 from .variants import REGISTRY, VariantError, get_variant
+from .vocabulary import DeviceId
 
 PAPER_SWEEP = "63:2049"  # the default sizes: Zosa's 189
 MEASURED = ("runs", "warmup", "cache", "threads", "seed", "max_noise", "max_interval", "noise_clock")  # resolved with a resume's file
@@ -144,7 +146,8 @@ def _planned_and_run(request: RunRequest, name: str, selections, caches, output:
     """perform()'s plan and run, once the request is read (output_checked: perform checked the output)."""
     ran = plan_run(selections, caches, output, given, resume=request.resume, say=say,
                    refuse_unused=lambda s: refuse_unused_settings(request, given, s, chosen),
-                   output_checked=output_checked, **budgets)
+                   output_checked=output_checked, gpu=_cluster_gpu(spec, chosen, say) if not dry_run else None,
+                   **budgets)
     if ran.found and ran.found.torn:
         say(torn_message(output, ran.found.torn, "it will be set aside and its point measured again"
                          if not dry_run and ran.todo else "left in place (nothing is run now)"))
@@ -161,14 +164,31 @@ def _planned_and_run(request: RunRequest, name: str, selections, caches, output:
     return Performed(name, ran, outcome)
 
 
+def _cluster_gpu(spec, chosen, say: Say) -> Callable[[], DeviceId | None] | None:
+    """Where a run goes to a cluster, what its tuned parameters are for: the workers' GPU
+    (points_dask.cluster_gpu), this machine's where the workers could not say; None: no cluster."""
+    if spec is None:
+        return None
+
+    def gpu() -> DeviceId | None:
+        from .device import device_identity
+        from .engine.points_dask import cluster_gpu
+
+        answered, found = cluster_gpu(spec, any(v.on_gpu for v in chosen), say)
+        return found if answered else device_identity()
+
+    return gpu
+
+
 def plan_run(selections: Sequence[Selection], caches: Sequence, output: Path, given: dict, *, resume: bool,
              say: Say, refuse_unused: Callable[[Settings], None] | None = None, output_checked: bool = False,
-             **settings) -> RunPlan:
+             gpu: Callable[[], DeviceId | None] | None = None, **settings) -> RunPlan:
     """Check the output (a new file, or one to resume with the settings it was measured with), give
     the selections their tuned parameters from the caches, and plan the points. given: the
     measurement settings asked for (options, config); settings: the rest (cpu_budget_s, ...);
     refuse_unused(settings) refuses a setting no point of the run would use; output_checked: perform
-    checked the output already, before a cluster's early start."""
+    checked the output already, before a cluster's early start; gpu(): the GPU the points run on, asked
+    once, where a tunable variant needs it (default: this machine's)."""
     if not output_checked:
         _checked_output(output, resume)
     found = resumable(output) if resume else None
@@ -183,7 +203,8 @@ def plan_run(selections: Sequence[Selection], caches: Sequence, output: Path, gi
                          f"{exc}") from None
     if refuse_unused is not None:
         refuse_unused(chosen)
-    selections = [for_runs.with_tuned(sel, caches, say) for sel in selections]
+    gpu = functools.cache(gpu) if gpu is not None else None
+    selections = [for_runs.with_tuned(sel, caches, say, gpu) for sel in selections]
     try:
         points = plan(selections, chosen.cache)
     except VariantError as exc:  # a parameter value outside its domain

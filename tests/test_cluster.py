@@ -671,3 +671,56 @@ def test_a_tuning_on_a_cluster_starts_it_while_its_points_are_made_and_a_dry_run
     (spec, gpus), = started
     assert spec.scheduler == "tcp://127.0.0.1:9" and gpus
     assert made == [[(spec, True)], "discarded"]  # started before the points, ended after
+
+
+def test_a_cluster_runs_tuned_parameters_are_for_its_workers_gpu_not_the_clients(tmp_path, monkeypatch):
+    """A client without a GPU (a login node) driving a GPU cluster: the run's tuned parameters are
+    looked up for the GPU its workers report (points_dask.cluster_gpu), not left at the defaults; the
+    workers' GPUs of two models: looked up for neither, and said; no cluster started: this machine's."""
+    from dataclasses import asdict
+
+    from mmbench import device, places, source, sweep
+    from mmbench.engine import points_dask
+    from mmbench.tuning import cache as tuning_cache
+    from mmbench.variants import format_params
+    from mmbench.vocabulary import DeviceId
+
+    h200, other = DeviceId("NVIDIA H200", "sm_90", 132), DeviceId("Another GPU", "sm_100", 148)
+    pipelined = REGISTRY["pipelined"]
+    shipped = (tuning_cache.CacheFile.read(places.SHIPPED_CACHE, tuning_cache.SHIPPED),)
+    tuned = format_params(tuning_cache.lookup(shipped, h200, pipelined, source.source_hash(pipelined),
+                                              Shape(2048, 2048, 2048)).params)
+    monkeypatch.setattr(device, "device_identity", lambda: None)  # this machine: no GPU
+    models = [h200, h200]
+
+    def planned(said):
+        selection = Selection((pipelined,), "2048")
+        return sweep.plan_run([selection], shipped, tmp_path / f"r{len(said)}.csv", {}, resume=False,
+                              say=said.append, gpu=sweep._cluster_gpu(spec, [pipelined], said.append))
+
+    in_process = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
+    with in_process as cluster:
+        spec = ClusterSpec(scheduler=cluster.scheduler_address)
+        addresses = sorted(w.address for w in cluster.workers.values())
+
+        def identity(dask_worker=None):  # each worker its model (sent to the workers as it is then)
+            return {"gpu_id": asdict(models[addresses.index(dask_worker.address)]), "gpu": "x"}
+
+        monkeypatch.setattr(points_dask, "worker_identity", identity)
+        try:
+            points_dask.start_early(spec, True)
+            said = []
+            planned(said)
+            line = f"pipelined: tuned parameters from the shipped cache {places.SHIPPED_CACHE} for NVIDIA H200: {tuned}"
+            assert line in said
+            models[1] = other
+            said = []
+            planned(said)
+            assert said[0] == ("cluster: its workers' GPUs are of 2 models (Another GPU (sm_100, 148 SMs); NVIDIA H200 "
+                               "(sm_90, 132 SMs)): tuned parameters are looked up for none of them")
+            assert "pipelined: no GPU found here to look up its tuned parameters for; using defaults" in said
+        finally:
+            points_dask.discard_early()
+    said = []
+    planned(said)  # no start begun: this machine's GPU, none
+    assert "pipelined: no GPU found here to look up its tuned parameters for; using defaults" in said

@@ -9,6 +9,7 @@ import os
 import threading
 from collections import Counter
 from contextlib import contextmanager, nullcontext
+from dataclasses import asdict
 
 from .. import device
 from ..blas_threads import limited as blas_threads_limited
@@ -34,14 +35,15 @@ _PARKED: list = []  # [(variant, source hash)] of a parked runner; empty while n
 
 
 def worker_identity() -> dict:
-    """What a worker reports of itself for the metadata: host, process, the GPUs it sees, the
-    host's cores and those it may use, and what was done to its allocator."""
+    """What a worker reports of itself for the metadata: host, process, the GPU it sees (its name, and
+    as `gpu_id` what tuned parameters are looked up by: name, architecture, SMs), the host's cores and
+    those it may use, and what was done to its allocator."""
     from ..device import device_identity
 
     found = device_identity()
     return {"host": HOST, "pid": os.getpid(), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-            "gpu": found.name if found else None, "host_cpus": os.cpu_count() or 1, "cpus": own_cpus(),
-            "malloc": allocate_as_a_plain_process()}
+            "gpu": found.name if found else None, "gpu_id": asdict(found) if found else None,
+            "host_cpus": os.cpu_count() or 1, "cpus": own_cpus(), "malloc": allocate_as_a_plain_process()}
 
 
 # glibc's mallopt parameters, and the thresholds it reaches by itself in a process that allocates

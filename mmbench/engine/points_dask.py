@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..ops import get_op
+from ..vocabulary import DeviceId
 from . import rows
 from .dask_worker import (blas_shares, prepare_worker, prestart_unless_kept, release_worker, run_chunk,
                           worker_identity)
@@ -174,6 +175,31 @@ def discard_early() -> None:
             client.close()
             if cluster is not None:
                 cluster.close()
+
+
+def cluster_gpu(spec: ClusterSpec, gpus: bool, say: Callable[[str], None]) -> tuple[bool, DeviceId | None]:
+    """The GPU of the cluster a run began connecting to (start_early), as its workers report it: what
+    the run's tuned parameters are for (the client's own GPU may be another, or none: a login node
+    driving a GPU cluster). (True, the GPU) where the workers answered (None: no worker has a GPU, or
+    their GPUs are of several models, said); (False, None) where no start was begun or it failed (the
+    run's connect says why)."""
+    box = _EARLY.get((spec, gpus))
+    if box is None:
+        return False, None
+    box["thread"].join()
+    client = box.get("client")
+    try:
+        found = client.run(worker_identity) if client is not None else None
+    except Exception:  # a worker that cannot import mmbench: the run's engine says so
+        found = None
+    if not found:
+        return False, None
+    models = {DeviceId(**w["gpu_id"]) for w in found.values() if w.get("gpu_id")}
+    if len(models) > 1:
+        say(f"cluster: its workers' GPUs are of {len(models)} models ({'; '.join(sorted(map(str, models)))}): "
+            f"tuned parameters are looked up for none of them")
+        return True, None
+    return True, next(iter(models), None)
 
 
 def connect(spec: ClusterSpec, gpus: bool, say: Callable[[str], None]):

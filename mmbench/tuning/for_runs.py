@@ -11,7 +11,7 @@ from ..ops import get_op
 from ..engine.plan import Selection, takes
 from ..precisions import form_suffix
 from ..variants import format_params
-from ..vocabulary import Tuned
+from ..vocabulary import DeviceId, Tuned
 from .cache import candidates, describe_cache, entry_form, nearest_of
 
 RULE = "rule"  # a Tuned's origin when its parameters came from the variant's rule, not a cache
@@ -27,17 +27,19 @@ def tunable(sel: Selection) -> list:
             and not set(v.axes) & set(sel.overrides)]
 
 
-def with_tuned(sel: Selection, caches: Sequence, say: Say) -> Selection:
+def with_tuned(sel: Selection, caches: Sequence, say: Say,
+               gpu: Callable[[], DeviceId | None] | None = None) -> Selection:
     """Give each tunable variant whose parameters the user did not set its tuned parameters for
-    this GPU, kernel source, precision and layout from the tuning caches (cache.read_caches: the
-    user's, then the shipped; empty: caches switched off), and say which cache gave them, for which
-    GPU. Selection.tuned is keyed (variant, shape, dtype, layout)."""
+    the GPU (gpu(): the one the points run on, a cluster's; default: this machine's), kernel source,
+    precision and layout from the tuning caches (cache.read_caches: the user's, then the shipped;
+    empty: caches switched off), and say which cache gave them, for which GPU. Selection.tuned is
+    keyed (variant, shape, dtype, layout)."""
     from ..device import device_identity
 
     variants = tunable(sel)
     if not variants:
         return sel
-    device = device_identity()
+    device = (gpu or device_identity)()
     forms = {v.name: [(d, lay) for d in sel.dtypes for lay in sel.layouts if takes(v, d, lay)] for v in variants}
     if not caches:
         ruled = {(v.name, f): _by_rule(v, sel.shapes(v), device, f) for v in variants for f in forms[v.name]}
