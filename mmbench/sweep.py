@@ -31,7 +31,6 @@ from .timing import CACHE_MODES
 from .tuning import for_runs
 from .tuning.cache import NO_CACHE, TuneError, read_caches
 from .variants import REGISTRY, VariantError, get_variant
-from .vocabulary import DeviceId
 
 PAPER_SWEEP = "63:2049"  # the default sizes: Zosa's 189
 MEASURED = ("runs", "warmup", "cache", "threads", "seed", "max_noise", "max_interval", "noise_clock")  # resolved with a resume's file
@@ -117,7 +116,7 @@ def perform(request: RunRequest, *, say: Say = print, dry_run: bool = False, com
         say(note)
     caches = reading_caches(request.tuning_cache)
     chosen = {v for sel in selections for v in sel.variants}
-    gpus = any(v.on_gpu for v in chosen)
+    gpus = needs_gpu(chosen)
     spec = cluster_spec(request.cluster, request.scheduler, request.workers, gpus)
     isolation = isolation_of(request.isolation, request.point_timeout)
     if request.resume and request.output is None:
@@ -146,8 +145,11 @@ def _planned_and_run(request: RunRequest, name: str, selections, caches, output:
     """perform()'s plan and run, once the request is read (output_checked: perform checked the output)."""
     ran = plan_run(selections, caches, output, given, resume=request.resume, say=say,
                    refuse_unused=lambda s: refuse_unused_settings(request, given, s, chosen),
-                   output_checked=output_checked, gpu=_cluster_gpu(spec, chosen, say) if not dry_run else None,
+                   output_checked=output_checked, gpu=None if dry_run else _cluster_gpu(spec, needs_gpu(chosen), say),
                    **budgets)
+    if dry_run and spec is not None and any(for_runs.tunable(sel) for sel in selections):
+        say("a dry run connects to no cluster: its tuned parameters are this machine's GPU's; the run looks them "
+            "up for the GPU its workers report")
     if ran.found and ran.found.torn:
         say(torn_message(output, ran.found.torn, "it will be set aside and its point measured again"
                          if not dry_run and ran.todo else "left in place (nothing is run now)"))
@@ -164,31 +166,36 @@ def _planned_and_run(request: RunRequest, name: str, selections, caches, output:
     return Performed(name, ran, outcome)
 
 
-def _cluster_gpu(spec, chosen, say: Say) -> Callable[[], DeviceId | None] | None:
-    """Where a run goes to a cluster, what its tuned parameters are for: the workers' GPU
-    (points_dask.cluster_gpu), this machine's where the workers could not say; None: no cluster."""
+def needs_gpu(variants) -> bool:
+    """Whether some of a run's variants run on the GPU (a cluster's early start is keyed by it)."""
+    return any(v.on_gpu for v in variants)
+
+
+def _cluster_gpu(spec, gpus: bool, say: Say) -> Callable[[], for_runs.Found] | None:
+    """Where a run goes to a cluster, what its tuned parameters are for: the GPU its workers report
+    (points_dask.cluster_gpu, on the connection begun ahead of the plan), this machine's where they
+    could not say; None: no cluster."""
     if spec is None:
         return None
 
-    def gpu() -> DeviceId | None:
-        from .device import device_identity
+    def gpu() -> for_runs.Found:
         from .engine.points_dask import cluster_gpu
 
-        answered, found = cluster_gpu(spec, any(v.on_gpu for v in chosen), say)
-        return found if answered else device_identity()
+        return cluster_gpu(spec, gpus, say) or for_runs.this_machines_gpu()
 
     return gpu
 
 
 def plan_run(selections: Sequence[Selection], caches: Sequence, output: Path, given: dict, *, resume: bool,
              say: Say, refuse_unused: Callable[[Settings], None] | None = None, output_checked: bool = False,
-             gpu: Callable[[], DeviceId | None] | None = None, **settings) -> RunPlan:
+             gpu: Callable[[], for_runs.Found] | None = None, **settings) -> RunPlan:
     """Check the output (a new file, or one to resume with the settings it was measured with), give
     the selections their tuned parameters from the caches, and plan the points. given: the
     measurement settings asked for (options, config); settings: the rest (cpu_budget_s, ...);
     refuse_unused(settings) refuses a setting no point of the run would use; output_checked: perform
-    checked the output already, before a cluster's early start; gpu(): the GPU the points run on, asked
-    once, where a tunable variant needs it (default: this machine's)."""
+    checked the output already, before a cluster's early start; gpu(): the GPU the points run on and
+    where none was found (for_runs.with_tuned), asked once, where a tunable variant needs it (default:
+    this machine's)."""
     if not output_checked:
         _checked_output(output, resume)
     found = resumable(output) if resume else None

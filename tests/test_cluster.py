@@ -676,7 +676,8 @@ def test_a_tuning_on_a_cluster_starts_it_while_its_points_are_made_and_a_dry_run
 def test_a_cluster_runs_tuned_parameters_are_for_its_workers_gpu_not_the_clients(tmp_path, monkeypatch):
     """A client without a GPU (a login node) driving a GPU cluster: the run's tuned parameters are
     looked up for the GPU its workers report (points_dask.cluster_gpu), not left at the defaults; the
-    workers' GPUs of two models: looked up for neither, and said; no cluster started: this machine's."""
+    workers' GPUs of two models: looked up for neither, and said; no worker within the wait, or no
+    cluster started: this machine's, said."""
     from dataclasses import asdict
 
     from mmbench import device, places, source, sweep
@@ -691,36 +692,47 @@ def test_a_cluster_runs_tuned_parameters_are_for_its_workers_gpu_not_the_clients
     tuned = format_params(tuning_cache.lookup(shipped, h200, pipelined, source.source_hash(pipelined),
                                               Shape(2048, 2048, 2048)).params)
     monkeypatch.setattr(device, "device_identity", lambda: None)  # this machine: no GPU
+    monkeypatch.setattr(points_dask, "WORKERS_WAIT_S", 0.5)
     models = [h200, h200]
+    defaults = "pipelined: no GPU {} to look up its tuned parameters for; using defaults"
 
-    def planned(said):
-        selection = Selection((pipelined,), "2048")
-        return sweep.plan_run([selection], shipped, tmp_path / f"r{len(said)}.csv", {}, resume=False,
-                              say=said.append, gpu=sweep._cluster_gpu(spec, [pipelined], said.append))
+    def planned(spec):
+        said = []
+        sweep.plan_run([Selection((pipelined,), "2048")], shipped, tmp_path / "r.csv", {}, resume=False,
+                       say=said.append, gpu=sweep._cluster_gpu(spec, True, said.append))
+        return said
 
-    in_process = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
-    with in_process as cluster:
-        spec = ClusterSpec(scheduler=cluster.scheduler_address)
-        addresses = sorted(w.address for w in cluster.workers.values())
+    for workers in (2, 0):
+        in_process = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=False,
+                                              dashboard_address=None)
+        with in_process as cluster:
+            spec = ClusterSpec(scheduler=cluster.scheduler_address)
+            addresses = sorted(w.address for w in cluster.workers.values())
 
-        def identity(dask_worker=None):  # each worker its model (sent to the workers as it is then)
-            return {"gpu_id": asdict(models[addresses.index(dask_worker.address)]), "gpu": "x"}
+            def identity(dask_worker=None):  # each worker its model (sent to the workers as it is then)
+                return {"gpu_id": asdict(models[addresses.index(dask_worker.address)]), "gpu": "x"}
 
-        monkeypatch.setattr(points_dask, "worker_identity", identity)
-        try:
-            points_dask.start_early(spec, True)
-            said = []
-            planned(said)
-            line = f"pipelined: tuned parameters from the shipped cache {places.SHIPPED_CACHE} for NVIDIA H200: {tuned}"
-            assert line in said
-            models[1] = other
-            said = []
-            planned(said)
-            assert said[0] == ("cluster: its workers' GPUs are of 2 models (Another GPU (sm_100, 148 SMs); NVIDIA H200 "
-                               "(sm_90, 132 SMs)): tuned parameters are looked up for none of them")
-            assert "pipelined: no GPU found here to look up its tuned parameters for; using defaults" in said
-        finally:
-            points_dask.discard_early()
-    said = []
-    planned(said)  # no start begun: this machine's GPU, none
-    assert "pipelined: no GPU found here to look up its tuned parameters for; using defaults" in said
+            monkeypatch.setattr(points_dask, "worker_identity", identity)
+            try:
+                points_dask.start_early(spec, True)
+                if workers == 0:
+                    assert planned(spec) == ["cluster: no worker reported its GPU within 0.5 s; tuned parameters are "
+                                             "looked up for this machine's", defaults.format("found here")]
+                    continue
+                line = f"pipelined: tuned parameters from the shipped cache {places.SHIPPED_CACHE} for NVIDIA H200: "
+                assert line + tuned in planned(spec)
+                models[1] = other
+                assert planned(spec) == [
+                    "cluster: its workers' GPUs are of 2 models (Another GPU (sm_100, 148 SMs); NVIDIA H200 (sm_90, "
+                    "132 SMs)): tuned parameters are looked up for none of them",
+                    defaults.format("of one model on the cluster's workers")]
+            finally:
+                points_dask.discard_early()
+    assert planned(spec) == [defaults.format("found here")]  # no start begun: this machine's GPU, none
+
+
+def test_a_dry_run_on_a_cluster_says_its_tuned_parameters_are_this_machines():
+    result = invoke("run", "-v", "pipelined", "-s", "2048", "--scheduler", "tcp://127.0.0.1:1", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert ("a dry run connects to no cluster: its tuned parameters are this machine's GPU's; the run looks them up "
+            "for the GPU its workers report") in result.output.replace("\n", " ")

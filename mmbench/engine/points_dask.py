@@ -41,6 +41,7 @@ SMALLEST_SHARE = 16  # a chunk holds at least 1/16 of a worker's estimated share
 # round trips; 20 to 40 ms a point of the limits study on an H100) and ten launches at 20 TFLOP/s and 2 TB/s
 POINT_S, LAUNCHES, FLOPS_PER_S, BYTES_PER_S = 0.02, 10, 2e13, 2e12
 INSTALL = "pip install '.[cluster]' (dask, distributed and dask-cuda)"
+WORKERS_WAIT_S = 20.0  # how long a run's plan waits for a cluster's first worker to say its GPU
 
 
 class ClusterError(RuntimeError):
@@ -177,29 +178,35 @@ def discard_early() -> None:
                 cluster.close()
 
 
-def cluster_gpu(spec: ClusterSpec, gpus: bool, say: Callable[[str], None]) -> tuple[bool, DeviceId | None]:
+def cluster_gpu(spec: ClusterSpec, gpus: bool, say: Callable[[str], None]) -> tuple[DeviceId | None, str] | None:
     """The GPU of the cluster a run began connecting to (start_early), as its workers report it: what
     the run's tuned parameters are for (the client's own GPU may be another, or none: a login node
-    driving a GPU cluster). (True, the GPU) where the workers answered (None: no worker has a GPU, or
-    their GPUs are of several models, said); (False, None) where no start was begun or it failed (the
-    run's connect says why)."""
+    driving a GPU cluster), and, for a run's line where there is none, where none was found. None where
+    no start was begun or it failed (the run's connect says why), or no worker answered within
+    WORKERS_WAIT_S (a cluster whose workers join later, said): the caller looks on this machine then."""
     box = _EARLY.get((spec, gpus))
     if box is None:
-        return False, None
+        return None
     box["thread"].join()
     client = box.get("client")
+    if client is None:
+        return None
     try:
-        found = client.run(worker_identity) if client is not None else None
-    except Exception:  # a worker that cannot import mmbench: the run's engine says so
-        found = None
+        client.wait_for_workers(1, timeout=WORKERS_WAIT_S)
+        found = client.run(worker_identity, on_error="ignore")  # a worker that cannot answer is left out
+        models = {DeviceId(w["gpu_id"]["name"], w["gpu_id"].get("arch"), w["gpu_id"].get("sm_count"))
+                  for w in found.values() if w.get("gpu_id")}
+    except Exception:  # no worker yet, or answers of another mmbench
+        found, models = {}, set()
     if not found:
-        return False, None
-    models = {DeviceId(**w["gpu_id"]) for w in found.values() if w.get("gpu_id")}
+        say(f"cluster: no worker reported its GPU within {WORKERS_WAIT_S:g} s; tuned parameters are looked up for this "
+            f"machine's")
+        return None
     if len(models) > 1:
         say(f"cluster: its workers' GPUs are of {len(models)} models ({'; '.join(sorted(map(str, models)))}): "
             f"tuned parameters are looked up for none of them")
-        return True, None
-    return True, next(iter(models), None)
+        return None, "of one model on the cluster's workers"
+    return next(iter(models), None), "reported by the cluster's workers"
 
 
 def connect(spec: ClusterSpec, gpus: bool, say: Callable[[str], None]):

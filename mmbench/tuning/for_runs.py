@@ -17,6 +17,7 @@ from .cache import candidates, describe_cache, entry_form, nearest_of
 RULE = "rule"  # a Tuned's origin when its parameters came from the variant's rule, not a cache
 
 Say = Callable[[str], None]
+Found = tuple[DeviceId | None, str]  # a GPU tuned parameters are for, and where none was found ("found here")
 
 
 def tunable(sel: Selection) -> list:
@@ -27,19 +28,16 @@ def tunable(sel: Selection) -> list:
             and not set(v.axes) & set(sel.overrides)]
 
 
-def with_tuned(sel: Selection, caches: Sequence, say: Say,
-               gpu: Callable[[], DeviceId | None] | None = None) -> Selection:
+def with_tuned(sel: Selection, caches: Sequence, say: Say, gpu: Callable[[], Found] | None = None) -> Selection:
     """Give each tunable variant whose parameters the user did not set its tuned parameters for
-    the GPU (gpu(): the one the points run on, a cluster's; default: this machine's), kernel source,
-    precision and layout from the tuning caches (cache.read_caches: the user's, then the shipped;
-    empty: caches switched off), and say which cache gave them, for which GPU. Selection.tuned is
-    keyed (variant, shape, dtype, layout)."""
-    from ..device import device_identity
-
+    the GPU (gpu(): the one the points run on, a cluster's, and where none was found; default: this
+    machine's), kernel source, precision and layout from the tuning caches (cache.read_caches: the
+    user's, then the shipped; empty: caches switched off), and say which cache gave them, for which
+    GPU. Selection.tuned is keyed (variant, shape, dtype, layout)."""
     variants = tunable(sel)
     if not variants:
         return sel
-    device = (gpu or device_identity)()
+    device, where = (gpu or this_machines_gpu)()
     forms = {v.name: [(d, lay) for d in sel.dtypes for lay in sel.layouts if takes(v, d, lay)] for v in variants}
     if not caches:
         ruled = {(v.name, f): _by_rule(v, sel.shapes(v), device, f) for v in variants for f in forms[v.name]}
@@ -55,11 +53,18 @@ def with_tuned(sel: Selection, caches: Sequence, say: Say,
         shapes = sel.shapes(v)
         digest = source.source_hash(v) if device else None  # once per variant, for all its shapes
         for form in forms[v.name]:
-            tuned.update(_tuned_form(v, form, shapes, caches, device, digest, say))
+            tuned.update(_tuned_form(v, form, shapes, caches, device, digest, say, where))
     return replace(sel, tuned={**sel.tuned, **tuned})
 
 
-def _tuned_form(v, form: tuple[str, str], shapes, caches: Sequence, device, digest, say: Say) -> dict:
+def this_machines_gpu() -> Found:
+    """The GPU this machine's CUDA device 0 is (None: none), and where none was found."""
+    from ..device import device_identity
+
+    return device_identity(), "found here"
+
+
+def _tuned_form(v, form: tuple[str, str], shapes, caches: Sequence, device, digest, say: Say, where: str) -> dict:
     """with_tuned's entries for one variant at one precision and layout, said as it finds them."""
     name = v.name + form_suffix(*form)
     entries = candidates(caches, device, v, digest, *form) if device else None
@@ -75,7 +80,7 @@ def _tuned_form(v, form: tuple[str, str], shapes, caches: Sequence, device, dige
     elif found and len(found) < len(shapes):
         say(f"{name}: no tuned entry at {len(shapes) - len(found)} of its {len(shapes)} shapes; defaults there")
     if not found and device is None:
-        say(f"{name}: no GPU found here to look up its tuned parameters for; using defaults")
+        say(f"{name}: no GPU {where} to look up its tuned parameters for; using defaults")
     elif not found and not ruled and any(e.get("variant") == v.name and entry_form(e) == form
                                          for c in caches for e in c.entries.values()):
         say(f"{name}: the tuning caches have no entry for this GPU ({device}), nor for one of its architecture "
