@@ -8,11 +8,11 @@ import ctypes
 import os
 import threading
 from collections import Counter
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import asdict
 
 from .. import device
-from ..blas_threads import limited as blas_threads_limited
+from ..blas_threads import limited
 from ..environment import own_cpus
 from ..schema import HOST
 from ..source import source_hash
@@ -98,14 +98,10 @@ def my_share(shares: dict[str, int]) -> int | None:
     return min(share, own_cpus()) if share else None
 
 
-@contextmanager
-
-
 def blas_threads(shares: dict[str, int]):
     """This worker's share of its host's cores for numpy's BLAS for a block (a point's own
     `--threads` still applies inside it)."""
-    with blas_threads_limited(my_share(shares)):
-        yield
+    return limited(my_share(shares))
 
 
 def _runner(settings: Settings, points: list[Point], shares: dict[str, int], isolation=None,
